@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything clustermax needs to build and test, from Debian's packages only.
+# Safe to run repeatedly; skips apt when every package is already present.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev
+  libgtest-dev libgmock-dev
+  # tests: real tools whose output the parsers read
+  pciutils kmod sudo procps util-linux
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,161 @@
+#include "audit/engine.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+#include "util/time.h"
+
+#ifndef CLUSTERMAX_VERSION
+#define CLUSTERMAX_VERSION "0.0.0"
+#endif
+#ifndef CLUSTERMAX_GIT_SHA
+#define CLUSTERMAX_GIT_SHA "unknown"
+#endif
+
+namespace clustermax::audit {
+
+using core::Finding;
+using core::Reason;
+using core::Verdict;
+
+int Report::Count(Verdict v) const {
+  int n = 0;
+  for (const auto& r : results) n += r.finding.verdict == v ? 1 : 0;
+  return n;
+}
+
+void StampManifest(host::Manifest& m, const std::vector<std::string>& argv) {
+  m.tool_version = CLUSTERMAX_VERSION;
+  m.git_sha = CLUSTERMAX_GIT_SHA;
+  m.argv = argv;
+  m.uid = static_cast<long>(::getuid());
+}
+
+namespace {
+
+std::string HostnameFrom(const core::EvidenceSet& ev, host::Host& h) {
+  auto it = ev.find("os.kernel");
+  if (it != ev.end() && it->second.ok() && it->second.data["hostname"].is_string()) return it->second.data["hostname"];
+  auto r = h.ReadFile("/proc/sys/kernel/hostname", 4096);
+  if (r.status == host::IoStatus::kOk) return std::string(util::Trim(r.content));
+  return "localhost";
+}
+
+std::vector<std::string> WithHostname(const Plan& plan) {
+  std::vector<std::string> ids = plan.collectors;
+  if (std::find(ids.begin(), ids.end(), "os.kernel") == ids.end()) ids.push_back("os.kernel");
+  return ids;
+}
+
+Finding JudgeOne(const core::Check& c, const core::EvidenceSet& ev, const core::MinimumTable& minimums, core::Target target,
+                 util::SysTime now) {
+  core::JudgeContext ctx(c.info, ev, minimums, target, now);
+  try {
+    return c.judge(ctx);
+  } catch (const std::exception& e) {
+    // A defect in our judge is our fault: shown, never a PASS, excluded from scoring.
+    return core::Warn(Reason::kToolFault, fmt::format("check failed internally: {}", e.what()));
+  }
+}
+
+Finding RollUp(const std::vector<NodeFinding>& nodes) {
+  if (nodes.size() == 1) return nodes.front().finding;
+  const NodeFinding* worst = &nodes.front();
+  int counts[4] = {0, 0, 0, 0};
+  for (const auto& n : nodes) {
+    ++counts[static_cast<int>(n.finding.verdict)];
+    if (core::Rank(n.finding.verdict) > core::Rank(worst->finding.verdict)) worst = &n;
+  }
+  Finding f = worst->finding;
+  size_t m = nodes.size();
+  int n_worst = counts[static_cast<int>(worst->finding.verdict)];
+  f.message = fmt::format("{} of {} nodes {}: {}", n_worst, m, core::ToString(worst->finding.verdict), worst->finding.message);
+  f.details.clear();
+  for (const auto& n : nodes) {
+    if (n.finding.verdict == worst->finding.verdict) f.details.push_back(n.node + ": " + n.finding.message);
+  }
+  return f;
+}
+
+}  // namespace
+
+NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle) {
+  host::RecordingHost rec(live, bundle);
+  bundle.manifest.started_at = util::FormatRfc3339(std::chrono::system_clock::now());
+  bundle.manifest.target = std::string(core::ToString(plan.selection.target));
+  bundle.manifest.probes.assign(opts.probes.begin(), opts.probes.end());
+  NodeEvidence n;
+  n.evidence = collect::CollectEvidence(rec, WithHostname(plan), opts);
+  n.node = HostnameFrom(n.evidence, rec);
+  bundle.manifest.hostname = n.node;
+  bundle.manifest.finished_at = util::FormatRfc3339(std::chrono::system_clock::now());
+  n.manifest = bundle.manifest;
+  return n;
+}
+
+NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts) {
+  host::ReplayHost replay(bundle);
+  collect::CollectOptions o = opts;
+  // Replay the probes the node actually ran; a probe that was not run stays probe-disabled.
+  o.probes = std::set<std::string>(bundle.manifest.probes.begin(), bundle.manifest.probes.end());
+  NodeEvidence n;
+  n.manifest = bundle.manifest;
+  n.evidence = collect::CollectEvidence(replay, WithHostname(plan), o);
+  n.node = bundle.manifest.hostname.empty() ? HostnameFrom(n.evidence, replay) : bundle.manifest.hostname;
+  n.replay_misses = replay.misses();
+  return n;
+}
+
+Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums) {
+  Report r;
+  r.tool_version = CLUSTERMAX_VERSION;
+  r.git_sha = CLUSTERMAX_GIT_SHA;
+  r.plan = plan;
+  r.minimums_origin = minimums.origin;
+  r.minimums_generated = minimums.generated_text;
+  util::SysTime now = std::chrono::system_clock::now();
+  if (!nodes.empty()) {
+    if (auto t = util::ParseRfc3339(nodes.front().manifest.started_at)) now = *t;
+  }
+  r.collected_at = util::FormatRfc3339(now);
+  for (const auto& n : nodes) {
+    r.nodes.push_back(n.node);
+    for (const auto& m : n.replay_misses) r.replay_misses.push_back(n.node + ": " + m);
+  }
+  for (const auto& pc : plan.checks) {
+    CheckResult cr;
+    cr.info = &pc.check->info;
+    for (const auto& n : nodes) {
+      Finding f;
+      if (pc.state == PlanState::kNotInScope) {
+        f = core::Skip(Reason::kNotInScope,
+                       fmt::format("target {} is not in this check's targets ({})", core::ToString(plan.selection.target),
+                                   core::MaskToString(pc.check->info.targets)));
+      } else if (pc.state == PlanState::kProbeDisabled) {
+        f = core::Skip(Reason::kProbeDisabled,
+                       fmt::format("active probe, not requested (enable with --probe {} or --active)", pc.check->info.probe));
+      } else {
+        f = JudgeOne(*pc.check, n.evidence, minimums, plan.selection.target, now);
+      }
+      cr.nodes.push_back({n.node, std::move(f)});
+    }
+    if (cr.nodes.empty()) {
+      cr.finding = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
+    } else {
+      cr.finding = RollUp(cr.nodes);
+    }
+    r.results.push_back(std::move(cr));
+  }
+  return r;
+}
+
+int ExitCodeFor(const Report& r, bool exit_zero) {
+  if (exit_zero) return 0;
+  return r.Count(Verdict::kFail) > 0 ? 2 : 0;
+}
+
+}  // namespace clustermax::audit

@@ -1,0 +1,63 @@
+// The audit engine: collect a node's evidence through a Host (recording it into a bundle),
+// then judge every planned check on every node, purely, and roll the findings up.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "audit/plan.h"
+#include "collect/collector.h"
+#include "core/minimums.h"
+#include "host/bundle.h"
+
+namespace clustermax::audit {
+
+inline constexpr int kReportSchemaVersion = 1;
+
+struct NodeEvidence {
+  std::string node;                  // hostname from the bundle manifest
+  host::Manifest manifest;
+  core::EvidenceSet evidence;
+  std::vector<std::string> replay_misses;  // requests the bundle could not answer (replay only)
+};
+
+struct NodeFinding {
+  std::string node;
+  core::Finding finding;
+};
+
+struct CheckResult {
+  const core::CheckInfo* info = nullptr;
+  core::Finding finding;  // rolled up over nodes
+  std::vector<NodeFinding> nodes;
+};
+
+struct Report {
+  std::string tool_version;
+  std::string git_sha;
+  std::string mode;          // "live", "replay" or "review"
+  std::string collected_at;  // the evidence time used as "now" by the judges
+  Plan plan;
+  std::string minimums_origin;
+  std::string minimums_generated;
+  std::vector<std::string> nodes;
+  std::vector<CheckResult> results;
+  std::vector<std::string> replay_misses;  // "node: request"
+  int Count(core::Verdict v) const;
+};
+
+// Collects the plan's evidence on one node through `live` and records every answer into `bundle`.
+NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle);
+
+// Re-collects from a saved bundle (collectors run against a ReplayHost; nothing touches the machine).
+NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts);
+
+// Pure judgement of all nodes. `now` is the collection time (the first node's manifest start).
+Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums);
+
+// 0 clean; 2 any FAIL among the selected checks (0 with exit_zero).
+int ExitCodeFor(const Report& r, bool exit_zero);
+
+// Fills the manifest with the tool's identity.
+void StampManifest(host::Manifest& m, const std::vector<std::string>& argv);
+
+}  // namespace clustermax::audit

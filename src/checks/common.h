@@ -1,0 +1,41 @@
+// Helpers shared by the check files: applicability from the PCI inventory and the mapping from a
+// minimum-table comparison to a finding. Pure functions of evidence.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "core/check.h"
+
+namespace clustermax::checks {
+
+using core::Finding;
+using core::JudgeContext;
+using core::Reason;
+using core::Severity;
+using nlohmann::json;
+
+// GPUs in a PCI inventory evidence item ("pci.devices"), by vendor ("0x10de", "0x1002", "" = any).
+int CountPciGpus(const core::Evidence& pci, std::string_view vendor = "");
+
+// Applicability for NVIDIA checks: SKIP not-applicable only when a complete PCI inventory was
+// read and holds no NVIDIA GPU. Returns nullopt when the check applies (or may apply).
+std::optional<Finding> SkipUnlessNvidia(const core::Evidence& pci, const core::Evidence& gpu);
+
+// Maps a comparison to PASS / WARN / FAIL with observed, expected, advisory and grace details.
+Finding FromComparison(const core::Comparison& c, const std::string& what, const std::string& observed);
+
+// The component of the minimum table, or a WARN tool-fault finding when the table lacks it.
+const core::Component* Component(const JudgeContext& ctx, std::string_view id, std::optional<Finding>& problem);
+
+// True when the evidence says the tool was looked up and is absent ({"installed": false}).
+bool NotInstalled(const core::Evidence& e);
+
+void RegisterVersionChecks(core::Registry& r);
+void RegisterIsolationChecks(core::Registry& r);
+void RegisterHardwareChecks(core::Registry& r);
+void RegisterSoftwareChecks(core::Registry& r);
+void RegisterContainerChecks(core::Registry& r);
+void RegisterAccessChecks(core::Registry& r);
+void RegisterHealthChecks(core::Registry& r);
+
+}  // namespace clustermax::checks

@@ -1,0 +1,126 @@
+// software: NCCL and profiling access.
+#include <fmt/format.h>
+
+#include "checks/common.h"
+
+namespace clustermax::checks {
+namespace {
+
+using core::CheckInfo;
+using core::Evidence;
+
+Finding NcclInstalled(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("nccl.libraries");
+  if (auto p = core::EvidenceProblem(e, "NCCL library search")) return *p;
+  const json& libs = e.data["libraries"];
+  std::string version;
+  std::string from;
+  for (const auto& v : e.data["versions"]) {
+    version = v["version"];
+    from = v["path"];
+    break;
+  }
+  if (version.empty() && e.data["header"].is_object()) {
+    version = e.data["header"]["version"];
+    from = e.data["header"]["path"];
+  }
+  Finding f;
+  if (libs.empty()) {
+    f = core::Fail(Severity::kMissing, "NCCL not found in the linker cache or the standard library directories");
+    if (!e.data.value("ldconfig_ok", false)) f.Detail("ldconfig -p did not run; only directories were searched");
+  } else if (version.empty()) {
+    f = core::Warn(Reason::kEvidenceError, fmt::format("NCCL found ({} file(s)) but its version could not be read", libs.size()));
+  } else {
+    f = core::Pass(fmt::format("NCCL {} found", version));
+    f.Detail("version from " + from);
+  }
+  f.observed = version.empty() ? (libs.empty() ? "absent" : "present, version unknown") : version;
+  f.expected = "installed with a readable version";
+  for (const auto& l : libs) f.Detail(l.get<std::string>());
+  return f;
+}
+
+Finding PerfAccess(const JudgeContext& ctx) {
+  const Evidence& bin = ctx.Get("perf.binary");
+  const Evidence& probe = ctx.Get("probe.perf-sample");
+  if (NotInstalled(bin)) return core::Fail(Severity::kMissing, "perf is not installed").Observed("absent").Expected("installed");
+  if (auto p = core::EvidenceProblem(bin, "perf --version")) return *p;
+  std::string v = bin.data["version"];
+  if (probe.status == core::EvidenceStatus::kProbeDisabled) {
+    return core::Pass(fmt::format("perf {} installed", v)).Observed(v).Expected("installed").Detail("probe perf-sample not requested");
+  }
+  if (auto p = core::EvidenceProblem(probe, "perf-sample probe")) return *p;
+  std::string outcome = probe.data["outcome"];
+  Finding f = outcome == "granted" ? core::Pass(fmt::format("perf {} installed and counters sampled", v))
+                                   : core::Warn(Reason::kConfig, fmt::format("perf {} installed but sampling was {}", v, outcome));
+  return f.Observed(v + ", probe " + outcome).Expected("installed, sampling granted").Detail(probe.data.value("output", std::string()));
+}
+
+Finding Sysctl(const JudgeContext& ctx, const char* key, int pass_max, int warn_max, const char* what) {
+  const Evidence& e = ctx.Get("kernel.perf-sysctl");
+  if (auto p = core::EvidenceProblem(e, "kernel sysctls")) return *p;
+  if (!e.data[key].is_number()) {
+    return core::Warn(Reason::kEvidenceError, fmt::format("{} unreadable: {}", what, e.data.value(std::string(key) + "_error", std::string())));
+  }
+  int v = e.data[key];
+  Finding f = v <= pass_max ? core::Pass(fmt::format("{} = {}", what, v))
+              : v <= warn_max ? core::Warn(Reason::kConfig, fmt::format("{} = {} restricts profiling for non-root users", what, v))
+                              : core::Fail(Severity::kConfig, fmt::format("{} = {} disables profiling for users", what, v));
+  return f.Observed(std::to_string(v)).Expected(fmt::format("<= {}", pass_max));
+}
+
+}  // namespace
+
+void RegisterSoftwareChecks(core::Registry& r) {
+  r.Add({CheckInfo{
+             .id = "nccl-installed",
+             .category = "software",
+             .title = "NCCL installed with a readable version",
+             .rationale = "Multi-GPU training needs NCCL on the host (outside containers too) at a known version.",
+             .remediation = "Install libnccl2 and libnccl-dev from the CUDA repository (or HPC-X / HPC SDK's NCCL).",
+             .criterion = "nccl-installed",
+             .targets = core::kS | core::kSA | core::kV,
+             .needs = {"nccl.libraries"},
+             .reproduce = "ldconfig -p | grep libnccl",
+         },
+         NcclInstalled});
+  r.Add({CheckInfo{
+             .id = "perf-access",
+             .category = "software",
+             .title = "perf installed (and able to sample, with the perf-sample probe)",
+             .rationale = "CPU-side profiling of data loaders and launch overhead needs perf.",
+             .remediation = "Install linux-perf (Debian/Ubuntu: linux-tools-$(uname -r)).",
+             .criterion = "perf-access",
+             .targets = core::kS | core::kK | core::kSA | core::kV,
+             .needs = {"perf.binary", "probe.perf-sample"},
+             .probe = "perf-sample",
+             .reproduce = "perf --version; perf stat -e cycles,instructions -- sleep 0.1",
+         },
+         PerfAccess});
+  r.Add({CheckInfo{
+             .id = "perf-access-paranoid",
+             .category = "software",
+             .title = "perf_event_paranoid allows user profiling (<= 1)",
+             .rationale = "perf_event_paranoid governs perf_event_open for every profiler (perf, Nsight Systems, py-spy native).",
+             .remediation = "sysctl -w kernel.perf_event_paranoid=1 (persist in /etc/sysctl.d).",
+             .criterion = "perf-access",
+             .targets = core::kS | core::kK | core::kSA | core::kV,
+             .needs = {"kernel.perf-sysctl"},
+             .reproduce = "cat /proc/sys/kernel/perf_event_paranoid",
+         },
+         [](const JudgeContext& ctx) { return Sysctl(ctx, "perf_event_paranoid", 1, 2, "perf_event_paranoid"); }});
+  r.Add({CheckInfo{
+             .id = "perf-access-kptr",
+             .category = "software",
+             .title = "kptr_restrict is 0 (kernel symbols resolvable in profiles)",
+             .rationale = "With kptr_restrict set, kernel frames in profiles show as unresolved addresses.",
+             .remediation = "sysctl -w kernel.kptr_restrict=0 (persist in /etc/sysctl.d).",
+             .criterion = "perf-access",
+             .targets = core::kS | core::kK | core::kSA | core::kV,
+             .needs = {"kernel.perf-sysctl"},
+             .reproduce = "cat /proc/sys/kernel/kptr_restrict",
+         },
+         [](const JudgeContext& ctx) { return Sysctl(ctx, "kptr_restrict", 0, 2, "kptr_restrict"); }});
+}
+
+}  // namespace clustermax::checks

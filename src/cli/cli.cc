@@ -1,0 +1,371 @@
+#include "cli/cli.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "checks/register.h"
+#include "host/local_host.h"
+#include "report/report.h"
+#include "util/files.h"
+#include "util/strings.h"
+#include "util/time.h"
+
+namespace clustermax::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct AuditOptions {
+  bool standalone = false, vm = false, container = false, slurm = false, k8s = false;
+  bool yes = false, show = false, dry_run = false, active = false, exit_zero = false, json_out = false;
+  bool no_color = false;
+  std::vector<std::string> profiles, checks, probes, replay, timeouts;
+  std::string out_dir, sysroot, minimums_file, probe_image;
+  double command_timeout_s = 10;
+  int verbosity = 0;
+};
+
+const core::MinimumTable& LoadMinimums(const std::string& file, core::MinimumTable& storage) {
+  if (file.empty()) return core::EmbeddedMinimumTable();
+  auto text = util::ReadLocalFile(file);
+  if (!text) throw std::runtime_error("cannot read minimum table " + file);
+  storage = core::ParseMinimumTable(*text, file);
+  return storage;
+}
+
+bool UseColor(bool no_color) {
+  return !no_color && ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+}
+
+struct Detected {
+  core::Target target = core::Target::kStandalone;
+  std::string why;
+};
+
+Detected DetectTarget(host::Host& h) {
+  collect::CollectOptions o;
+  o.command_timeout = std::chrono::seconds(3);
+  auto ev = collect::CollectEvidence(h, {"os.virtualization"}, o);
+  const json& d = ev["os.virtualization"].data;
+  auto str = [&](const char* k) { return d.value(k, json()).is_string() ? d[k].get<std::string>() : std::string(); };
+  if (!str("slurm_job_id").empty()) return {core::Target::kSlurm, "SLURM_JOB_ID=" + str("slurm_job_id")};
+  if (!str("kubernetes_service_host").empty()) return {core::Target::kK8s, "KUBERNETES_SERVICE_HOST is set"};
+  std::string ctr = str("container");
+  if (d.value("dockerenv", false) || d.value("containerenv", false) || (!ctr.empty() && ctr != "none") ||
+      !d.value("cgroup_tokens", json::array()).empty() || !str("container_env").empty()) {
+    return {core::Target::kContainer, ctr.empty() || ctr == "none" ? "container markers (/.dockerenv, cgroups)" : "systemd-detect-virt: " + ctr};
+  }
+  std::string vm = str("vm");
+  if (!vm.empty() && vm != "none") return {core::Target::kVm, "systemd-detect-virt: " + vm};
+  return {core::Target::kStandalone, "no VM, container or scheduler markers"};
+}
+
+collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::Selection& sel) {
+  collect::CollectOptions o;
+  o.command_timeout = std::chrono::milliseconds(static_cast<long long>(a.command_timeout_s * 1000));
+  o.probes = sel.probes;
+  if (!a.probe_image.empty()) o.probe_image = a.probe_image;
+  for (const auto& t : a.timeouts) {
+    size_t eq = t.find('=');
+    double s = 0;
+    if (eq == std::string::npos || !(std::istringstream(t.substr(eq + 1)) >> s) || s <= 0) {
+      throw audit::UsageError("--timeout expects ID=SECONDS, got '" + t + "'");
+    }
+    std::string id = t.substr(0, eq);
+    if (!collect::FindCollector(id)) throw audit::UsageError("--timeout: unknown evidence id '" + id + "'");
+    o.timeouts[id] = std::chrono::milliseconds(static_cast<long long>(s * 1000));
+  }
+  return o;
+}
+
+// Writes report.json, report.txt and evidence/<node>.json into a fresh run directory, atomically:
+// everything goes to a hidden temporary directory that is renamed into place at the end.
+fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const std::vector<const host::Bundle*>& bundles) {
+  fs::create_directories(out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path());
+  fs::path tmp = out_dir.parent_path() / fmt::format(".{}.partial-{}", out_dir.filename().string(), ::getpid());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp / "evidence");
+  for (const auto* b : bundles) {
+    std::string name = b->manifest.hostname.empty() ? "node" : b->manifest.hostname;
+    for (auto& c : name) {
+      if (c == '/' || c == '\\') c = '_';
+    }
+    b->Save(tmp / "evidence" / (name + ".json"));
+  }
+  util::WriteFileAtomic(tmp / "report.json", report::ToJson(report).dump(2) + "\n");
+  util::WriteFileAtomic(tmp / "report.txt", report::RenderText(report, {.verbosity = 2, .color = false}));
+  if (fs::exists(out_dir)) {
+    if (!fs::is_directory(out_dir) || !fs::is_empty(out_dir)) {
+      fs::remove_all(tmp);
+      throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir.string()));
+    }
+    fs::remove(out_dir);
+  }
+  fs::rename(tmp, out_dir);
+  return out_dir;
+}
+
+int EmitReport(const audit::Report& report, const AuditOptions& a) {
+  if (a.json_out) {
+    std::cout << report::ToJson(report).dump(2) << "\n";
+  } else {
+    std::cout << report::RenderText(report, {.verbosity = a.verbosity, .color = UseColor(a.no_color)});
+  }
+  return audit::ExitCodeFor(report, a.exit_zero);
+}
+
+int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
+  core::MinimumTable storage;
+  const core::MinimumTable& minimums = LoadMinimums(a.minimums_file, storage);
+  const core::Registry& registry = checks::DefaultRegistry();
+
+  int explicit_targets = a.standalone + a.vm + a.container + a.slurm + a.k8s;
+  if (explicit_targets > 1) throw audit::UsageError("choose one target: --standalone, --vm, --container, --slurm or --k8s");
+
+  audit::Selection sel;
+  sel.profiles = a.profiles;
+  sel.checks = a.checks;
+  if (a.active) {
+    for (const auto& p : core::Probes()) sel.probes.insert(p.name);
+  }
+  sel.probes.insert(a.probes.begin(), a.probes.end());
+
+  // Judge saved bundles (from other machines): no collection, no prompt.
+  if (!a.replay.empty()) {
+    std::vector<host::Bundle> bundles;
+    for (const auto& p : a.replay) bundles.push_back(host::Bundle::Load(p));
+    std::optional<core::Target> t = core::TargetFromString(bundles.front().manifest.target);
+    sel.target = t.value_or(core::Target::kStandalone);
+    if (a.standalone) sel.target = core::Target::kStandalone;
+    if (a.vm) sel.target = core::Target::kVm;
+    if (a.container) sel.target = core::Target::kContainer;
+    if (a.slurm) sel.target = core::Target::kSlurm;
+    if (a.k8s) sel.target = core::Target::kK8s;
+    if (sel.probes.empty()) sel.probes.insert(bundles.front().manifest.probes.begin(), bundles.front().manifest.probes.end());
+    audit::Plan plan = audit::BuildPlan(registry, sel);
+    auto opts = MakeCollectOptions(a, sel);
+    std::vector<audit::NodeEvidence> nodes;
+    for (const auto& b : bundles) nodes.push_back(audit::ReplayNode(b, plan, opts));
+    audit::Report report = audit::Judge(plan, nodes, minimums);
+    report.mode = "replay";
+    if (!report.replay_misses.empty()) {
+      std::cerr << fmt::format("clustermax: warning: {} request(s) not in the evidence bundle(s); see the report header\n",
+                               report.replay_misses.size());
+    }
+    return EmitReport(report, a);
+  }
+
+  host::LocalHost local(a.sysroot);
+  Detected detected = DetectTarget(local);
+  sel.target = detected.target;
+  std::string how = "detected: " + detected.why;
+  if (a.standalone) sel.target = core::Target::kStandalone, how = "--standalone";
+  if (a.vm) sel.target = core::Target::kVm, how = "--vm";
+  if (a.container) sel.target = core::Target::kContainer, how = "--container";
+  if (a.slurm) sel.target = core::Target::kSlurm, how = "--slurm";
+  if (a.k8s) sel.target = core::Target::kK8s, how = "--k8s";
+  audit::Plan plan = audit::BuildPlan(registry, sel);
+
+  if (a.show) {
+    for (const auto& pc : plan.checks) {
+      std::cout << fmt::format("{:<36} {:<12} {:<22} {}\n", pc.check->info.id, pc.check->info.category, pc.check->info.Mode(),
+                               pc.state == audit::PlanState::kRun ? "runs"
+                               : pc.state == audit::PlanState::kNotInScope ? "skip: not-in-scope"
+                                                                          : "skip: probe-disabled");
+    }
+    return kExitOk;
+  }
+  if (a.dry_run) {
+    std::cout << plan.ToJson().dump(2) << "\n";
+    return kExitOk;
+  }
+
+  // The target block: what will be audited, with which identity, before anything is collected.
+  std::string user = std::getenv("USER") ? std::getenv("USER") : std::to_string(::getuid());
+  char hn[256] = {0};
+  ::gethostname(hn, sizeof hn - 1);
+  std::string sysroot_note = a.sysroot.empty() ? "" : fmt::format(" (files under sysroot {})", a.sysroot);
+  std::cerr << fmt::format(
+      "clustermax audit\n  target:   {} ({})\n  scope:    this node: {}{}\n  identity: {} (uid {})\n  profile:  {}\n  checks:   "
+      "{} selected, {} evidence sources\n  probes:   {}\n",
+      core::ToString(sel.target), how, hn, sysroot_note, user, ::getuid(),
+      a.profiles.empty() ? "all" : fmt::format("{}", fmt::join(a.profiles, ",")), plan.checks.size(), plan.collectors.size(),
+      sel.probes.empty() ? "none (passive: reads state only)" : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
+  if (sel.target == core::Target::kSlurm || sel.target == core::Target::kK8s) {
+    std::cerr << "  note:     this audits the local node only; fleet fan-out is not part of this build\n";
+  }
+  if (!a.yes) {
+    if (::isatty(STDIN_FILENO)) {
+      std::cerr << "Proceed? [y/N] " << std::flush;
+      std::string answer;
+      std::getline(std::cin, answer);
+      answer = util::ToLower(util::Trim(answer));
+      if (answer != "y" && answer != "yes") {
+        std::cerr << "declined\n";
+        return kExitDeclined;
+      }
+    } else if (explicit_targets == 0) {
+      throw audit::UsageError("non-interactive run: pass an explicit target (--standalone, --vm, --container, --slurm, --k8s) or --yes");
+    }
+  }
+
+  auto opts = MakeCollectOptions(a, sel);
+  host::Bundle bundle;
+  audit::StampManifest(bundle.manifest, argv);
+  bundle.manifest.sysroot = a.sysroot;
+  std::vector<audit::NodeEvidence> nodes;
+  nodes.push_back(audit::CollectNode(local, plan, opts, bundle));
+  audit::Report report = audit::Judge(plan, nodes, minimums);
+  report.mode = "live";
+
+  fs::path out = a.out_dir.empty()
+                     ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now())
+                     : fs::path(a.out_dir);
+  fs::path written = WriteRun(out, report, {&bundle});
+  int code = EmitReport(report, a);
+  std::cerr << fmt::format("run saved to {}\n", written.string());
+  return code;
+}
+
+}  // namespace
+
+fs::path DefaultRunsDir() { return util::HomeDir() / ".clustermax" / "runs"; }
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  CLI::App app{"clustermax: audit, benchmark and rate GPU clusters"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(CLUSTERMAX_VERSION) + " (" + CLUSTERMAX_GIT_SHA + ")");
+
+  AuditOptions a;
+  auto* audit_cmd = app.add_subcommand("audit", "Audit this node (read-only unless probes are enabled)");
+  audit_cmd->add_flag("--standalone", a.standalone, "Target: bare-metal standalone node");
+  audit_cmd->add_flag("--vm", a.vm, "Target: virtual machine");
+  audit_cmd->add_flag("--container", a.container, "Target: inside a container");
+  audit_cmd->add_flag("--slurm", a.slurm, "Target: a Slurm node (this node only)");
+  audit_cmd->add_flag("--k8s", a.k8s, "Target: a Kubernetes node (this node only)");
+  audit_cmd->add_flag("-y,--yes", a.yes, "Do not ask for confirmation");
+  audit_cmd->add_option("-p,--profile", a.profiles, "Profile(s): security, versions, isolation, hardware, software, containers, "
+                                                     "orchestration, networking, storage, health, access, all");
+  audit_cmd->add_option("--check", a.checks, "Only these check ids");
+  audit_cmd->add_flag("--show", a.show, "List what the selection would check, then exit");
+  audit_cmd->add_flag("--dry-run", a.dry_run, "Print the plan (JSON), then exit");
+  audit_cmd->add_flag("--active", a.active, "Enable every active probe (they change state, start containers or load GPUs)");
+  audit_cmd->add_option("--probe", a.probes, "Enable one active probe by name");
+  audit_cmd->add_option("--probe-image", a.probe_image, "Container image for the container-launch probe");
+  audit_cmd->add_option("--replay", a.replay, "Judge saved evidence bundle(s) instead of this machine")->check(CLI::ExistingFile);
+  audit_cmd->add_option("--out", a.out_dir, "Run directory (default ~/.clustermax/runs/<timestamp>)");
+  audit_cmd->add_option("--sysroot", a.sysroot, "Re-root every file read under DIR")->check(CLI::ExistingDirectory);
+  audit_cmd->add_option("--minimums", a.minimums_file, "Minimum-version table to use instead of the embedded one")->check(CLI::ExistingFile);
+  audit_cmd->add_option("--timeout", a.timeouts, "Per-evidence timeout, ID=SECONDS (e.g. gpu.inventory=30)");
+  audit_cmd->add_option("--command-timeout", a.command_timeout_s, "Default timeout for every command, seconds")->check(CLI::PositiveNumber);
+  audit_cmd->add_flag("--json", a.json_out, "Print the JSON report instead of text");
+  audit_cmd->add_flag("-v", a.verbosity, "More detail (-v, -vv, -vvv)");
+  audit_cmd->add_flag("--exit-zero", a.exit_zero, "Exit 0 even when checks FAIL");
+  audit_cmd->add_flag("--no-color", a.no_color, "No colours (also NO_COLOR or a non-terminal)");
+
+  ReviewOptions ro;
+  auto* review_cmd = audit_cmd->add_subcommand("review", "Re-judge a saved run with the current rules");
+  review_cmd->add_option("path", ro.path, "Run directory or bundle (default: the latest run)");
+  review_cmd->add_option("--command", ro.commands, "'find TEXT', 'show ID', 'raw' or 'report' (repeatable)");
+  review_cmd->add_flag("-v", ro.verbosity, "More detail");
+  review_cmd->add_option("--minimums", ro.minimums_file, "Minimum-version table")->check(CLI::ExistingFile);
+
+  auto* checks_cmd = app.add_subcommand("checks", "The check registry");
+  checks_cmd->require_subcommand(1);
+  std::string format = "text";
+  auto* list_cmd = checks_cmd->add_subcommand("list", "List every check");
+  list_cmd->add_option("--format", format, "text, md or json")->check(CLI::IsMember({"text", "md", "json"}));
+  std::string describe_id;
+  auto* describe_cmd = checks_cmd->add_subcommand("describe", "Describe one check");
+  describe_cmd->add_option("id", describe_id, "Check id")->required();
+
+  auto* minimums_cmd = app.add_subcommand("minimums", "The minimum-version table");
+  minimums_cmd->require_subcommand(1);
+  std::string minimums_file;
+  bool minimums_json = false;
+  auto* show_cmd = minimums_cmd->add_subcommand("show", "Print the table in use");
+  show_cmd->add_option("--minimums", minimums_file, "Table file instead of the embedded one")->check(CLI::ExistingFile);
+  show_cmd->add_flag("--json", minimums_json, "Print the raw JSON");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitToolError;
+  }
+
+  try {
+    if (review_cmd->parsed()) {
+      ro.color = UseColor(false);
+      return Review(ro);
+    }
+    if (audit_cmd->parsed()) return RunAudit(a, args);
+    if (list_cmd->parsed()) {
+      const auto& reg = checks::DefaultRegistry();
+      if (format == "md") {
+        std::cout << report::RenderChecksMarkdown(reg);
+      } else if (format == "json") {
+        json out = json::array();
+        for (const auto& c : reg.all()) {
+          const auto& i = c.info;
+          out.push_back({{"id", i.id}, {"category", i.category}, {"title", i.title}, {"targets", core::MaskToString(i.targets)},
+                         {"mode", i.Mode()}, {"needs", i.needs}, {"criterion", i.criterion}, {"critical", i.critical}});
+        }
+        std::cout << out.dump(2) << "\n";
+      } else {
+        for (const auto& c : reg.all()) {
+          std::cout << fmt::format("{:<36} {:<12} {:<14} {}\n", c.info.id, c.info.category, core::MaskToString(c.info.targets), c.info.title);
+        }
+        std::cout << fmt::format("{} checks\n", reg.all().size());
+      }
+      return kExitOk;
+    }
+    if (describe_cmd->parsed()) {
+      const core::Check* c = checks::DefaultRegistry().Find(describe_id);
+      if (!c) throw audit::UsageError("unknown check id '" + describe_id + "'");
+      std::cout << report::RenderCheckDescription(c->info);
+      return kExitOk;
+    }
+    if (show_cmd->parsed()) {
+      core::MinimumTable storage;
+      const core::MinimumTable& t = LoadMinimums(minimums_file, storage);
+      if (minimums_json) {
+        std::cout << (minimums_file.empty() ? std::string(core::EmbeddedMinimumTableText()) : *util::ReadLocalFile(minimums_file));
+        return kExitOk;
+      }
+      auto s = core::TableStaleness(t, std::chrono::system_clock::now());
+      std::cout << fmt::format("minimum-version table: {} (schema {}), generated {}, {:.0f} days old{}\n", t.origin, t.schema_version,
+                               t.generated_text, s.age_days, s.stale ? fmt::format(" (STALE: older than {} days)", t.max_age_days) : "");
+      for (const auto& c : t.components) {
+        std::vector<std::string> floors;
+        for (const auto& f : c.floors) floors.push_back(f.key == "*" ? f.version : f.key + " -> " + f.version);
+        std::cout << fmt::format("  {:<30} {:<15} {:<34} {}\n", c.id, core::ToString(c.kind), c.check, fmt::join(floors, "; "));
+        if (!c.eol_keys.empty()) std::cout << fmt::format("  {:<30} {:<15} {:<34} end-of-life: {}\n", "", "", "", fmt::join(c.eol_keys, ", "));
+      }
+      return kExitOk;
+    }
+  } catch (const audit::UsageError& e) {
+    std::cerr << "clustermax: error: " << e.what() << "\n";
+    return kExitToolError;
+  } catch (const std::exception& e) {
+    std::cerr << "clustermax: error: " << e.what() << "\n";
+    return kExitToolError;
+  }
+  return kExitToolError;
+}
+
+}  // namespace clustermax::cli

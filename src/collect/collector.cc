@@ -1,0 +1,90 @@
+#include "collect/collector.h"
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "util/strings.h"
+
+namespace clustermax::collect {
+
+const std::vector<Collector>& Collectors() {
+  static const std::vector<Collector> all = [] {
+    std::vector<Collector> v;
+    RegisterOsCollectors(v);
+    RegisterGpuCollectors(v);
+    RegisterSoftwareCollectors(v);
+    return v;
+  }();
+  return all;
+}
+
+const Collector* FindCollector(std::string_view id) {
+  for (const auto& c : Collectors()) if (c.info.id == id) return &c;
+  return nullptr;
+}
+
+core::EvidenceStatus FromIo(host::IoStatus s) {
+  switch (s) {
+    case host::IoStatus::kOk: return core::EvidenceStatus::kOk;
+    case host::IoStatus::kNotFound: return core::EvidenceStatus::kNotFound;
+    case host::IoStatus::kPermissionDenied: return core::EvidenceStatus::kPermissionDenied;
+    case host::IoStatus::kTimeout: return core::EvidenceStatus::kTimeout;
+    case host::IoStatus::kNotRecorded: return core::EvidenceStatus::kNotCollected;
+    case host::IoStatus::kError: return core::EvidenceStatus::kError;
+  }
+  return core::EvidenceStatus::kError;
+}
+
+std::chrono::milliseconds TimeoutFor(const CollectOptions& o, const std::string& id) {
+  auto it = o.timeouts.find(id);
+  return it != o.timeouts.end() ? it->second : o.command_timeout;
+}
+
+host::CommandSpec Command(std::vector<std::string> argv, const CollectOptions& o, const std::string& id) {
+  host::CommandSpec spec;
+  spec.argv = std::move(argv);
+  spec.timeout = TimeoutFor(o, id);
+  return spec;
+}
+
+std::string Source(const host::CommandSpec& spec) { return "cmd:" + util::JoinArgv(spec.argv); }
+
+void FailFromCommand(core::Evidence& e, const host::CommandResult& r) {
+  e.status = FromIo(r.status);
+  e.error = r.error;
+}
+
+core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts) {
+  core::EvidenceSet out;
+  std::mutex mu;
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    while (true) {
+      size_t i = next.fetch_add(1);
+      if (i >= ids.size()) return;
+      const Collector* c = FindCollector(ids[i]);
+      core::Evidence e;
+      e.id = ids[i];
+      if (!c) {
+        e.status = core::EvidenceStatus::kError;
+        e.error = "no collector named " + ids[i];
+      } else if (!c->info.probe.empty() && !opts.probes.count(c->info.probe)) {
+        e.status = core::EvidenceStatus::kProbeDisabled;
+        e.error = "active probe '" + c->info.probe + "' not requested (use --probe " + c->info.probe + " or --active)";
+      } else {
+        e = c->collect(host, opts);
+        e.id = ids[i];
+      }
+      std::lock_guard lock(mu);
+      out[e.id] = std::move(e);
+    }
+  };
+  int n = std::max(1, std::min<int>(opts.threads, static_cast<int>(ids.size())));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+}  // namespace clustermax::collect

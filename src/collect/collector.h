@@ -1,0 +1,60 @@
+// Collectors: each reads one source through host::Host and returns one Evidence item with its
+// own collection status. Collectors never judge. The registry is explicit (one Register* call
+// per file), ids name the source ("os.release", "gpu.inventory"), not the check.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/evidence.h"
+#include "host/host.h"
+
+namespace clustermax::collect {
+
+struct CollectOptions {
+  std::chrono::milliseconds command_timeout{10'000};
+  // Per-collector overrides ("gpu.inventory" -> 30 s), from --timeout ID=SECONDS.
+  std::map<std::string, std::chrono::milliseconds> timeouts;
+  std::set<std::string> probes;  // active probes enabled by name
+  std::string probe_image = "nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04";
+  int threads = 8;
+};
+
+struct CollectorInfo {
+  std::string id;
+  std::string description;
+  std::vector<std::string> sources;  // files, commands and libraries it touches
+  std::string probe;                 // non-empty: an active probe; runs only when enabled
+};
+
+using CollectFn = std::function<core::Evidence(host::Host&, const CollectOptions&)>;
+
+struct Collector {
+  CollectorInfo info;
+  CollectFn collect;
+};
+
+const std::vector<Collector>& Collectors();
+const Collector* FindCollector(std::string_view id);
+
+// Runs the named collectors concurrently on `host`. A probe collector whose probe is not enabled
+// yields status probe-disabled without touching the host.
+core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts);
+
+// ---- helpers shared by the collector files ----
+core::EvidenceStatus FromIo(host::IoStatus s);
+// Timeout for collector `id`: an override, or the default.
+std::chrono::milliseconds TimeoutFor(const CollectOptions& o, const std::string& id);
+host::CommandSpec Command(std::vector<std::string> argv, const CollectOptions& o, const std::string& id);
+std::string Source(const host::CommandSpec& spec);  // "cmd:perf --version"
+// Marks `e` failed from a command result that did not run (not found, timeout, denied...).
+void FailFromCommand(core::Evidence& e, const host::CommandResult& r);
+
+void RegisterOsCollectors(std::vector<Collector>& out);
+void RegisterGpuCollectors(std::vector<Collector>& out);
+void RegisterSoftwareCollectors(std::vector<Collector>& out);
+
+}  // namespace clustermax::collect

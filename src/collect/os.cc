@@ -1,0 +1,403 @@
+// Collectors for the operating system, kernel, PCI inventory, CPU and access facts.
+#include <map>
+
+#include <fmt/format.h>
+
+#include "collect/collector.h"
+#include "collect/pci.h"
+#include "collect/parsers.h"
+#include "util/strings.h"
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+
+Evidence ReadInto(host::Host& h, const std::string& path, Evidence e) {
+  e.sources.push_back("file:" + path);
+  auto r = h.ReadFile(path, 1u << 20);
+  if (r.status != host::IoStatus::kOk) {
+    e.status = FromIo(r.status);
+    e.error = r.error;
+  } else {
+    e.status = EvidenceStatus::kOk;
+    e.data["text"] = r.content;
+  }
+  return e;
+}
+
+Evidence OsReleaseEvidence(host::Host& h, const CollectOptions&) {
+  Evidence e = ReadInto(h, "/etc/os-release", {});
+  if (!e.ok()) return e;
+  std::string text = e.data["text"];
+  auto r = ParseOsRelease(text);
+  if (!r) {
+    e.status = EvidenceStatus::kParseError;
+    e.error = util::Ellipsize(text, 200);
+    return e;
+  }
+  e.data = {{"id", r->id}, {"version_id", r->version_id}, {"codename", r->codename}, {"pretty_name", r->pretty_name}};
+  return e;
+}
+
+Evidence OsKernel(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"file:/proc/sys/kernel/osrelease", "file:/proc/sys/kernel/hostname"};
+  auto rel = h.ReadFile("/proc/sys/kernel/osrelease", 4096);
+  auto host_name = h.ReadFile("/proc/sys/kernel/hostname", 4096);
+  if (rel.status != host::IoStatus::kOk) {
+    e.status = FromIo(rel.status);
+    e.error = rel.error;
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data["release"] = std::string(util::Trim(rel.content));
+  e.data["hostname"] = host_name.status == host::IoStatus::kOk ? json(std::string(util::Trim(host_name.content))) : json(nullptr);
+  return e;
+}
+
+Evidence OsVirtualization(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  auto detect = [&](const char* flag) -> json {
+    auto spec = Command({"systemd-detect-virt", flag}, o, "os.virtualization");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    if (r.status != host::IoStatus::kOk) return nullptr;
+    std::string v(util::Trim(r.out));
+    return v.empty() ? json(nullptr) : json(v);  // "none" (exit 1) is a valid answer
+  };
+  e.data["vm"] = detect("--vm");
+  e.data["container"] = detect("--container");
+  auto exists = [&](const char* path) -> json {
+    e.sources.push_back(std::string("stat:") + path);
+    auto s = h.Stat(path);
+    if (s.status == host::IoStatus::kOk) return true;
+    if (s.status == host::IoStatus::kNotFound) return false;
+    return nullptr;
+  };
+  e.data["dockerenv"] = exists("/.dockerenv");
+  e.data["containerenv"] = exists("/run/.containerenv");
+  e.sources.push_back("file:/proc/1/cgroup");
+  auto cg = h.ReadFile("/proc/1/cgroup", 65536);
+  json tokens = json::array();
+  if (cg.status == host::IoStatus::kOk) {
+    for (const char* t : {"docker", "containerd", "kubepods", "libpod", "lxc"}) {
+      if (util::Contains(cg.content, t)) tokens.push_back(t);
+    }
+  }
+  e.data["cgroup_tokens"] = tokens;
+  auto env = h.GetEnv("container");
+  e.data["container_env"] = env ? json(*env) : json(nullptr);
+  for (const char* f : {"sys_vendor", "product_name"}) {
+    std::string path = std::string("/sys/class/dmi/id/") + f;
+    e.sources.push_back("file:" + path);
+    auto r = h.ReadFile(path, 4096);
+    e.data[std::string("dmi_") + f] = r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
+  }
+  for (const char* var : {"SLURM_JOB_ID", "KUBERNETES_SERVICE_HOST"}) {
+    auto v = h.GetEnv(var);
+    e.data[util::ToLower(var)] = v ? json(*v) : json(nullptr);
+  }
+  return e;
+}
+
+Evidence OsCpuinfo(host::Host& h, const CollectOptions&) {
+  Evidence e = ReadInto(h, "/proc/cpuinfo", {});
+  if (!e.ok()) return e;
+  std::string text = e.data["text"];
+  auto c = ParseCpuinfo(text);
+  if (!c) {
+    e.status = EvidenceStatus::kParseError;
+    e.error = util::Ellipsize(text, 200);
+    return e;
+  }
+  e.data = {{"model", c->model}, {"logical_cpus", c->logical_cpus}, {"vmx", c->vmx}, {"svm", c->svm},
+            {"hypervisor", c->hypervisor}};
+  return e;
+}
+
+Evidence PciDevices(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}", "stat:/sys/bus/pci/devices/*/driver"};
+  PciInventory inv = ReadPciInventory(h);
+  if (inv.status != host::IoStatus::kOk) {
+    e.status = FromIo(inv.status);
+    e.error = inv.error;
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = ToJson(inv);
+  return e;
+}
+
+Evidence KernelPackages(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  auto rel = h.ReadFile("/proc/sys/kernel/osrelease", 4096);
+  e.sources.push_back("file:/proc/sys/kernel/osrelease");
+  e.data["running"] = rel.status == host::IoStatus::kOk ? json(std::string(util::Trim(rel.content))) : json(nullptr);
+  json installed = nullptr;
+  std::string db_error;
+  if (h.Which("dpkg-query").status == host::IoStatus::kOk) {
+    auto spec = Command({"dpkg-query", "-W", "-f=${Package} ${Version} ${db:Status-Abbrev}\\n", "linux-image-*"}, o,
+                        "kernel.packages");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    if (r.status == host::IoStatus::kOk && (r.exit_code == 0 || r.exit_code == 1)) {
+      installed = json::array();
+      for (const auto& line : util::SplitLines(r.out)) {
+        auto parts = util::SplitWhitespace(line);
+        if (parts.size() < 3 || parts[2].rfind("ii", 0) != 0) continue;  // installed packages only
+        auto kr = KernelReleaseFromPackage(parts[0]);
+        if (!kr) continue;
+        installed.push_back({{"package", parts[0]}, {"version", parts[1]}, {"release", *kr}});
+      }
+      e.data["package_manager"] = "dpkg";
+    } else {
+      db_error = r.error.empty() ? util::Ellipsize(r.err, 200) : r.error;
+    }
+  } else if (h.Which("rpm").status == host::IoStatus::kOk) {
+    auto spec = Command({"rpm", "-q", "--qf", "%{NAME} %{VERSION}-%{RELEASE}.%{ARCH}\\n", "kernel-core", "kernel"}, o,
+                        "kernel.packages");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    if (r.status == host::IoStatus::kOk) {
+      installed = json::array();
+      for (const auto& p : ParseDpkgPackageList(r.out)) {
+        installed.push_back({{"package", p.package}, {"version", p.version}, {"release", p.version}});
+      }
+      e.data["package_manager"] = "rpm";
+    } else {
+      db_error = r.error;
+    }
+  } else {
+    db_error = "no package manager (dpkg-query, rpm) on PATH";
+  }
+  e.data["installed"] = installed;
+  if (!db_error.empty()) e.data["package_db_error"] = db_error;
+  for (const char* path : {"/var/run/reboot-required", "/run/reboot-required"}) {
+    e.sources.push_back(std::string("stat:") + path);
+    auto s = h.Stat(path);
+    if (s.status == host::IoStatus::kOk) {
+      e.data["reboot_required"] = true;
+      auto pk = h.ReadFile(std::string(path) + ".pkgs", 65536);
+      e.data["reboot_required_pkgs"] = pk.status == host::IoStatus::kOk ? json(util::SplitLines(pk.content)) : json::array();
+      break;
+    }
+    if (s.status == host::IoStatus::kNotFound) e.data["reboot_required"] = false;
+  }
+  return e;
+}
+
+Evidence PerfSysctl(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  for (const char* name : {"perf_event_paranoid", "kptr_restrict"}) {
+    std::string path = std::string("/proc/sys/kernel/") + name;
+    e.sources.push_back("file:" + path);
+    auto r = h.ReadFile(path, 4096);
+    if (r.status != host::IoStatus::kOk) {
+      e.data[name] = nullptr;
+      e.data[std::string(name) + "_error"] = fmt::format("{}: {}", ToString(r.status), r.error);
+      continue;
+    }
+    auto v = util::ParseInt(r.content);
+    e.data[name] = v ? json(*v) : json(nullptr);
+    if (!v) e.data[std::string(name) + "_error"] = "unparsable: " + util::Ellipsize(r.content, 40);
+  }
+  return e;
+}
+
+Evidence Iommu(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"file:/proc/cmdline", "dir:/sys/class/iommu", "file:/sys/bus/pci/devices/*/iommu_group/type"};
+  auto cmd = h.ReadFile("/proc/cmdline", 65536);
+  if (cmd.status != host::IoStatus::kOk) {
+    e.status = FromIo(cmd.status);
+    e.error = "/proc/cmdline: " + cmd.error;
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  json flags = json::array();
+  for (const auto& tok : util::SplitWhitespace(cmd.content)) {
+    if (tok.rfind("iommu", 0) == 0 || tok.rfind("intel_iommu", 0) == 0 || tok.rfind("amd_iommu", 0) == 0) flags.push_back(tok);
+  }
+  e.data["cmdline_flags"] = flags;
+  auto units = h.ListDir("/sys/class/iommu");
+  json unit_names = json::array();
+  if (units.status == host::IoStatus::kOk) {
+    for (const auto& u : units.entries) unit_names.push_back(u.name);
+  }
+  e.data["iommu_units"] = units.status == host::IoStatus::kOk ? unit_names : json(nullptr);
+  PciInventory inv = ReadPciInventory(h);
+  json devices = json::array();
+  if (inv.status == host::IoStatus::kOk) {
+    for (const auto& d : inv.devices) {
+      if (!d.IsGpu() && !d.IsRdmaNic()) continue;
+      auto t = h.ReadFile("/sys/bus/pci/devices/" + d.bdf + "/iommu_group/type", 256);
+      devices.push_back({{"bdf", d.bdf},
+                         {"kind", d.IsGpu() ? "gpu" : "rdma-nic"},
+                         {"domain_type", t.status == host::IoStatus::kOk ? json(std::string(util::Trim(t.content))) : json(nullptr)},
+                         {"read_status", ToString(t.status)}});
+    }
+  }
+  e.data["devices"] = devices;
+  e.data["pci_inventory_complete"] = inv.status == host::IoStatus::kOk;
+  return e;
+}
+
+Evidence CpuGovernor(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/devices/system/cpu", "file:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
+               "file:/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"};
+  auto cpus = h.ListDir("/sys/devices/system/cpu");
+  if (cpus.status != host::IoStatus::kOk) {
+    e.status = FromIo(cpus.status);
+    e.error = cpus.error;
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  std::map<std::string, int> governors;
+  int cpu_count = 0, unreadable = 0, missing = 0;
+  for (const auto& ent : cpus.entries) {
+    if (ent.name.size() < 4 || ent.name.rfind("cpu", 0) != 0 || !util::ParseInt(ent.name.substr(3))) continue;
+    ++cpu_count;
+    auto g = h.ReadFile("/sys/devices/system/cpu/" + ent.name + "/cpufreq/scaling_governor", 256);
+    if (g.status == host::IoStatus::kOk) {
+      ++governors[std::string(util::Trim(g.content))];
+    } else if (g.status == host::IoStatus::kNotFound) {
+      ++missing;
+    } else {
+      ++unreadable;
+    }
+  }
+  e.data["cpus"] = cpu_count;
+  e.data["governors"] = governors;
+  e.data["cpufreq_missing"] = missing;
+  e.data["unreadable"] = unreadable;
+  auto d = h.ReadFile("/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver", 256);
+  e.data["driver"] = d.status == host::IoStatus::kOk ? json(std::string(util::Trim(d.content))) : json(nullptr);
+  return e;
+}
+
+Evidence SudoNonInteractive(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto spec = Command({"sudo", "-n", "true"}, o, "access.sudo");
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"exit_code", r.exit_code}, {"stderr", util::Ellipsize(util::Trim(r.err), 300)}};
+  return e;
+}
+
+Evidence UserManagement(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  for (const char* tool : {"useradd", "groupadd"}) {
+    e.sources.push_back(std::string("which:") + tool);
+    auto w = h.Which(tool);
+    e.data[tool] = w.status == host::IoStatus::kOk ? json(w.path) : json(nullptr);
+  }
+  auto uid = h.ReadFile("/proc/self/status", 65536);
+  e.sources.push_back("file:/proc/self/status");
+  json is_root = nullptr;
+  if (uid.status == host::IoStatus::kOk) {
+    for (const auto& line : util::SplitLines(uid.content)) {
+      if (line.rfind("Uid:", 0) == 0) {
+        auto parts = util::SplitWhitespace(line);
+        if (parts.size() >= 3) is_root = parts[2] == "0";  // effective uid
+      }
+    }
+  }
+  e.data["is_root"] = is_root;
+  auto spec = Command({"sudo", "-n", "-l"}, o, "access.user-management");
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  e.data["sudo_list_status"] = ToString(r.status);
+  e.data["sudo_list_exit"] = r.exit_code;
+  bool all = false, useradd = false;
+  for (const auto& line : util::SplitLines(r.out)) {
+    if (util::Contains(line, "(ALL") && util::Contains(line, " ALL")) all = true;
+    if (util::Contains(line, "useradd")) useradd = true;
+  }
+  e.data["sudo_all"] = r.status == host::IoStatus::kOk && r.exit_code == 0 && all;
+  e.data["sudo_useradd"] = r.status == host::IoStatus::kOk && r.exit_code == 0 && useradd;
+  return e;
+}
+
+Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/device/vendor"};
+  auto dir = h.ListDir("/sys/class/infiniband");
+  json devices = json::array();
+  if (dir.status == host::IoStatus::kOk) {
+    for (const auto& d : dir.entries) {
+      std::string base = "/sys/class/infiniband/" + d.name;
+      auto fw = h.ReadFile(base + "/fw_ver", 256);
+      auto vendor = h.ReadFile(base + "/device/vendor", 64);
+      devices.push_back({{"name", d.name},
+                         {"fw_ver", fw.status == host::IoStatus::kOk ? json(std::string(util::Trim(fw.content))) : json(nullptr)},
+                         {"fw_read_status", ToString(fw.status)},
+                         {"vendor", vendor.status == host::IoStatus::kOk ? json(std::string(util::Trim(vendor.content))) : json(nullptr)}});
+    }
+  } else if (dir.status != host::IoStatus::kNotFound) {
+    e.status = FromIo(dir.status);
+    e.error = dir.error;
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data["devices"] = devices;
+  PciInventory inv = ReadPciInventory(h);
+  if (inv.status == host::IoStatus::kOk) {
+    int mellanox = 0;
+    for (const auto& p : inv.devices) mellanox += p.vendor == 0x15b3 && p.IsNetwork() ? 1 : 0;
+    e.data["pci_mellanox_functions"] = mellanox;
+  } else {
+    e.data["pci_mellanox_functions"] = nullptr;
+  }
+  return e;
+}
+
+}  // namespace
+
+void RegisterOsCollectors(std::vector<Collector>& out) {
+  out.push_back({{"os.release", "Distribution identity from /etc/os-release", {"file:/etc/os-release"}, ""}, OsReleaseEvidence});
+  out.push_back({{"os.kernel", "Running kernel release and hostname", {"file:/proc/sys/kernel/osrelease", "file:/proc/sys/kernel/hostname"}, ""}, OsKernel});
+  out.push_back({{"os.virtualization", "VM and container markers (systemd-detect-virt, /.dockerenv, cgroups, DMI)",
+                  {"cmd:systemd-detect-virt --vm", "cmd:systemd-detect-virt --container", "stat:/.dockerenv",
+                   "stat:/run/.containerenv", "file:/proc/1/cgroup", "file:/sys/class/dmi/id/sys_vendor",
+                   "file:/sys/class/dmi/id/product_name", "env:container", "env:SLURM_JOB_ID", "env:KUBERNETES_SERVICE_HOST"},
+                  ""},
+                 OsVirtualization});
+  out.push_back({{"os.cpuinfo", "CPU model, count and virtualisation flags", {"file:/proc/cpuinfo"}, ""}, OsCpuinfo});
+  out.push_back({{"pci.devices", "PCI inventory from sysfs (vendor, device, class, bound driver)",
+                  {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}", "stat:/sys/bus/pci/devices/*/driver"}, ""},
+                 PciDevices});
+  out.push_back({{"kernel.packages", "Installed kernel packages and the reboot-required flag",
+                  {"cmd:dpkg-query -W linux-image-*", "cmd:rpm -q kernel-core kernel", "stat:/var/run/reboot-required"}, ""},
+                 KernelPackages});
+  out.push_back({{"kernel.perf-sysctl", "perf_event_paranoid and kptr_restrict",
+                  {"file:/proc/sys/kernel/perf_event_paranoid", "file:/proc/sys/kernel/kptr_restrict"}, ""},
+                 PerfSysctl});
+  out.push_back({{"iommu", "IOMMU kernel parameters, units and the DMA domain type of GPUs and RDMA NICs",
+                  {"file:/proc/cmdline", "dir:/sys/class/iommu", "file:/sys/bus/pci/devices/*/iommu_group/type"}, ""},
+                 Iommu});
+  out.push_back({{"cpu.governor", "cpufreq scaling governors of every CPU",
+                  {"dir:/sys/devices/system/cpu", "file:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"}, ""},
+                 CpuGovernor});
+  out.push_back({{"access.sudo", "Passwordless sudo (sudo -n true; never prompts)", {"cmd:sudo -n true"}, ""}, SudoNonInteractive});
+  out.push_back({{"access.user-management", "useradd/groupadd present and permitted", {"which:useradd", "which:groupadd", "cmd:sudo -n -l", "file:/proc/self/status"}, ""},
+                 UserManagement});
+  out.push_back({{"rdma.devices", "RDMA devices and their firmware from sysfs",
+                  {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "dir:/sys/bus/pci/devices"}, ""},
+                 RdmaDevices});
+}
+
+}  // namespace clustermax::collect

@@ -1,0 +1,176 @@
+#include "collect/parsers.h"
+
+#include <cctype>
+#include <regex>
+
+#include "util/strings.h"
+#include "util/version.h"
+
+namespace clustermax::collect {
+namespace {
+
+std::optional<std::string> Capture(std::string_view text, const std::regex& re, int group = 1) {
+  std::string s(text);
+  std::smatch m;
+  if (!std::regex_search(s, m, re)) return std::nullopt;
+  return m[group].str();
+}
+
+}  // namespace
+
+std::optional<OsRelease> ParseOsRelease(std::string_view text) {
+  OsRelease r;
+  for (const auto& [k, v] : util::ParseKeyValueLines(text)) {
+    if (k == "ID") r.id = v;
+    else if (k == "VERSION_ID") r.version_id = v;
+    else if (k == "VERSION_CODENAME") r.codename = v;
+    else if (k == "PRETTY_NAME") r.pretty_name = v;
+  }
+  if (r.id.empty()) return std::nullopt;
+  if (r.codename.empty() && r.id == "ubuntu" && r.version_id == "24.04") r.codename = "noble";
+  return r;
+}
+
+std::optional<std::string> ParseNvccRelease(std::string_view text) {
+  static const std::regex re(R"(release\s+(\d+\.\d+))");
+  return Capture(text, re);
+}
+
+std::optional<std::string> ParseRuncVersion(std::string_view text) {
+  static const std::regex re(R"(^runc version\s+v?(\S+))", std::regex::multiline);
+  return Capture(text, re);
+}
+
+std::optional<std::string> ParseDockerClientVersion(std::string_view text) {
+  std::string_view t = util::Trim(text);
+  if (t.rfind("Docker version ", 0) != 0) return std::nullopt;
+  static const std::regex re(R"(^Docker version\s+v?([0-9][^,\s]*))");
+  return Capture(t, re);
+}
+
+std::optional<std::string> ParseNvidiaCtkVersion(std::string_view text) {
+  static const std::regex re(R"(NVIDIA Container (?:Toolkit|Runtime)[^\n]*?version\s+v?([0-9][0-9.]*[0-9a-z.~+-]*))",
+                             std::regex::icase);
+  return Capture(text, re);
+}
+
+std::optional<std::string> ParsePerfVersion(std::string_view text) {
+  static const std::regex re(R"(^perf version\s+(\S+))", std::regex::multiline);
+  return Capture(text, re);
+}
+
+std::optional<std::string> ParseToolVersionLine(std::string_view text) {
+  static const std::regex re(R"(version\s*:?\s*v?(\d+\.\d+(?:\.\d+)*))", std::regex::icase);
+  return Capture(text, re);
+}
+
+std::optional<ProcNvidiaVersion> ParseProcNvidiaVersion(std::string_view text) {
+  auto lines = util::SplitLines(text);
+  for (const auto& line : lines) {
+    if (line.rfind("NVRM version:", 0) != 0) continue;
+    static const std::regex re(R"(\s(\d{3}\.\d+(?:\.\d+)?)\s)");
+    auto v = Capture(line + " ", re);
+    if (!v) return std::nullopt;
+    ProcNvidiaVersion r;
+    r.driver_version = *v;
+    r.open_module = util::Contains(line, "Open Kernel Module");
+    return r;
+  }
+  return std::nullopt;
+}
+
+std::optional<CpuInfo> ParseCpuinfo(std::string_view text) {
+  CpuInfo c;
+  for (const auto& line : util::SplitLines(text)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key(util::Trim(std::string_view(line).substr(0, colon)));
+    std::string_view val = util::Trim(std::string_view(line).substr(colon + 1));
+    if (key == "processor") ++c.logical_cpus;
+    else if (key == "model name" && c.model.empty()) c.model = std::string(val);
+    else if (key == "flags" || key == "Features") {
+      for (const auto& f : util::SplitWhitespace(val)) {
+        if (f == "vmx") c.vmx = true;
+        if (f == "svm") c.svm = true;
+        if (f == "hypervisor") c.hypervisor = true;
+      }
+    }
+  }
+  if (c.logical_cpus == 0) return std::nullopt;
+  return c;
+}
+
+std::vector<LdconfigEntry> ParseLdconfig(std::string_view text) {
+  std::vector<LdconfigEntry> out;
+  for (const auto& line : util::SplitLines(text)) {
+    size_t arrow = line.find(" => ");
+    if (arrow == std::string::npos) continue;
+    std::string_view left = util::Trim(std::string_view(line).substr(0, arrow));
+    size_t paren = left.find(" (");
+    LdconfigEntry e;
+    e.soname = std::string(paren == std::string_view::npos ? left : left.substr(0, paren));
+    e.path = std::string(util::Trim(std::string_view(line).substr(arrow + 4)));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::optional<std::string> ParseNcclHeaderVersion(std::string_view text) {
+  static const std::regex major(R"(#define\s+NCCL_MAJOR\s+(\d+))"), minor(R"(#define\s+NCCL_MINOR\s+(\d+))"),
+      patch(R"(#define\s+NCCL_PATCH\s+(\d+))");
+  auto a = Capture(text, major), b = Capture(text, minor), c = Capture(text, patch);
+  if (!a || !b || !c) return std::nullopt;
+  return *a + "." + *b + "." + *c;
+}
+
+std::optional<std::string> VersionFromSoname(std::string_view filename, std::string_view stem) {
+  std::string prefix = std::string(stem) + ".so.";
+  if (filename.rfind(prefix, 0) != 0) return std::nullopt;
+  std::string_view rest = filename.substr(prefix.size());
+  auto parts = util::Split(rest, '.');
+  if (parts.size() < 3) return std::nullopt;
+  for (const auto& p : parts) {
+    if (!util::ParseInt(p)) return std::nullopt;
+  }
+  return std::string(rest);
+}
+
+std::vector<KernelPackage> ParseDpkgPackageList(std::string_view text) {
+  std::vector<KernelPackage> out;
+  for (const auto& line : util::SplitLines(text)) {
+    auto parts = util::SplitWhitespace(line);
+    if (parts.size() != 2) continue;
+    out.push_back({parts[0], parts[1]});
+  }
+  return out;
+}
+
+std::optional<std::string> KernelReleaseFromPackage(std::string_view package) {
+  constexpr std::string_view kPrefix = "linux-image-";
+  if (package.rfind(kPrefix, 0) != 0) return std::nullopt;
+  std::string_view rest = package.substr(kPrefix.size());
+  if (rest.rfind("unsigned-", 0) == 0) rest.remove_prefix(9);
+  if (rest.empty() || !std::isdigit(static_cast<unsigned char>(rest[0]))) return std::nullopt;
+  return std::string(rest);
+}
+
+std::string KernelFlavour(std::string_view release) {
+  // "6.8.0-124-generic": flavour after the ABI; "6.1.0-31-cloud-amd64" -> "cloud-amd64".
+  size_t dash = release.find('-');
+  if (dash == std::string_view::npos) return "";
+  size_t next = release.find('-', dash + 1);
+  if (next == std::string_view::npos) return "";
+  return std::string(release.substr(next + 1));
+}
+
+std::vector<std::string> ParseNvidiaSmiList(std::string_view text) {
+  std::vector<std::string> out;
+  static const std::regex re(R"(^GPU\s+\d+:\s+(.*)$)");
+  for (const auto& line : util::SplitLines(text)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) out.push_back(m[1].str());
+  }
+  return out;
+}
+
+}  // namespace clustermax::collect

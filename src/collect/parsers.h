@@ -1,0 +1,68 @@
+// Pure parsers of real command output and system files. Each takes text and returns facts;
+// nullopt means "the text did not have the expected shape" (the collector then records a
+// parse-error with the raw text). Fixtures: tests/fixtures/parsers/.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clustermax::collect {
+
+struct OsRelease {
+  std::string id, version_id, codename, pretty_name;
+};
+std::optional<OsRelease> ParseOsRelease(std::string_view text);
+
+// "Cuda compilation tools, release 13.0, V13.0.48" -> "13.0"
+std::optional<std::string> ParseNvccRelease(std::string_view text);
+// "runc version 1.1.12" -> "1.1.12"
+std::optional<std::string> ParseRuncVersion(std::string_view text);
+// "Docker version 28.2.2, build e6534b4" -> "28.2.2"; nullopt for podman/nerdctl shims.
+std::optional<std::string> ParseDockerClientVersion(std::string_view text);
+// "NVIDIA Container Toolkit CLI version 1.17.8" (also the runtime/hook banners) -> "1.17.8"
+std::optional<std::string> ParseNvidiaCtkVersion(std::string_view text);
+// "perf version 6.1.192" -> "6.1.192"
+std::optional<std::string> ParsePerfVersion(std::string_view text);
+// dcgmi / nv-hostengine banners: the first "version" line with a dotted number.
+std::optional<std::string> ParseToolVersionLine(std::string_view text);
+
+struct ProcNvidiaVersion {
+  std::string driver_version;
+  bool open_module = false;
+};
+// /proc/driver/nvidia/version: "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05 ..."
+std::optional<ProcNvidiaVersion> ParseProcNvidiaVersion(std::string_view text);
+
+struct CpuInfo {
+  std::string model;
+  int logical_cpus = 0;
+  bool vmx = false, svm = false, hypervisor = false;
+};
+std::optional<CpuInfo> ParseCpuinfo(std::string_view text);
+
+struct LdconfigEntry {
+  std::string soname, path;
+};
+// `ldconfig -p` lines "\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2"
+std::vector<LdconfigEntry> ParseLdconfig(std::string_view text);
+
+// NCCL_MAJOR / NCCL_MINOR / NCCL_PATCH from nccl.h -> "2.27.3"
+std::optional<std::string> ParseNcclHeaderVersion(std::string_view text);
+// The version in a library file name: "libnccl.so.2.27.3" -> "2.27.3" (needs 3 components).
+std::optional<std::string> VersionFromSoname(std::string_view filename, std::string_view stem);
+
+struct KernelPackage {
+  std::string package, version;
+};
+// dpkg-query -W -f='${Package} ${Version}\n' 'linux-image-[0-9]*'
+std::vector<KernelPackage> ParseDpkgPackageList(std::string_view text);
+// "linux-image-6.8.0-124-generic" -> ("6.8.0-124-generic")
+std::optional<std::string> KernelReleaseFromPackage(std::string_view package);
+// The flavour suffix of a kernel release: "6.8.0-124-generic" -> "generic", "6.1.0-31-cloud-amd64" -> "cloud-amd64"
+std::string KernelFlavour(std::string_view release);
+
+// `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)" -> one entry per GPU line.
+std::vector<std::string> ParseNvidiaSmiList(std::string_view text);
+
+}  // namespace clustermax::collect

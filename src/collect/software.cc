@@ -1,0 +1,318 @@
+// Collectors for installed software: container runtimes, CUDA toolkits, NCCL, perf, DCGM,
+// and the probes that exercise them (perf-sample, container-launch).
+#include <functional>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "collect/collector.h"
+#include "collect/parsers.h"
+#include "util/strings.h"
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+using Parser = std::function<std::optional<std::string>(std::string_view)>;
+
+// The shape every "is X installed, which version" item has: {installed, path, version, raw}.
+// Absent from PATH is a successful read ("installed": false); a tool that is there but hangs,
+// fails or prints something unexpected is an evidence error, never "not installed".
+Evidence ToolVersion(host::Host& h, const CollectOptions& o, const std::string& id, std::vector<std::string> argv,
+                     const Parser& parse, bool use_stderr = false) {
+  Evidence e;
+  e.sources.push_back("which:" + argv[0]);
+  auto w = h.Which(argv[0]);
+  if (w.status == host::IoStatus::kNotFound) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"installed", false}, {"path", nullptr}, {"version", nullptr}};
+    return e;
+  }
+  if (w.status != host::IoStatus::kOk) {
+    e.status = FromIo(w.status);
+    e.error = "PATH lookup of " + argv[0] + " failed";
+    return e;
+  }
+  auto spec = Command(std::move(argv), o, id);
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return e;
+  }
+  std::string text = r.out + (use_stderr || r.out.empty() ? r.err : "");
+  auto v = parse(text);
+  if (!v) {
+    e.status = EvidenceStatus::kParseError;
+    e.error = fmt::format("exit {}; output: {}", r.exit_code, util::Ellipsize(util::Trim(text), 300));
+    e.data = {{"installed", true}, {"path", w.path}, {"version", nullptr}};
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"installed", true}, {"path", w.path}, {"version", *v}, {"raw", util::Ellipsize(util::Trim(text), 300)}};
+  return e;
+}
+
+Evidence ContainerToolkit(host::Host& h, const CollectOptions& o) {
+  // The CLI first; the runtime binary names the same release.
+  for (const char* tool : {"nvidia-ctk", "nvidia-container-runtime", "nvidia-container-toolkit"}) {
+    Evidence e = ToolVersion(h, o, "container-toolkit.version", {tool, "--version"}, ParseNvidiaCtkVersion);
+    if (e.status != EvidenceStatus::kOk || e.data.value("installed", false)) {
+      e.data["tool"] = tool;
+      return e;
+    }
+  }
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources = {"which:nvidia-ctk", "which:nvidia-container-runtime", "which:nvidia-container-toolkit"};
+  e.data = {{"installed", false}, {"path", nullptr}, {"version", nullptr}};
+  // CDI specs or runtime wiring count as the toolkit being configured (container-toolkit check).
+  json cdi = json::array();
+  for (const char* dir : {"/etc/cdi", "/var/run/cdi"}) {
+    e.sources.push_back(std::string("dir:") + dir);
+    auto d = h.ListDir(dir);
+    if (d.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : d.entries) {
+      if (ent.name.rfind("nvidia", 0) == 0) cdi.push_back(std::string(dir) + "/" + ent.name);
+    }
+  }
+  e.data["cdi_specs"] = cdi;
+  return e;
+}
+
+Evidence CudaToolkits(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  std::vector<std::string> nvccs;
+  std::string default_path;
+  e.sources.push_back("which:nvcc");
+  auto w = h.Which("nvcc");
+  if (w.status == host::IoStatus::kOk) {
+    nvccs.push_back(w.path);
+    default_path = w.path;
+  }
+  e.sources.push_back("dir:/usr/local");
+  auto local = h.ListDir("/usr/local");
+  if (local.status == host::IoStatus::kOk) {
+    for (const auto& ent : local.entries) {
+      if (ent.name != "cuda" && ent.name.rfind("cuda-", 0) != 0) continue;
+      std::string nvcc = "/usr/local/" + ent.name + "/bin/nvcc";
+      auto s = h.Stat(nvcc);
+      if (s.status == host::IoStatus::kOk) nvccs.push_back(nvcc);
+      if (ent.name == "cuda" && default_path.empty() && s.status == host::IoStatus::kOk) default_path = nvcc;
+    }
+  }
+  json toolkits = json::array();
+  std::set<std::string> seen_versions_by_dir;
+  for (const auto& nvcc : nvccs) {
+    auto spec = Command({nvcc, "--version"}, o, "cuda.toolkits");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    json t = {{"nvcc", nvcc}, {"default", nvcc == default_path}};
+    if (r.status != host::IoStatus::kOk) {
+      t["version"] = nullptr;
+      t["error"] = fmt::format("{}: {}", ToString(r.status), r.error);
+    } else if (auto v = ParseNvccRelease(r.out)) {
+      t["version"] = *v;
+    } else {
+      t["version"] = nullptr;
+      t["error"] = "unparsable: " + util::Ellipsize(util::Trim(r.out + r.err), 200);
+    }
+    toolkits.push_back(t);
+  }
+  e.data["toolkits"] = toolkits;
+  e.data["default"] = default_path.empty() ? json(nullptr) : json(default_path);
+  return e;
+}
+
+Evidence Runc(host::Host& h, const CollectOptions& o) {
+  return ToolVersion(h, o, "runc.version", {"runc", "--version"}, ParseRuncVersion);
+}
+
+Evidence Docker(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources.push_back("which:docker");
+  auto w = h.Which("docker");
+  if (w.status != host::IoStatus::kOk) {
+    e.status = w.status == host::IoStatus::kNotFound ? EvidenceStatus::kOk : FromIo(w.status);
+    e.data = {{"installed", false}, {"is_docker", nullptr}, {"client_version", nullptr}, {"server_version", nullptr}};
+    return e;
+  }
+  auto client = Command({"docker", "--version"}, o, "docker.version");
+  e.sources.push_back(Source(client));
+  auto rc = h.Run(client);
+  if (rc.status != host::IoStatus::kOk) {
+    FailFromCommand(e, rc);
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  auto cv = ParseDockerClientVersion(rc.out);
+  e.data["installed"] = true;
+  e.data["is_docker"] = cv.has_value();  // podman/nerdctl shims print something else
+  e.data["client_version"] = cv ? json(*cv) : json(nullptr);
+  e.data["client_raw"] = util::Ellipsize(util::Trim(rc.out), 200);
+  auto server = Command({"docker", "version", "--format", "{{.Server.Version}}"}, o, "docker.version");
+  e.sources.push_back(Source(server));
+  auto rs = h.Run(server);
+  std::string sv(util::Trim(rs.out));
+  if (rs.status == host::IoStatus::kOk && rs.exit_code == 0 && !sv.empty() && std::isdigit(static_cast<unsigned char>(sv[0]))) {
+    e.data["server_version"] = sv;
+  } else {
+    e.data["server_version"] = nullptr;
+    e.data["server_error"] = rs.status != host::IoStatus::kOk ? rs.error : util::Ellipsize(util::Trim(rs.err), 300);
+  }
+  return e;
+}
+
+Evidence PerfBinary(host::Host& h, const CollectOptions& o) {
+  return ToolVersion(h, o, "perf.binary", {"perf", "--version"}, ParsePerfVersion, true);
+}
+
+Evidence PerfSample(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto spec = Command({"perf", "stat", "-e", "cycles,instructions", "--", "sleep", "0.1"}, o, "probe.perf-sample");
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  std::string text = r.err + r.out;  // perf stat reports on stderr
+  bool not_supported = util::Contains(text, "<not supported>") || util::Contains(text, "<not counted>");
+  bool denied = util::ContainsIgnoreCase(text, "permission") || util::Contains(text, "perf_event_paranoid");
+  std::string outcome = r.exit_code == 0 && !not_supported ? "granted"
+                        : denied                          ? "denied"
+                        : r.exit_code == 0                ? "partial"
+                                                          : "error";
+  e.data = {{"outcome", outcome}, {"exit_code", r.exit_code}, {"output", util::Ellipsize(util::Trim(text), 600)}};
+  return e;
+}
+
+Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  std::set<std::string> libs;
+  auto spec = Command({"ldconfig", "-p"}, o, "nccl.libraries");
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  bool ldconfig_ok = r.status == host::IoStatus::kOk && r.exit_code == 0;
+  if (ldconfig_ok) {
+    for (const auto& ent : ParseLdconfig(r.out)) {
+      if (ent.soname.rfind("libnccl.so", 0) == 0) libs.insert(ent.path);
+    }
+  }
+  std::vector<std::string> dirs = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
+                                   "/usr/local/lib"};
+  auto local = h.ListDir("/usr/local");
+  if (local.status == host::IoStatus::kOk) {
+    for (const auto& ent : local.entries) {
+      if (ent.name == "cuda" || ent.name.rfind("cuda-", 0) == 0) {
+        dirs.push_back("/usr/local/" + ent.name + "/lib64");
+        dirs.push_back("/usr/local/" + ent.name + "/targets/x86_64-linux/lib");
+      }
+    }
+  }
+  json versions = json::array();
+  json found = json::array();
+  for (const auto& dir : dirs) {
+    e.sources.push_back("dir:" + dir);
+    auto d = h.ListDir(dir);
+    if (d.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : d.entries) {
+      if (ent.name.rfind("libnccl.so", 0) != 0) continue;
+      libs.insert(dir + "/" + ent.name);
+      if (auto v = VersionFromSoname(ent.name, "libnccl")) versions.push_back({{"path", dir + "/" + ent.name}, {"version", *v}});
+    }
+  }
+  // Symbolic links ("libnccl.so.2 -> libnccl.so.2.27.3") name the real file and its version.
+  for (const auto& lib : libs) {
+    found.push_back(lib);
+    auto s = h.Stat(lib);
+    if (s.status == host::IoStatus::kOk && s.type == 'l') {
+      std::string target = s.link_target.substr(s.link_target.rfind('/') + 1);
+      if (auto v = VersionFromSoname(target, "libnccl")) versions.push_back({{"path", lib}, {"version", *v}});
+    }
+  }
+  json header = nullptr;
+  for (const char* path : {"/usr/include/nccl.h", "/usr/local/cuda/include/nccl.h", "/usr/local/include/nccl.h"}) {
+    e.sources.push_back(std::string("file:") + path);
+    auto f = h.ReadFile(path, 1u << 20);
+    if (f.status != host::IoStatus::kOk) continue;
+    if (auto v = ParseNcclHeaderVersion(f.content)) {
+      header = {{"path", path}, {"version", *v}};
+      break;
+    }
+  }
+  e.data["libraries"] = found;
+  e.data["versions"] = versions;
+  e.data["header"] = header;
+  e.data["ldconfig_ok"] = ldconfig_ok;
+  return e;
+}
+
+Evidence Dcgm(host::Host& h, const CollectOptions& o) {
+  return ToolVersion(h, o, "dcgm.version", {"dcgmi", "--version"}, ParseToolVersionLine);
+}
+
+Evidence ContainerLaunch(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto w = h.Which("docker");
+  e.sources.push_back("which:docker");
+  if (w.status != host::IoStatus::kOk) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"engine", nullptr}, {"ran", false}};
+    return e;
+  }
+  auto spec = Command({"docker", "run", "--rm", "--gpus", "all", o.probe_image, "nvidia-smi", "-L"}, o,
+                      "probe.container-launch");
+  if (!o.timeouts.count("probe.container-launch")) spec.timeout = std::chrono::seconds(600);
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  auto gpus = ParseNvidiaSmiList(r.out);
+  // Exit codes 125-127 are docker's own failures: the container never ran.
+  bool ran = r.exit_code < 125 && r.exit_code >= 0;
+  e.data = {{"engine", "docker"},
+            {"image", o.probe_image},
+            {"ran", ran},
+            {"exit_code", r.exit_code},
+            {"gpus", gpus},
+            {"stderr", util::Ellipsize(util::Trim(r.err), 400)}};
+  return e;
+}
+
+}  // namespace
+
+void RegisterSoftwareCollectors(std::vector<Collector>& out) {
+  out.push_back({{"container-toolkit.version", "NVIDIA Container Toolkit version (CLI or runtime) and CDI specs",
+                  {"cmd:nvidia-ctk --version", "cmd:nvidia-container-runtime --version", "dir:/etc/cdi", "dir:/var/run/cdi"}, ""},
+                 ContainerToolkit});
+  out.push_back({{"cuda.toolkits", "Every installed CUDA toolkit (nvcc on PATH and /usr/local/cuda*)",
+                  {"which:nvcc", "dir:/usr/local", "cmd:<nvcc> --version"}, ""},
+                 CudaToolkits});
+  out.push_back({{"runc.version", "runc version", {"cmd:runc --version"}, ""}, Runc});
+  out.push_back({{"docker.version", "Docker client and daemon (server) versions",
+                  {"cmd:docker --version", "cmd:docker version --format {{.Server.Version}}"}, ""},
+                 Docker});
+  out.push_back({{"perf.binary", "perf installed and its version", {"cmd:perf --version"}, ""}, PerfBinary});
+  out.push_back({{"probe.perf-sample", "perf stat on cycles and instructions for 0.1 s",
+                  {"cmd:perf stat -e cycles,instructions -- sleep 0.1"}, "perf-sample"},
+                 PerfSample});
+  out.push_back({{"nccl.libraries", "NCCL libraries (ldconfig cache, library dirs, link targets) and nccl.h",
+                  {"cmd:ldconfig -p", "dir:/usr/lib/x86_64-linux-gnu", "dir:/usr/local/cuda*/lib64", "file:/usr/include/nccl.h"}, ""},
+                 NcclLibraries});
+  out.push_back({{"dcgm.version", "DCGM (dcgmi) version", {"cmd:dcgmi --version"}, ""}, Dcgm});
+  out.push_back({{"probe.container-launch", "docker run --rm --gpus all IMAGE nvidia-smi -L",
+                  {"cmd:docker run --rm --gpus all IMAGE nvidia-smi -L"}, "container-launch"},
+                 ContainerLaunch});
+}
+
+}  // namespace clustermax::collect

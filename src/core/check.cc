@@ -1,0 +1,93 @@
+#include "core/check.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace clustermax::core {
+
+const std::vector<std::string>& Categories() {
+  static const std::vector<std::string> k{"versions", "isolation", "hardware", "software", "containers",
+                                          "orchestration", "networking", "storage", "health", "access"};
+  return k;
+}
+
+const std::vector<ProbeInfo>& Probes() {
+  static const std::vector<ProbeInfo> k{
+      {"perf-sample", "perf stat -e cycles,instructions -- sleep 0.1: can this user sample CPU counters?",
+       "short CPU sampling on this node", 5},
+      {"container-launch", "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs",
+       "may pull an image from a registry; starts and removes a container", 600},
+  };
+  return k;
+}
+
+const ProbeInfo* FindProbe(std::string_view name) {
+  for (const auto& p : Probes()) if (p.name == name) return &p;
+  return nullptr;
+}
+
+std::string CheckInfo::Mode() const {
+  if (probe.empty()) return "P";
+  if (probe_required) return "A:" + probe;
+  return "P + A:" + probe;
+}
+
+const Evidence& JudgeContext::Get(std::string_view id) const {
+  if (std::find(info_.needs.begin(), info_.needs.end(), id) == info_.needs.end()) {
+    throw std::logic_error(fmt::format("check {} reads evidence '{}' it does not declare", info_.id, id));
+  }
+  auto it = evidence_.find(id);
+  if (it != evidence_.end()) return it->second;
+  static const Evidence kMissing{};
+  return kMissing;
+}
+
+std::optional<Finding> EvidenceProblem(const Evidence& e, std::string_view what) {
+  switch (e.status) {
+    case EvidenceStatus::kOk:
+      return std::nullopt;
+    case EvidenceStatus::kProbeDisabled:
+      return Skip(Reason::kProbeDisabled, fmt::format("{}: active probe, not requested", what));
+    case EvidenceStatus::kNotCollected:
+      return Warn(Reason::kEvidenceError, fmt::format("{}: evidence was not collected", what));
+    default:
+      return Warn(Reason::kEvidenceError,
+                  fmt::format("{} could not be read ({}){}", what, ToString(e.status),
+                              e.error.empty() ? "" : ": " + e.error));
+  }
+}
+
+bool IsKebabCase(std::string_view id) {
+  if (id.empty() || id.front() == '-' || id.back() == '-') return false;
+  char prev = 0;
+  for (char c : id) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    if (!ok || (c == '-' && prev == '-')) return false;
+    prev = c;
+  }
+  return true;
+}
+
+void Registry::Add(Check check) {
+  const auto& id = check.info.id;
+  if (!IsKebabCase(id)) throw std::invalid_argument(fmt::format("check id '{}' is not kebab-case", id));
+  if (Find(id)) throw std::invalid_argument(fmt::format("duplicate check id '{}'", id));
+  const auto& cats = Categories();
+  if (std::find(cats.begin(), cats.end(), check.info.category) == cats.end()) {
+    throw std::invalid_argument(fmt::format("check {} has unknown category '{}'", id, check.info.category));
+  }
+  if (!check.info.probe.empty() && !FindProbe(check.info.probe)) {
+    throw std::invalid_argument(fmt::format("check {} names unknown probe '{}'", id, check.info.probe));
+  }
+  if (!check.judge) throw std::invalid_argument(fmt::format("check {} has no judge", id));
+  checks_.push_back(std::move(check));
+}
+
+const Check* Registry::Find(std::string_view id) const {
+  for (const auto& c : checks_) if (c.info.id == id) return &c;
+  return nullptr;
+}
+
+}  // namespace clustermax::core

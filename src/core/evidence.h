@@ -1,0 +1,43 @@
+// Evidence: what a collector read from a node, with its own collection status, so that
+// "could not look" (permission denied, timeout, missing tool) is never confused with
+// "looked and found nothing". Checks judge only EvidenceSets; they never touch the machine.
+#pragma once
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace clustermax::core {
+
+enum class EvidenceStatus {
+  kOk,                // read and parsed; `data` holds the facts (which may say "absent")
+  kNotFound,          // the source itself does not exist (file missing, command not installed)
+  kPermissionDenied,  // exists but this identity cannot read it
+  kTimeout,           // a command or read exceeded its deadline
+  kParseError,        // read, but the text did not have the expected shape (raw text kept)
+  kError,             // any other failure to read
+  kProbeDisabled,     // an active probe that was not requested
+  kNotCollected,      // no collector ran for it (e.g. replay of an older bundle)
+};
+
+std::string_view ToString(EvidenceStatus s);
+EvidenceStatus EvidenceStatusFromString(std::string_view s);
+
+struct Evidence {
+  std::string id;
+  EvidenceStatus status = EvidenceStatus::kNotCollected;
+  nlohmann::json data = nlohmann::json::object();  // facts, numbers as numbers
+  std::string error;                               // the raw error or unparsable text
+  std::vector<std::string> sources;                // "file:/proc/...", "cmd:perf --version", "nvml"
+
+  bool ok() const { return status == EvidenceStatus::kOk; }
+};
+
+void to_json(nlohmann::json& j, const Evidence& e);
+void from_json(const nlohmann::json& j, Evidence& e);
+
+using EvidenceSet = std::map<std::string, Evidence, std::less<>>;
+
+}  // namespace clustermax::core

@@ -1,0 +1,19 @@
+// NVML, bound at run time with dlopen("libnvidia-ml.so.1"): the binary starts on any Linux node,
+// with or without a GPU. QueryNvml() takes one snapshot of the system and every device as JSON
+// (the shape documented in docs/evidence-bundle.md, "GPU snapshot"); the same shape comes from
+// ParseNvidiaSmiXml() (gpu/smi_xml.h) when NVML is absent, so checks never care which it was.
+// A hung driver cannot hang the audit: the query runs on its own thread and is abandoned at the
+// deadline (status timeout).
+#pragma once
+#include <chrono>
+
+#include "host/host.h"
+
+namespace clustermax::gpu {
+
+// Library name to load; tests point LD_LIBRARY_PATH at a fake one.
+inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
+
+host::NvmlResult QueryNvml(std::chrono::milliseconds timeout);
+
+}  // namespace clustermax::gpu

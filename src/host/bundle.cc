@@ -1,0 +1,420 @@
+#include "host/bundle.h"
+
+#include <fmt/format.h>
+
+#include "util/files.h"
+#include "util/strings.h"
+
+namespace clustermax::host {
+namespace {
+
+using nlohmann::json;
+
+std::string CommandKey(const std::vector<std::string>& argv) {
+  std::string k;
+  for (const auto& a : argv) {
+    k += a;
+    k.push_back('\x1f');
+  }
+  return k;
+}
+
+// Text that is not valid UTF-8 (binary sysfs/config-space files) is stored as hex.
+void PutText(json& j, const char* key, const std::string& text) {
+  if (util::IsValidUtf8(text)) {
+    j[key] = text;
+  } else {
+    j[key] = util::HexEncode(text);
+    j[std::string(key) + "_encoding"] = "hex";
+  }
+}
+
+std::string GetText(const json& j, const char* key) {
+  if (!j.contains(key)) return "";
+  std::string v = j[key].get<std::string>();
+  if (j.value(std::string(key) + "_encoding", "") == "hex") {
+    auto d = util::HexDecode(v);
+    if (!d) throw BundleError(fmt::format("field {} is not valid hex", key));
+    return *d;
+  }
+  return v;
+}
+
+json StatusJson(IoStatus s, const std::string& error) {
+  json j{{"status", ToString(s)}};
+  if (!error.empty()) j["error"] = error;
+  return j;
+}
+
+}  // namespace
+
+Bundle::Bundle(Bundle&& o) noexcept { *this = std::move(o); }
+
+Bundle& Bundle::operator=(Bundle&& o) noexcept {
+  if (this == &o) return *this;
+  std::scoped_lock lock(mu_, o.mu_);
+  manifest = std::move(o.manifest);
+  files_ = std::move(o.files_);
+  dirs_ = std::move(o.dirs_);
+  stats_ = std::move(o.stats_);
+  commands_ = std::move(o.commands_);
+  which_ = std::move(o.which_);
+  env_ = std::move(o.env_);
+  nvml_ = std::move(o.nvml_);
+  return *this;
+}
+
+void Bundle::PutFile(const std::string& path, const FileResult& r) {
+  std::lock_guard lock(mu_);
+  auto it = files_.find(path);
+  if (it == files_.end() || r.content.size() > it->second.content.size()) files_[path] = r;
+}
+void Bundle::PutDir(const std::string& path, const DirResult& r) {
+  std::lock_guard lock(mu_);
+  dirs_[path] = r;
+}
+void Bundle::PutStat(const std::string& path, const StatResult& r) {
+  std::lock_guard lock(mu_);
+  stats_[path] = r;
+}
+void Bundle::PutCommand(const std::vector<std::string>& argv, const CommandResult& r) {
+  std::lock_guard lock(mu_);
+  commands_[CommandKey(argv)] = {argv, r};
+}
+void Bundle::PutWhich(const std::string& name, const WhichResult& r) {
+  std::lock_guard lock(mu_);
+  which_[name] = r;
+}
+void Bundle::PutEnv(const std::string& name, const std::optional<std::string>& value) {
+  std::lock_guard lock(mu_);
+  env_[name] = value;
+}
+void Bundle::PutNvml(const NvmlResult& r) {
+  std::lock_guard lock(mu_);
+  nvml_ = r;
+}
+
+template <typename M, typename K>
+static auto LookupIn(std::mutex& mu, const M& m, const K& k) -> std::optional<typename M::mapped_type> {
+  std::lock_guard lock(mu);
+  auto it = m.find(k);
+  if (it == m.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<FileResult> Bundle::File(const std::string& path) const { return LookupIn(mu_, files_, path); }
+std::optional<DirResult> Bundle::Dir(const std::string& path) const { return LookupIn(mu_, dirs_, path); }
+std::optional<StatResult> Bundle::StatOf(const std::string& path) const { return LookupIn(mu_, stats_, path); }
+std::optional<WhichResult> Bundle::WhichOf(const std::string& name) const { return LookupIn(mu_, which_, name); }
+std::optional<std::optional<std::string>> Bundle::Env(const std::string& name) const {
+  return LookupIn(mu_, env_, name);
+}
+std::optional<CommandResult> Bundle::Command(const std::vector<std::string>& argv) const {
+  auto r = LookupIn(mu_, commands_, CommandKey(argv));
+  if (!r) return std::nullopt;
+  return r->second;
+}
+std::optional<NvmlResult> Bundle::Nvml() const {
+  std::lock_guard lock(mu_);
+  return nvml_;
+}
+
+json Bundle::ToJson() const {
+  std::lock_guard lock(mu_);
+  json j;
+  j["format"] = "clustermax-evidence-bundle";
+  j["format_version"] = manifest.format_version;
+  j["manifest"] = {{"tool_version", manifest.tool_version}, {"git_sha", manifest.git_sha},
+                   {"argv", manifest.argv},                 {"hostname", manifest.hostname},
+                   {"started_at", manifest.started_at},     {"finished_at", manifest.finished_at},
+                   {"sysroot", manifest.sysroot},           {"target", manifest.target},
+                   {"probes", manifest.probes},             {"uid", manifest.uid}};
+  json files = json::object();
+  for (const auto& [path, r] : files_) {
+    json f = StatusJson(r.status, r.error);
+    if (r.status == IoStatus::kOk) PutText(f, "content", r.content);
+    if (r.truncated) f["truncated"] = true;
+    files[path] = f;
+  }
+  j["files"] = files;
+  json dirs = json::object();
+  for (const auto& [path, r] : dirs_) {
+    json d = StatusJson(r.status, r.error);
+    if (r.status == IoStatus::kOk) {
+      json entries = json::array();
+      for (const auto& e : r.entries) entries.push_back(json::array({e.name, std::string(1, e.type)}));
+      d["entries"] = entries;
+    }
+    dirs[path] = d;
+  }
+  j["dirs"] = dirs;
+  json stats = json::object();
+  for (const auto& [path, r] : stats_) {
+    json s = StatusJson(r.status, r.error);
+    if (r.status == IoStatus::kOk) {
+      s["type"] = std::string(1, r.type);
+      s["mode"] = r.mode;
+      s["size"] = r.size;
+      if (!r.link_target.empty()) s["link_target"] = r.link_target;
+    }
+    stats[path] = s;
+  }
+  j["stats"] = stats;
+  json commands = json::array();
+  for (const auto& [key, entry] : commands_) {
+    const auto& [argv, r] = entry;
+    json c = StatusJson(r.status, r.error);
+    c["argv"] = argv;
+    c["exit_code"] = r.exit_code;
+    if (r.signal) c["signal"] = r.signal;
+    PutText(c, "stdout", r.out);
+    PutText(c, "stderr", r.err);
+    c["duration_ms"] = static_cast<long long>(r.duration_ms * 1000) / 1000.0;
+    if (r.timed_out) c["timed_out"] = true;
+    if (r.truncated) c["truncated"] = true;
+    if (!r.resolved.empty()) c["resolved"] = r.resolved;
+    commands.push_back(c);
+  }
+  j["commands"] = commands;
+  json which = json::object();
+  for (const auto& [name, r] : which_) {
+    which[name] = r.status == IoStatus::kOk ? json(r.path) : json(nullptr);
+  }
+  j["which"] = which;
+  json env = json::object();
+  for (const auto& [name, v] : env_) env[name] = v ? json(*v) : json(nullptr);
+  j["env"] = env;
+  if (nvml_) {
+    json n = StatusJson(nvml_->status, nvml_->error);
+    n["data"] = nvml_->data;
+    j["nvml"] = n;
+  } else {
+    j["nvml"] = nullptr;
+  }
+  return j;
+}
+
+Bundle Bundle::FromJson(const json& j) {
+  Bundle b;
+  try {
+    if (j.value("format", "") != "clustermax-evidence-bundle") {
+      throw BundleError("not a clustermax evidence bundle (missing format marker)");
+    }
+    int version = j.at("format_version").get<int>();
+    if (version != kBundleFormatVersion) {
+      throw BundleError(fmt::format("unsupported bundle format_version {}", version));
+    }
+    const json& m = j.at("manifest");
+    b.manifest.format_version = version;
+    b.manifest.tool_version = m.value("tool_version", "");
+    b.manifest.git_sha = m.value("git_sha", "");
+    b.manifest.argv = m.value("argv", std::vector<std::string>{});
+    b.manifest.hostname = m.value("hostname", "");
+    b.manifest.started_at = m.value("started_at", "");
+    b.manifest.finished_at = m.value("finished_at", "");
+    b.manifest.sysroot = m.value("sysroot", "");
+    b.manifest.target = m.value("target", "");
+    b.manifest.probes = m.value("probes", std::vector<std::string>{});
+    b.manifest.uid = m.value("uid", -1L);
+    for (const auto& [path, f] : j.at("files").items()) {
+      FileResult r;
+      r.status = IoStatusFromString(f.at("status").get<std::string>());
+      r.error = f.value("error", "");
+      r.content = GetText(f, "content");
+      r.truncated = f.value("truncated", false);
+      b.files_[path] = r;
+    }
+    for (const auto& [path, d] : j.at("dirs").items()) {
+      DirResult r;
+      r.status = IoStatusFromString(d.at("status").get<std::string>());
+      r.error = d.value("error", "");
+      if (d.contains("entries")) {
+        for (const auto& e : d["entries"]) {
+          std::string type = e.at(1).get<std::string>();
+          r.entries.push_back({e.at(0).get<std::string>(), type.empty() ? '?' : type[0]});
+        }
+      }
+      b.dirs_[path] = r;
+    }
+    for (const auto& [path, s] : j.at("stats").items()) {
+      StatResult r;
+      r.status = IoStatusFromString(s.at("status").get<std::string>());
+      r.error = s.value("error", "");
+      std::string type = s.value("type", "?");
+      r.type = type.empty() ? '?' : type[0];
+      r.mode = s.value("mode", 0u);
+      r.size = s.value("size", uint64_t{0});
+      r.link_target = s.value("link_target", "");
+      b.stats_[path] = r;
+    }
+    for (const auto& c : j.at("commands")) {
+      CommandResult r;
+      auto argv = c.at("argv").get<std::vector<std::string>>();
+      r.status = IoStatusFromString(c.at("status").get<std::string>());
+      r.error = c.value("error", "");
+      r.exit_code = c.value("exit_code", -1);
+      r.signal = c.value("signal", 0);
+      r.out = GetText(c, "stdout");
+      r.err = GetText(c, "stderr");
+      r.duration_ms = c.value("duration_ms", 0.0);
+      r.timed_out = c.value("timed_out", false);
+      r.truncated = c.value("truncated", false);
+      r.resolved = c.value("resolved", "");
+      b.commands_[CommandKey(argv)] = {argv, r};
+    }
+    for (const auto& [name, p] : j.at("which").items()) {
+      WhichResult r;
+      if (p.is_string()) {
+        r.status = IoStatus::kOk;
+        r.path = p.get<std::string>();
+      }
+      b.which_[name] = r;
+    }
+    for (const auto& [name, v] : j.at("env").items()) {
+      b.env_[name] = v.is_string() ? std::optional<std::string>(v.get<std::string>()) : std::nullopt;
+    }
+    if (j.contains("nvml") && j["nvml"].is_object()) {
+      NvmlResult n;
+      n.status = IoStatusFromString(j["nvml"].at("status").get<std::string>());
+      n.error = j["nvml"].value("error", "");
+      n.data = j["nvml"].value("data", json());
+      b.nvml_ = n;
+    }
+  } catch (const json::exception& e) {
+    throw BundleError(fmt::format("malformed evidence bundle: {}", e.what()));
+  }
+  return b;
+}
+
+Bundle Bundle::Load(const std::filesystem::path& path) {
+  auto text = util::ReadLocalFile(path);
+  if (!text) throw BundleError(fmt::format("cannot read evidence bundle {}", path.string()));
+  json j;
+  try {
+    j = json::parse(*text);
+  } catch (const json::exception& e) {
+    throw BundleError(fmt::format("{}: not valid JSON ({})", path.string(), e.what()));
+  }
+  try {
+    return FromJson(j);
+  } catch (const BundleError& e) {
+    throw BundleError(fmt::format("{}: {}", path.string(), e.what()));
+  }
+}
+
+void Bundle::Save(const std::filesystem::path& path) const {
+  util::WriteFileAtomic(path, ToJson().dump(1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+// ---- RecordingHost ----
+
+FileResult RecordingHost::ReadFile(const std::string& path, size_t max_bytes) {
+  FileResult r = target().ReadFile(path, max_bytes);
+  bundle_.PutFile(path, r);
+  return r;
+}
+DirResult RecordingHost::ListDir(const std::string& path) {
+  DirResult r = target().ListDir(path);
+  bundle_.PutDir(path, r);
+  return r;
+}
+StatResult RecordingHost::Stat(const std::string& path) {
+  StatResult r = target().Stat(path);
+  bundle_.PutStat(path, r);
+  return r;
+}
+CommandResult RecordingHost::Run(const CommandSpec& spec) {
+  CommandResult r = target().Run(spec);
+  bundle_.PutCommand(spec.argv, r);
+  return r;
+}
+WhichResult RecordingHost::Which(const std::string& name) {
+  WhichResult r = target().Which(name);
+  bundle_.PutWhich(name, r);
+  return r;
+}
+std::optional<std::string> RecordingHost::GetEnv(const std::string& name) {
+  auto v = target().GetEnv(name);
+  bundle_.PutEnv(name, v);
+  return v;
+}
+NvmlResult RecordingHost::QueryNvml(std::chrono::milliseconds timeout) {
+  NvmlResult r = target().QueryNvml(timeout);
+  bundle_.PutNvml(r);
+  return r;
+}
+
+// ---- ReplayHost ----
+
+void ReplayHost::Miss(std::string what) {
+  std::lock_guard lock(mu_);
+  misses_.push_back(std::move(what));
+}
+
+std::vector<std::string> ReplayHost::misses() const {
+  std::lock_guard lock(mu_);
+  return misses_;
+}
+
+FileResult ReplayHost::ReadFile(const std::string& path, size_t max_bytes) {
+  if (auto r = bundle_.File(path)) {
+    if (r->content.size() > max_bytes) {
+      r->content.resize(max_bytes);
+      r->truncated = true;
+    }
+    return *r;
+  }
+  Miss("file " + path);
+  return {IoStatus::kNotRecorded, "", false, "not in the evidence bundle: file " + path};
+}
+
+DirResult ReplayHost::ListDir(const std::string& path) {
+  if (auto r = bundle_.Dir(path)) return *r;
+  Miss("dir " + path);
+  DirResult r;
+  r.status = IoStatus::kNotRecorded;
+  r.error = "not in the evidence bundle: directory " + path;
+  return r;
+}
+
+StatResult ReplayHost::Stat(const std::string& path) {
+  if (auto r = bundle_.StatOf(path)) return *r;
+  Miss("stat " + path);
+  StatResult r;
+  r.status = IoStatus::kNotRecorded;
+  r.error = "not in the evidence bundle: stat " + path;
+  return r;
+}
+
+CommandResult ReplayHost::Run(const CommandSpec& spec) {
+  if (auto r = bundle_.Command(spec.argv)) return *r;
+  std::string cmd = util::JoinArgv(spec.argv);
+  Miss("command " + cmd);
+  CommandResult r;
+  r.status = IoStatus::kNotRecorded;
+  r.error = "not in the evidence bundle: command " + cmd;
+  return r;
+}
+
+WhichResult ReplayHost::Which(const std::string& name) {
+  if (auto r = bundle_.WhichOf(name)) return *r;
+  Miss("which " + name);
+  return {IoStatus::kNotRecorded, ""};
+}
+
+std::optional<std::string> ReplayHost::GetEnv(const std::string& name) {
+  if (auto r = bundle_.Env(name)) return *r;
+  Miss("env " + name);
+  return std::nullopt;
+}
+
+NvmlResult ReplayHost::QueryNvml(std::chrono::milliseconds) {
+  if (auto r = bundle_.Nvml()) return *r;
+  Miss("nvml");
+  NvmlResult r;
+  r.status = IoStatus::kNotRecorded;
+  r.error = "not in the evidence bundle: nvml";
+  return r;
+}
+
+}  // namespace clustermax::host

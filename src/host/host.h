@@ -1,0 +1,117 @@
+// Host: the only door to the machine. Every file read, directory listing, stat, environment
+// lookup, command and NVML query goes through it, so a run can be recorded into an evidence
+// bundle and replayed elsewhere. Implementations never throw for machine failures: each result
+// carries an IoStatus, and a non-zero exit code is data, not an error.
+// Thread-safety: every implementation is safe to call from several collector threads at once.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace clustermax::host {
+
+enum class IoStatus {
+  kOk,
+  kNotFound,
+  kPermissionDenied,
+  kTimeout,
+  kError,
+  kNotRecorded,  // replay only: the bundle has no answer for this request
+};
+std::string_view ToString(IoStatus s);
+IoStatus IoStatusFromString(std::string_view s);
+
+struct FileResult {
+  IoStatus status = IoStatus::kError;
+  std::string content;
+  bool truncated = false;
+  std::string error;
+};
+
+struct DirEntry {
+  std::string name;
+  char type = '?';  // 'd' directory, 'f' file, 'l' link, 'c' char device, 'b' block, 'p' fifo, 's' socket
+};
+
+struct DirResult {
+  IoStatus status = IoStatus::kError;
+  std::vector<DirEntry> entries;  // sorted by name
+  std::string error;
+};
+
+struct StatResult {
+  IoStatus status = IoStatus::kError;
+  char type = '?';
+  uint32_t mode = 0;         // permission bits
+  uint64_t size = 0;
+  std::string link_target;   // readlink() for symbolic links
+  std::string error;
+};
+
+struct CommandSpec {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH; never a shell string
+  std::chrono::milliseconds timeout{10'000};
+  size_t max_output = 8u << 20;   // per stream; beyond it output is dropped and `truncated` set
+};
+
+struct CommandResult {
+  IoStatus status = IoStatus::kError;  // kOk: it ran (whatever the exit code)
+  int exit_code = -1;
+  int signal = 0;  // terminating signal, 0 if it exited
+  std::string out;
+  std::string err;
+  double duration_ms = 0;
+  bool timed_out = false;
+  bool truncated = false;
+  std::string resolved;  // absolute path that was executed
+  std::string error;     // why it could not run
+};
+
+struct WhichResult {
+  IoStatus status = IoStatus::kNotFound;
+  std::string path;
+};
+
+struct NvmlResult {
+  IoStatus status = IoStatus::kError;
+  nlohmann::json data;  // gpu::NvmlSnapshot as JSON (see src/gpu/nvml.h)
+  std::string error;
+};
+
+class Host {
+ public:
+  virtual ~Host() = default;
+  virtual FileResult ReadFile(const std::string& path, size_t max_bytes = 4u << 20) = 0;
+  virtual DirResult ListDir(const std::string& path) = 0;
+  virtual StatResult Stat(const std::string& path) = 0;  // lstat(); link target for links
+  virtual CommandResult Run(const CommandSpec& spec) = 0;
+  virtual WhichResult Which(const std::string& name) = 0;  // PATH lookup of an executable
+  virtual std::optional<std::string> GetEnv(const std::string& name) = 0;
+  virtual NvmlResult QueryNvml(std::chrono::milliseconds timeout) = 0;
+};
+
+// Forwards every call to a target host; subclasses override what they need (leveldb EnvWrapper).
+class HostWrapper : public Host {
+ public:
+  explicit HostWrapper(Host& target) : target_(target) {}
+  FileResult ReadFile(const std::string& path, size_t max_bytes) override { return target_.ReadFile(path, max_bytes); }
+  DirResult ListDir(const std::string& path) override { return target_.ListDir(path); }
+  StatResult Stat(const std::string& path) override { return target_.Stat(path); }
+  CommandResult Run(const CommandSpec& spec) override { return target_.Run(spec); }
+  WhichResult Which(const std::string& name) override { return target_.Which(name); }
+  std::optional<std::string> GetEnv(const std::string& name) override { return target_.GetEnv(name); }
+  NvmlResult QueryNvml(std::chrono::milliseconds timeout) override { return target_.QueryNvml(timeout); }
+
+ protected:
+  Host& target() { return target_; }
+
+ private:
+  Host& target_;
+};
+
+}  // namespace clustermax::host

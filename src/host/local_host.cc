@@ -1,0 +1,196 @@
+#include "host/local_host.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "gpu/nvml.h"
+#include "host/process.h"
+#include "util/strings.h"
+
+namespace clustermax::host {
+namespace {
+
+IoStatus FromErrno(int e) {
+  switch (e) {
+    case ENOENT:
+    case ENOTDIR:
+    case ENODEV:
+    case ENXIO:
+      return IoStatus::kNotFound;
+    case EACCES:
+    case EPERM:
+      return IoStatus::kPermissionDenied;
+    default:
+      return IoStatus::kError;
+  }
+}
+
+char TypeOf(mode_t m) {
+  if (S_ISDIR(m)) return 'd';
+  if (S_ISREG(m)) return 'f';
+  if (S_ISLNK(m)) return 'l';
+  if (S_ISCHR(m)) return 'c';
+  if (S_ISBLK(m)) return 'b';
+  if (S_ISFIFO(m)) return 'p';
+  if (S_ISSOCK(m)) return 's';
+  return '?';
+}
+
+}  // namespace
+
+LocalHost::LocalHost(std::string sysroot) : sysroot_(std::move(sysroot)) {
+  while (sysroot_.size() > 1 && sysroot_.back() == '/') sysroot_.pop_back();
+  if (sysroot_ == "/") sysroot_.clear();
+}
+
+std::string LocalHost::Rooted(const std::string& path) const {
+  if (sysroot_.empty() || path.empty() || path[0] != '/') return path;
+  return sysroot_ + path;
+}
+
+FileResult LocalHost::ReadFile(const std::string& path, size_t max_bytes) {
+  FileResult r;
+  int fd = ::open(Rooted(path).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    r.status = FromErrno(errno);
+    r.error = std::strerror(errno);
+    return r;
+  }
+  char buf[65536];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      ::close(fd);
+      r.status = FromErrno(e);
+      if (r.status == IoStatus::kNotFound) r.status = IoStatus::kError;  // opened but unreadable (sysfs EIO/ENODEV)
+      r.error = std::strerror(e);
+      r.content.clear();
+      return r;
+    }
+    if (n == 0) break;
+    size_t room = max_bytes - r.content.size();
+    r.content.append(buf, std::min(room, static_cast<size_t>(n)));
+    if (static_cast<size_t>(n) > room) {
+      r.truncated = true;
+      break;
+    }
+  }
+  ::close(fd);
+  r.status = IoStatus::kOk;
+  return r;
+}
+
+DirResult LocalHost::ListDir(const std::string& path) {
+  DirResult r;
+  std::string rooted = Rooted(path);
+  DIR* d = ::opendir(rooted.c_str());
+  if (!d) {
+    r.status = FromErrno(errno);
+    r.error = std::strerror(errno);
+    return r;
+  }
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    DirEntry de{name, '?'};
+    switch (e->d_type) {
+      case DT_DIR: de.type = 'd'; break;
+      case DT_REG: de.type = 'f'; break;
+      case DT_LNK: de.type = 'l'; break;
+      case DT_CHR: de.type = 'c'; break;
+      case DT_BLK: de.type = 'b'; break;
+      case DT_FIFO: de.type = 'p'; break;
+      case DT_SOCK: de.type = 's'; break;
+      default: {
+        struct stat st {};
+        if (::lstat((rooted + "/" + name).c_str(), &st) == 0) de.type = TypeOf(st.st_mode);
+      }
+    }
+    r.entries.push_back(std::move(de));
+  }
+  ::closedir(d);
+  std::sort(r.entries.begin(), r.entries.end(), [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+  r.status = IoStatus::kOk;
+  return r;
+}
+
+StatResult LocalHost::Stat(const std::string& path) {
+  StatResult r;
+  std::string rooted = Rooted(path);
+  struct stat st {};
+  if (::lstat(rooted.c_str(), &st) != 0) {
+    r.status = FromErrno(errno);
+    r.error = std::strerror(errno);
+    return r;
+  }
+  r.status = IoStatus::kOk;
+  r.type = TypeOf(st.st_mode);
+  r.mode = st.st_mode & 07777;
+  r.size = static_cast<uint64_t>(st.st_size);
+  if (r.type == 'l') {
+    char buf[4096];
+    ssize_t n = ::readlink(rooted.c_str(), buf, sizeof buf - 1);
+    if (n >= 0) r.link_target.assign(buf, static_cast<size_t>(n));
+  }
+  return r;
+}
+
+WhichResult LocalHost::Which(const std::string& name) {
+  WhichResult r;
+  if (name.find('/') != std::string::npos) {
+    if (::access(name.c_str(), X_OK) == 0) {
+      r.status = IoStatus::kOk;
+      r.path = name;
+    }
+    return r;
+  }
+  const char* p = std::getenv("PATH");
+  std::string path = p ? p : "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  for (const auto& dir : util::Split(path, ':')) {
+    std::string candidate = dir + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) {
+      r.status = IoStatus::kOk;
+      r.path = candidate;
+      return r;
+    }
+  }
+  return r;
+}
+
+CommandResult LocalHost::Run(const CommandSpec& spec) {
+  if (spec.argv.empty()) {
+    CommandResult r;
+    r.status = IoStatus::kError;
+    r.error = "empty argv";
+    return r;
+  }
+  WhichResult w = Which(spec.argv[0]);
+  if (w.status != IoStatus::kOk) {
+    CommandResult r;
+    r.status = IoStatus::kNotFound;
+    r.error = spec.argv[0] + ": command not found";
+    return r;
+  }
+  // A fixed locale keeps the output of the tools we parse stable.
+  return RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"});
+}
+
+std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (!v) return std::nullopt;
+  return std::string(v);
+}
+
+NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) { return gpu::QueryNvml(timeout); }
+
+}  // namespace clustermax::host

@@ -1,0 +1,27 @@
+// LocalHost: the real machine. With a sysroot, every file path (/proc, /sys, /etc, /dev, /var,
+// /usr, /opt, ...) is re-rooted under it, so a mounted node image or a test tree can be audited;
+// commands still come from PATH.
+#pragma once
+#include <string>
+
+#include "host/host.h"
+
+namespace clustermax::host {
+
+class LocalHost : public Host {
+ public:
+  explicit LocalHost(std::string sysroot = "");
+  FileResult ReadFile(const std::string& path, size_t max_bytes) override;
+  DirResult ListDir(const std::string& path) override;
+  StatResult Stat(const std::string& path) override;
+  CommandResult Run(const CommandSpec& spec) override;
+  WhichResult Which(const std::string& name) override;
+  std::optional<std::string> GetEnv(const std::string& name) override;
+  NvmlResult QueryNvml(std::chrono::milliseconds timeout) override;
+
+ private:
+  std::string Rooted(const std::string& path) const;
+  std::string sysroot_;
+};
+
+}  // namespace clustermax::host

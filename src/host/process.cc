@@ -1,0 +1,165 @@
+#include "host/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+extern char** environ;
+
+namespace clustermax::host {
+namespace {
+
+struct Pipe {
+  int fd[2] = {-1, -1};
+  ~Pipe() {
+    for (int f : fd) if (f >= 0) ::close(f);
+  }
+};
+
+std::vector<std::string> MergeEnv(const std::vector<std::string>& extra) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv(*e);
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  for (const auto& kv : extra) {
+    size_t eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::vector<std::string> out;
+  for (const auto& [k, v] : env) out.push_back(k + "=" + v);
+  return out;
+}
+
+}  // namespace
+
+CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
+                         std::chrono::milliseconds timeout, size_t max_output,
+                         const std::vector<std::string>& env) {
+  CommandResult r;
+  r.resolved = path;
+  auto start = std::chrono::steady_clock::now();
+  Pipe out, err;
+  if (::pipe2(out.fd, O_CLOEXEC) != 0 || ::pipe2(err.fd, O_CLOEXEC) != 0) {
+    r.status = IoStatus::kError;
+    r.error = std::string("pipe: ") + std::strerror(errno);
+    return r;
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out.fd[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err.fd[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setpgroup(&attr, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t dfl;
+  sigemptyset(&dfl);
+  sigaddset(&dfl, SIGPIPE);
+  sigaddset(&dfl, SIGINT);
+  sigaddset(&dfl, SIGTERM);
+  posix_spawnattr_setsigdefault(&attr, &dfl);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::vector<std::string> envs = MergeEnv(env);
+  std::vector<char*> cenv;
+  for (const auto& e : envs) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
+
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, path.c_str(), &fa, &attr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(out.fd[1]);
+  out.fd[1] = -1;
+  ::close(err.fd[1]);
+  err.fd[1] = -1;
+  if (rc != 0) {
+    r.status = rc == ENOENT ? IoStatus::kNotFound : (rc == EACCES ? IoStatus::kPermissionDenied : IoStatus::kError);
+    r.error = std::string("cannot execute ") + path + ": " + std::strerror(rc);
+    return r;
+  }
+
+  auto deadline = start + timeout;
+  std::string* bufs[2] = {&r.out, &r.err};
+  pollfd fds[2] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}};
+  int open_fds = 2;
+  char chunk[65536];
+  while (open_fds > 0) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      r.timed_out = true;
+      break;
+    }
+    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
+    int n = ::poll(fds, 2, wait_ms);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t got = ::read(fds[i].fd, chunk, sizeof chunk);
+      if (got <= 0) {
+        if (got < 0 && errno == EINTR) continue;
+        fds[i].fd = -1;
+        --open_fds;
+        continue;
+      }
+      size_t room = bufs[i]->size() < max_output ? max_output - bufs[i]->size() : 0;
+      size_t take = std::min(room, static_cast<size_t>(got));
+      bufs[i]->append(chunk, take);
+      if (take < static_cast<size_t>(got)) r.truncated = true;
+    }
+  }
+
+  int status = 0;
+  if (r.timed_out) {
+    ::kill(-pid, SIGKILL);
+    ::waitpid(pid, &status, 0);
+  } else {
+    // Streams closed; the child may still be running (e.g. it closed stdout). Wait up to the deadline.
+    while (true) {
+      pid_t w = ::waitpid(pid, &status, WNOHANG);
+      if (w == pid) break;
+      if (w < 0 && errno != EINTR) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        r.timed_out = true;
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, &status, 0);
+        break;
+      }
+      ::usleep(2000);
+    }
+  }
+  r.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (r.timed_out) {
+    r.status = IoStatus::kTimeout;
+    r.error = "timed out after " + std::to_string(timeout.count()) + " ms; process group killed";
+    return r;
+  }
+  r.status = IoStatus::kOk;
+  if (WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+    r.exit_code = 128 + r.signal;
+  }
+  return r;
+}
+
+}  // namespace clustermax::host

@@ -1,0 +1,19 @@
+// Runs one command with separate stdout/stderr pipes, a deadline and an output cap.
+// The child gets its own process group; on timeout the whole group is killed (SIGKILL), so a
+// hung tool and anything it spawned cannot hang the audit. stdin is /dev/null.
+#pragma once
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "host/host.h"
+
+namespace clustermax::host {
+
+// `path` is the resolved executable; argv[0] is passed unchanged. `env` entries "K=V" are added
+// to (or replace in) the inherited environment.
+CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
+                         std::chrono::milliseconds timeout, size_t max_output,
+                         const std::vector<std::string>& env);
+
+}  // namespace clustermax::host

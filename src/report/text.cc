@@ -1,0 +1,127 @@
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report/report.h"
+#include "util/strings.h"
+
+namespace clustermax::report {
+namespace {
+
+using core::Verdict;
+
+const char* Color(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "\x1b[32m";
+    case Verdict::kWarn: return "\x1b[33m";
+    case Verdict::kFail: return "\x1b[31m";
+    case Verdict::kSkip: return "\x1b[2m";
+  }
+  return "";
+}
+
+std::string Tag(Verdict v, bool color) {
+  std::string t = fmt::format("{:<4}", core::ToString(v));
+  return color ? fmt::format("{}{}\x1b[0m", Color(v), t) : t;
+}
+
+}  // namespace
+
+std::string RenderText(const audit::Report& r, const TextOptions& o) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  line(fmt::format("clustermax {} audit: target {}, profile {}, {} node(s): {}", r.tool_version,
+                   core::ToString(r.plan.selection.target),
+                   r.plan.selection.profiles.empty() ? "all" : fmt::format("{}", fmt::join(r.plan.selection.profiles, ",")),
+                   r.nodes.size(), fmt::join(r.nodes, ", ")));
+  line(fmt::format("evidence collected {} ({}); minimum table {} generated {}", r.collected_at, r.mode, r.minimums_origin,
+                   r.minimums_generated));
+  if (!r.replay_misses.empty()) {
+    line(fmt::format("WARNING: the evidence bundle could not answer {} request(s); those checks judge missing evidence:",
+                     r.replay_misses.size()));
+    for (const auto& m : r.replay_misses) line("  - " + m);
+  }
+  std::string current_category;
+  for (const auto& res : r.results) {
+    const auto& f = res.finding;
+    bool show = o.verbosity >= 1 || f.verdict == Verdict::kFail || f.verdict == Verdict::kWarn;
+    if (!show) continue;
+    if (res.info->category != current_category) {
+      current_category = res.info->category;
+      line("");
+      line(fmt::format("[{}]", current_category));
+    }
+    std::string reason = f.reason == core::Reason::kNone ? "" : fmt::format(" ({})", core::ToString(f.reason));
+    std::string sev = f.severity == core::Severity::kNone ? "" : fmt::format(" [{}]", core::ToString(f.severity));
+    line(fmt::format("  {} {}{}{}: {}", Tag(f.verdict, o.color), res.info->id, sev, reason, f.message));
+    if (o.verbosity >= 1) {
+      if (!f.observed.empty()) line(fmt::format("       observed: {}", f.observed));
+      if (!f.expected.empty()) line(fmt::format("       expected: {}", f.expected));
+      if (!res.info->references.empty()) line(fmt::format("       link: {}", res.info->references.front().url));
+    }
+    if (o.verbosity >= 2) {
+      for (size_t i = 1; i < res.info->references.size(); ++i) {
+        line(fmt::format("       ref: {} {}", res.info->references[i].label, res.info->references[i].url));
+      }
+      for (const auto& d : f.details) line("       - " + d);
+      if (res.nodes.size() > 1) {
+        for (const auto& n : res.nodes) line(fmt::format("       {} {}: {}", core::ToString(n.finding.verdict), n.node, n.finding.message));
+      }
+    }
+    if (o.verbosity >= 3) {
+      line("       why: " + res.info->rationale);
+      if (!res.info->reproduce.empty()) line("       reproduce: " + res.info->reproduce);
+      if (!res.info->remediation.empty()) line("       fix: " + res.info->remediation);
+      line(fmt::format("       mode: {}; targets: {}", res.info->Mode(), core::MaskToString(res.info->targets)));
+    }
+  }
+  line("");
+  line(fmt::format("{} checks: {} PASS, {} WARN, {} FAIL, {} SKIP", r.results.size(), r.Count(Verdict::kPass),
+                   r.Count(Verdict::kWarn), r.Count(Verdict::kFail), r.Count(Verdict::kSkip)));
+  if (o.verbosity == 0 && r.Count(Verdict::kPass) + r.Count(Verdict::kSkip) > 0) {
+    line("(PASS and SKIP rows hidden; -v shows every check with observed and expected values)");
+  }
+  return out;
+}
+
+nlohmann::json ToJson(const audit::Report& r) {
+  using nlohmann::json;
+  json results = json::array();
+  for (const auto& res : r.results) {
+    json j = res.finding;
+    j["id"] = res.info->id;
+    j["category"] = res.info->category;
+    j["title"] = res.info->title;
+    j["criterion"] = res.info->criterion.empty() ? json(nullptr) : json(res.info->criterion);
+    j["critical"] = res.info->critical;
+    j["mode"] = res.info->Mode();
+    j["nodes_total"] = res.nodes.size();
+    json nodes = json::array();
+    for (const auto& n : res.nodes) {
+      json nj = n.finding;
+      nj["node"] = n.node;
+      nodes.push_back(nj);
+    }
+    j["nodes"] = nodes;
+    results.push_back(j);
+  }
+  return {{"schema_version", audit::kReportSchemaVersion},
+          {"tool", {{"name", "clustermax"}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
+          {"mode", r.mode},
+          {"collected_at", r.collected_at},
+          {"target", core::ToString(r.plan.selection.target)},
+          {"profiles", r.plan.selection.profiles.empty() ? std::vector<std::string>{"all"} : r.plan.selection.profiles},
+          {"probes", std::vector<std::string>(r.plan.selection.probes.begin(), r.plan.selection.probes.end())},
+          {"minimum_table", {{"origin", r.minimums_origin}, {"generated", r.minimums_generated}}},
+          {"nodes", r.nodes},
+          {"summary",
+           {{"checks", r.results.size()},
+            {"pass", r.Count(core::Verdict::kPass)},
+            {"warn", r.Count(core::Verdict::kWarn)},
+            {"fail", r.Count(core::Verdict::kFail)},
+            {"skip", r.Count(core::Verdict::kSkip)}}},
+          {"replay_misses", r.replay_misses},
+          {"results", results}};
+}
+
+}  // namespace clustermax::report

@@ -1,0 +1,192 @@
+#include "util/strings.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace clustermax::util {
+
+std::string_view Trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+std::vector<std::string> Split(std::string_view s, char sep, bool keep_empty) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) pos = s.size();
+    std::string_view part = s.substr(start, pos - start);
+    if (keep_empty || !part.empty()) out.emplace_back(part);
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> SplitLines(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < s.size()) {
+    size_t pos = s.find('\n', start);
+    if (pos == std::string_view::npos) pos = s.size();
+    std::string_view line = s.substr(start, pos - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    out.emplace_back(line);
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> SplitWhitespace(std::string_view s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    size_t j = i;
+    while (j < s.size() && !std::isspace(static_cast<unsigned char>(s[j]))) ++j;
+    if (j > i) out.emplace_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+std::string ToLower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool Contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle) {
+  return Contains(ToLower(haystack), ToLower(needle));
+}
+
+std::optional<long long> ParseInt(std::string_view s) {
+  s = Trim(s);
+  if (s.empty()) return std::nullopt;
+  long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<unsigned long long> ParseHexOrDec(std::string_view s) {
+  s = Trim(s);
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    s.remove_prefix(2);
+    base = 16;
+  }
+  if (s.empty()) return std::nullopt;
+  unsigned long long v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& raw : SplitLines(text)) {
+    std::string_view line = Trim(raw);
+    if (line.empty() || line.front() == '#') continue;
+    size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    std::string_view key = Trim(line.substr(0, eq));
+    std::string_view val = Trim(line.substr(eq + 1));
+    if (val.size() >= 2 && (val.front() == '"' || val.front() == '\'') && val.back() == val.front()) {
+      val = val.substr(1, val.size() - 2);
+    }
+    out.emplace_back(std::string(key), std::string(val));
+  }
+  return out;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    if (c < 0x80) {
+      if (c == 0) return false;  // NUL bytes mark binary content
+      ++i;
+      continue;
+    } else if ((c >> 5) == 0x6) {
+      n = 1;
+    } else if ((c >> 4) == 0xE) {
+      n = 2;
+    } else if ((c >> 3) == 0x1E) {
+      n = 3;
+    } else {
+      return false;
+    }
+    if (i + n >= s.size()) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+std::string HexEncode(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(kDigits[c >> 4]);
+    out.push_back(kDigits[c & 0xF]);
+  }
+  return out;
+}
+
+std::optional<std::string> HexDecode(std::string_view hex) {
+  if (hex.size() % 2 != 0) return std::nullopt;
+  std::string out;
+  out.reserve(hex.size() / 2);
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    unsigned v = 0;
+    auto [p, ec] = std::from_chars(hex.data() + i, hex.data() + i + 2, v, 16);
+    if (ec != std::errc() || p != hex.data() + i + 2) return std::nullopt;
+    out.push_back(static_cast<char>(v));
+  }
+  return out;
+}
+
+std::string ShellQuote(std::string_view arg) {
+  if (!arg.empty() && arg.find_first_not_of(
+                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+                          std::string_view::npos) {
+    return std::string(arg);
+  }
+  std::string out = "'";
+  for (char c : arg) {
+    if (c == '\'') out += "'\\''";
+    else out.push_back(c);
+  }
+  out += "'";
+  return out;
+}
+
+std::string JoinArgv(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out.push_back(' ');
+    out += ShellQuote(a);
+  }
+  return out;
+}
+
+std::string Ellipsize(std::string_view s, size_t max) {
+  if (s.size() <= max) return std::string(s);
+  if (max < 4) return std::string(s.substr(0, max));
+  return std::string(s.substr(0, max - 3)) + "...";
+}
+
+}  // namespace clustermax::util

@@ -1,0 +1,32 @@
+// String helpers used across the project. Pure functions, no project dependencies.
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace clustermax::util {
+
+std::string_view Trim(std::string_view s);
+std::vector<std::string> Split(std::string_view s, char sep, bool keep_empty = false);
+std::vector<std::string> SplitLines(std::string_view s);
+std::vector<std::string> SplitWhitespace(std::string_view s);
+std::string ToLower(std::string_view s);
+bool Contains(std::string_view haystack, std::string_view needle);
+bool ContainsIgnoreCase(std::string_view haystack, std::string_view needle);
+// Parses a whole (trimmed) string as a base-10 integer; nullopt on any junk.
+std::optional<long long> ParseInt(std::string_view s);
+// Parses a number that may have a leading "0x" (hex), as sysfs vendor/class files do.
+std::optional<unsigned long long> ParseHexOrDec(std::string_view s);
+// KEY=VALUE files such as /etc/os-release; quotes removed, comments skipped.
+std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text);
+bool IsValidUtf8(std::string_view s);
+std::string HexEncode(std::string_view bytes);
+std::optional<std::string> HexDecode(std::string_view hex);
+// Quotes an argv element for display in a reproduce command (POSIX shell rules).
+std::string ShellQuote(std::string_view arg);
+std::string JoinArgv(const std::vector<std::string>& argv);
+// Shortens text to at most max characters, marking the cut.
+std::string Ellipsize(std::string_view s, size_t max);
+
+}  // namespace clustermax::util
