@@ -1,1 +1,259 @@
+// End to end: replaying a recorded bundle, golden reports at each verbosity, the binary's exit
+// codes, a hung nvidia-smi, and review reproducing a live run.
 #include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "audit/engine.h"
+#include "checks/register.h"
+#include "host/local_host.h"
+#include "report/report.h"
+#include "testutil.h"
+
+using namespace clustermax;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+audit::Report ReplayFixture(const std::string& bundle, int* misses = nullptr) {
+  host::Bundle b = host::Bundle::Load(clustermax::testing::Fixture("bundles/" + bundle));
+  audit::Selection sel;
+  sel.target = core::TargetFromString(b.manifest.target).value_or(core::Target::kStandalone);
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), sel);
+  auto node = audit::ReplayNode(b, plan, {});
+  if (misses) *misses = static_cast<int>(node.replay_misses.size());
+  auto r = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
+  r.mode = "replay";
+  return r;
+}
+
+void CompareGolden(const std::string& name, const std::string& actual) {
+  fs::path p = clustermax::testing::SourceDir() / "tests" / "golden" / name;
+  if (std::getenv("CLUSTERMAX_UPDATE_GOLDEN")) {
+    util::WriteFileAtomic(p, actual);
+    return;
+  }
+  auto expected = util::ReadLocalFile(p);
+  ASSERT_TRUE(expected) << "missing golden " << p << " (regenerate with CLUSTERMAX_UPDATE_GOLDEN=1)";
+  EXPECT_EQ(*expected, actual) << "golden " << name << " differs (regenerate with CLUSTERMAX_UPDATE_GOLDEN=1 if intended)";
+}
+
+struct Proc {
+  int code = -1;
+  std::string out;
+};
+
+// Runs the built binary through the shell (test-only convenience); stderr is folded into out.
+Proc RunCli(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null";
+  Proc p;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) p.out.append(buf, n);
+  int st = ::pclose(f);
+  p.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return p;
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("cm-e2e-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(Engine, FixtureReplaysCompletelyAndDeterministically) {
+  int misses = -1;
+  auto a = ReplayFixture("debian12-container-cpu.json", &misses);
+  auto b = ReplayFixture("debian12-container-cpu.json");
+  EXPECT_EQ(misses, 0) << "the fixture bundle lacks evidence the collectors now ask for: re-record it";
+  EXPECT_EQ(report::ToJson(a).dump(), report::ToJson(b).dump());
+  EXPECT_GE(a.results.size(), 15u);
+  EXPECT_EQ(a.collected_at, host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")).manifest.started_at);
+}
+
+TEST(Engine, GoldenReports) {
+  auto r = ReplayFixture("debian12-container-cpu.json");
+  CompareGolden("debian12-container-cpu.json", report::ToJson(r).dump(2) + "\n");
+  for (int v = 0; v <= 3; ++v) {
+    CompareGolden("debian12-container-cpu.v" + std::to_string(v) + ".txt", report::RenderText(r, {.verbosity = v, .color = false}));
+  }
+  // Colour only changes the tags.
+  std::string colored = report::RenderText(r, {.verbosity = 0, .color = true});
+  EXPECT_NE(colored.find("\x1b[31mFAIL"), std::string::npos);
+}
+
+TEST(Engine, FleetRollUpNamesTheOddNode) {
+  host::Bundle b1 = host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json"));
+  host::Bundle b2 = host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json"));
+  b2.manifest.hostname = "node-2";
+  b2.PutFile("/proc/sys/kernel/perf_event_paranoid", {host::IoStatus::kOk, "4\n", false, ""});
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .checks = {"perf-access-paranoid"}});
+  auto r = audit::Judge(plan, {audit::ReplayNode(b1, plan, {}), audit::ReplayNode(b2, plan, {})}, core::EmbeddedMinimumTable());
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kFail);
+  EXPECT_EQ(r.results[0].finding.message.rfind("1 of 2 nodes FAIL", 0), 0u) << r.results[0].finding.message;
+  ASSERT_EQ(r.results[0].finding.details.size(), 1u);
+  EXPECT_EQ(r.results[0].finding.details[0].rfind("node-2:", 0), 0u);
+}
+
+TEST(Engine, ActiveProbesAreSkippedUnlessRequested) {
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone});
+  for (const auto& pc : plan.checks) {
+    if (pc.check->info.probe_required) EXPECT_EQ(pc.state, audit::PlanState::kProbeDisabled) << pc.check->info.id;
+  }
+  for (const auto& id : plan.collectors) {
+    const auto* c = collect::FindCollector(id);
+    ASSERT_NE(c, nullptr);
+    if (!c->info.probe.empty()) {
+      // Planned only for optional refinement; the collector must not touch the host.
+      host::Bundle empty;
+      host::ReplayHost h(empty);
+      auto ev = collect::CollectEvidence(h, {id}, {});
+      EXPECT_EQ(ev[id].status, core::EvidenceStatus::kProbeDisabled);
+      EXPECT_TRUE(h.misses().empty()) << id << " touched the host without its probe";
+    }
+  }
+  audit::Plan active = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .probes = {"container-launch"}});
+  for (const auto& pc : active.checks) {
+    if (pc.check->info.probe == "container-launch") EXPECT_EQ(pc.state, audit::PlanState::kRun);
+  }
+  EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.probes = {"rm-rf"}}), audit::UsageError);
+  EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.profiles = {"nope"}}), audit::UsageError);
+}
+
+TEST(Engine, OutOfScopeChecksStillShowARow) {
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kContainer});
+  auto r = audit::Judge(plan, {audit::ReplayNode(host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")), plan, {})},
+                        core::EmbeddedMinimumTable());
+  EXPECT_EQ(r.results.size(), checks::DefaultRegistry().all().size());
+  bool saw = false;
+  for (const auto& res : r.results) {
+    if (res.info->id == "cuda-toolkit-security") {
+      EXPECT_EQ(res.finding.reason, core::Reason::kNotInScope);
+      saw = true;
+    }
+  }
+  EXPECT_TRUE(saw);
+}
+
+TEST(Cli, NonInteractiveRunNeedsATargetOrYes) {
+  auto p = RunCli("audit --out /tmp/cm-should-not-exist");
+  EXPECT_EQ(p.code, 1);
+  EXPECT_NE(p.out.find("explicit target"), std::string::npos) << p.out;
+  EXPECT_FALSE(fs::exists("/tmp/cm-should-not-exist"));
+}
+
+TEST(Cli, UsageErrorsExitOne) {
+  EXPECT_EQ(RunCli("audit --profile nonsense --yes").code, 1);
+  EXPECT_EQ(RunCli("audit --standalone --vm --yes").code, 1);
+  EXPECT_EQ(RunCli("frobnicate").code, 1);
+  EXPECT_EQ(RunCli("checks describe no-such-check").code, 1);
+}
+
+TEST(Cli, DryRunAndShowComeFromTheSamePlan) {
+  auto dry = RunCli("audit --standalone --dry-run --profile security");
+  ASSERT_EQ(dry.code, 0) << dry.out;
+  json plan = json::parse(dry.out.substr(dry.out.find('{')));
+  auto show = RunCli("audit --standalone --show --profile security");
+  ASSERT_EQ(show.code, 0);
+  for (const auto& c : plan["checks"]) {
+    EXPECT_NE(show.out.find(c["id"].get<std::string>()), std::string::npos);
+    EXPECT_TRUE(c["category"] == "versions" || c["category"] == "isolation");
+  }
+  for (const auto& p : plan["probes"]) EXPECT_FALSE(p["enabled"].get<bool>());
+}
+
+TEST(Cli, LiveRunWritesArtifactsAndReviewReproducesIt) {
+  fs::path dir = TempDir("live");
+  auto live = RunCli("audit --standalone --yes --json --out " + (dir / "run").string(), "HOME=" + dir.string());
+  ASSERT_TRUE(live.code == 0 || live.code == 2) << live.out;
+  for (const char* f : {"report.json", "report.txt"}) EXPECT_TRUE(fs::exists(dir / "run" / f)) << f;
+  ASSERT_TRUE(fs::is_directory(dir / "run" / "evidence"));
+  json saved = json::parse(*util::ReadLocalFile(dir / "run" / "report.json"));
+  EXPECT_EQ(saved["schema_version"], 1);
+  EXPECT_EQ(saved["mode"], "live");
+  // No partial directories are left behind.
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".partial"), std::string::npos);
+
+  auto review = RunCli("audit review " + (dir / "run").string() + " --command raw --command 'find toolkit'");
+  EXPECT_EQ(review.code, live.code) << review.out;
+  EXPECT_NE(review.out.find("match(es)"), std::string::npos);
+
+  // Re-judging the saved bundle gives the same findings as the live run.
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(dir / "run" / "evidence")) bundle = e.path();
+  auto replay = RunCli("audit --replay " + bundle.string() + " --json");
+  EXPECT_EQ(replay.code, live.code);
+  json rj = json::parse(replay.out.substr(replay.out.find('{')));
+  ASSERT_EQ(rj["results"].size(), saved["results"].size());
+  for (size_t i = 0; i < rj["results"].size(); ++i) {
+    json a = saved["results"][i], b = rj["results"][i];
+    EXPECT_EQ(a["id"], b["id"]);
+    EXPECT_EQ(a["status"], b["status"]) << a["id"];
+    EXPECT_EQ(a["message"], b["message"]) << a["id"];
+  }
+  EXPECT_TRUE(rj["replay_misses"].empty()) << rj["replay_misses"].dump();
+  fs::remove_all(dir);
+}
+
+TEST(Cli, RefusesToOverwriteANonEmptyRunDirectory) {
+  fs::path dir = TempDir("overwrite");
+  std::ofstream(dir / "keep.txt") << "precious";
+  auto p = RunCli("audit --standalone --yes --profile access --out " + dir.string());
+  EXPECT_EQ(p.code, 1) << p.out;
+  EXPECT_TRUE(fs::exists(dir / "keep.txt"));
+  fs::remove_all(dir);
+}
+
+TEST(Cli, HungNvidiaSmiDoesNotHangTheAudit) {
+  fs::path dir = TempDir("hung");
+  fs::path stub = dir / "nvidia-smi";
+  std::ofstream(stub) << "#!/bin/sh\nsleep 600\n";
+  fs::permissions(stub, fs::perms::owner_all);
+  auto start = std::chrono::steady_clock::now();
+  // An empty library path keeps any real NVML out, so the fallback to nvidia-smi is taken.
+  auto p = RunCli("audit --standalone --yes --json --command-timeout 1 --check gpu-drivers --check security-nvidia-driver --out " +
+                      (dir / "run").string(),
+                  "PATH=" + dir.string() + ":$PATH LD_LIBRARY_PATH=/nonexistent");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(secs, 20.0);
+  ASSERT_TRUE(p.code == 0 || p.code == 2) << p.out;
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(dir / "run" / "evidence")) bundle = e.path();
+  json b = json::parse(*util::ReadLocalFile(bundle));
+  bool saw_timeout = false;
+  for (const auto& c : b["commands"]) {
+    if (c["argv"][0] == "nvidia-smi") saw_timeout = c.value("timed_out", false) && c["status"] == "timeout";
+  }
+  EXPECT_TRUE(saw_timeout) << "nvidia-smi was not run and cut at its timeout";
+  fs::remove_all(dir);
+}
+
+TEST(Cli, ChecksListAndMinimumsShow) {
+  auto list = RunCli("checks list");
+  EXPECT_EQ(list.code, 0);
+  EXPECT_NE(list.out.find("security-nvidia-driver"), std::string::npos);
+  auto desc = RunCli("checks describe cuda-toolkit-security");
+  EXPECT_EQ(desc.code, 0);
+  EXPECT_NE(desc.out.find("evidence: cuda.toolkits"), std::string::npos);
+  auto mins = RunCli("minimums show");
+  EXPECT_EQ(mins.code, 0);
+  EXPECT_NE(mins.out.find("nvidiaDriver"), std::string::npos);
+  EXPECT_NE(mins.out.find("end-of-life: 390"), std::string::npos);
+  fs::path bad = fs::temp_directory_path() / "cm-bad-minimums.json";
+  util::WriteFileAtomic(bad, "{\"schema_version\": 7}");
+  auto badrun = RunCli("minimums show --minimums " + bad.string());
+  EXPECT_EQ(badrun.code, 1);
+  EXPECT_NE(badrun.out.find("schema_version"), std::string::npos) << badrun.out;
+  fs::remove(bad);
+}

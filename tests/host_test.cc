@@ -1,1 +1,114 @@
+// The real host seam: argv execution, separate streams, timeouts that kill the process group,
+// missing binaries, sysroot re-rooting; and the fault-injecting host.
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "host/bundle.h"
+#include "host/local_host.h"
+
+using namespace clustermax::host;
+namespace fs = std::filesystem;
+
+TEST(LocalHost, RunsArgvWithSeparateStreams) {
+  LocalHost h;
+  auto r = h.Run({{"sh", "-c", "echo out; echo err >&2; exit 3"}});
+  ASSERT_EQ(r.status, IoStatus::kOk);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
+  EXPECT_FALSE(r.resolved.empty());
+}
+
+TEST(LocalHost, ArgvIsNotAShellString) {
+  LocalHost h;
+  auto r = h.Run({{"echo", "$(id)", ";", "true"}});
+  ASSERT_EQ(r.status, IoStatus::kOk);
+  EXPECT_EQ(r.out, "$(id) ; true\n");
+}
+
+TEST(LocalHost, HungCommandIsKilledAtTheTimeoutWithItsChildren) {
+  LocalHost h;
+  auto start = std::chrono::steady_clock::now();
+  CommandSpec spec{{"sh", "-c", "sleep 30 & sleep 30; echo never"}, std::chrono::milliseconds(300)};
+  auto r = h.Run(spec);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, IoStatus::kTimeout);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(secs, 5.0);
+  EXPECT_NE(r.error.find("timed out"), std::string::npos);
+}
+
+TEST(LocalHost, MissingBinaryIsNotFound) {
+  LocalHost h;
+  auto r = h.Run({{"clustermax-no-such-tool-xyz", "--version"}});
+  EXPECT_EQ(r.status, IoStatus::kNotFound);
+  EXPECT_EQ(h.Which("clustermax-no-such-tool-xyz").status, IoStatus::kNotFound);
+}
+
+TEST(LocalHost, OutputIsCappedAndMarkedTruncated) {
+  LocalHost h;
+  CommandSpec spec{{"sh", "-c", "head -c 100000 /dev/zero"}};
+  spec.max_output = 1000;
+  auto r = h.Run(spec);
+  ASSERT_EQ(r.status, IoStatus::kOk);
+  EXPECT_EQ(r.out.size(), 1000u);
+  EXPECT_TRUE(r.truncated);
+}
+
+TEST(LocalHost, SysrootReRootsFileReads) {
+  fs::path root = fs::temp_directory_path() / "cm-sysroot-test";
+  fs::remove_all(root);
+  fs::create_directories(root / "proc/sys/kernel");
+  std::ofstream(root / "proc/sys/kernel/perf_event_paranoid") << "3\n";
+  fs::create_symlink("../../x/y", root / "proc/sys/link");
+  LocalHost h(root.string());
+  auto f = h.ReadFile("/proc/sys/kernel/perf_event_paranoid", 100);
+  ASSERT_EQ(f.status, IoStatus::kOk);
+  EXPECT_EQ(f.content, "3\n");
+  EXPECT_EQ(h.ReadFile("/proc/sys/kernel/nope", 100).status, IoStatus::kNotFound);
+  auto d = h.ListDir("/proc/sys");
+  ASSERT_EQ(d.status, IoStatus::kOk);
+  ASSERT_EQ(d.entries.size(), 2u);
+  auto s = h.Stat("/proc/sys/link");
+  EXPECT_EQ(s.type, 'l');
+  EXPECT_EQ(s.link_target, "../../x/y");
+  fs::remove_all(root);
+}
+
+TEST(LocalHost, UnreadableFileIsPermissionDenied) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads everything";
+  LocalHost h;
+  EXPECT_EQ(h.ReadFile("/etc/shadow", 100).status, IoStatus::kPermissionDenied);
+}
+
+TEST(LocalHost, NvmlAbsentIsNotFoundNotACrash) {
+  if (std::getenv("CLUSTERMAX_EXPECT_NVML")) GTEST_SKIP() << "NVML expected on this machine";
+  LocalHost h;
+  auto r = h.QueryNvml(std::chrono::seconds(5));
+  if (r.status == IoStatus::kOk) GTEST_SKIP() << "a real NVML is present";
+  EXPECT_EQ(r.status, IoStatus::kNotFound);
+  EXPECT_NE(r.error.find("libnvidia-ml"), std::string::npos);
+}
+
+TEST(FaultHost, InjectsEachFault) {
+  LocalHost real;
+  FaultHost h(real);
+  h.FailCommand("nvidia-smi", FaultHost::Fault::kTimeout);
+  h.FailCommand("runc", FaultHost::Fault::kPermissionDenied);
+  h.FailCommand("docker", FaultHost::Fault::kNotFound);
+  h.FailCommand("echo", FaultHost::Fault::kTruncate);
+  h.FailPath("/proc/sys/kernel", FaultHost::Fault::kPermissionDenied);
+  h.FailNvml(FaultHost::Fault::kTimeout);
+  EXPECT_EQ(h.Run({{"nvidia-smi", "-q", "-x"}}).status, IoStatus::kTimeout);
+  EXPECT_EQ(h.Which("nvidia-smi").status, IoStatus::kOk);  // faulted commands look installed
+  EXPECT_EQ(h.Run({{"runc", "--version"}}).status, IoStatus::kPermissionDenied);
+  EXPECT_EQ(h.Which("docker").status, IoStatus::kNotFound);
+  auto t = h.Run({{"echo", "0123456789"}});
+  EXPECT_TRUE(t.truncated);
+  EXPECT_EQ(t.out.size(), 5u);
+  EXPECT_EQ(h.ReadFile("/proc/sys/kernel/osrelease", 100).status, IoStatus::kPermissionDenied);
+  EXPECT_EQ(h.QueryNvml(std::chrono::seconds(1)).status, IoStatus::kTimeout);
+}

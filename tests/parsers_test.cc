@@ -1,1 +1,84 @@
+// Parsers against real captured output (tests/fixtures/parsers/, recorded on this project's
+// Debian 12 machine) and documented formats.
 #include <gtest/gtest.h>
+
+#include "collect/parsers.h"
+#include "testutil.h"
+
+using namespace clustermax::collect;
+using clustermax::testing::ReadFixture;
+
+TEST(Parsers, OsRelease) {
+  auto r = ParseOsRelease(ReadFixture("parsers/os-release-debian12.txt"));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->id, "debian");
+  EXPECT_EQ(r->version_id, "12");
+  EXPECT_EQ(r->codename, "bookworm");
+  auto noble = ParseOsRelease("ID=ubuntu\nVERSION_ID=\"24.04\"\n");
+  EXPECT_EQ(noble->codename, "noble");
+  EXPECT_FALSE(ParseOsRelease("garbage"));
+}
+
+TEST(Parsers, Nvcc) {
+  EXPECT_EQ(ParseNvccRelease(ReadFixture("parsers/nvcc-version-13.0.txt")), "13.0");
+  EXPECT_FALSE(ParseNvccRelease("nvcc: command not found"));
+}
+
+TEST(Parsers, DockerClient) {
+  EXPECT_EQ(ParseDockerClientVersion(ReadFixture("parsers/docker-version-client.txt")), "28.2.2");
+  EXPECT_FALSE(ParseDockerClientVersion("podman version 4.3.1"));
+  EXPECT_FALSE(ParseDockerClientVersion("nerdctl version 1.7.6"));
+}
+
+TEST(Parsers, Perf) {
+  EXPECT_EQ(ParsePerfVersion(ReadFixture("parsers/perf-version.txt")), "6.1.187");
+  EXPECT_FALSE(ParsePerfVersion("E: linux-perf-6.18 is not installed."));
+}
+
+TEST(Parsers, RuncAndToolkitAndDcgm) {
+  EXPECT_EQ(ParseRuncVersion("runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\ngo: go1.20.13\n"), "1.1.12");
+  EXPECT_EQ(ParseRuncVersion("runc version 1.3.0-rc.1\n"), "1.3.0-rc.1");
+  EXPECT_EQ(ParseNvidiaCtkVersion("NVIDIA Container Toolkit CLI version 1.17.8\ncommit: f202b80\n"), "1.17.8");
+  EXPECT_EQ(ParseNvidiaCtkVersion("NVIDIA Container Runtime version 1.19.1\ncommit: abc\n"), "1.19.1");
+  EXPECT_EQ(ParseToolVersionLine("dcgmi  version: 4.2.3\n"), "4.2.3");
+  EXPECT_EQ(ParseToolVersionLine("Version : 3.3.5\nBuild ID : 14\n"), "3.3.5");
+}
+
+TEST(Parsers, ProcDriverNvidia) {
+  auto open = ParseProcNvidiaVersion(
+      "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build  (dvs-builder@U22-I3-AE18-23-3)  "
+      "Tue Sep 23 09:50:11 UTC 2025\nGCC version:  gcc version 12.3.0 (Ubuntu 12.3.0-1ubuntu1~22.04.2)\n");
+  ASSERT_TRUE(open);
+  EXPECT_EQ(open->driver_version, "580.95.05");
+  EXPECT_TRUE(open->open_module);
+  auto prop = ParseProcNvidiaVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n");
+  ASSERT_TRUE(prop);
+  EXPECT_EQ(prop->driver_version, "535.183.01");
+  EXPECT_FALSE(prop->open_module);
+  EXPECT_FALSE(ParseProcNvidiaVersion(""));
+}
+
+TEST(Parsers, Cpuinfo) {
+  auto c = ParseCpuinfo(ReadFixture("parsers/cpuinfo-x86.txt"));
+  ASSERT_TRUE(c);
+  EXPECT_GE(c->logical_cpus, 1);
+  EXPECT_FALSE(c->model.empty());
+}
+
+TEST(Parsers, LdconfigAndNccl) {
+  auto entries = ParseLdconfig(ReadFixture("parsers/ldconfig-p-nccl.txt"));
+  ASSERT_GE(entries.size(), 2u);
+  EXPECT_EQ(entries[0].soname, "libnccl.so.2");
+  EXPECT_EQ(entries[0].path, "/usr/local/cuda-13.0/lib/libnccl.so.2");
+  EXPECT_EQ(VersionFromSoname("libnccl.so.2.28.9", "libnccl"), "2.28.9");
+  EXPECT_FALSE(VersionFromSoname("libnccl.so.2", "libnccl"));
+  EXPECT_EQ(ParseNcclHeaderVersion("#define NCCL_MAJOR 2\n#define NCCL_MINOR 28\n#define NCCL_PATCH 9\n"), "2.28.9");
+}
+
+TEST(Parsers, Kernels) {
+  EXPECT_EQ(KernelReleaseFromPackage("linux-image-6.8.0-124-generic"), "6.8.0-124-generic");
+  EXPECT_EQ(KernelReleaseFromPackage("linux-image-unsigned-6.8.0-124-generic"), "6.8.0-124-generic");
+  EXPECT_FALSE(KernelReleaseFromPackage("linux-image-generic"));
+  EXPECT_EQ(KernelFlavour("6.1.0-31-cloud-amd64"), "cloud-amd64");
+  EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n").size(), 2u);
+}

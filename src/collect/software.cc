@@ -1,5 +1,6 @@
 // Collectors for installed software: container runtimes, CUDA toolkits, NCCL, perf, DCGM,
 // and the probes that exercise them (perf-sample, container-launch).
+#include <algorithm>
 #include <functional>
 #include <optional>
 #include <set>
@@ -101,12 +102,11 @@ Evidence CudaToolkits(host::Host& h, const CollectOptions& o) {
       if (ent.name != "cuda" && ent.name.rfind("cuda-", 0) != 0) continue;
       std::string nvcc = "/usr/local/" + ent.name + "/bin/nvcc";
       auto s = h.Stat(nvcc);
-      if (s.status == host::IoStatus::kOk) nvccs.push_back(nvcc);
+      if (s.status == host::IoStatus::kOk && std::find(nvccs.begin(), nvccs.end(), nvcc) == nvccs.end()) nvccs.push_back(nvcc);
       if (ent.name == "cuda" && default_path.empty() && s.status == host::IoStatus::kOk) default_path = nvcc;
     }
   }
   json toolkits = json::array();
-  std::set<std::string> seen_versions_by_dir;
   for (const auto& nvcc : nvccs) {
     auto spec = Command({nvcc, "--version"}, o, "cuda.toolkits");
     e.sources.push_back(Source(spec));

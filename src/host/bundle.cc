@@ -67,7 +67,8 @@ Bundle& Bundle::operator=(Bundle&& o) noexcept {
 void Bundle::PutFile(const std::string& path, const FileResult& r) {
   std::lock_guard lock(mu_);
   auto it = files_.find(path);
-  if (it == files_.end() || r.content.size() > it->second.content.size()) files_[path] = r;
+  // The same file read twice with different limits: keep the longer read; otherwise the latest.
+  if (it == files_.end() || r.content.size() >= it->second.content.size()) files_[path] = r;
 }
 void Bundle::PutDir(const std::string& path, const DirResult& r) {
   std::lock_guard lock(mu_);

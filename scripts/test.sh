@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run): installs what is needed, builds, and runs every
+# test twice: a normal build, then a build with AddressSanitizer and UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+
+build_and_test() {
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja "$@" >/dev/null
+  ninja -C "$dir" -j "$jobs"
+  (cd "$dir" && ctest --output-on-failure -j "$jobs" --timeout 300)
+}
+
+echo "== release build and tests"
+build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLUSTERMAX_TESTS=ON
+echo "== ASan+UBSan build and tests"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DCLUSTERMAX_SANITIZE=ON -DCLUSTERMAX_TESTS=ON
