@@ -62,6 +62,12 @@ Proc RunCli(const std::string& args, const std::string& env = "") {
   return p;
 }
 
+// The JSON document in a CLI output that also carries stderr lines.
+json JsonFrom(const std::string& out) {
+  size_t b = out.find('{'), e = out.rfind('}');
+  return json::parse(out.substr(b, e - b + 1));
+}
+
 fs::path TempDir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("cm-e2e-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(d);
@@ -83,6 +89,7 @@ TEST(Engine, FixtureReplaysCompletelyAndDeterministically) {
 
 TEST(Engine, GoldenReports) {
   auto r = ReplayFixture("debian12-container-cpu.json");
+  r.git_sha = "golden";  // the build's commit is not part of the report's content
   CompareGolden("debian12-container-cpu.json", report::ToJson(r).dump(2) + "\n");
   for (int v = 0; v <= 3; ++v) {
     CompareGolden("debian12-container-cpu.v" + std::to_string(v) + ".txt", report::RenderText(r, {.verbosity = v, .color = false}));
@@ -109,7 +116,9 @@ TEST(Engine, FleetRollUpNamesTheOddNode) {
 TEST(Engine, ActiveProbesAreSkippedUnlessRequested) {
   audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone});
   for (const auto& pc : plan.checks) {
-    if (pc.check->info.probe_required) EXPECT_EQ(pc.state, audit::PlanState::kProbeDisabled) << pc.check->info.id;
+    if (pc.check->info.probe_required) {
+      EXPECT_EQ(pc.state, audit::PlanState::kProbeDisabled) << pc.check->info.id;
+    }
   }
   for (const auto& id : plan.collectors) {
     const auto* c = collect::FindCollector(id);
@@ -125,7 +134,9 @@ TEST(Engine, ActiveProbesAreSkippedUnlessRequested) {
   }
   audit::Plan active = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .probes = {"container-launch"}});
   for (const auto& pc : active.checks) {
-    if (pc.check->info.probe == "container-launch") EXPECT_EQ(pc.state, audit::PlanState::kRun);
+    if (pc.check->info.probe == "container-launch") {
+      EXPECT_EQ(pc.state, audit::PlanState::kRun);
+    }
   }
   EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.probes = {"rm-rf"}}), audit::UsageError);
   EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.profiles = {"nope"}}), audit::UsageError);
@@ -163,7 +174,7 @@ TEST(Cli, UsageErrorsExitOne) {
 TEST(Cli, DryRunAndShowComeFromTheSamePlan) {
   auto dry = RunCli("audit --standalone --dry-run --profile security");
   ASSERT_EQ(dry.code, 0) << dry.out;
-  json plan = json::parse(dry.out.substr(dry.out.find('{')));
+  json plan = JsonFrom(dry.out);
   auto show = RunCli("audit --standalone --show --profile security");
   ASSERT_EQ(show.code, 0);
   for (const auto& c : plan["checks"]) {
@@ -194,7 +205,7 @@ TEST(Cli, LiveRunWritesArtifactsAndReviewReproducesIt) {
   for (const auto& e : fs::directory_iterator(dir / "run" / "evidence")) bundle = e.path();
   auto replay = RunCli("audit --replay " + bundle.string() + " --json");
   EXPECT_EQ(replay.code, live.code);
-  json rj = json::parse(replay.out.substr(replay.out.find('{')));
+  json rj = JsonFrom(replay.out);
   ASSERT_EQ(rj["results"].size(), saved["results"].size());
   for (size_t i = 0; i < rj["results"].size(); ++i) {
     json a = saved["results"][i], b = rj["results"][i];
@@ -256,4 +267,86 @@ TEST(Cli, ChecksListAndMinimumsShow) {
   EXPECT_EQ(badrun.code, 1);
   EXPECT_NE(badrun.out.find("schema_version"), std::string::npos) << badrun.out;
   fs::remove(bad);
+}
+
+// Faults injected into every command of a recorded node: no crash, no PASS built on the faulted
+// evidence, and the affected checks say why.
+TEST(Engine, InjectedFaultsGiveWarnOrSkipNeverACrashOrAPass) {
+  host::Bundle b = host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json"));
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone});
+  using F = host::FaultHost::Fault;
+  for (F fault : {F::kTimeout, F::kPermissionDenied, F::kNotFound, F::kTruncate, F::kGarbage}) {
+    host::ReplayHost replay(b);
+    host::FaultHost h(replay);
+    for (const char* cmd : {"nvcc", "/usr/local/cuda/bin/nvcc", "/usr/local/cuda-13.0/bin/nvcc", "perf", "docker", "sudo",
+                            "ldconfig", "dpkg-query", "systemd-detect-virt"}) {
+      h.FailCommand(cmd, fault);
+    }
+    h.FailPath("/proc/sys/kernel/perf_event_paranoid", fault);
+    collect::CollectOptions opts;
+    auto ev = collect::CollectEvidence(h, plan.collectors, opts);
+    audit::NodeEvidence n{"faulty", b.manifest, ev, {}};
+    auto r = audit::Judge(plan, {n}, core::EmbeddedMinimumTable());
+    for (const auto& res : r.results) {
+      const auto& f = res.finding;
+      if (res.info->id != "minimum-table-current") {
+        EXPECT_NE(f.reason, core::Reason::kToolFault) << res.info->id << ": " << f.message;
+      }
+      if (f.verdict == core::Verdict::kWarn || f.verdict == core::Verdict::kSkip) {
+        EXPECT_NE(f.reason, core::Reason::kNone) << res.info->id;
+      }
+      // sudo's evidence is its exit code alone, so only faults that stop it from running count.
+      bool faulted = res.info->id == "cuda-toolkit-security" || res.info->id == "perf-access" ||
+                     res.info->id == "perf-access-paranoid" ||
+                     (res.info->id == "sudo-available" && (fault == F::kTimeout || fault == F::kPermissionDenied));
+      if (faulted && fault != F::kNotFound) {
+        EXPECT_NE(f.verdict, core::Verdict::kPass) << res.info->id << " passed under fault " << static_cast<int>(fault);
+      }
+    }
+    if (fault == F::kTimeout) {
+      for (const auto& res : r.results) {
+        if (res.info->id != "cuda-toolkit-security") continue;
+        EXPECT_EQ(res.finding.verdict, core::Verdict::kWarn);
+        std::string all = res.finding.message;
+        for (const auto& d : res.finding.details) all += d;
+        EXPECT_NE(all.find("timeout"), std::string::npos) << all;
+      }
+    }
+  }
+}
+
+TEST(Cli, SysrootAuditsAPlantedTree) {
+  fs::path root = TempDir("sysroot");
+  fs::create_directories(root / "etc");
+  fs::create_directories(root / "proc/sys/kernel");
+  std::ofstream(root / "etc/os-release") << "PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nVERSION_CODENAME=noble\n";
+  std::ofstream(root / "proc/sys/kernel/osrelease") << "6.8.0-110-generic\n";
+  std::ofstream(root / "proc/sys/kernel/hostname") << "planted-node\n";
+  std::ofstream(root / "proc/sys/kernel/perf_event_paranoid") << "4\n";
+  std::ofstream(root / "proc/sys/kernel/kptr_restrict") << "0\n";
+  auto p = RunCli("audit --standalone --yes --json --check ubuntu-kernel-fragnesia-dirty-frag --check perf-access-paranoid --sysroot " +
+                  root.string() + " --out " + (root / "run").string());
+  EXPECT_EQ(p.code, 2) << p.out;
+  json r = JsonFrom(p.out);
+  EXPECT_EQ(r["nodes"][0], "planted-node");
+  for (const auto& res : r["results"]) {
+    EXPECT_EQ(res["status"], "FAIL") << res.dump();
+  }
+  fs::remove_all(root);
+}
+
+TEST(Cli, InteractivePromptDefaultsToNoAndExits130) {
+  if (std::system("command -v script >/dev/null 2>&1") != 0) GTEST_SKIP() << "script(1) not installed";
+  fs::path dir = TempDir("prompt");
+  std::string run = std::string(CLUSTERMAX_BINARY) + " audit --standalone --out " + (dir / "run").string();
+  // script(1) gives the binary a real terminal; an empty answer must decline.
+  std::string cmd = "printf '\\n' | script -qec '" + run + "' /dev/null >/dev/null 2>&1";
+  int st = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 130);
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  std::string yes = "printf 'y\\n' | script -qec '" + run + " --profile access' /dev/null >/dev/null 2>&1";
+  st = std::system(yes.c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_TRUE(fs::exists(dir / "run" / "report.json"));
+  fs::remove_all(dir);
 }

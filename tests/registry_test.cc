@@ -42,7 +42,9 @@ TEST(Registry, EveryNeededEvidenceHasACollectorWithSources) {
     EXPECT_TRUE(ids.insert(col.info.id).second) << "duplicate collector " << col.info.id;
     EXPECT_FALSE(col.info.sources.empty()) << col.info.id;
     EXPECT_FALSE(col.info.description.empty()) << col.info.id;
-    if (!col.info.probe.empty()) EXPECT_NE(core::FindProbe(col.info.probe), nullptr) << col.info.id;
+    if (!col.info.probe.empty()) {
+      EXPECT_NE(core::FindProbe(col.info.probe), nullptr) << col.info.id;
+    }
   }
 }
 

@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -108,6 +112,39 @@ NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const coll
   n.node = bundle.manifest.hostname.empty() ? HostnameFrom(n.evidence, replay) : bundle.manifest.hostname;
   n.replay_misses = replay.misses();
   return n;
+}
+
+std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
+                                      const collect::CollectOptions& opts) {
+  std::vector<NodeEvidence> out(paths.size());
+  collect::CollectOptions one = opts;
+  one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr first_error;
+  size_t first_error_index = paths.size();
+  auto worker = [&] {
+    while (true) {
+      size_t i = next.fetch_add(1);
+      if (i >= paths.size()) return;
+      try {
+        host::Bundle b = host::Bundle::Load(paths[i]);
+        out[i] = ReplayNode(b, plan, one);
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (i < first_error_index) {
+          first_error_index = i;
+          first_error = std::current_exception();
+        }
+      }
+    }
+  };
+  unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(paths.size())));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (first_error) std::rethrow_exception(first_error);
+  return out;
 }
 
 Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums) {

@@ -51,6 +51,12 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
 // Re-collects from a saved bundle (collectors run against a ReplayHost; nothing touches the machine).
 NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts);
 
+// Loads and replays bundle files in parallel (one worker per core), keeping only each node's
+// evidence: bundles are freed as soon as they are judged-ready. Throws host::BundleError naming
+// the first unreadable file.
+std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
+                                      const collect::CollectOptions& opts);
+
 // Pure judgement of all nodes. `now` is the collection time (the first node's manifest start).
 Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums);
 

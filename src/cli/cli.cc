@@ -139,20 +139,19 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
 
   // Judge saved bundles (from other machines): no collection, no prompt.
   if (!a.replay.empty()) {
-    std::vector<host::Bundle> bundles;
-    for (const auto& p : a.replay) bundles.push_back(host::Bundle::Load(p));
-    std::optional<core::Target> t = core::TargetFromString(bundles.front().manifest.target);
+    // The first bundle's manifest gives the target and probes of the collection.
+    host::Bundle first = host::Bundle::Load(a.replay.front());
+    std::optional<core::Target> t = core::TargetFromString(first.manifest.target);
     sel.target = t.value_or(core::Target::kStandalone);
     if (a.standalone) sel.target = core::Target::kStandalone;
     if (a.vm) sel.target = core::Target::kVm;
     if (a.container) sel.target = core::Target::kContainer;
     if (a.slurm) sel.target = core::Target::kSlurm;
     if (a.k8s) sel.target = core::Target::kK8s;
-    if (sel.probes.empty()) sel.probes.insert(bundles.front().manifest.probes.begin(), bundles.front().manifest.probes.end());
+    if (sel.probes.empty()) sel.probes.insert(first.manifest.probes.begin(), first.manifest.probes.end());
     audit::Plan plan = audit::BuildPlan(registry, sel);
     auto opts = MakeCollectOptions(a, sel);
-    std::vector<audit::NodeEvidence> nodes;
-    for (const auto& b : bundles) nodes.push_back(audit::ReplayNode(b, plan, opts));
+    std::vector<audit::NodeEvidence> nodes = audit::ReplayFiles(a.replay, plan, opts);
     audit::Report report = audit::Judge(plan, nodes, minimums);
     report.mode = "replay";
     if (!report.replay_misses.empty()) {
