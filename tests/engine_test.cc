@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "audit/engine.h"
 #include "checks/register.h"
@@ -349,4 +350,87 @@ TEST(Cli, InteractivePromptDefaultsToNoAndExits130) {
   EXPECT_EQ(WEXITSTATUS(st), 0);
   EXPECT_TRUE(fs::exists(dir / "run" / "report.json"));
   fs::remove_all(dir);
+}
+
+// The NVML path, driven by the fake libnvidia-ml.so.1 built in the test tree (8 H100s; GPU 3 with
+// uncorrectable ECC errors, GPU 5 at x8, GPU 6 with retired pages pending).
+TEST(Cli, FakeNvmlDrivesTheGpuChecksAndReplaysWithoutIt) {
+  fs::path dir = TempDir("nvml");
+  std::string env = std::string("LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR;
+  auto p = RunCli("audit --standalone --yes --json --profile hardware --profile health --profile versions --out " + (dir / "run").string() +
+                      " --record " + (dir / "node.json").string(),
+                  env);
+  ASSERT_EQ(p.code, 2) << p.out;
+  json r = JsonFrom(p.out);
+  std::map<std::string, json> by_id;
+  for (const auto& res : r["results"]) by_id[res["id"]] = res;
+  EXPECT_EQ(by_id["security-nvidia-driver"]["status"], "FAIL");
+  EXPECT_EQ(by_id["security-nvidia-driver"]["observed"], "580.95.05");
+  EXPECT_EQ(by_id["gpu-pcie-link"]["status"], "FAIL");
+  EXPECT_NE(by_id["gpu-pcie-link"]["details"].dump().find("degraded: GPU 5 00000000:BB:00.0"), std::string::npos);
+  EXPECT_EQ(by_id["gpu-ecc-health"]["status"], "FAIL");
+  std::string ecc = by_id["gpu-ecc-health"]["details"].dump();
+  EXPECT_NE(ecc.find("GPU 3 (GPU-fa4e0000-0000-4000-8000-000000000003): 4 uncorrectable"), std::string::npos) << ecc;
+  EXPECT_NE(ecc.find("GPU 6"), std::string::npos) << ecc;
+  EXPECT_EQ(by_id["gpu-drivers"]["status"], "WARN");  // NVML sees GPUs this machine's /sys does not
+  json bundle = json::parse(*util::ReadLocalFile(dir / "node.json"));
+  EXPECT_EQ(bundle["nvml"]["status"], "ok");
+  EXPECT_EQ(bundle["nvml"]["data"]["device_count"], 8);
+  EXPECT_TRUE(bundle["nvml"]["data"]["errors"].empty()) << bundle["nvml"]["data"]["errors"].dump();
+
+  // The same evidence re-judged on a machine without NVML gives the same findings.
+  auto replay = RunCli("audit --replay " + (dir / "node.json").string() + " --json --profile hardware --profile health --profile versions");
+  EXPECT_EQ(replay.code, 2);
+  json rr = JsonFrom(replay.out);
+  ASSERT_EQ(rr["results"].size(), r["results"].size());
+  for (size_t i = 0; i < rr["results"].size(); ++i) {
+    EXPECT_EQ(rr["results"][i]["status"], r["results"][i]["status"]) << rr["results"][i]["id"];
+    EXPECT_EQ(rr["results"][i]["details"], r["results"][i]["details"]) << rr["results"][i]["id"];
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Cli, WedgedNvmlIsAbandonedAtItsDeadline) {
+  fs::path dir = TempDir("nvml-hang");
+  auto start = std::chrono::steady_clock::now();
+  auto p = RunCli("audit --standalone --yes --json --check gpu-ecc-health --timeout gpu.inventory=1 --out " + (dir / "run").string(),
+                  std::string("FAKE_NVML_HANG=1 LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
+  ASSERT_EQ(p.code, 0) << p.out;
+  json r = JsonFrom(p.out);
+  EXPECT_EQ(r["results"][0]["status"], "SKIP");  // no NVIDIA GPU on this machine's PCI bus
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(dir / "run" / "evidence")) bundle = e.path();
+  json b = json::parse(*util::ReadLocalFile(bundle));
+  EXPECT_EQ(b["nvml"]["status"], "timeout");
+  fs::remove_all(dir);
+}
+
+TEST(Cli, NvmlInitFailureFallsBackAndNeverPasses) {
+  fs::path dir = TempDir("nvml-fail");
+  auto p = RunCli("audit --standalone --yes --json --check gpu-drivers --check security-nvidia-driver --out " + (dir / "run").string(),
+                  std::string("FAKE_NVML_FAIL_INIT=1 LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR);
+  ASSERT_TRUE(p.code == 0 || p.code == 2) << p.out;
+  for (const auto& res : JsonFrom(p.out)["results"]) EXPECT_NE(res["status"], "PASS") << res.dump();
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(dir / "run" / "evidence")) bundle = e.path();
+  json b = json::parse(*util::ReadLocalFile(bundle));
+  EXPECT_EQ(b["nvml"]["status"], "error");
+  EXPECT_NE(b["nvml"]["error"].get<std::string>().find("Driver Not Loaded"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A real perf-sample probe recorded on this project's VM, where the PMU is not exposed: the probe
+// ran, perf reported "<not supported>", and perf-access grades partial access as a WARN.
+TEST(Engine, RecordedPerfProbeReplaysAsPartial) {
+  host::Bundle b = host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-perf-sample-probe.json"));
+  ASSERT_EQ(b.manifest.probes, std::vector<std::string>{"perf-sample"});
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(),
+                                      {.target = core::Target::kStandalone, .checks = {"perf-access"}, .probes = {"perf-sample"}});
+  auto node = audit::ReplayNode(b, plan, {});
+  EXPECT_TRUE(node.replay_misses.empty());
+  auto r = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
+  ASSERT_EQ(r.results.size(), 1u);
+  EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kWarn);
+  EXPECT_NE(r.results[0].finding.message.find("partial"), std::string::npos);
 }

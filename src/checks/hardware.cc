@@ -74,6 +74,10 @@ Finding GpuDrivers(const JudgeContext& ctx) {
   if (auto p = core::EvidenceProblem(pci, "PCI inventory")) return *p;
   int pci_gpus = CountPciGpus(pci);
   if (pci_gpus == 0) {
+    if (gpu.ok() && gpu.data.value("device_count", 0) > 0) {
+      return core::Warn(Reason::kUnverified, fmt::format("{} GPU(s) visible to {} but none in the PCI inventory (restricted /sys view?)",
+                                                         gpu.data.value("device_count", 0), gpu.data.value("source", std::string("NVML"))));
+    }
     if (!pci.data.value("complete", false)) return core::Warn(Reason::kEvidenceError, "PCI inventory incomplete");
     return core::Skip(Reason::kNotApplicable, "no GPU in the PCI inventory (CPU-only node)");
   }

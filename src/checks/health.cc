@@ -33,9 +33,10 @@ Finding GpuEccHealth(const JudgeContext& ctx) {
     if (corr > 20'000'000) warns.push_back(fmt::format("{}: {} correctable errors", who, corr));
     if (Num(rp, "double_bit") > 0) warns.push_back(fmt::format("{}: {} page(s) retired for double-bit errors", who, Num(rp, "double_bit")));
   }
-  Finding f = !fails.empty() ? core::Fail(Severity::kConfig, fmt::format("{} GPU memory failure(s)", fails.size())).Details(fails)
-              : !warns.empty() ? core::Warn(Reason::kConfig, fmt::format("{} GPU memory warning(s)", warns.size())).Details(warns)
+  Finding f = !fails.empty() ? core::Fail(Severity::kConfig, fmt::format("{} GPU memory failure(s), {} warning(s)", fails.size(), warns.size()))
+              : !warns.empty() ? core::Warn(Reason::kConfig, fmt::format("{} GPU memory warning(s)", warns.size()))
                                : core::Pass(fmt::format("ECC clean on all {} GPU(s)", gpu.data["devices"].size()));
+  f.Details(fails).Details(warns);
   f.expected = "ECC on, no uncorrectable errors, no pending or failed remaps";
   return f.Details(lines);
 }

@@ -27,7 +27,7 @@ struct AuditOptions {
   bool yes = false, show = false, dry_run = false, active = false, exit_zero = false, json_out = false;
   bool no_color = false;
   std::vector<std::string> profiles, checks, probes, replay, timeouts;
-  std::string out_dir, sysroot, minimums_file, probe_image;
+  std::string out_dir, sysroot, minimums_file, probe_image, record;
   double command_timeout_s = 10;
   int verbosity = 0;
 };
@@ -228,6 +228,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
                      ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now())
                      : fs::path(a.out_dir);
   fs::path written = WriteRun(out, report, {&bundle});
+  if (!a.record.empty()) bundle.Save(a.record);
   int code = EmitReport(report, a);
   std::cerr << fmt::format("run saved to {}\n", written.string());
   return code;
@@ -260,6 +261,7 @@ int Main(int argc, char** argv) {
   audit_cmd->add_option("--probe", a.probes, "Enable one active probe by name");
   audit_cmd->add_option("--probe-image", a.probe_image, "Container image for the container-launch probe");
   audit_cmd->add_option("--replay", a.replay, "Judge saved evidence bundle(s) instead of this machine")->check(CLI::ExistingFile);
+  audit_cmd->add_option("--record", a.record, "Also write this node's evidence bundle to FILE (e.g. a test fixture)");
   audit_cmd->add_option("--out", a.out_dir, "Run directory (default ~/.clustermax/runs/<timestamp>)");
   audit_cmd->add_option("--sysroot", a.sysroot, "Re-root every file read under DIR")->check(CLI::ExistingDirectory);
   audit_cmd->add_option("--minimums", a.minimums_file, "Minimum-version table to use instead of the embedded one")->check(CLI::ExistingFile);

@@ -1,0 +1,144 @@
+// A fake libnvidia-ml.so.1 for tests: the NVML entry points clustermax calls, answering for an
+// 8-GPU HGX H100 node. GPU 3 has uncorrectable ECC errors, GPU 5 is trained down to PCIe x8 and
+// GPU 6 has retired pages with a retirement pending. FAKE_NVML_DRIVER overrides the driver
+// version; FAKE_NVML_FAIL_INIT=1 makes nvmlInit fail (driver not loaded); FAKE_NVML_HANG=1
+// makes nvmlInit hang (a wedged driver).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st* nvmlDevice_t;
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+struct nvmlPciInfo_t {
+  char busIdLegacy[16];
+  unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+  char busId[32];
+};
+struct nvmlUtilization_t {
+  unsigned int gpu, memory;
+};
+
+enum { kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotSupported = 3, kDriverNotLoaded = 9 };
+static const unsigned kGpus = 8;
+static const unsigned kBus[kGpus] = {0x19, 0x3b, 0x4c, 0x5d, 0x9b, 0xbb, 0xcb, 0xdb};
+
+static unsigned Index(nvmlDevice_t d) { return static_cast<unsigned>(reinterpret_cast<unsigned long>(d) - 1); }
+static int Copy(char* dst, unsigned len, const char* src) {
+  if (std::strlen(src) + 1 > len) return kInvalidArgument;
+  std::strcpy(dst, src);
+  return kSuccess;
+}
+
+nvmlReturn_t nvmlInit_v2() {
+  if (std::getenv("FAKE_NVML_HANG")) ::sleep(600);
+  if (std::getenv("FAKE_NVML_FAIL_INIT")) return kDriverNotLoaded;
+  return kSuccess;
+}
+nvmlReturn_t nvmlShutdown() { return kSuccess; }
+const char* nvmlErrorString(nvmlReturn_t r) {
+  switch (r) {
+    case kDriverNotLoaded: return "Driver Not Loaded";
+    case kNotSupported: return "Not Supported";
+    case kInvalidArgument: return "Invalid Argument";
+    default: return "Unknown Error";
+  }
+}
+nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned len) {
+  const char* d = std::getenv("FAKE_NVML_DRIVER");
+  return Copy(v, len, d ? d : "580.95.05");
+}
+nvmlReturn_t nvmlSystemGetNVMLVersion(char* v, unsigned len) { return Copy(v, len, "13.580.95.05"); }
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* v) {
+  *v = 13000;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned* n) {
+  *n = kGpus;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned i, nvmlDevice_t* d) {
+  if (i >= kGpus) return kInvalidArgument;
+  *d = reinterpret_cast<nvmlDevice_t>(static_cast<unsigned long>(i) + 1);
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t, char* n, unsigned len) { return Copy(n, len, "NVIDIA H100 80GB HBM3"); }
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* u, unsigned len) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "GPU-fa4e0000-0000-4000-8000-00000000000%u", Index(d));
+  return Copy(u, len, buf);
+}
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char* s, unsigned len) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "165012345678%u", Index(d));
+  return Copy(s, len, buf);
+}
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t, char* v, unsigned len) { return Copy(v, len, "96.00.99.00.01"); }
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* p) {
+  std::memset(p, 0, sizeof *p);
+  p->bus = kBus[Index(d)];
+  p->pciDeviceId = 0x233010DE;
+  p->pciSubSystemId = 0x16C110DE;
+  std::snprintf(p->busId, sizeof p->busId, "00000000:%02X:00.0", p->bus);
+  std::snprintf(p->busIdLegacy, sizeof p->busIdLegacy, "0000:%02X:00.0", p->bus);
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t, nvmlMemory_t* m) {
+  m->total = 85520809984ULL;
+  m->used = 1ULL << 20;
+  m->free = m->total - m->used;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int* major, int* minor) {
+  *major = 9;
+  *minor = 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g = 5; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g = 5; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned* w) { *w = Index(d) == 5 ? 8 : 16; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t, unsigned* w) { *w = 16; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t, unsigned* m) { *m = 1; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t, unsigned* cur, unsigned* pend) {
+  *cur = 1;
+  *pend = 1;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int counter_type, unsigned long long* n) {
+  *n = (Index(d) == 3 && error_type == 1) ? (counter_type == 0 ? 4 : 9) : 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned* corr, unsigned* unc, unsigned* pending, unsigned* failure) {
+  *corr = 0;
+  *unc = 0;
+  *pending = 0;
+  *failure = 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned* count, unsigned long long*) {
+  *count = (Index(d) == 6 && cause == 1) ? 2 : 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, unsigned* pending) {
+  *pending = Index(d) == 6 ? 1 : 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t, unsigned* mw) { *mw = 71250; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, unsigned* mw) { *mw = 700000; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int, unsigned* t) { *t = 30 + Index(d); return kSuccess; }
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t, int type, unsigned* c) { *c = type == 2 ? 2619 : 345; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t, int type, unsigned* c) { *c = type == 2 ? 2619 : 1980; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t* u) {
+  u->gpu = 0;
+  u->memory = 0;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) { *r = 0x1; return kSuccess; }
+// nvmlDeviceGetSerial may be unsupported on some boards; the real library then returns 3.
+}
