@@ -55,6 +55,18 @@ void FailFromCommand(core::Evidence& e, const host::CommandResult& r) {
   e.error = r.error;
 }
 
+std::optional<host::CommandResult> RunFor(core::Evidence& e, host::Host& h, std::vector<std::string> argv,
+                                          const CollectOptions& o, const std::string& id) {
+  auto spec = Command(std::move(argv), o, id);
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return std::nullopt;
+  }
+  return r;
+}
+
 core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts) {
   core::EvidenceSet out;
   std::mutex mu;

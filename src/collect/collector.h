@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,10 @@ host::CommandSpec Command(std::vector<std::string> argv, const CollectOptions& o
 std::string Source(const host::CommandSpec& spec);  // "cmd:perf --version"
 // Marks `e` failed from a command result that did not run (not found, timeout, denied...).
 void FailFromCommand(core::Evidence& e, const host::CommandResult& r);
+// Runs argv with collector `id`'s timeout and notes it in e.sources. When the command could not
+// run (not found, timeout, denied), marks `e` failed and returns nullopt.
+std::optional<host::CommandResult> RunFor(core::Evidence& e, host::Host& h, std::vector<std::string> argv,
+                                          const CollectOptions& o, const std::string& id);
 
 void RegisterOsCollectors(std::vector<Collector>& out);
 void RegisterGpuCollectors(std::vector<Collector>& out);

@@ -285,15 +285,10 @@ Evidence CpuGovernor(host::Host& h, const CollectOptions&) {
 
 Evidence SudoNonInteractive(host::Host& h, const CollectOptions& o) {
   Evidence e;
-  auto spec = Command({"sudo", "-n", "true"}, o, "access.sudo");
-  e.sources.push_back(Source(spec));
-  auto r = h.Run(spec);
-  if (r.status != host::IoStatus::kOk) {
-    FailFromCommand(e, r);
-    return e;
-  }
+  auto r = RunFor(e, h, {"sudo", "-n", "true"}, o, "access.sudo");
+  if (!r) return e;
   e.status = EvidenceStatus::kOk;
-  e.data = {{"exit_code", r.exit_code}, {"stderr", util::Ellipsize(util::Trim(r.err), 300)}};
+  e.data = {{"exit_code", r->exit_code}, {"stderr", util::Ellipsize(util::Trim(r->err), 300)}};
   return e;
 }
 

@@ -37,18 +37,13 @@ Evidence ToolVersion(host::Host& h, const CollectOptions& o, const std::string& 
     e.error = "PATH lookup of " + argv[0] + " failed";
     return e;
   }
-  auto spec = Command(std::move(argv), o, id);
-  e.sources.push_back(Source(spec));
-  auto r = h.Run(spec);
-  if (r.status != host::IoStatus::kOk) {
-    FailFromCommand(e, r);
-    return e;
-  }
-  std::string text = r.out + (use_stderr || r.out.empty() ? r.err : "");
+  auto r = RunFor(e, h, std::move(argv), o, id);
+  if (!r) return e;
+  std::string text = r->out + (use_stderr || r->out.empty() ? r->err : "");
   auto v = parse(text);
   if (!v) {
     e.status = EvidenceStatus::kParseError;
-    e.error = fmt::format("exit {}; output: {}", r.exit_code, util::Ellipsize(util::Trim(text), 300));
+    e.error = fmt::format("exit {}; output: {}", r->exit_code, util::Ellipsize(util::Trim(text), 300));
     e.data = {{"installed", true}, {"path", w.path}, {"version", nullptr}};
     return e;
   }
@@ -141,19 +136,14 @@ Evidence Docker(host::Host& h, const CollectOptions& o) {
     e.data = {{"installed", false}, {"is_docker", nullptr}, {"client_version", nullptr}, {"server_version", nullptr}};
     return e;
   }
-  auto client = Command({"docker", "--version"}, o, "docker.version");
-  e.sources.push_back(Source(client));
-  auto rc = h.Run(client);
-  if (rc.status != host::IoStatus::kOk) {
-    FailFromCommand(e, rc);
-    return e;
-  }
+  auto rc = RunFor(e, h, {"docker", "--version"}, o, "docker.version");
+  if (!rc) return e;
   e.status = EvidenceStatus::kOk;
-  auto cv = ParseDockerClientVersion(rc.out);
+  auto cv = ParseDockerClientVersion(rc->out);
   e.data["installed"] = true;
   e.data["is_docker"] = cv.has_value();  // podman/nerdctl shims print something else
   e.data["client_version"] = cv ? json(*cv) : json(nullptr);
-  e.data["client_raw"] = util::Ellipsize(util::Trim(rc.out), 200);
+  e.data["client_raw"] = util::Ellipsize(util::Trim(rc->out), 200);
   auto server = Command({"docker", "version", "--format", "{{.Server.Version}}"}, o, "docker.version");
   e.sources.push_back(Source(server));
   auto rs = h.Run(server);
@@ -173,22 +163,17 @@ Evidence PerfBinary(host::Host& h, const CollectOptions& o) {
 
 Evidence PerfSample(host::Host& h, const CollectOptions& o) {
   Evidence e;
-  auto spec = Command({"perf", "stat", "-e", "cycles,instructions", "--", "sleep", "0.1"}, o, "probe.perf-sample");
-  e.sources.push_back(Source(spec));
-  auto r = h.Run(spec);
-  if (r.status != host::IoStatus::kOk) {
-    FailFromCommand(e, r);
-    return e;
-  }
+  auto r = RunFor(e, h, {"perf", "stat", "-e", "cycles,instructions", "--", "sleep", "0.1"}, o, "probe.perf-sample");
+  if (!r) return e;
   e.status = EvidenceStatus::kOk;
-  std::string text = r.err + r.out;  // perf stat reports on stderr
+  std::string text = r->err + r->out;  // perf stat reports on stderr
   bool not_supported = util::Contains(text, "<not supported>") || util::Contains(text, "<not counted>");
   bool denied = util::ContainsIgnoreCase(text, "permission") || util::Contains(text, "perf_event_paranoid");
-  std::string outcome = r.exit_code == 0 && !not_supported ? "granted"
-                        : denied                          ? "denied"
-                        : r.exit_code == 0                ? "partial"
-                                                          : "error";
-  e.data = {{"outcome", outcome}, {"exit_code", r.exit_code}, {"output", util::Ellipsize(util::Trim(text), 600)}};
+  std::string outcome = r->exit_code == 0 && !not_supported ? "granted"
+                        : denied                           ? "denied"
+                        : r->exit_code == 0                ? "partial"
+                                                           : "error";
+  e.data = {{"outcome", outcome}, {"exit_code", r->exit_code}, {"output", util::Ellipsize(util::Trim(text), 600)}};
   return e;
 }
 

@@ -99,6 +99,23 @@ Comparison CompareMinimum(const Component& c, const VersionInput& in) {
   return AgainstFloor(c, c.floors.front(), in.version);
 }
 
+// A key (branch, train) the table does not list: newer than every listed key passes (it is
+// assumed to carry the fixes); anything else is unknown.
+Comparison UnlistedKey(const Component& c, long long key, std::string_view what) {
+  long long newest = 0;
+  for (const auto& f : c.floors) newest = std::max(newest, util::ParseInt(f.key).value_or(0));
+  Comparison r = Base(c, nullptr);
+  r.key = std::to_string(key);
+  if (key > newest) {
+    r.outcome = Outcome::kPass;
+    r.message = fmt::format("{} {} is newer than the newest listed {} {}", what, key, what, newest);
+  } else {
+    r.outcome = Outcome::kUnknown;
+    r.message = fmt::format("{} {} is not listed in the minimum table", what, key);
+  }
+  return r;
+}
+
 Comparison CompareBranchMap(const Component& c, const VersionInput& in) {
   auto v = util::ParseNumericVersion(in.version);
   if (!v) return Unparsable(c, in.version);
@@ -111,18 +128,7 @@ Comparison CompareBranchMap(const Component& c, const VersionInput& in) {
     return r;
   }
   if (const Floor* f = FindFloor(c, branch)) return AgainstFloor(c, *f, in.version);
-  long long newest = 0;
-  for (const auto& f : c.floors) newest = std::max(newest, util::ParseInt(f.key).value_or(0));
-  Comparison r = Base(c, nullptr);
-  r.key = branch;
-  if (v->parts[0] > newest) {
-    r.outcome = Outcome::kPass;
-    r.message = fmt::format("branch {} is newer than the newest listed branch {}", branch, newest);
-  } else {
-    r.outcome = Outcome::kUnknown;
-    r.message = fmt::format("branch {} is not listed in the minimum table", branch);
-  }
-  return r;
+  return UnlistedKey(c, v->parts[0], "branch");
 }
 
 Comparison CompareTrainMap(const Component& c, const VersionInput& in) {
@@ -138,18 +144,7 @@ Comparison CompareTrainMap(const Component& c, const VersionInput& in) {
                             patch < min_patch ? "is below" : "meets", min_patch);
     return r;
   }
-  long long newest = 0;
-  for (const auto& f : c.floors) newest = std::max(newest, util::ParseInt(f.key).value_or(0));
-  Comparison r = Base(c, nullptr);
-  r.key = train;
-  if (v->parts[1] > newest) {
-    r.outcome = Outcome::kPass;
-    r.message = fmt::format("train {} is newer than the newest listed train {}", train, newest);
-  } else {
-    r.outcome = Outcome::kUnknown;
-    r.message = fmt::format("train {} is not listed in the minimum table", train);
-  }
-  return r;
+  return UnlistedKey(c, v->parts[1], "train");
 }
 
 Comparison CompareLadder(const Component& c, const VersionInput& in) {
