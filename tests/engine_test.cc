@@ -411,7 +411,8 @@ TEST(Cli, NvmlInitFailureFallsBackAndNeverPasses) {
   auto p = RunCli("audit --standalone --yes --json --check gpu-drivers --check security-nvidia-driver --out " + (dir / "run").string(),
                   std::string("FAKE_NVML_FAIL_INIT=1 LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR);
   ASSERT_TRUE(p.code == 0 || p.code == 2) << p.out;
-  for (const auto& res : JsonFrom(p.out)["results"]) EXPECT_NE(res["status"], "PASS") << res.dump();
+  json report = JsonFrom(p.out);
+  for (const auto& res : report["results"]) EXPECT_NE(res["status"], "PASS") << res.dump();
   fs::path bundle;
   for (const auto& e : fs::directory_iterator(dir / "run" / "evidence")) bundle = e.path();
   json b = json::parse(*util::ReadLocalFile(bundle));
