@@ -60,6 +60,14 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
     if (pc.state == PlanState::kRun) collectors.insert(c.info.needs.begin(), c.info.needs.end());
     plan.checks.push_back(pc);
   }
+  // Report order: by category (Categories() order), then registration order within a category.
+  auto rank = [](const std::string& cat) {
+    const auto& cats = core::Categories();
+    return std::find(cats.begin(), cats.end(), cat) - cats.begin();
+  };
+  std::stable_sort(plan.checks.begin(), plan.checks.end(), [&](const PlannedCheck& a, const PlannedCheck& b) {
+    return rank(a.check->info.category) < rank(b.check->info.category);
+  });
   plan.collectors.assign(collectors.begin(), collectors.end());
   return plan;
 }

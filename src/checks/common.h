@@ -37,5 +37,7 @@ void RegisterSoftwareChecks(core::Registry& r);
 void RegisterContainerChecks(core::Registry& r);
 void RegisterAccessChecks(core::Registry& r);
 void RegisterHealthChecks(core::Registry& r);
+void RegisterGpuChecks(core::Registry& r);
+void RegisterNodeChecks(core::Registry& r);
 
 }  // namespace clustermax::checks

@@ -14,6 +14,8 @@ void RegisterAll(core::Registry& r) {
   RegisterContainerChecks(r);
   RegisterHealthChecks(r);
   RegisterAccessChecks(r);
+  RegisterGpuChecks(r);
+  RegisterNodeChecks(r);
 }
 
 const core::Registry& DefaultRegistry() {

@@ -14,6 +14,7 @@ const std::vector<Collector>& Collectors() {
     RegisterOsCollectors(v);
     RegisterGpuCollectors(v);
     RegisterSoftwareCollectors(v);
+    RegisterNodeCollectors(v);
     return v;
   }();
   return all;

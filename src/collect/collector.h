@@ -61,5 +61,6 @@ std::optional<host::CommandResult> RunFor(core::Evidence& e, host::Host& h, std:
 void RegisterOsCollectors(std::vector<Collector>& out);
 void RegisterGpuCollectors(std::vector<Collector>& out);
 void RegisterSoftwareCollectors(std::vector<Collector>& out);
+void RegisterNodeCollectors(std::vector<Collector>& out);
 
 }  // namespace clustermax::collect

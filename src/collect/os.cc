@@ -337,7 +337,21 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
       std::string base = "/sys/class/infiniband/" + d.name;
       auto fw = h.ReadFile(base + "/fw_ver", 256);
       auto vendor = h.ReadFile(base + "/device/vendor", 64);
+      json ports = json::array();
+      auto pl = h.ListDir(base + "/ports");
+      if (pl.status == host::IoStatus::kOk) {
+        for (const auto& p : pl.entries) {
+          std::string pb = base + "/ports/" + p.name;
+          auto rd = [&](const char* f) {
+            auto r = h.ReadFile(pb + "/" + f, 256);
+            return r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
+          };
+          ports.push_back({{"port", p.name}, {"state", rd("state")}, {"phys_state", rd("phys_state")}, {"rate", rd("rate")},
+                           {"link_layer", rd("link_layer")}});
+        }
+      }
       devices.push_back({{"name", d.name},
+                         {"ports", ports},
                          {"fw_ver", fw.status == host::IoStatus::kOk ? json(std::string(util::Trim(fw.content))) : json(nullptr)},
                          {"fw_read_status", ToString(fw.status)},
                          {"vendor", vendor.status == host::IoStatus::kOk ? json(std::string(util::Trim(vendor.content))) : json(nullptr)}});
@@ -391,7 +405,8 @@ void RegisterOsCollectors(std::vector<Collector>& out) {
   out.push_back({{"access.user-management", "useradd/groupadd present and permitted", {"which:useradd", "which:groupadd", "cmd:sudo -n -l", "file:/proc/self/status"}, ""},
                  UserManagement});
   out.push_back({{"rdma.devices", "RDMA devices and their firmware from sysfs",
-                  {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "dir:/sys/bus/pci/devices"}, ""},
+                  {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}",
+                   "dir:/sys/bus/pci/devices"}, ""},
                  RdmaDevices});
 }
 

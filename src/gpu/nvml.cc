@@ -207,6 +207,21 @@ json QueryDevice(Nvml& nvml, Snapshot& s, unsigned index, nvmlDevice_t dev) {
   auto util_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*)>("nvmlDeviceGetUtilizationRates");
   d["utilization_gpu_pct"] = s.Call("nvmlDeviceGetUtilizationRates", who, util_fn, dev, &util) ? json(util.gpu) : json(nullptr);
 
+  // NVLink: query links until the driver says the index does not exist; a GPU without NVLink
+  // answers "not supported" on link 0 and gets null.
+  auto link_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned, unsigned*)>("nvmlDeviceGetNvLinkState");
+  json links = nullptr;
+  if (link_fn) {
+    json states = json::array();
+    for (unsigned link = 0; link < 18; ++link) {
+      unsigned active = 0;
+      if (link_fn(dev, link, &active) != kSuccess) break;
+      states.push_back(active != 0);
+    }
+    if (!states.empty()) links = states;
+  }
+  d["nvlink_active"] = links;
+
   unsigned long long reasons = 0;
   const char* reasons_sym = "nvmlDeviceGetCurrentClocksEventReasons";
   auto reasons_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*)>(reasons_sym);

@@ -177,6 +177,7 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
                        {"memory_max", Number(g, "max_clocks/mem_clock")}};
     d["utilization_gpu_pct"] = Number(g, "utilization/gpu_util");
     d["clocks_event_reasons"] = Reasons(g);
+    d["nvlink_active"] = nullptr;  // `nvidia-smi -q -x` does not report NVLink state
     devices.push_back(d);
   }
   data["device_count"] = devices.size();

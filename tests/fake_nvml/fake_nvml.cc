@@ -1,6 +1,6 @@
 // A fake libnvidia-ml.so.1 for tests: the NVML entry points clustermax calls, answering for an
 // 8-GPU HGX H100 node. GPU 3 has uncorrectable ECC errors, GPU 5 is trained down to PCIe x8 and
-// GPU 6 has retired pages with a retirement pending. FAKE_NVML_DRIVER overrides the driver
+// GPU 6 has retired pages with a retirement pending, and link 7 of GPU 2 is down. FAKE_NVML_DRIVER overrides the driver
 // version; FAKE_NVML_FAIL_INIT=1 makes nvmlInit fail (driver not loaded); FAKE_NVML_HANG=1
 // makes nvmlInit hang (a wedged driver).
 #include <unistd.h>
@@ -137,6 +137,12 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t, int type, unsigned* c) { *c
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t* u) {
   u->gpu = 0;
   u->memory = 0;
+  return kSuccess;
+}
+// 18 NVLinks per GPU; link 7 of GPU 2 is down.
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, unsigned* active) {
+  if (link >= 18) return kInvalidArgument;
+  *active = (Index(d) == 2 && link == 7) ? 0 : 1;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) { *r = 0x1; return kSuccess; }

@@ -1,0 +1,577 @@
+// Collectors for the complete node audit: processes, kernel modules, NVIDIA driver parameters,
+// KVM and DPU exposure, BMC device nodes, SSH and identity configuration, block devices, kernel
+// log Xid events, NUMA nodes, RDMA ports and stack, container runtime wiring, ncu and gdrcopy.
+#include <algorithm>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "collect/collector.h"
+#include "collect/parsers.h"
+#include "core/thresholds.h"
+#include "util/strings.h"
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+
+// Reads a small text file: its trimmed content, or null when it could not be read.
+json SmallFile(host::Host& h, Evidence& e, const std::string& path, size_t max = 65536) {
+  e.sources.push_back("file:" + path);
+  auto r = h.ReadFile(path, max);
+  return r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
+}
+
+// Whether a path exists: true, false, or null when it could not be told.
+json Exists(host::Host& h, Evidence& e, const std::string& path) {
+  e.sources.push_back("stat:" + path);
+  auto s = h.Stat(path);
+  if (s.status == host::IoStatus::kOk) return true;
+  if (s.status == host::IoStatus::kNotFound) return false;
+  return nullptr;
+}
+
+Evidence Processes(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/proc", "file:/proc/*/comm"};
+  auto d = h.ListDir("/proc");
+  if (d.status != host::IoStatus::kOk) {
+    e.status = FromIo(d.status);
+    e.error = d.error;
+    return e;
+  }
+  std::set<std::string> names;
+  for (const auto& ent : d.entries) {
+    if (!util::ParseInt(ent.name)) continue;
+    auto c = h.ReadFile("/proc/" + ent.name + "/comm", 256);
+    if (c.status == host::IoStatus::kOk) names.insert(std::string(util::Trim(c.content)));
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"names", std::vector<std::string>(names.begin(), names.end())}};
+  return e;
+}
+
+Evidence KernelModules(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"file:/proc/modules", "dir:/sys/module/nvidia"};
+  auto r = h.ReadFile("/proc/modules", 1u << 20);
+  if (r.status != host::IoStatus::kOk) {
+    e.status = FromIo(r.status);
+    e.error = r.error;
+    return e;
+  }
+  std::vector<std::string> mods;
+  for (const auto& line : util::SplitLines(r.content)) {
+    auto parts = util::SplitWhitespace(line);
+    if (!parts.empty()) mods.push_back(parts[0]);
+  }
+  std::sort(mods.begin(), mods.end());
+  e.status = EvidenceStatus::kOk;
+  e.data["loaded"] = mods;
+  // dma-buf support of the NVIDIA module shows as dma_buf* entries below /sys/module/nvidia
+  // (the reference searches four levels deep); the walk is bounded.
+  json dmabuf = json::array();
+  std::vector<std::pair<std::string, int>> stack = {{"/sys/module/nvidia", 0}};
+  int visited = 0;
+  while (!stack.empty() && visited < 400) {
+    auto [dir, depth] = stack.back();
+    stack.pop_back();
+    auto l = h.ListDir(dir);
+    ++visited;
+    if (l.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : l.entries) {
+      std::string path = dir + "/" + ent.name;
+      if (ent.name.rfind("dma_buf", 0) == 0) dmabuf.push_back(path);
+      if (ent.type == 'd' && depth + 1 < 4) stack.push_back({path, depth + 1});
+    }
+  }
+  e.data["nvidia_dma_buf_entries"] = dmabuf;
+  return e;
+}
+
+Evidence NvidiaParams(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources.push_back("file:/proc/driver/nvidia/params");
+  auto p = h.ReadFile("/proc/driver/nvidia/params", 65536);
+  e.data["params_status"] = ToString(p.status);
+  json params = json::object();
+  if (p.status == host::IoStatus::kOk) {
+    for (const auto& line : util::SplitLines(p.content)) {
+      size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      params[std::string(util::Trim(line.substr(0, colon)))] = std::string(util::Trim(line.substr(colon + 1)));
+    }
+  }
+  e.data["params"] = params;
+  json options = json::array();
+  for (const char* dir : {"/etc/modprobe.d", "/run/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d"}) {
+    e.sources.push_back(std::string("dir:") + dir);
+    auto l = h.ListDir(dir);
+    if (l.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : l.entries) {
+      if (ent.name.size() < 5 || ent.name.substr(ent.name.size() - 5) != ".conf") continue;
+      std::string path = std::string(dir) + "/" + ent.name;
+      auto f = h.ReadFile(path, 65536);
+      if (f.status != host::IoStatus::kOk) continue;
+      for (const auto& line : util::SplitLines(f.content)) {
+        std::string_view t = util::Trim(line);
+        if (t.empty() || t.front() == '#') continue;
+        if (util::Contains(t, "NVreg_")) options.push_back({{"file", path}, {"line", std::string(t)}});
+      }
+    }
+  }
+  e.data["modprobe_options"] = options;
+  return e;
+}
+
+Evidence KvmExposure(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.data["dev_kvm"] = Exists(h, e, "/dev/kvm");
+  json nested = nullptr;
+  bool nested_unreadable = false;
+  for (const char* p : {"/sys/module/kvm_intel/parameters/nested", "/sys/module/kvm_amd/parameters/nested"}) {
+    e.sources.push_back(std::string("file:") + p);
+    auto r = h.ReadFile(p, 64);
+    if (r.status == host::IoStatus::kOk) nested = std::string(util::Trim(r.content));
+    else if (r.status != host::IoStatus::kNotFound) nested_unreadable = true;
+  }
+  e.data["nested"] = nested;  // "Y", "1", "N", "0"; null when no KVM module exposes it
+  e.data["nested_unreadable"] = nested_unreadable;
+  e.data["arch"] = SmallFile(h, e, "/proc/sys/kernel/arch", 64);
+  e.data["vmscape"] = SmallFile(h, e, "/sys/devices/system/cpu/vulnerabilities/vmscape", 256);
+  return e;
+}
+
+Evidence DpuRshim(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources.push_back("dir:/dev");
+  auto d = h.ListDir("/dev");
+  if (d.status != host::IoStatus::kOk) {
+    e.status = FromIo(d.status);
+    e.error = d.error;
+    return e;
+  }
+  json rshim = json::array();
+  for (const auto& ent : d.entries) {
+    if (ent.name.rfind("rshim", 0) == 0) rshim.push_back("/dev/" + ent.name);
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data["rshim_devices"] = rshim;
+  e.data["tmfifo_net0"] = Exists(h, e, "/sys/class/net/tmfifo_net0");
+  e.data["tmfifo_operstate"] = SmallFile(h, e, "/sys/class/net/tmfifo_net0/operstate", 64);
+  return e;
+}
+
+Evidence BmcIpmi(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json devices = json::array();
+  bool unknown = false;
+  for (const char* p : {"/dev/ipmi0", "/dev/ipmi/0", "/dev/ipmidev/0"}) {
+    json x = Exists(h, e, p);
+    if (x == json(true)) devices.push_back(p);
+    if (x.is_null()) unknown = true;
+  }
+  e.data["devices"] = devices;
+  e.data["device_check_complete"] = !unknown;
+  e.data["ipmitool"] = nullptr;
+  if (!devices.empty()) {
+    e.sources.push_back("which:ipmitool");
+    if (h.Which("ipmitool").status == host::IoStatus::kOk) {
+      auto spec = Command({"ipmitool", "mc", "info"}, o, "bmc.ipmi");
+      spec.timeout = std::min(spec.timeout, std::chrono::milliseconds(5000));
+      e.sources.push_back(Source(spec));
+      auto r = h.Run(spec);
+      e.data["ipmitool"] = {{"status", ToString(r.status)}, {"exit_code", r.exit_code},
+                            {"output", util::Ellipsize(util::Trim(r.out + r.err), 300)}};
+    }
+  }
+  return e;
+}
+
+// sshd's effective settings: the first occurrence of a keyword wins, Include files are read in
+// place (Debian and Ubuntu include /etc/ssh/sshd_config.d/*.conf at the top).
+Evidence SshdConfig(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"file:/etc/ssh/sshd_config", "file:/etc/ssh/sshd_config.d/*.conf"};
+  auto main = h.ReadFile("/etc/ssh/sshd_config", 1u << 20);
+  if (main.status == host::IoStatus::kNotFound) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"present", false}};
+    return e;
+  }
+  if (main.status != host::IoStatus::kOk) {
+    e.status = FromIo(main.status);
+    e.error = main.error;
+    return e;
+  }
+  json settings = json::object();
+  json files = json::array({"/etc/ssh/sshd_config"});
+  std::function<void(const std::string&, int)> parse = [&](const std::string& text, int depth) {
+    for (const auto& raw : util::SplitLines(text)) {
+      std::string_view line = util::Trim(raw);
+      if (line.empty() || line.front() == '#') continue;
+      auto words = util::SplitWhitespace(line);
+      std::string key = util::ToLower(words[0]);
+      if (key == "match") return;  // settings below Match apply to some connections only
+      if (key == "include" && depth < 3) {
+        for (size_t i = 1; i < words.size(); ++i) {
+          std::string pattern = words[i][0] == '/' ? words[i] : "/etc/ssh/" + words[i];
+          size_t slash = pattern.rfind('/');
+          std::string dir = pattern.substr(0, slash), glob = pattern.substr(slash + 1);
+          auto l = h.ListDir(dir);
+          if (l.status != host::IoStatus::kOk) continue;
+          for (const auto& ent : l.entries) {
+            bool match = glob == ent.name || (glob == "*.conf" && ent.name.size() > 5 && ent.name.substr(ent.name.size() - 5) == ".conf");
+            if (!match) continue;
+            auto f = h.ReadFile(dir + "/" + ent.name, 1u << 20);
+            if (f.status != host::IoStatus::kOk) continue;
+            files.push_back(dir + "/" + ent.name);
+            parse(f.content, depth + 1);
+          }
+        }
+        continue;
+      }
+      if (words.size() >= 2 && !settings.contains(key)) settings[key] = util::ToLower(words[1]);
+    }
+  };
+  parse(main.content, 0);
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"present", true}, {"settings", settings}, {"files", files}};
+  return e;
+}
+
+Evidence IdentityProviders(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources.push_back("file:/etc/nsswitch.conf");
+  auto ns = h.ReadFile("/etc/nsswitch.conf", 65536);
+  json passwd = nullptr;
+  if (ns.status == host::IoStatus::kOk) {
+    for (const auto& line : util::SplitLines(ns.content)) {
+      if (line.rfind("passwd:", 0) == 0) passwd = util::SplitWhitespace(line.substr(7));
+    }
+  }
+  e.data["nsswitch_passwd"] = passwd;
+  json modules = json::array();
+  e.sources.push_back("dir:/etc/pam.d");
+  auto pam = h.ListDir("/etc/pam.d");
+  if (pam.status == host::IoStatus::kOk) {
+    std::set<std::string> found;
+    for (const auto& ent : pam.entries) {
+      auto f = h.ReadFile("/etc/pam.d/" + ent.name, 65536);
+      if (f.status != host::IoStatus::kOk) continue;
+      for (const char* m : {"pam_sss", "pam_ldap", "pam_krb5", "pam_oauth2", "pam_okta", "pam_oidc", "pam_google_authenticator", "pam_duo"}) {
+        if (util::Contains(f.content, m)) found.insert(m);
+      }
+    }
+    modules = std::vector<std::string>(found.begin(), found.end());
+  }
+  e.data["pam_modules"] = modules;
+  e.sources.push_back("file:/etc/sssd/sssd.conf");
+  auto sssd = h.ReadFile("/etc/sssd/sssd.conf", 65536);
+  e.data["sssd_conf_status"] = ToString(sssd.status);
+  json providers = json::array();
+  if (sssd.status == host::IoStatus::kOk) {
+    for (const auto& [k, v] : util::ParseKeyValueLines(sssd.content)) {
+      if (k == "id_provider") providers.push_back(v);
+    }
+  }
+  e.data["sssd_id_providers"] = providers;
+  return e;
+}
+
+Evidence BlockDevices(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto r = RunFor(e, h, {"lsblk", "-d", "-b", "-P", "-o", "NAME,TYPE,SIZE,ROTA,TRAN,MODEL"}, o, "block.devices");
+  if (!r) return e;
+  if (r->exit_code != 0) {
+    e.status = EvidenceStatus::kError;
+    e.error = fmt::format("lsblk exit {}: {}", r->exit_code, util::Ellipsize(util::Trim(r->err), 200));
+    return e;
+  }
+  json disks = json::array();
+  static const std::regex kv(R"re((\w+)="([^"]*)")re");
+  for (const auto& line : util::SplitLines(r->out)) {
+    json d = json::object();
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kv); it != std::sregex_iterator(); ++it) {
+      d[util::ToLower((*it)[1].str())] = (*it)[2].str();
+    }
+    if (d.empty()) continue;
+    d["nvme"] = d.value("name", "").rfind("nvme", 0) == 0 || d.value("tran", "") == "nvme";
+    disks.push_back(d);
+  }
+  json mounts = json::array();
+  e.sources.push_back("file:/proc/self/mountinfo");
+  auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
+  if (mi.status == host::IoStatus::kOk) {
+    for (const auto& line : util::SplitLines(mi.content)) {
+      auto parts = util::SplitWhitespace(line);
+      size_t sep = std::find(parts.begin(), parts.end(), "-") - parts.begin();
+      if (parts.size() < 5 || sep + 2 >= parts.size()) continue;
+      mounts.push_back({{"mount_point", parts[4]}, {"fstype", parts[sep + 1]}, {"source", parts[sep + 2]}});
+    }
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"disks", disks}, {"mounts", mounts}};
+  return e;
+}
+
+// NVIDIA Xid and NVSwitch SXid events from the kernel log of the last 7 days.
+Evidence KernelLogXid(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  std::string text, source;
+  std::string errors;
+  if (h.Which("journalctl").status == host::IoStatus::kOk) {
+    auto spec = Command({"journalctl", "-k", "--since=-7d", "-o", "short-iso", "--no-pager", "-q"}, o, "kernel.xid");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    if (r.status == host::IoStatus::kOk && r.exit_code == 0 && !util::Trim(r.out).empty()) {
+      text = r.out;
+      source = "journalctl";
+    } else {
+      errors += fmt::format("journalctl: {} exit {} {}; ", ToString(r.status), r.exit_code, util::Ellipsize(util::Trim(r.err + r.error), 150));
+    }
+  }
+  if (source.empty() && h.Which("dmesg").status == host::IoStatus::kOk) {
+    auto spec = Command({"dmesg", "-T"}, o, "kernel.xid");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    if (r.status == host::IoStatus::kOk && r.exit_code == 0) {
+      text = r.out;
+      source = "dmesg";
+    } else {
+      errors += fmt::format("dmesg: {} exit {} {}", ToString(r.status), r.exit_code, util::Ellipsize(util::Trim(r.err + r.error), 150));
+    }
+  }
+  e.data["dmesg_restrict"] = SmallFile(h, e, "/proc/sys/kernel/dmesg_restrict", 16);
+  if (source.empty()) {
+    e.status = EvidenceStatus::kPermissionDenied;
+    e.error = "kernel log unreadable: " + errors;
+    return e;
+  }
+  json events = json::array();
+  // GPU: "NVRM: Xid (PCI:0000:3b:00): 79, ..."; NVSwitch: "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, ..."
+  static const std::regex xid(R"((?:NVRM: |nvidia-nvswitch\d+: )(S?Xid) \(PCI:([0-9a-fA-F:.]+)\): (\d+))");
+  for (const auto& line : util::SplitLines(text)) {
+    std::smatch m;
+    if (!std::regex_search(line, m, xid)) continue;
+    events.push_back({{"kind", m[1].str()}, {"pci", m[2].str()}, {"code", std::stoi(m[3].str())},
+                      {"line", util::Ellipsize(line, 240)}});
+    if (events.size() >= 500) break;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data["source"] = source;
+  e.data["events"] = events;
+  return e;
+}
+
+Evidence NumaNodes(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/devices/system/node", "file:/sys/devices/system/node/node*/{cpulist,meminfo}"};
+  auto d = h.ListDir("/sys/devices/system/node");
+  if (d.status != host::IoStatus::kOk) {
+    e.status = FromIo(d.status);
+    e.error = d.error;
+    return e;
+  }
+  json nodes = json::array();
+  for (const auto& ent : d.entries) {
+    if (ent.name.rfind("node", 0) != 0 || !util::ParseInt(ent.name.substr(4))) continue;
+    std::string base = "/sys/devices/system/node/" + ent.name;
+    auto cpus = h.ReadFile(base + "/cpulist", 4096);
+    auto mem = h.ReadFile(base + "/meminfo", 65536);
+    json total_kb = nullptr;
+    if (mem.status == host::IoStatus::kOk) {
+      static const std::regex re(R"(MemTotal:\s+(\d+) kB)");
+      std::smatch m;
+      if (std::regex_search(mem.content, m, re)) total_kb = std::stoll(m[1].str());
+    }
+    nodes.push_back({{"node", ent.name},
+                     {"cpulist", cpus.status == host::IoStatus::kOk ? json(std::string(util::Trim(cpus.content))) : json(nullptr)},
+                     {"mem_total_kb", total_kb}});
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data["nodes"] = nodes;
+  e.data["arch"] = SmallFile(h, e, "/proc/sys/kernel/arch", 64);
+  return e;
+}
+
+Evidence RdmaStack(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.data["mlx5_core"] = Exists(h, e, "/sys/module/mlx5_core");
+  e.data["ib_core"] = Exists(h, e, "/sys/module/ib_core");
+  e.data["efa"] = Exists(h, e, "/sys/module/efa");
+  for (const char* tool : {"ibv_devices", "ibstat", "ofed_info", "rdma"}) {
+    e.sources.push_back(std::string("which:") + tool);
+    e.data["tools"][tool] = h.Which(tool).status == host::IoStatus::kOk;
+  }
+  if (e.data["tools"]["ofed_info"].get<bool>()) {
+    if (auto r = RunFor(e, h, {"ofed_info", "-s"}, o, "rdma.stack")) {
+      e.status = EvidenceStatus::kOk;
+      e.data["ofed"] = util::Ellipsize(util::Trim(r->out), 200);
+    } else {
+      e.status = EvidenceStatus::kOk;  // the stack facts above stand; ofed_info's failure is recorded
+      e.data["ofed_error"] = e.error;
+      e.error.clear();
+    }
+  }
+  return e;
+}
+
+Evidence ContainerRuntimes(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  for (const char* tool : {"docker", "containerd", "podman", "crio", "enroot", "singularity", "apptainer"}) {
+    e.sources.push_back(std::string("which:") + tool);
+    e.data["engines"][tool] = h.Which(tool).status == host::IoStatus::kOk;
+  }
+  json daemon = SmallFile(h, e, "/etc/docker/daemon.json", 1u << 20);
+  json docker_nvidia = nullptr;
+  if (daemon.is_string()) {
+    try {
+      json d = json::parse(daemon.get<std::string>());
+      docker_nvidia = d.contains("runtimes") && d["runtimes"].contains("nvidia");
+    } catch (const json::exception&) {
+      docker_nvidia = util::Contains(daemon.get<std::string>(), "nvidia-container-runtime");
+    }
+  }
+  e.data["docker_nvidia_runtime"] = docker_nvidia;
+  json containerd = SmallFile(h, e, "/etc/containerd/config.toml", 1u << 20);
+  e.data["containerd_nvidia_runtime"] = containerd.is_string() ? json(util::Contains(containerd.get<std::string>(), "nvidia")) : json(nullptr);
+  json cdi = json::array();
+  for (const char* dir : {"/etc/cdi", "/var/run/cdi"}) {
+    e.sources.push_back(std::string("dir:") + dir);
+    auto d = h.ListDir(dir);
+    if (d.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : d.entries) {
+      if (ent.name.rfind("nvidia", 0) == 0) cdi.push_back(std::string(dir) + "/" + ent.name);
+    }
+  }
+  e.data["cdi_specs"] = cdi;
+  return e;
+}
+
+Evidence NcuBinary(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  std::vector<std::string> candidates;
+  e.sources.push_back("which:ncu");
+  auto w = h.Which("ncu");
+  if (w.status == host::IoStatus::kOk) candidates.push_back(w.path);
+  for (const char* base : {"/usr/local", "/opt/nvidia/nsight-compute"}) {
+    e.sources.push_back(std::string("dir:") + base);
+    auto d = h.ListDir(base);
+    if (d.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : d.entries) {
+      std::string path = std::string(base) == "/usr/local" ? (ent.name.rfind("cuda", 0) == 0 ? "/usr/local/" + ent.name + "/bin/ncu" : "")
+                                                           : std::string(base) + "/" + ent.name + "/ncu";
+      if (path.empty()) continue;
+      if (h.Stat(path).status == host::IoStatus::kOk && std::find(candidates.begin(), candidates.end(), path) == candidates.end()) {
+        candidates.push_back(path);
+      }
+    }
+  }
+  e.status = EvidenceStatus::kOk;
+  if (candidates.empty()) {
+    e.data = {{"installed", false}, {"path", nullptr}, {"version", nullptr}};
+    return e;
+  }
+  auto r = RunFor(e, h, {candidates.front(), "--version"}, o, "ncu.binary");
+  e.data["installed"] = true;
+  e.data["path"] = candidates.front();
+  e.data["candidates"] = candidates;
+  if (!r) {
+    e.data["version"] = nullptr;
+    return e;  // status set by RunFor
+  }
+  static const std::regex re(R"(Version\s+(\d{4}\.\d+(?:\.\d+)*))");
+  std::smatch m;
+  std::string text = r->out + r->err;
+  e.data["version"] = std::regex_search(text, m, re) ? json(m[1].str()) : json(nullptr);
+  return e;
+}
+
+Evidence Gdrcopy(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json libs = json::array();
+  if (auto r = RunFor(e, h, {"ldconfig", "-p"}, o, "gdrcopy")) {
+    for (const auto& ent : ParseLdconfig(r->out)) {
+      if (ent.soname.rfind("libgdrapi.so", 0) == 0) libs.push_back(ent.path);
+    }
+  }
+  e.status = EvidenceStatus::kOk;  // the other facts stand even if ldconfig failed
+  e.data["libraries"] = libs;
+  e.data["module"] = Exists(h, e, "/sys/module/gdrdrv");
+  e.data["device"] = Exists(h, e, "/dev/gdrdrv");
+  return e;
+}
+
+Evidence EssentialTools(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  const auto& t = core::EmbeddedThresholds().data();
+  for (const auto& group : {"essential_tools", "package_managers"}) {
+    for (const auto& tool : t.at(group)) {
+      std::string name = tool;
+      e.sources.push_back("which:" + name);
+      e.data[group][name] = h.Which(name).status == host::IoStatus::kOk;
+    }
+  }
+  return e;
+}
+
+}  // namespace
+
+void RegisterNodeCollectors(std::vector<Collector>& out) {
+  out.push_back({{"os.processes", "Names of running processes", {"dir:/proc", "file:/proc/*/comm"}, ""}, Processes});
+  out.push_back({{"kernel.modules", "Loaded kernel modules and NVIDIA dma-buf support",
+                  {"file:/proc/modules", "dir:/sys/module/nvidia (4 levels)"}, ""},
+                 KernelModules});
+  out.push_back({{"nvidia.params", "NVIDIA driver parameters and NVreg_ modprobe options",
+                  {"file:/proc/driver/nvidia/params", "dir:/etc/modprobe.d", "dir:/run/modprobe.d", "dir:/lib/modprobe.d", "dir:/usr/lib/modprobe.d"}, ""},
+                 NvidiaParams});
+  out.push_back({{"kvm.exposure", "/dev/kvm, nested virtualisation and the VMScape mitigation state",
+                  {"stat:/dev/kvm", "file:/sys/module/kvm_*/parameters/nested", "file:/sys/devices/system/cpu/vulnerabilities/vmscape"}, ""},
+                 KvmExposure});
+  out.push_back({{"dpu.rshim", "BlueField RShim device nodes and tmfifo_net0 on the host", {"dir:/dev", "stat:/sys/class/net/tmfifo_net0"}, ""},
+                 DpuRshim});
+  out.push_back({{"bmc.ipmi", "In-band IPMI device nodes; ipmitool mc info when one exists",
+                  {"stat:/dev/ipmi0", "stat:/dev/ipmi/0", "stat:/dev/ipmidev/0", "cmd:ipmitool mc info"}, ""},
+                 BmcIpmi});
+  out.push_back({{"ssh.sshd-config", "Effective sshd settings (sshd_config and its Include files)",
+                  {"file:/etc/ssh/sshd_config", "file:/etc/ssh/sshd_config.d/*.conf"}, ""},
+                 SshdConfig});
+  out.push_back({{"identity.providers", "nsswitch passwd sources, PAM modules, sssd id providers",
+                  {"file:/etc/nsswitch.conf", "dir:/etc/pam.d", "file:/etc/sssd/sssd.conf"}, ""},
+                 IdentityProviders});
+  out.push_back({{"block.devices", "Disks (lsblk) and mounts", {"cmd:lsblk -d -b -P -o NAME,TYPE,SIZE,ROTA,TRAN,MODEL", "file:/proc/self/mountinfo"}, ""},
+                 BlockDevices});
+  out.push_back({{"kernel.xid", "NVIDIA Xid/SXid events in the kernel log of the last 7 days",
+                  {"cmd:journalctl -k --since=-7d -o short-iso --no-pager -q", "cmd:dmesg -T", "file:/proc/sys/kernel/dmesg_restrict"}, ""},
+                 KernelLogXid});
+  out.push_back({{"numa.nodes", "NUMA nodes with their CPUs and memory", {"dir:/sys/devices/system/node", "file:/proc/sys/kernel/arch"}, ""},
+                 NumaNodes});
+  out.push_back({{"rdma.stack", "RDMA kernel modules, OFED and user-space tools",
+                  {"stat:/sys/module/mlx5_core", "stat:/sys/module/ib_core", "which:ibv_devices", "cmd:ofed_info -s"}, ""},
+                 RdmaStack});
+  out.push_back({{"container.runtimes", "Container engines and their NVIDIA runtime wiring (daemon.json, containerd, CDI)",
+                  {"which:docker", "file:/etc/docker/daemon.json", "file:/etc/containerd/config.toml", "dir:/etc/cdi", "dir:/var/run/cdi"}, ""},
+                 ContainerRuntimes});
+  out.push_back({{"ncu.binary", "Nsight Compute (ncu) location and version",
+                  {"which:ncu", "dir:/usr/local/cuda*/bin", "dir:/opt/nvidia/nsight-compute", "cmd:ncu --version"}, ""},
+                 NcuBinary});
+  out.push_back({{"tools.essential", "Essential user tools and a package manager on PATH", {"which:<each tool in data/node-thresholds.json>"}, ""},
+                 EssentialTools});
+  out.push_back({{"gdrcopy", "gdrcopy library, gdrdrv module and /dev/gdrdrv", {"cmd:ldconfig -p", "stat:/sys/module/gdrdrv", "stat:/dev/gdrdrv"}, ""},
+                 Gdrcopy});
+}
+
+}  // namespace clustermax::collect

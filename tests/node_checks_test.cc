@@ -1,0 +1,192 @@
+// The complete-node checks on literal evidence, and their collectors on hand-built bundles.
+#include <gtest/gtest.h>
+
+#include "checks/register.h"
+#include "collect/collector.h"
+#include "host/bundle.h"
+#include "util/time.h"
+
+using namespace clustermax;
+using core::EvidenceStatus;
+using core::Verdict;
+using nlohmann::json;
+
+namespace {
+
+core::Evidence Ok(json data) {
+  core::Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.data = std::move(data);
+  return e;
+}
+
+json Pci(std::vector<json> devices) {
+  json list = json::array();
+  for (auto& d : devices) list.push_back(d);
+  return {{"devices", list}, {"complete", true}, {"unreadable", 0}};
+}
+json NvidiaGpu() { return {{"bdf", "0000:19:00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"}, {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}}; }
+json ConnectX() { return {{"bdf", "0000:1a:00.0"}, {"vendor", "0x15b3"}, {"device", "0x1021"}, {"class", "0x020700"}, {"driver", "mlx5_core"}, {"gpu", false}, {"rdma_nic", true}}; }
+json BlueField() { return {{"bdf", "0000:2b:00.0"}, {"vendor", "0x15b3"}, {"device", "0xa2dc"}, {"class", "0x020000"}, {"driver", "mlx5_core"}, {"gpu", false}, {"rdma_nic", true}}; }
+
+core::Finding J(const std::string& id, core::EvidenceSet ev, core::Target target = core::Target::kStandalone) {
+  const core::Check* c = checks::DefaultRegistry().Find(id);
+  EXPECT_NE(c, nullptr) << id;
+  for (const auto& n : c->info.needs) {
+    if (!ev.count(n)) ev[n] = Ok(json::object());  // undeclared-in-test evidence: present but empty
+  }
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), target, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  return c->judge(ctx);
+}
+
+core::EvidenceSet GpuNode() {
+  return {{"pci.devices", Ok(Pci({NvidiaGpu(), ConnectX()}))},
+          {"gpu.inventory", Ok({{"device_count", 1}, {"cuda_driver_version", "13.0"}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})}};
+}
+
+}  // namespace
+
+TEST(NodeChecks, JanuscapeBareMetalNobleBelowFloorFails) {
+  core::EvidenceSet ev = {{"os.cpuinfo", Ok({{"vmx", true}, {"svm", false}, {"hypervisor", false}})},
+                          {"kvm.exposure", Ok({{"dev_kvm", true}, {"nested", "Y"}})},
+                          {"os.release", Ok({{"codename", "noble"}})},
+                          {"os.kernel", Ok({{"release", "6.8.0-124-generic"}})}};
+  EXPECT_EQ(J("security-januscape", ev).verdict, Verdict::kFail);
+  ev["os.kernel"] = Ok({{"release", "6.8.0-137-generic"}});
+  EXPECT_EQ(J("security-januscape", ev).verdict, Verdict::kPass);
+  ev["os.cpuinfo"] = Ok({{"vmx", true}, {"hypervisor", true}});
+  auto guest = J("security-januscape", ev, core::Target::kVm);
+  EXPECT_EQ(guest.verdict, Verdict::kWarn);
+  EXPECT_EQ(guest.reason, core::Reason::kAttestationRequired);
+  ev["kvm.exposure"] = Ok({{"dev_kvm", true}, {"nested", "N"}});
+  EXPECT_EQ(J("security-januscape", ev).verdict, Verdict::kPass);
+}
+
+TEST(NodeChecks, VmscapeReadsTheKernelsOwnVerdict) {
+  core::EvidenceSet ev = {{"kvm.exposure", Ok({{"arch", "x86_64"}, {"vmscape", "Vulnerable"}})},
+                          {"os.processes", Ok({{"names", json::array({"qemu-system-x86", "sshd"})}})}};
+  EXPECT_EQ(J("security-vmscape", ev).verdict, Verdict::kFail);
+  ev["kvm.exposure"] = Ok({{"arch", "x86_64"}, {"vmscape", "Mitigation: IBPB before exit to userspace"}});
+  EXPECT_EQ(J("security-vmscape", ev).verdict, Verdict::kPass);
+  ev["kvm.exposure"] = Ok({{"arch", "aarch64"}, {"vmscape", nullptr}});
+  EXPECT_EQ(J("security-vmscape", ev).verdict, Verdict::kSkip);
+}
+
+TEST(NodeChecks, DpuAndBmcExposureFailOnReadEvidenceOnly) {
+  core::EvidenceSet dpu = {{"pci.devices", Ok(Pci({BlueField()}))},
+                           {"dpu.rshim", Ok({{"rshim_devices", json::array({"/dev/rshim0"})}, {"tmfifo_net0", false}})}};
+  EXPECT_EQ(J("security-dpu-host-isolation", dpu).verdict, Verdict::kFail);
+  dpu["dpu.rshim"] = Ok({{"rshim_devices", json::array()}, {"tmfifo_net0", false}});
+  EXPECT_EQ(J("security-dpu-host-isolation", dpu).reason, core::Reason::kAttestationRequired);
+  core::EvidenceSet bmc = {{"bmc.ipmi", Ok({{"devices", json::array({"/dev/ipmi0"})}, {"device_check_complete", true},
+                                            {"ipmitool", {{"status", "ok"}, {"exit_code", 0}, {"output", "Device ID : 32"}}}})}};
+  EXPECT_EQ(J("security-bmc-ipmi", bmc).verdict, Verdict::kFail);
+  bmc["bmc.ipmi"].data["ipmitool"]["exit_code"] = 1;
+  EXPECT_EQ(J("security-bmc-ipmi", bmc).verdict, Verdict::kPass);
+  bmc["bmc.ipmi"].data["ipmitool"] = nullptr;
+  EXPECT_EQ(J("security-bmc-ipmi", bmc).verdict, Verdict::kWarn);
+}
+
+TEST(NodeChecks, GpuDirectPaths) {
+  auto ev = GpuNode();
+  ev["nvidia.proc-version"] = Ok({{"loaded", true}, {"open_module", true}, {"driver_version", "580.159.03"}});
+  ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia", "mlx5_ib"})}, {"nvidia_dma_buf_entries", json::array({"/sys/module/nvidia/x/dma_buf"})}});
+  EXPECT_EQ(J("gpudirect-rdma", ev).verdict, Verdict::kPass);
+  ev["nvidia.proc-version"].data["open_module"] = false;
+  ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia", "nvidia_peermem"})}, {"nvidia_dma_buf_entries", json::array()}});
+  EXPECT_EQ(J("gpudirect-rdma", ev).verdict, Verdict::kWarn);
+  EXPECT_EQ(J("gpudirect-rdma-peermem-legacy", ev).verdict, Verdict::kWarn);
+  ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia"})}, {"nvidia_dma_buf_entries", json::array()}});
+  auto none = J("gpudirect-rdma", ev);
+  EXPECT_EQ(none.verdict, Verdict::kFail);
+  EXPECT_TRUE(checks::DefaultRegistry().Find("gpudirect-rdma")->info.critical);
+  ev["gdrcopy"] = Ok({{"libraries", json::array()}, {"module", false}, {"device", false}});
+  EXPECT_EQ(J("gdrcopy", ev).verdict, Verdict::kFail);
+}
+
+TEST(NodeChecks, SoftwareCurrency) {
+  auto ev = GpuNode();
+  ev["cuda.toolkits"] = Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.1"}, {"default", true}}})}, {"default", "/usr/local/cuda/bin/nvcc"}});
+  EXPECT_EQ(J("cuda-driver-compat", ev).verdict, Verdict::kWarn);  // toolkit 13.1 on a CUDA 13.0 driver
+  EXPECT_EQ(J("cuda-toolkit-present", ev).verdict, Verdict::kPass);
+  ev["nccl.libraries"] = Ok({{"libraries", json::array({"/usr/lib/libnccl.so.2"})}, {"versions", json::array({{{"path", "x"}, {"version", "2.18.3"}}})}, {"header", nullptr}});
+  EXPECT_EQ(J("nccl-version-current", ev).verdict, Verdict::kWarn);
+  ev["ncu.binary"] = Ok({{"installed", false}});
+  EXPECT_EQ(J("ncu-profiling", ev).verdict, Verdict::kFail);
+  EXPECT_EQ(J("ncu-profiling-counters", ev).reason, core::Reason::kPrerequisiteMissing);
+  ev["ncu.binary"] = Ok({{"installed", true}, {"version", "2025.3.0.0"}});
+  ev["nvidia.params"] = Ok({{"params", {{"RmProfilingAdminOnly", "1"}}}, {"modprobe_options", json::array()}});
+  EXPECT_EQ(J("ncu-profiling-counters", ev).verdict, Verdict::kWarn);
+  ev["nvidia.params"] = Ok({{"params", json::object()}, {"modprobe_options", json::array({{{"file", "/etc/modprobe.d/nv.conf"}, {"line", "options nvidia NVreg_RestrictProfilingToAdminUsers=0"}}})}});
+  EXPECT_EQ(J("ncu-profiling-counters", ev).verdict, Verdict::kPass);
+}
+
+TEST(NodeChecks, ContainerWiringAccessAndStorage) {
+  auto ev = GpuNode();
+  ev["container.runtimes"] = Ok({{"engines", {{"docker", true}}}, {"docker_nvidia_runtime", false}, {"containerd_nvidia_runtime", nullptr}, {"cdi_specs", json::array()}});
+  ev["container-toolkit.version"] = Ok({{"installed", false}});
+  EXPECT_EQ(J("container-toolkit", ev).verdict, Verdict::kFail);
+  ev["container.runtimes"].data["cdi_specs"] = json::array({"/etc/cdi/nvidia.yaml"});
+  EXPECT_EQ(J("container-toolkit", ev).verdict, Verdict::kPass);
+  core::EvidenceSet ssh = {{"ssh.sshd-config", Ok({{"present", true}, {"settings", {{"passwordauthentication", "no"}}}, {"files", json::array()}})}};
+  EXPECT_EQ(J("ssh-pubkey-auth", ssh).verdict, Verdict::kPass);
+  ssh["ssh.sshd-config"].data["settings"] = json::object();  // OpenSSH defaults allow passwords
+  EXPECT_EQ(J("ssh-pubkey-auth", ssh).verdict, Verdict::kWarn);
+  core::EvidenceSet idp = {{"identity.providers", Ok({{"nsswitch_passwd", json::array({"files", "sss"})}, {"pam_modules", json::array()}, {"sssd_id_providers", json::array()}})}};
+  EXPECT_EQ(J("external-idp", idp).verdict, Verdict::kPass);
+  core::EvidenceSet disk = {{"block.devices", Ok({{"disks", json::array({{{"name", "nvme0n1"}, {"size", "3840755982336"}, {"nvme", true}}})},
+                                                  {"mounts", json::array({{{"mount_point", "/scratch"}, {"source", "/dev/nvme0n1"}, {"fstype", "xfs"}}})}})}};
+  EXPECT_EQ(J("local-nvme", disk).verdict, Verdict::kPass);
+}
+
+TEST(NodeChecks, XidClassesFromTheData) {
+  auto ev = GpuNode();
+  ev["kernel.xid"] = Ok({{"source", "journalctl"}, {"events", json::array({{{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 13}}})}});
+  EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kPass);
+  ev["kernel.xid"].data["events"].push_back({{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 94}});
+  EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kWarn);
+  ev["kernel.xid"].data["events"].push_back({{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 79}});
+  EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kFail);
+}
+
+TEST(NodeCollectors, XidEventsParsedFromTheKernelLog) {
+  host::Bundle b;
+  b.PutWhich("journalctl", {host::IoStatus::kOk, "/usr/bin/journalctl"});
+  host::CommandResult r;
+  r.status = host::IoStatus::kOk;
+  r.exit_code = 0;
+  r.out =
+      "2026-11-29T10:00:01+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
+      "2026-11-29T10:05:00+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:bb:00): 13, pid=99, Graphics Exception\n"
+      "2026-11-29T11:00:00+0000 gpu-01 kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 41\n"
+      "2026-11-29T11:00:00+0000 gpu-01 kernel: eth0: link up\n";
+  b.PutCommand({"journalctl", "-k", "--since=-7d", "-o", "short-iso", "--no-pager", "-q"}, r);
+  b.PutFile("/proc/sys/kernel/dmesg_restrict", {host::IoStatus::kOk, "1\n", false, ""});
+  host::ReplayHost h(b);
+  auto ev = collect::CollectEvidence(h, {"kernel.xid"}, {});
+  const auto& e = ev["kernel.xid"];
+  ASSERT_TRUE(e.ok()) << e.error;
+  ASSERT_EQ(e.data["events"].size(), 3u);
+  EXPECT_EQ(e.data["events"][0]["code"], 79);
+  EXPECT_EQ(e.data["events"][0]["pci"], "0000:3b:00");
+  EXPECT_EQ(e.data["events"][2]["kind"], "SXid");
+  EXPECT_EQ(e.data["events"][2]["code"], 12028);
+}
+
+TEST(NodeCollectors, SshdIncludeFilesAndFirstValueWins) {
+  host::Bundle b;
+  b.PutFile("/etc/ssh/sshd_config", {host::IoStatus::kOk,
+                                     "Include /etc/ssh/sshd_config.d/*.conf\nPasswordAuthentication yes\nMatch User bob\n  PubkeyAuthentication no\n", false, ""});
+  host::DirResult d;
+  d.status = host::IoStatus::kOk;
+  d.entries = {{"50-cloud-init.conf", 'f'}, {"README", 'f'}};
+  b.PutDir("/etc/ssh/sshd_config.d", d);
+  b.PutFile("/etc/ssh/sshd_config.d/50-cloud-init.conf", {host::IoStatus::kOk, "PasswordAuthentication no\n", false, ""});
+  host::ReplayHost h(b);
+  auto ev = collect::CollectEvidence(h, {"ssh.sshd-config"}, {});
+  const auto& e = ev["ssh.sshd-config"];
+  ASSERT_TRUE(e.ok()) << e.error;
+  EXPECT_EQ(e.data["settings"]["passwordauthentication"], "no");   // the include came first
+  EXPECT_FALSE(e.data["settings"].contains("pubkeyauthentication"));  // only under Match
+  EXPECT_TRUE(h.misses().empty());
+}
