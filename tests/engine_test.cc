@@ -441,3 +441,61 @@ TEST(Engine, RecordedPerfProbeReplaysAsPartial) {
   EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kWarn);
   EXPECT_NE(r.results[0].finding.message.find("partial"), std::string::npos);
 }
+
+namespace {
+
+// A planted sysfs: a GPU and a ConnectX behind one PCIe switch (upstream 01:00.0, downstream ports
+// 02:08.0 and 02:10.0), each switch port with a 4 KiB config space carrying an ACS capability at
+// 0x100 whose control register is `acs_control` (or only 256 bytes when `short_config`).
+fs::path PlantPcieTree(const std::string& name, uint16_t acs_control, bool short_config) {
+  fs::path root = TempDir(name);
+  fs::path devs = root / "sys/devices/pci0000:00";
+  struct Dev { std::string path, bdf, vendor, device, cls; };
+  std::vector<Dev> all = {
+      {"0000:00:01.0", "0000:00:01.0", "0x8086", "0x347a", "0x060400"},
+      {"0000:00:01.0/0000:01:00.0", "0000:01:00.0", "0x1000", "0xc030", "0x060400"},
+      {"0000:00:01.0/0000:01:00.0/0000:02:08.0", "0000:02:08.0", "0x1000", "0xc030", "0x060400"},
+      {"0000:00:01.0/0000:01:00.0/0000:02:10.0", "0000:02:10.0", "0x1000", "0xc030", "0x060400"},
+      {"0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:19:00.0", "0000:19:00.0", "0x10de", "0x2330", "0x030200"},
+      {"0000:00:01.0/0000:01:00.0/0000:02:10.0/0000:1a:00.0", "0000:1a:00.0", "0x15b3", "0x1021", "0x020700"}};
+  fs::create_directories(root / "sys/bus/pci/devices");
+  for (const auto& d : all) {
+    fs::path p = devs / d.path;
+    fs::create_directories(p);
+    std::ofstream(p / "vendor") << d.vendor << "\n";
+    std::ofstream(p / "device") << d.device << "\n";
+    std::ofstream(p / "class") << d.cls << "\n";
+    std::string cfg(short_config ? 256 : 4096, '\0');
+    if (!short_config) {
+      const unsigned char header[8] = {0x0d, 0x00, 0x01, 0x00, 0x1f, 0x00, static_cast<unsigned char>(acs_control & 0xff),
+                                       static_cast<unsigned char>(acs_control >> 8)};
+      for (int i = 0; i < 8; ++i) cfg[0x100 + i] = static_cast<char>(header[i]);
+    }
+    std::ofstream(p / "config", std::ios::binary) << cfg;
+    fs::create_symlink("../../../devices/pci0000:00/" + d.path, root / "sys/bus/pci/devices" / d.bdf);
+  }
+  return root;
+}
+
+std::string AcsVerdict(const fs::path& root) {
+  auto p = RunCli("audit --standalone --yes --json --exit-zero --check pcie-acs --sysroot " + root.string() + " --out " + (root / "run").string());
+  EXPECT_EQ(p.code, 0) << p.out;
+  json r = JsonFrom(p.out);
+  return r["results"][0]["status"].get<std::string>() + ": " + r["results"][0]["message"].get<std::string>();
+}
+
+}  // namespace
+
+TEST(Cli, PcieAcsReadFromConfigSpace) {
+  fs::path redirect = PlantPcieTree("acs-on", 0x001d, false);  // SV, RR, CR, UF
+  std::string v = AcsVerdict(redirect);
+  EXPECT_EQ(v.rfind("FAIL", 0), 0u) << v;
+  EXPECT_NE(v.find("2 switch port(s)"), std::string::npos) << v;
+  fs::path clean = PlantPcieTree("acs-off", 0x0000, false);
+  v = AcsVerdict(clean);
+  EXPECT_EQ(v.rfind("PASS", 0), 0u) << v;
+  fs::path unreadable = PlantPcieTree("acs-noroot", 0, true);
+  v = AcsVerdict(unreadable);
+  EXPECT_EQ(v.rfind("WARN", 0), 0u) << v;
+  for (const auto& d : {redirect, clean, unreadable}) fs::remove_all(d);
+}

@@ -190,3 +190,25 @@ TEST(NodeCollectors, SshdIncludeFilesAndFirstValueWins) {
   EXPECT_FALSE(e.data["settings"].contains("pubkeyauthentication"));  // only under Match
   EXPECT_TRUE(h.misses().empty());
 }
+
+TEST(NodeChecks, PassthroughNvlinkBoundaryFabricManager) {
+  core::EvidenceSet vfio = {{"pci.passthrough", Ok({{"vfio_devices", json::array({{{"bdf", "0000:19:00.0"}, {"group", "41"},
+                                                                                     {"members", json::array({"0000:19:00.0", "0000:19:00.1"})}}})}})}};
+  EXPECT_EQ(J("security-pcie-passthrough", vfio).verdict, Verdict::kPass);  // functions of one device
+  vfio["pci.passthrough"].data["vfio_devices"][0]["members"].push_back("0000:1a:00.0");
+  EXPECT_EQ(J("security-pcie-passthrough", vfio).verdict, Verdict::kFail);
+  EXPECT_EQ(J("security-pcie-passthrough", vfio, core::Target::kVm).reason, core::Reason::kAttestationRequired);
+
+  auto ev = GpuNode();
+  ev["gpu.inventory"].data["devices"][0]["nvlink_active"] = json::array({true, true});
+  EXPECT_EQ(J("security-nvlink-boundary", ev).verdict, Verdict::kPass);  // whole node: 1 of 1 on the bus
+  EXPECT_EQ(J("security-nvlink-boundary", ev, core::Target::kVm).verdict, Verdict::kWarn);
+  ev["pci.devices"] = Ok(Pci({NvidiaGpu(), NvidiaGpu()}));
+  EXPECT_EQ(J("security-nvlink-boundary", ev).verdict, Verdict::kWarn);  // a GPU on the board is not ours
+
+  json nvswitch = {{"bdf", "0000:05:00.0"}, {"vendor", "0x10de"}, {"device", "0x22a3"}, {"class", "0x068000"}, {"gpu", false}, {"rdma_nic", false}};
+  core::EvidenceSet fm = {{"pci.devices", Ok(Pci({NvidiaGpu(), nvswitch}))}, {"os.processes", Ok({{"names", json::array({"sshd"})}})}};
+  EXPECT_EQ(J("fabric-manager", fm).verdict, Verdict::kFail);
+  fm["os.processes"] = Ok({{"names", json::array({"nv-fabricmanage"})}});
+  EXPECT_EQ(J("fabric-manager", fm).verdict, Verdict::kPass);
+}

@@ -82,3 +82,25 @@ TEST(Parsers, Kernels) {
   EXPECT_EQ(KernelFlavour("6.1.0-31-cloud-amd64"), "cloud-amd64");
   EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n").size(), 2u);
 }
+
+TEST(Parsers, AcsControlFromConfigSpace) {
+  std::string cfg(4096, '\0');
+  // 0x100: AER (ID 0x0001) pointing to 0x148; 0x148: ACS (ID 0x000D), control 0x000C.
+  auto put32 = [&](size_t off, uint32_t v) {
+    for (int i = 0; i < 4; ++i) cfg[off + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  };
+  put32(0x100, 0x0001 | (1u << 16) | (0x148u << 20));
+  put32(0x148, 0x000d | (1u << 16));
+  put32(0x14c, 0x000c0000u | 0x005f);
+  auto a = ParseAcsControl(cfg);
+  EXPECT_FALSE(a.unreadable);
+  EXPECT_TRUE(a.present);
+  EXPECT_EQ(a.control, 0x000c);
+  EXPECT_TRUE(a.RedirectsP2p());
+  put32(0x148, 0x0002 | (1u << 16));  // VC instead: no ACS in the list
+  EXPECT_FALSE(ParseAcsControl(cfg).present);
+  EXPECT_TRUE(ParseAcsControl(cfg.substr(0, 256)).unreadable);
+  auto chain = PciChain("../../../devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:19:00.0");
+  ASSERT_EQ(chain.size(), 3u);
+  EXPECT_EQ(chain[2], "0000:19:00.0");
+}

@@ -286,6 +286,115 @@ Finding HbmExposure(const JudgeContext& ctx) {
   return f;
 }
 
+Finding PcieAcs(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("pci.acs");
+  if (auto p = core::EvidenceProblem(e, "PCI topology")) return *p;
+  if (e.data["gpus"] == 0 || e.data["nics"] == 0) return core::Skip(Reason::kNotApplicable, "no GPU or no RDMA NIC: no GPU-NIC P2P path");
+  std::vector<std::string> redirect, unreadable, lines;
+  int switched = 0;
+  for (const auto& p : e.data["pairs"]) {
+    if (!p.value("common_switch", false)) continue;
+    ++switched;
+    for (const auto& port : p["ports"]) {
+      std::string where = fmt::format("{} (GPU {} <-> NIC {})", port["bdf"].get<std::string>(), p["gpu"].get<std::string>(), p["nic"].get<std::string>());
+      if (!port.value("extended_readable", false)) {
+        unreadable.push_back(where);
+      } else if (port.value("redirect", false)) {
+        redirect.push_back(fmt::format("{}: ACSCtl 0x{:04x}", where, port["acs_control"].get<int>()));
+      } else {
+        lines.push_back(fmt::format("{}: {}", where, port.value("acs_present", false) ? fmt::format("ACSCtl 0x{:04x}", port["acs_control"].get<int>()) : "no ACS"));
+      }
+    }
+  }
+  if (switched == 0) return core::Skip(Reason::kNotApplicable, "no GPU shares a PCIe switch with an RDMA NIC");
+  bool guest = ctx.target() == core::Target::kVm;
+  Finding f;
+  if (!redirect.empty() && !guest) {
+    f = core::Fail(Severity::kConfig, fmt::format("P2P redirect enabled on {} switch port(s) between GPUs and NICs", redirect.size()));
+  } else if (guest) {
+    f = core::Warn(Reason::kAttestationRequired, "a guest's virtual bridges do not reflect the host's ACS settings");
+  } else if (!unreadable.empty()) {
+    f = core::Warn(Reason::kEvidenceError, fmt::format("extended config space of {} port(s) unreadable (needs root)", unreadable.size()));
+  } else {
+    f = core::Pass(fmt::format("no P2P redirect on the switch ports of {} GPU-NIC path(s)", switched));
+  }
+  f.expected = "P2P Request/Completion Redirect off on every port between GPU and NIC";
+  return f.Details(redirect).Details(unreadable).Details(lines);
+}
+
+Finding PciePassthrough(const JudgeContext& ctx) {
+  if (ctx.target() == core::Target::kVm) {
+    return core::Warn(Reason::kAttestationRequired, "guest: the host's IOMMU grouping of passed-through devices is not visible");
+  }
+  const Evidence& e = ctx.Get("pci.passthrough");
+  if (auto p = core::EvidenceProblem(e, "vfio devices")) return *p;
+  const json& devs = e.data["vfio_devices"];
+  if (devs.empty()) return core::Skip(Reason::kNotApplicable, "no device bound to vfio-pci (single-tenant host)");
+  std::vector<std::string> shared, unread;
+  for (const auto& d : devs) {
+    std::string bdf = d["bdf"];
+    if (!d["members"].is_array()) {
+      unread.push_back(bdf);
+      continue;
+    }
+    std::string slot = bdf.substr(0, bdf.rfind('.'));  // functions of the same device share a group legitimately
+    for (const auto& m : d["members"]) {
+      std::string mb = m;
+      if (mb.substr(0, mb.rfind('.')) != slot) shared.push_back(fmt::format("{} shares IOMMU group {} with {}", bdf, d["group"].get<std::string>(), mb));
+    }
+  }
+  Finding f = !shared.empty() ? core::Fail(Severity::kConfig, "a passed-through device shares its IOMMU group with another device").Details(shared)
+              : !unread.empty() ? core::Warn(Reason::kEvidenceError, "IOMMU groups unreadable").Details(unread)
+                                : core::Pass(fmt::format("all {} passed-through device(s) alone in their IOMMU groups", devs.size()));
+  return f.Expected("each passed-through device alone in its IOMMU group");
+}
+
+Finding NvlinkBoundary(const JudgeContext& ctx) {
+  const Evidence* gpu = nullptr;
+  if (auto f = NeedDevices(ctx, gpu)) return *f;
+  int with_links = 0;
+  for (const auto& d : gpu->data["devices"]) with_links += d.value("nvlink_active", json()).is_array() ? 1 : 0;
+  if (with_links == 0) {
+    if (gpu->data.value("source", "") == "nvidia-smi") return core::Warn(Reason::kUnverified, "NVLink state unreadable without NVML");
+    return core::Pass("no NVLink: no GPU shares a fabric with another tenant").Observed("no NVLink");
+  }
+  if (ctx.target() == core::Target::kVm || ctx.target() == core::Target::kContainer) {
+    return core::Warn(Reason::kAttestationRequired, "NVLink GPUs in a VM or container: peers outside this tenant cannot be ruled out from inside")
+        .Observed(fmt::format("{} NVLink GPU(s)", with_links));
+  }
+  const Evidence& pci = ctx.Get("pci.devices");
+  int on_bus = CountPciGpus(pci, "0x10de");
+  int visible = static_cast<int>(gpu->data["devices"].size());
+  std::string name = gpu->data["devices"][0].value("name", json()).is_string() ? gpu->data["devices"][0]["name"].get<std::string>() : "";
+  auto model = core::EmbeddedThresholds().Model(name);
+  if (model && model->gpus_per_node && *model->gpus_per_node < 8 && name.find("GB") != std::string::npos) {
+    return core::Warn(Reason::kAttestationRequired, "NVL72-class GPUs: the NVLink domain spans trays beyond this node; the clique needs attestation")
+        .Observed(name);
+  }
+  if (pci.ok() && on_bus == visible) {
+    return core::Pass(fmt::format("whole node: all {} NVLink GPU(s) on this board are in the tenant's hands", visible))
+        .Observed(fmt::format("{} of {} GPUs visible", visible, on_bus));
+  }
+  return core::Warn(Reason::kUnverified, fmt::format("{} GPU(s) visible, {} on the PCI bus: NVLink peers may belong to others", visible, on_bus));
+}
+
+Finding FabricManager(const JudgeContext& ctx) {
+  const Evidence& pci = ctx.Get("pci.devices");
+  const Evidence& procs = ctx.Get("os.processes");
+  if (auto p = core::EvidenceProblem(pci, "PCI inventory")) return *p;
+  int nvswitch = 0;
+  for (const auto& d : pci.data["devices"]) {
+    if (d["vendor"] == "0x10de" && d["class"].get<std::string>().rfind("0x0680", 0) == 0) ++nvswitch;
+  }
+  if (nvswitch == 0) return core::Skip(Reason::kNotApplicable, "no NVSwitch on the PCI bus");
+  if (auto p = core::EvidenceProblem(procs, "process list")) return *p;
+  bool running = false;
+  for (const auto& n : procs.data["names"]) running |= n.get<std::string>().rfind("nv-fabricmanage", 0) == 0;
+  Finding f = running ? core::Pass(fmt::format("NVIDIA Fabric Manager runs for {} NVSwitch(es)", nvswitch))
+                      : core::Fail(Severity::kMissing, fmt::format("{} NVSwitch(es) but Fabric Manager is not running: CUDA reports 'system not yet initialized'", nvswitch));
+  return f.Observed(running ? "nv-fabricmanager running" : "not running").Expected("nv-fabricmanager running");
+}
+
 }  // namespace
 
 void RegisterGpuChecks(core::Registry& r) {
@@ -346,6 +455,28 @@ void RegisterGpuChecks(core::Registry& r) {
                    .targets = kS | kK | kSA | kV, .needs = {"gpu.inventory", "numa.nodes", "nvidia.params"},
                    .reproduce = "numactl -H; grep CoherentGPUMemoryMode /proc/driver/nvidia/params"},
          HbmExposure});
+  r.Add({CheckInfo{.id = "pcie-acs", .category = "hardware", .title = "PCIe ACS does not redirect GPU-NIC peer traffic",
+                   .rationale = "ACS P2P redirect forces GPUDirect traffic up to the root complex: a rating hard gate.",
+                   .remediation = "Disable ACS P2P Request/Completion Redirect on the switch ports (BIOS or setpci at boot) on bare metal.",
+                   .criterion = "pcie-acs", .targets = kS | kK | kSA | kV, .needs = {"pci.acs"}, .critical = true,
+                   .reproduce = "sudo lspci -vvv | grep -E '^[0-9a-f]|ACSCtl'"},
+         PcieAcs});
+  r.Add({CheckInfo{.id = "security-pcie-passthrough", .category = "isolation", .title = "Passed-through devices are alone in their IOMMU groups",
+                   .rationale = "A passed-through GPU or NIC sharing an IOMMU group allows DMA across tenants.",
+                   .remediation = "Enable ACS on the host's switches or pass through whole groups only.", .criterion = "security-pcie-passthrough",
+                   .targets = kS | kK | kSA | kV, .needs = {"pci.passthrough"}, .reproduce = "ls /sys/kernel/iommu_groups/*/devices"},
+         PciePassthrough});
+  r.Add({CheckInfo{.id = "security-nvlink-boundary", .category = "isolation", .title = "NVLink peers all belong to this tenant",
+                   .rationale = "GPUs joined by NVLink can read each other's memory; a shared NVLink domain crosses tenants.",
+                   .remediation = "Allocate whole NVLink domains (whole HGX nodes, whole NVL72 cliques) per tenant.",
+                   .criterion = "security-nvlink-boundary", .targets = kS | kK | kSA | kV,
+                   .needs = {"pci.devices", "gpu.inventory"}, .reproduce = "nvidia-smi topo -m"},
+         NvlinkBoundary});
+  r.Add({CheckInfo{.id = "fabric-manager", .category = "hardware", .title = "Fabric Manager runs on NVSwitch systems",
+                   .rationale = "Without Fabric Manager an HGX node's GPUs cannot use NVLink and CUDA fails to initialise.",
+                   .remediation = "Install and start nvidia-fabricmanager matching the driver version.",
+                   .targets = kS | kK | kSA, .needs = {"pci.devices", "os.processes"}, .reproduce = "systemctl is-active nvidia-fabricmanager"},
+         FabricManager});
   r.Add({CheckInfo{.id = "gpu-throttle-reasons", .category = "health", .title = "No hardware or thermal clock slowdown at idle",
                    .rationale = "HW slowdown, HW thermal or power-brake throttling at idle means a cooling, power or board fault.",
                    .remediation = "Check cooling and power delivery; drain and RMA if it persists.", .criterion = "idle-thermals",

@@ -9,6 +9,7 @@
 
 #include "collect/collector.h"
 #include "collect/parsers.h"
+#include "collect/pci.h"
 #include "core/thresholds.h"
 #include "util/strings.h"
 
@@ -528,6 +529,107 @@ Evidence EssentialTools(host::Host& h, const CollectOptions&) {
   return e;
 }
 
+// For each GPU, the nearest RDMA NIC (longest shared sysfs path) and the ACS Control register of
+// every port below their common upstream bridge. Extended config space needs root.
+Evidence PciAcs(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*", "file:/sys/bus/pci/devices/<port>/config"};
+  PciInventory inv = ReadPciInventory(h);
+  if (inv.status != host::IoStatus::kOk) {
+    e.status = FromIo(inv.status);
+    e.error = inv.error;
+    return e;
+  }
+  auto chain_of = [&](const std::string& bdf) {
+    auto s = h.Stat("/sys/bus/pci/devices/" + bdf);
+    return s.status == host::IoStatus::kOk ? PciChain(s.link_target) : std::vector<std::string>{};
+  };
+  std::vector<std::pair<std::string, std::vector<std::string>>> gpus, nics;
+  for (const auto& d : inv.devices) {
+    if (d.IsGpu()) gpus.push_back({d.bdf, chain_of(d.bdf)});
+    if (d.IsRdmaNic()) nics.push_back({d.bdf, chain_of(d.bdf)});
+  }
+  json pairs = json::array();
+  for (const auto& [gpu, gchain] : gpus) {
+    size_t best = 0;
+    const std::pair<std::string, std::vector<std::string>>* nearest = nullptr;
+    for (const auto& n : nics) {
+      size_t k = 0;
+      while (k < gchain.size() && k < n.second.size() && gchain[k] == n.second[k]) ++k;
+      if (k > best) {
+        best = k;
+        nearest = &n;
+      }
+    }
+    json pair = {{"gpu", gpu}, {"gpu_chain", gchain}};
+    // A common switch needs at least a root port and a switch upstream port in common.
+    if (!nearest || best < 2) {
+      pair["nic"] = nearest ? json(nearest->first) : json(nullptr);
+      pair["common_switch"] = false;
+      pairs.push_back(pair);
+      continue;
+    }
+    pair["nic"] = nearest->first;
+    pair["common_switch"] = true;
+    pair["common_upstream"] = gchain[best - 1];
+    json ports = json::array();
+    std::set<std::string> seen;
+    for (const auto* chain : {&gchain, &nearest->second}) {
+      for (size_t i = best; i + 1 < chain->size(); ++i) {  // switch ports below the common bridge, not the endpoint
+        const std::string& port = (*chain)[i];
+        if (!seen.insert(port).second) continue;
+        auto cfg = h.ReadFile("/sys/bus/pci/devices/" + port + "/config", 4096);
+        json pj = {{"bdf", port}, {"read_status", ToString(cfg.status)}, {"config_bytes", cfg.content.size()}};
+        if (cfg.status == host::IoStatus::kOk) {
+          AcsControl acs = ParseAcsControl(cfg.content);
+          pj["extended_readable"] = !acs.unreadable;
+          pj["acs_present"] = acs.present;
+          pj["acs_control"] = acs.present ? json(acs.control) : json(nullptr);
+          pj["redirect"] = acs.RedirectsP2p();
+        }
+        ports.push_back(pj);
+      }
+    }
+    pair["ports"] = ports;
+    pairs.push_back(pair);
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"pairs", pairs}, {"gpus", gpus.size()}, {"nics", nics.size()}};
+  return e;
+}
+
+// Devices bound to vfio-pci and the members of their IOMMU groups.
+Evidence PciPassthrough(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"};
+  PciInventory inv = ReadPciInventory(h);
+  if (inv.status != host::IoStatus::kOk) {
+    e.status = FromIo(inv.status);
+    e.error = inv.error;
+    return e;
+  }
+  json devices = json::array();
+  for (const auto& d : inv.devices) {
+    if (d.driver != "vfio-pci") continue;
+    auto g = h.Stat("/sys/bus/pci/devices/" + d.bdf + "/iommu_group");
+    json dj = {{"bdf", d.bdf}, {"gpu", d.IsGpu()}, {"nic", d.IsNetwork()}, {"group", nullptr}, {"members", nullptr}};
+    if (g.status == host::IoStatus::kOk && !g.link_target.empty()) {
+      std::string group = g.link_target.substr(g.link_target.rfind('/') + 1);
+      dj["group"] = group;
+      auto m = h.ListDir("/sys/kernel/iommu_groups/" + group + "/devices");
+      if (m.status == host::IoStatus::kOk) {
+        json members = json::array();
+        for (const auto& ent : m.entries) members.push_back(ent.name);
+        dj["members"] = members;
+      }
+    }
+    devices.push_back(dj);
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"vfio_devices", devices}};
+  return e;
+}
+
 }  // namespace
 
 void RegisterNodeCollectors(std::vector<Collector>& out) {
@@ -570,6 +672,12 @@ void RegisterNodeCollectors(std::vector<Collector>& out) {
                  NcuBinary});
   out.push_back({{"tools.essential", "Essential user tools and a package manager on PATH", {"which:<each tool in data/node-thresholds.json>"}, ""},
                  EssentialTools});
+  out.push_back({{"pci.acs", "ACS Control of the switch ports between each GPU and its nearest RDMA NIC (PCI config space)",
+                  {"stat:/sys/bus/pci/devices/*", "file:/sys/bus/pci/devices/<switch port>/config"}, ""},
+                 PciAcs});
+  out.push_back({{"pci.passthrough", "Devices bound to vfio-pci and their IOMMU group members",
+                  {"stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"}, ""},
+                 PciPassthrough});
   out.push_back({{"gdrcopy", "gdrcopy library, gdrdrv module and /dev/gdrdrv", {"cmd:ldconfig -p", "stat:/sys/module/gdrdrv", "stat:/dev/gdrdrv"}, ""},
                  Gdrcopy});
 }

@@ -173,4 +173,42 @@ std::vector<std::string> ParseNvidiaSmiList(std::string_view text) {
   return out;
 }
 
+AcsControl ParseAcsControl(std::string_view config) {
+  AcsControl a;
+  if (config.size() < 0x104) {
+    a.unreadable = true;
+    return a;
+  }
+  auto u32 = [&](size_t off) {
+    return static_cast<uint32_t>(static_cast<unsigned char>(config[off])) |
+           static_cast<uint32_t>(static_cast<unsigned char>(config[off + 1])) << 8 |
+           static_cast<uint32_t>(static_cast<unsigned char>(config[off + 2])) << 16 |
+           static_cast<uint32_t>(static_cast<unsigned char>(config[off + 3])) << 24;
+  };
+  size_t off = 0x100;
+  for (int hops = 0; hops < 64 && off >= 0x100 && off + 8 <= config.size(); ++hops) {
+    uint32_t header = u32(off);
+    if (header == 0 || header == 0xffffffff) break;
+    if ((header & 0xffff) == 0x000d) {
+      a.present = true;
+      a.control = static_cast<uint16_t>(static_cast<unsigned char>(config[off + 6]) |
+                                        static_cast<unsigned char>(config[off + 7]) << 8);
+      return a;
+    }
+    size_t next = (header >> 20) & 0xffc;
+    if (next <= off) break;
+    off = next;
+  }
+  return a;
+}
+
+std::vector<std::string> PciChain(std::string_view sysfs_path) {
+  static const std::regex bdf(R"(^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$)");
+  std::vector<std::string> chain;
+  for (const auto& part : util::Split(sysfs_path, '/')) {
+    if (std::regex_match(part, bdf)) chain.push_back(part);
+  }
+  return chain;
+}
+
 }  // namespace clustermax::collect

@@ -2,6 +2,7 @@
 // nullopt means "the text did not have the expected shape" (the collector then records a
 // parse-error with the raw text). Fixtures: tests/fixtures/parsers/.
 #pragma once
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -64,5 +65,19 @@ std::string KernelFlavour(std::string_view release);
 
 // `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)" -> one entry per GPU line.
 std::vector<std::string> ParseNvidiaSmiList(std::string_view text);
+
+// PCI config space: the ACS Control register of the ACS extended capability (ID 0x000D).
+// `unreadable` when the extended space (offset 0x100 and up) was not read (non-root readers get
+// 64 or 256 bytes); `present` false when the device has no ACS capability.
+struct AcsControl {
+  bool unreadable = false;
+  bool present = false;
+  uint16_t control = 0;
+  bool RedirectsP2p() const { return present && (control & 0x000C) != 0; }  // P2P Request/Completion Redirect
+};
+AcsControl ParseAcsControl(std::string_view config);
+
+// The PCI addresses on a sysfs device path, root first: ".../pci0000:00/0000:00:01.0/0000:19:00.0".
+std::vector<std::string> PciChain(std::string_view sysfs_path);
 
 }  // namespace clustermax::collect
