@@ -499,3 +499,67 @@ TEST(Cli, PcieAcsReadFromConfigSpace) {
   EXPECT_EQ(v.rfind("WARN", 0), 0u) << v;
   for (const auto& d : {redirect, clean, unreadable}) fs::remove_all(d);
 }
+
+TEST(Cli, FabricChecksOnAPlantedInfinibandTree) {
+  fs::path root = TempDir("fabric");
+  auto port = [&](const std::string& dev, const std::string& layer, std::vector<std::string> pkeys, int symbol_errors) {
+    fs::path p = root / "sys/class/infiniband" / dev / "ports/1";
+    fs::create_directories(p / "pkeys");
+    fs::create_directories(p / "counters");
+    fs::create_directories(p / "gid_attrs/ndevs");
+    std::ofstream(p / "state") << "4: ACTIVE\n";
+    std::ofstream(p / "phys_state") << "5: LinkUp\n";
+    std::ofstream(p / "rate") << "400 Gb/sec (4X NDR)\n";
+    std::ofstream(p / "link_layer") << layer << "\n";
+    for (size_t i = 0; i < pkeys.size(); ++i) std::ofstream(p / "pkeys" / std::to_string(i)) << pkeys[i] << "\n";
+    for (const char* c : {"link_downed", "link_error_recovery", "port_rcv_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}) {
+      std::ofstream(p / "counters" / c) << "0\n";
+    }
+    std::ofstream(p / "counters/symbol_error") << symbol_errors << "\n";
+    std::ofstream(p / "gid_attrs/ndevs/0") << (layer == "Ethernet" ? "eth2.101" : "") << "\n";
+    std::ofstream(root / "sys/class/infiniband" / dev / "fw_ver") << "28.43.2026\n";
+  };
+  port("mlx5_0", "InfiniBand", {"0xffff"}, 5);
+  port("mlx5_1", "Ethernet", {"0xffff"}, 0);
+  auto p = RunCli("audit --standalone --yes --json --exit-zero --counter-interval 0.1 --profile networking --profile isolation --sysroot " +
+                  root.string() + " --out " + (root / "run").string());
+  ASSERT_EQ(p.code, 0) << p.out;
+  json r = JsonFrom(p.out);
+  std::map<std::string, json> by_id;
+  for (const auto& res : r["results"]) by_id[res["id"]] = res;
+  EXPECT_EQ(by_id["ib-port-health"]["status"], "PASS") << by_id["ib-port-health"].dump();
+  EXPECT_EQ(by_id["ib-tenant-isolation"]["reason"], "attestation-required");
+  EXPECT_EQ(by_id["ufm-secured-bare-metal-cloud"]["reason"], "attestation-required");
+  EXPECT_EQ(by_id["roce-tenant-isolation"]["reason"], "attestation-required");
+  EXPECT_NE(by_id["roce-tenant-isolation"]["details"].dump().find("eth2.101"), std::string::npos);
+  EXPECT_EQ(by_id["ib-link-errors"]["status"], "WARN") << by_id["ib-link-errors"].dump();  // history, not rising
+  EXPECT_EQ(by_id["ib-management-keys"]["reason"], "attestation-required");
+  fs::remove_all(root);
+}
+
+TEST(Engine, RisingCountersBetweenTheTwoSamplesFail) {
+  host::Bundle b;
+  auto dir = [](std::vector<std::string> names) {
+    host::DirResult d;
+    d.status = host::IoStatus::kOk;
+    for (auto& n : names) d.entries.push_back({n, 'd'});
+    return d;
+  };
+  b.PutDir("/sys/class/infiniband", dir({"mlx5_0"}));
+  b.PutDir("/sys/class/infiniband/mlx5_0/ports", dir({"1"}));
+  std::string base = "/sys/class/infiniband/mlx5_0/ports/1/counters/";
+  for (const char* c : {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors", "local_link_integrity_errors",
+                        "excessive_buffer_overrun_errors"}) {
+    b.PutFile(base + c, {host::IoStatus::kOk, "0\n", false, ""});
+    b.PutFile(host::SampleKey(base + c, 1), {host::IoStatus::kOk, std::string(c) == "symbol_error" ? "17\n" : "0\n", false, ""});
+  }
+  host::ReplayHost h(b);
+  auto start = std::chrono::steady_clock::now();
+  auto ev = collect::CollectEvidence(h, {"rdma.counters"}, {});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);  // replay does not sleep
+  EXPECT_TRUE(h.misses().empty());
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .checks = {"ib-link-errors"}});
+  auto r = audit::Judge(plan, {audit::NodeEvidence{"n1", b.manifest, ev, {}}}, core::EmbeddedMinimumTable());
+  EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kFail);
+  EXPECT_NE(r.results[0].finding.details[0].find("symbol_error: 0 -> 17"), std::string::npos);
+}

@@ -39,5 +39,6 @@ void RegisterAccessChecks(core::Registry& r);
 void RegisterHealthChecks(core::Registry& r);
 void RegisterGpuChecks(core::Registry& r);
 void RegisterNodeChecks(core::Registry& r);
+void RegisterFabricChecks(core::Registry& r);
 
 }  // namespace clustermax::checks

@@ -16,6 +16,7 @@ void RegisterAll(core::Registry& r) {
   RegisterAccessChecks(r);
   RegisterGpuChecks(r);
   RegisterNodeChecks(r);
+  RegisterFabricChecks(r);
 }
 
 const core::Registry& DefaultRegistry() {

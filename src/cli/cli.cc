@@ -29,6 +29,7 @@ struct AuditOptions {
   std::vector<std::string> profiles, checks, probes, replay, timeouts;
   std::string out_dir, sysroot, minimums_file, probe_image, record;
   double command_timeout_s = 10;
+  double counter_interval_s = 10;
   int verbosity = 0;
 };
 
@@ -71,6 +72,7 @@ collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::S
   collect::CollectOptions o;
   o.command_timeout = std::chrono::milliseconds(static_cast<long long>(a.command_timeout_s * 1000));
   o.probes = sel.probes;
+  o.counter_interval = std::chrono::milliseconds(static_cast<long long>(a.counter_interval_s * 1000));
   if (!a.probe_image.empty()) o.probe_image = a.probe_image;
   for (const auto& t : a.timeouts) {
     size_t eq = t.find('=');
@@ -267,6 +269,9 @@ int Main(int argc, char** argv) {
   audit_cmd->add_option("--minimums", a.minimums_file, "Minimum-version table to use instead of the embedded one")->check(CLI::ExistingFile);
   audit_cmd->add_option("--timeout", a.timeouts, "Per-evidence timeout, ID=SECONDS (e.g. gpu.inventory=30)");
   audit_cmd->add_option("--command-timeout", a.command_timeout_s, "Default timeout for every command, seconds")->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--counter-interval", a.counter_interval_s,
+                        "Seconds between the two reads of RDMA error counters (0: one read, history only)")
+      ->check(CLI::NonNegativeNumber);
   audit_cmd->add_flag("--json", a.json_out, "Print the JSON report instead of text");
   audit_cmd->add_flag("-v", a.verbosity, "More detail (-v, -vv, -vvv)");
   audit_cmd->add_flag("--exit-zero", a.exit_zero, "Exit 0 even when checks FAIL");

@@ -22,6 +22,8 @@ struct CollectOptions {
   std::set<std::string> probes;  // active probes enabled by name
   std::string probe_image = "nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04";
   int threads = 8;
+  // Time between the two reads of the RDMA error counters (live errors vs history); 0: one read.
+  std::chrono::milliseconds counter_interval{10'000};
 };
 
 struct CollectorInfo {

@@ -2,6 +2,7 @@
 // KVM and DPU exposure, BMC device nodes, SSH and identity configuration, block devices, kernel
 // log Xid events, NUMA nodes, RDMA ports and stack, container runtime wiring, ncu and gdrcopy.
 #include <algorithm>
+#include <map>
 #include <regex>
 #include <set>
 
@@ -630,6 +631,109 @@ Evidence PciPassthrough(host::Host& h, const CollectOptions&) {
   return e;
 }
 
+// RDMA port error counters read twice, `counter_interval` apart, to tell live errors from history.
+// The second read is a sampled read (its own bundle key), so a replay sees both samples and
+// does not wait.
+Evidence RdmaCounters(host::Host& h, const CollectOptions& o) {
+  static const char* kCounters[] = {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors",
+                                    "local_link_integrity_errors", "excessive_buffer_overrun_errors"};
+  Evidence e;
+  e.sources = {"file:/sys/class/infiniband/*/ports/*/counters/* (read twice)"};
+  auto d = h.ListDir("/sys/class/infiniband");
+  if (d.status == host::IoStatus::kNotFound) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"ports", json::array()}};
+    return e;
+  }
+  if (d.status != host::IoStatus::kOk) {
+    e.status = FromIo(d.status);
+    e.error = d.error;
+    return e;
+  }
+  json ports = json::array();
+  std::vector<std::string> files, dirs;  // dirs[i]: counter directory of ports[i]
+  for (const auto& dev : d.entries) {
+    auto pl = h.ListDir("/sys/class/infiniband/" + dev.name + "/ports");
+    if (pl.status != host::IoStatus::kOk) continue;
+    for (const auto& p : pl.entries) {
+      json first = json::object();
+      dirs.push_back("/sys/class/infiniband/" + dev.name + "/ports/" + p.name + "/counters/");
+      for (const char* c : kCounters) {
+        std::string path = dirs.back() + c;
+        auto r = h.ReadFile(path, 64);
+        auto v = r.status == host::IoStatus::kOk ? util::ParseInt(r.content) : std::nullopt;
+        first[c] = v ? json(*v) : json(nullptr);
+        if (v) files.push_back(path);
+      }
+      ports.push_back({{"port", dev.name + "/" + p.name}, {"first", first}, {"second", nullptr}});
+    }
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data["interval_s"] = o.counter_interval.count() / 1000.0;
+  if (!files.empty() && o.counter_interval.count() > 0) {
+    h.Sleep(o.counter_interval);
+    for (size_t i = 0; i < ports.size(); ++i) {
+      json s = json::object();
+      for (const char* c : kCounters) {
+        auto r = h.ReadFileSample(dirs[i] + c, 1, 64);
+        auto v = r.status == host::IoStatus::kOk ? util::ParseInt(r.content) : std::nullopt;
+        s[c] = v ? json(*v) : json(nullptr);
+      }
+      ports[i]["second"] = s;
+    }
+  }
+  e.data["ports"] = ports;
+  return e;
+}
+
+Evidence OpensmConfig(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"file:/etc/opensm/opensm.conf"};
+  auto r = h.ReadFile("/etc/opensm/opensm.conf", 1u << 20);
+  e.status = EvidenceStatus::kOk;
+  if (r.status == host::IoStatus::kNotFound) {
+    e.data = {{"present", false}};
+    return e;
+  }
+  if (r.status != host::IoStatus::kOk) {
+    e.status = FromIo(r.status);
+    e.error = r.error;
+    return e;
+  }
+  json keys = json::object();
+  for (const auto& line : util::SplitLines(r.content)) {
+    auto words = util::SplitWhitespace(line);
+    if (words.size() >= 2 && words[0][0] != '#') {
+      for (const char* k : {"sm_key", "sa_key", "m_key", "m_key_protection_level"}) {
+        if (words[0] == k) keys[k] = words[1];
+      }
+    }
+  }
+  e.data = {{"present", true}, {"keys", keys}};
+  return e;
+}
+
+// SR-IOV virtual functions of RDMA NICs (a physfn link marks a VF).
+Evidence SriovVfs(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*/physfn"};
+  PciInventory inv = ReadPciInventory(h);
+  if (inv.status != host::IoStatus::kOk) {
+    e.status = FromIo(inv.status);
+    e.error = inv.error;
+    return e;
+  }
+  json vfs = json::array();
+  for (const auto& d : inv.devices) {
+    if (!d.IsRdmaNic()) continue;
+    auto s = h.Stat("/sys/bus/pci/devices/" + d.bdf + "/physfn");
+    if (s.status == host::IoStatus::kOk) vfs.push_back({{"bdf", d.bdf}, {"physfn", s.link_target}});
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"vfs", vfs}};
+  return e;
+}
+
 }  // namespace
 
 void RegisterNodeCollectors(std::vector<Collector>& out) {
@@ -678,6 +782,11 @@ void RegisterNodeCollectors(std::vector<Collector>& out) {
   out.push_back({{"pci.passthrough", "Devices bound to vfio-pci and their IOMMU group members",
                   {"stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"}, ""},
                  PciPassthrough});
+  out.push_back({{"rdma.counters", "RDMA port error counters, read twice to separate live errors from history",
+                  {"file:/sys/class/infiniband/*/ports/*/counters/* (read twice, --counter-interval apart)"}, ""},
+                 RdmaCounters});
+  out.push_back({{"ib.opensm", "Local OpenSM keys (sm_key, m_key protection)", {"file:/etc/opensm/opensm.conf"}, ""}, OpensmConfig});
+  out.push_back({{"sriov.vfs", "SR-IOV virtual functions of RDMA NICs", {"stat:/sys/bus/pci/devices/*/physfn"}, ""}, SriovVfs});
   out.push_back({{"gdrcopy", "gdrcopy library, gdrdrv module and /dev/gdrdrv", {"cmd:ldconfig -p", "stat:/sys/module/gdrdrv", "stat:/dev/gdrdrv"}, ""},
                  Gdrcopy});
 }

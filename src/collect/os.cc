@@ -346,8 +346,18 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
             auto r = h.ReadFile(pb + "/" + f, 256);
             return r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
           };
+          // The first 16 PKey slots and the first 4 GID netdevs are enough to judge partitioning.
+          json pkeys = json::array(), ndevs = json::array();
+          for (int i = 0; i < 16; ++i) {
+            json k = rd(("pkeys/" + std::to_string(i)).c_str());
+            if (k.is_string()) pkeys.push_back(k);
+          }
+          for (int i = 0; i < 4; ++i) {
+            json n = rd(("gid_attrs/ndevs/" + std::to_string(i)).c_str());
+            if (n.is_string()) ndevs.push_back(n);
+          }
           ports.push_back({{"port", p.name}, {"state", rd("state")}, {"phys_state", rd("phys_state")}, {"rate", rd("rate")},
-                           {"link_layer", rd("link_layer")}});
+                           {"link_layer", rd("link_layer")}, {"pkeys", pkeys}, {"gid_ndevs", ndevs}});
         }
       }
       devices.push_back({{"name", d.name},

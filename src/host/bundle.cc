@@ -314,6 +314,11 @@ FileResult RecordingHost::ReadFile(const std::string& path, size_t max_bytes) {
   bundle_.PutFile(path, r);
   return r;
 }
+FileResult RecordingHost::ReadFileSample(const std::string& path, int sample, size_t max_bytes) {
+  FileResult r = target().ReadFileSample(path, sample, max_bytes);
+  bundle_.PutFile(SampleKey(path, sample), r);
+  return r;
+}
 DirResult RecordingHost::ListDir(const std::string& path) {
   DirResult r = target().ListDir(path);
   bundle_.PutDir(path, r);
@@ -367,6 +372,10 @@ FileResult ReplayHost::ReadFile(const std::string& path, size_t max_bytes) {
   }
   Miss("file " + path);
   return {IoStatus::kNotRecorded, "", false, "not in the evidence bundle: file " + path};
+}
+
+FileResult ReplayHost::ReadFileSample(const std::string& path, int sample, size_t max_bytes) {
+  return ReadFile(SampleKey(path, sample), max_bytes);
 }
 
 DirResult ReplayHost::ListDir(const std::string& path) {

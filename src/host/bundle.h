@@ -84,6 +84,7 @@ class RecordingHost : public HostWrapper {
  public:
   RecordingHost(Host& target, Bundle& bundle) : HostWrapper(target), bundle_(bundle) {}
   FileResult ReadFile(const std::string& path, size_t max_bytes) override;
+  FileResult ReadFileSample(const std::string& path, int sample, size_t max_bytes) override;
   DirResult ListDir(const std::string& path) override;
   StatResult Stat(const std::string& path) override;
   CommandResult Run(const CommandSpec& spec) override;
@@ -101,12 +102,14 @@ class ReplayHost : public Host {
  public:
   explicit ReplayHost(const Bundle& bundle) : bundle_(bundle) {}
   FileResult ReadFile(const std::string& path, size_t max_bytes) override;
+  FileResult ReadFileSample(const std::string& path, int sample, size_t max_bytes) override;
   DirResult ListDir(const std::string& path) override;
   StatResult Stat(const std::string& path) override;
   CommandResult Run(const CommandSpec& spec) override;
   WhichResult Which(const std::string& name) override;
   std::optional<std::string> GetEnv(const std::string& name) override;
   NvmlResult QueryNvml(std::chrono::milliseconds timeout) override;
+  void Sleep(std::chrono::milliseconds) override {}
   std::vector<std::string> misses() const;
 
  private:
@@ -125,6 +128,7 @@ class FaultHost : public HostWrapper {
   void FailCommand(std::string argv0, Fault f) { command_faults_.emplace_back(std::move(argv0), f); }
   void FailNvml(Fault f) { nvml_fault_ = f; }
   FileResult ReadFile(const std::string& path, size_t max_bytes) override;
+  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override { return ReadFile(path, max_bytes); }
   DirResult ListDir(const std::string& path) override;
   CommandResult Run(const CommandSpec& spec) override;
   WhichResult Which(const std::string& name) override;

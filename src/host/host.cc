@@ -25,4 +25,6 @@ IoStatus IoStatusFromString(std::string_view s) {
   return IoStatus::kError;
 }
 
+std::string SampleKey(const std::string& path, int sample) { return path + "#sample" + std::to_string(sample); }
+
 }  // namespace clustermax::host

@@ -24,6 +24,8 @@ enum class IoStatus {
   kNotRecorded,  // replay only: the bundle has no answer for this request
 };
 std::string_view ToString(IoStatus s);
+// The bundle key of a sampled read: "<path>#sample<N>".
+std::string SampleKey(const std::string& path, int sample);
 IoStatus IoStatusFromString(std::string_view s);
 
 struct FileResult {
@@ -87,12 +89,17 @@ class Host {
  public:
   virtual ~Host() = default;
   virtual FileResult ReadFile(const std::string& path, size_t max_bytes = 4u << 20) = 0;
+  // A later read of a file that changes over time (a counter): sample 1 is the first read after
+  // ReadFile's. Recorded under its own key, so a replay returns each sample as it was.
+  virtual FileResult ReadFileSample(const std::string& path, int sample, size_t max_bytes) = 0;
   virtual DirResult ListDir(const std::string& path) = 0;
   virtual StatResult Stat(const std::string& path) = 0;  // lstat(); link target for links
   virtual CommandResult Run(const CommandSpec& spec) = 0;
   virtual WhichResult Which(const std::string& name) = 0;  // PATH lookup of an executable
   virtual std::optional<std::string> GetEnv(const std::string& name) = 0;
   virtual NvmlResult QueryNvml(std::chrono::milliseconds timeout) = 0;
+  // Waits between two samples of a counter. A replay does not wait.
+  virtual void Sleep(std::chrono::milliseconds d) = 0;
 };
 
 // Forwards every call to a target host; subclasses override what they need (leveldb EnvWrapper).
@@ -100,12 +107,16 @@ class HostWrapper : public Host {
  public:
   explicit HostWrapper(Host& target) : target_(target) {}
   FileResult ReadFile(const std::string& path, size_t max_bytes) override { return target_.ReadFile(path, max_bytes); }
+  FileResult ReadFileSample(const std::string& path, int sample, size_t max_bytes) override {
+    return target_.ReadFileSample(path, sample, max_bytes);
+  }
   DirResult ListDir(const std::string& path) override { return target_.ListDir(path); }
   StatResult Stat(const std::string& path) override { return target_.Stat(path); }
   CommandResult Run(const CommandSpec& spec) override { return target_.Run(spec); }
   WhichResult Which(const std::string& name) override { return target_.Which(name); }
   std::optional<std::string> GetEnv(const std::string& name) override { return target_.GetEnv(name); }
   NvmlResult QueryNvml(std::chrono::milliseconds timeout) override { return target_.QueryNvml(timeout); }
+  void Sleep(std::chrono::milliseconds d) override { target_.Sleep(d); }
 
  protected:
   Host& target() { return target_; }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "gpu/nvml.h"
 #include "host/process.h"
@@ -190,6 +191,8 @@ std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
   if (!v) return std::nullopt;
   return std::string(v);
 }
+
+void LocalHost::Sleep(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
 NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) { return gpu::QueryNvml(timeout); }
 

@@ -12,12 +12,14 @@ class LocalHost : public Host {
  public:
   explicit LocalHost(std::string sysroot = "");
   FileResult ReadFile(const std::string& path, size_t max_bytes) override;
+  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override { return ReadFile(path, max_bytes); }
   DirResult ListDir(const std::string& path) override;
   StatResult Stat(const std::string& path) override;
   CommandResult Run(const CommandSpec& spec) override;
   WhichResult Which(const std::string& name) override;
   std::optional<std::string> GetEnv(const std::string& name) override;
   NvmlResult QueryNvml(std::chrono::milliseconds timeout) override;
+  void Sleep(std::chrono::milliseconds d) override;
 
  private:
   std::string Rooted(const std::string& path) const;

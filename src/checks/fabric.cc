@@ -1,0 +1,195 @@
+// Fabric checks judged from sysfs RDMA evidence: port error counters, partitions (PKeys), RoCE
+// tenancy, subnet-manager keys, SR-IOV VFs and the UFM security profile.
+#include <fmt/format.h>
+
+#include "checks/common.h"
+#include "util/strings.h"
+
+namespace clustermax::checks {
+namespace {
+
+using core::CheckInfo;
+using core::Evidence;
+
+struct Port {
+  std::string name, link_layer, state;
+  json pkeys, ndevs;
+};
+
+std::vector<Port> Ports(const Evidence& e) {
+  std::vector<Port> out;
+  for (const auto& d : e.data.value("devices", json::array())) {
+    for (const auto& p : d.value("ports", json::array())) {
+      out.push_back({d["name"].get<std::string>() + "/" + p["port"].get<std::string>(),
+                     p["link_layer"].is_string() ? p["link_layer"].get<std::string>() : "",
+                     p["state"].is_string() ? p["state"].get<std::string>() : "", p.value("pkeys", json::array()),
+                     p.value("gid_ndevs", json::array())});
+    }
+  }
+  return out;
+}
+
+bool HasLayer(const std::vector<Port>& ports, std::string_view layer) {
+  for (const auto& p : ports) {
+    if (p.link_layer == layer) return true;
+  }
+  return false;
+}
+
+Finding UfmProfile(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("rdma.devices");
+  if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
+  if (!HasLayer(Ports(e), "InfiniBand")) return core::Skip(Reason::kNotApplicable, "no InfiniBand (RoCE, EFA or Ethernet only)");
+  return core::Warn(Reason::kAttestationRequired,
+                    "InfiniBand fabric: the UFM Secured Bare Metal Cloud profile (M_Key protection, GUID allow-list, SA trust, MAD rate "
+                    "limits) is only visible to the provider")
+      .Observed("InfiniBand present")
+      .Expected("provider attestation of the UFM security profile");
+}
+
+Finding IbTenantIsolation(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("rdma.devices");
+  if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
+  std::vector<std::string> default_full, custom, lines;
+  int active_ib = 0;
+  for (const auto& p : Ports(e)) {
+    if (p.link_layer != "InfiniBand" || p.state.find("ACTIVE") == std::string::npos) continue;
+    ++active_ib;
+    bool has_custom = false, has_default_full = false;
+    std::vector<std::string> keys;
+    for (const auto& k : p.pkeys) {
+      auto v = util::ParseHexOrDec(k.get<std::string>());
+      if (!v || (*v & 0x7fff) == 0) continue;  // empty slot
+      keys.push_back(k);
+      if ((*v & 0x7fff) == 0x7fff) has_default_full |= (*v & 0x8000) != 0;
+      else has_custom = true;
+    }
+    lines.push_back(fmt::format("{}: {}", p.name, keys.empty() ? "no PKey read" : fmt::format("{}", fmt::join(keys, " "))));
+    if (has_custom && !has_default_full) custom.push_back(p.name);
+    else default_full.push_back(p.name);
+  }
+  if (active_ib == 0) return core::Skip(Reason::kNotApplicable, "no active InfiniBand port");
+  Finding f = default_full.empty() ? core::Pass(fmt::format("a non-default partition on all {} active IB port(s); the default partition is limited or absent", active_ib))
+                                   : core::Warn(Reason::kAttestationRequired, fmt::format("{} of {} active IB port(s) are full members of the default partition: "
+                                                                                          "isolation cannot be proven from the node", default_full.size(), active_ib));
+  return f.Expected("tenant PKey, default partition limited-only").Details(lines);
+}
+
+Finding RoceTenantIsolation(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("rdma.devices");
+  if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
+  std::vector<std::string> lines;
+  bool roce = false;
+  for (const auto& p : Ports(e)) {
+    if (p.link_layer != "Ethernet") continue;
+    roce = true;
+    lines.push_back(fmt::format("{}: GID netdevs {}", p.name, p.ndevs.dump()));
+  }
+  if (!roce) return core::Skip(Reason::kNotApplicable, "no RoCE port");
+  return core::Warn(Reason::kAttestationRequired, "RoCE fabric: one VLAN (or VRF/VXLAN) per tenant can only be attested by the provider")
+      .Expected("attested per-tenant VLAN, GIDs on the tenant VLAN interface")
+      .Details(lines);
+}
+
+Finding IbManagementKeys(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("rdma.devices");
+  const Evidence& sm = ctx.Get("ib.opensm");
+  if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
+  if (!HasLayer(Ports(e), "InfiniBand")) return core::Skip(Reason::kNotApplicable, "no InfiniBand");
+  if (auto p = core::EvidenceProblem(sm, "OpenSM configuration")) return *p;
+  if (!sm.data.value("present", false)) {
+    return core::Warn(Reason::kAttestationRequired, "no subnet manager on this node: SM, SA and M_Key settings need the provider's attestation");
+  }
+  const json& k = sm.data["keys"];
+  auto zero = [&](const char* key) {
+    if (!k.contains(key)) return true;  // OpenSM's default key is 0
+    auto v = util::ParseHexOrDec(k[key].get<std::string>());
+    return v && *v == 0;
+  };
+  bool unprotected = zero("sm_key") && zero("m_key_protection_level");
+  Finding f = unprotected ? core::Warn(Reason::kConfig, "the local OpenSM runs with sm_key 0 and no M_Key protection (a FAIL on a multi-tenant fabric)")
+                          : core::Pass("the local OpenSM sets a non-zero SM key or M_Key protection");
+  return f.Observed(k.dump()).Expected("non-zero sm_key and m_key_protection_level > 0");
+}
+
+Finding SriovVfMad(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("sriov.vfs");
+  if (auto p = core::EvidenceProblem(e, "SR-IOV functions")) return *p;
+  if (e.data["vfs"].empty()) return core::Skip(Reason::kNotApplicable, "no SR-IOV virtual function of an RDMA NIC");
+  return core::Skip(Reason::kUnverified, fmt::format("{} RDMA VF(s): whether SMP MADs are blocked needs the ib-fabric-query probe, not part of this build",
+                                                     e.data["vfs"].size()))
+      .Observed(e.data["vfs"].dump());
+}
+
+Finding IbLinkErrors(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("rdma.counters");
+  if (auto p = core::EvidenceProblem(e, "RDMA error counters")) return *p;
+  const json& ports = e.data["ports"];
+  if (ports.empty()) return core::Skip(Reason::kNotApplicable, "no InfiniBand or RoCE port");
+  std::vector<std::string> rising, history;
+  bool second_read = false;
+  for (const auto& p : ports) {
+    std::string name = p["port"];
+    for (const auto& [counter, v] : p["first"].items()) {
+      if (!v.is_number()) continue;
+      long long a = v.get<long long>();
+      const json& b = p["second"].is_object() ? p["second"].value(counter, json()) : json();
+      if (b.is_number()) {
+        second_read = true;
+        if (b.get<long long>() > a) rising.push_back(fmt::format("{} {}: {} -> {}", name, counter, a, b.get<long long>()));
+      }
+      if (a > 0) history.push_back(fmt::format("{} {}: {}", name, counter, a));
+    }
+  }
+  Finding f = !rising.empty() ? core::Fail(Severity::kConfig, fmt::format("{} error counter(s) rising during the sampling window (live link errors)", rising.size()))
+              : !history.empty() ? core::Warn(Reason::kConfig, fmt::format("{} non-zero error counter(s) (history; not rising)", history.size()))
+                                 : core::Pass(fmt::format("all error counters zero on {} port(s)", ports.size()));
+  f.observed = second_read ? fmt::format("two reads {:.0f} s apart", e.data.value("interval_s", 0.0)) : "one read (no interval)";
+  f.expected = "zero, and not rising";
+  return f.Details(rising).Details(history);
+}
+
+}  // namespace
+
+void RegisterFabricChecks(core::Registry& r) {
+  using core::kK;
+  using core::kS;
+  using core::kSA;
+  using core::kV;
+  r.Add({CheckInfo{.id = "ufm-secured-bare-metal-cloud", .category = "isolation", .title = "InfiniBand runs the UFM Secured Bare Metal Cloud profile",
+                   .rationale = "Without M_Key protection and MAD controls a tenant can reconfigure the shared fabric.",
+                   .remediation = "Enable the UFM Secured Bare Metal Cloud profile and provide an attestation.",
+                   .criterion = "ufm-secured-bare-metal-cloud", .targets = kS | kK | kSA, .needs = {"rdma.devices"},
+                   .reproduce = "cat /sys/class/infiniband/*/ports/*/link_layer"},
+         UfmProfile});
+  r.Add({CheckInfo{.id = "ib-tenant-isolation", .category = "networking", .title = "InfiniBand ports are in a tenant partition (PKey)",
+                   .rationale = "On a flat default partition every host on the fabric can reach every other.",
+                   .remediation = "Assign tenant PKeys and make the default partition limited-only on tenant ports.",
+                   .criterion = "ib-tenant-isolation", .targets = kS | kK | kSA, .needs = {"rdma.devices"},
+                   .reproduce = "cat /sys/class/infiniband/*/ports/*/pkeys/*"},
+         IbTenantIsolation});
+  r.Add({CheckInfo{.id = "roce-tenant-isolation", .category = "networking", .title = "RoCE traffic is separated per tenant",
+                   .rationale = "Untagged RoCE on a shared Ethernet fabric mixes tenants' RDMA traffic.",
+                   .remediation = "One VLAN (or VRF/VXLAN) per tenant with GIDs bound to the tenant interface; attest it.",
+                   .targets = kS | kK | kSA, .needs = {"rdma.devices"}, .reproduce = "cat /sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*"},
+         RoceTenantIsolation});
+  r.Add({CheckInfo{.id = "ib-management-keys", .category = "networking", .title = "Subnet-manager keys set (SM key, M_Key protection)",
+                   .rationale = "With zero keys any node can act as or reprogram the subnet manager.",
+                   .remediation = "Set sm_key, sa_key and m_key with m_key_protection_level >= 1 (or attest UFM keys).",
+                   .criterion = "ufm-secured-bare-metal-cloud", .targets = kS | kK | kSA, .needs = {"rdma.devices", "ib.opensm"},
+                   .reproduce = "grep -E 'sm_key|m_key' /etc/opensm/opensm.conf"},
+         IbManagementKeys});
+  r.Add({CheckInfo{.id = "sriov-vf-mad-blocked", .category = "networking", .title = "SR-IOV VFs cannot send subnet-management MADs",
+                   .rationale = "A VF that can send SMP MADs reaches the subnet-manager plane of the shared fabric.",
+                   .remediation = "Disable SMP on VFs (firmware/UFM setting).", .targets = kV | kSA, .needs = {"sriov.vfs"},
+                   .reproduce = "ls -l /sys/bus/pci/devices/*/physfn"},
+         SriovVfMad});
+  r.Add({CheckInfo{.id = "ib-link-errors", .category = "networking", .title = "No live RDMA link errors",
+                   .rationale = "Rising symbol or receive errors mean a bad cable or transceiver: retransmits and stalls.",
+                   .remediation = "Replace the cable or transceiver; check the switch port.", .criterion = "fabric-class",
+                   .targets = kS | kK | kSA, .needs = {"rdma.counters"},
+                   .reproduce = "grep -H '' /sys/class/infiniband/*/ports/*/counters/{link_downed,symbol_error,port_rcv_errors}"},
+         IbLinkErrors});
+}
+
+}  // namespace clustermax::checks
