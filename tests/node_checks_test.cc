@@ -212,3 +212,59 @@ TEST(NodeChecks, PassthroughNvlinkBoundaryFabricManager) {
   fm["os.processes"] = Ok({{"names", json::array({"nv-fabricmanage"})}});
   EXPECT_EQ(J("fabric-manager", fm).verdict, Verdict::kPass);
 }
+
+TEST(NodeChecks, ServicesAndPlatform) {
+  core::EvidenceSet exp = {{"dcgm-exporter.version", Ok({{"installed", true}, {"dcgm_version", "4.4.1"}, {"exporter_version", "4.8.2"}})}};
+  EXPECT_EQ(J("security-dcgm-exporter", exp).verdict, Verdict::kFail);  // embedded DCGM below 4.5.3
+  exp["dcgm-exporter.version"].data["dcgm_version"] = "4.5.3";
+  EXPECT_EQ(J("security-dcgm-exporter", exp).verdict, Verdict::kPass);
+
+  core::EvidenceSet qemu = {{"qemu.virtio", Ok({{"virtio_ports", json::array({"org.qemu.guest_agent.0"})}, {"qemu_package", nullptr}})}};
+  EXPECT_EQ(J("security-qemu-virtio-serial", qemu).reason, core::Reason::kAttestationRequired);
+  qemu["qemu.virtio"] = Ok({{"virtio_ports", json::array()}, {"qemu_package", "1:8.2.2+ds-0ubuntu1.4"}});
+  qemu["os.release"] = Ok({{"codename", "noble"}});
+  EXPECT_EQ(J("security-qemu-virtio-serial", qemu).verdict, Verdict::kFail);
+
+  core::EvidenceSet net = {{"net.listeners", Ok({{"listen", json::array({{{"port", 9400}, {"ipv6", false}, {"scope", "any"}}})}})}};
+  EXPECT_EQ(J("security-observability-isolation", net).verdict, Verdict::kWarn);
+  net["net.listeners"] = Ok({{"listen", json::array({{{"port", 9090}, {"ipv6", false}, {"scope", "loopback"}}})}});
+  EXPECT_EQ(J("security-observability-isolation", net).verdict, Verdict::kSkip);
+
+  core::EvidenceSet arm = {{"arm.smmu", Ok({{"arch", "aarch64"}, {"midr", "0x00000000410fd4f0"}, {"iommu_units", json::array({"smmu3.0"})},
+                                            {"cmdqv_module", false}})}};
+  EXPECT_EQ(J("arm-smmu-cmdqv", arm, core::Target::kVm).verdict, Verdict::kWarn);
+  arm["arm.smmu"].data["cmdqv_module"] = true;
+  EXPECT_EQ(J("arm-smmu-cmdqv", arm, core::Target::kVm).verdict, Verdict::kPass);
+
+  core::EvidenceSet mounts = {{"storage.shared-mounts", Ok({{"expected", json::array({{{"mount_point", "/home"}, {"fstype", "nfs4"}, {"noauto", false}}})},
+                                                            {"mounted", json::array()}})}};
+  EXPECT_EQ(J("storage-mount-stable", mounts).verdict, Verdict::kFail);
+  mounts["storage.shared-mounts"].data["mounted"] = json::array({{{"mount_point", "/home"}, {"fstype", "nfs4"}, {"source", "fs:/home"}, {"stat", "timeout"}}});
+  auto hung = J("storage-mount-stable", mounts);
+  EXPECT_EQ(hung.verdict, Verdict::kFail);
+  EXPECT_NE(hung.message.find("did not answer"), std::string::npos);
+
+  auto ev = GpuNode();
+  ev["cuda.toolkits"] = Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "11.4"}, {"default", true}}})}});
+  ev["ncu.binary"] = Ok({{"installed", true}, {"version", "2023.2.0.0"}});
+  EXPECT_EQ(J("cuda-arch-support", ev).verdict, Verdict::kWarn);  // H100 needs nvcc >= 11.8
+}
+
+TEST(NodeCollectors, ListenersFromProcNetTcp) {
+  host::Bundle b;
+  b.PutFile("/proc/net/tcp", {host::IoStatus::kOk,
+                              "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+                              "   0: 00000000:24B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1001 1 0 100 0 0 10 0\n"
+                              "   1: 0100007F:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1002 1 0 100 0 0 10 0\n"
+                              "   2: 0A00000A:0016 0B00000A:C350 01 00000000:00000000 00:00000000 00000000     0        0 1003 1 0 100 0 0 10 0\n",
+                              false, ""});
+  b.PutFile("/proc/net/tcp6", {host::IoStatus::kNotFound, "", false, "No such file or directory"});
+  host::ReplayHost h(b);
+  auto ev = collect::CollectEvidence(h, {"net.listeners"}, {});
+  const auto& l = ev["net.listeners"].data["listen"];
+  ASSERT_EQ(l.size(), 2u);  // the ESTABLISHED row is not a listener
+  EXPECT_EQ(l[0]["port"], 9400);
+  EXPECT_EQ(l[0]["scope"], "any");
+  EXPECT_EQ(l[1]["port"], 9090);
+  EXPECT_EQ(l[1]["scope"], "loopback");
+}

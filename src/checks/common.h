@@ -40,5 +40,6 @@ void RegisterHealthChecks(core::Registry& r);
 void RegisterGpuChecks(core::Registry& r);
 void RegisterNodeChecks(core::Registry& r);
 void RegisterFabricChecks(core::Registry& r);
+void RegisterServiceChecks(core::Registry& r);
 
 }  // namespace clustermax::checks

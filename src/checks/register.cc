@@ -17,6 +17,7 @@ void RegisterAll(core::Registry& r) {
   RegisterGpuChecks(r);
   RegisterNodeChecks(r);
   RegisterFabricChecks(r);
+  RegisterServiceChecks(r);
 }
 
 const core::Registry& DefaultRegistry() {

@@ -15,6 +15,7 @@ const std::vector<Collector>& Collectors() {
     RegisterGpuCollectors(v);
     RegisterSoftwareCollectors(v);
     RegisterNodeCollectors(v);
+    RegisterServiceCollectors(v);
     return v;
   }();
   return all;

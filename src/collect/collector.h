@@ -64,5 +64,6 @@ void RegisterOsCollectors(std::vector<Collector>& out);
 void RegisterGpuCollectors(std::vector<Collector>& out);
 void RegisterSoftwareCollectors(std::vector<Collector>& out);
 void RegisterNodeCollectors(std::vector<Collector>& out);
+void RegisterServiceCollectors(std::vector<Collector>& out);
 
 }  // namespace clustermax::collect

@@ -128,9 +128,19 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
   }
 
   int status = 0;
-  if (r.timed_out) {
+  std::string left_behind;
+  // After SIGKILL, wait at most a second: a child stuck in uninterruptible I/O (a hung NFS mount)
+  // cannot die until the I/O returns, and the audit must not wait for it.
+  auto reap_after_kill = [&] {
     ::kill(-pid, SIGKILL);
-    ::waitpid(pid, &status, 0);
+    for (int i = 0; i < 500; ++i) {
+      if (::waitpid(pid, &status, WNOHANG) != 0) return;
+      ::usleep(2000);
+    }
+    left_behind = "; the process did not exit after SIGKILL (uninterruptible I/O?) and was left behind";
+  };
+  if (r.timed_out) {
+    reap_after_kill();
   } else {
     // Streams closed; the child may still be running (e.g. it closed stdout). Wait up to the deadline.
     while (true) {
@@ -139,8 +149,7 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
       if (w < 0 && errno != EINTR) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         r.timed_out = true;
-        ::kill(-pid, SIGKILL);
-        ::waitpid(pid, &status, 0);
+        reap_after_kill();
         break;
       }
       ::usleep(2000);
@@ -150,6 +159,7 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
   if (r.timed_out) {
     r.status = IoStatus::kTimeout;
     r.error = "timed out after " + std::to_string(timeout.count()) + " ms; process group killed";
+    r.error += left_behind;
     return r;
   }
   r.status = IoStatus::kOk;

@@ -1,0 +1,207 @@
+// Checks on services and platform facts: dcgm-exporter version, QEMU virtio-serial, exposed
+// observability endpoints, ARM SMMU CMDQV, HPC-X, CUDA architecture support and shared mounts.
+#include <fmt/format.h>
+
+#include "checks/common.h"
+#include "core/thresholds.h"
+#include "util/strings.h"
+#include "util/version.h"
+
+namespace clustermax::checks {
+namespace {
+
+using core::CheckInfo;
+using core::Evidence;
+
+Finding DcgmExporterVersion(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("dcgm-exporter.version");
+  if (NotInstalled(e)) return core::Skip(Reason::kNotApplicable, "dcgm-exporter is not installed on this node (presence is graded by monitoring-stack)");
+  if (auto p = core::EvidenceProblem(e, "dcgm-exporter --version")) return *p;
+  std::optional<Finding> problem;
+  const core::Component* exporter = Component(ctx, "dcgmExporter", problem);
+  const core::Component* dcgm = Component(ctx, "dcgm", problem);
+  if (!exporter || !dcgm) return *problem;
+  std::string v = e.data["exporter_version"];
+  auto c = core::Compare(*exporter, {.version = v}, ctx.now(), ctx.minimums().grace_period_days);
+  Finding f = FromComparison(c, "dcgm-exporter", v);
+  if (f.verdict == core::Verdict::kPass && e.data["dcgm_version"].is_string()) {
+    std::string d = e.data["dcgm_version"];
+    auto cd = core::Compare(*dcgm, {.version = d}, ctx.now(), ctx.minimums().grace_period_days);
+    if (cd.outcome != core::Outcome::kPass) f = FromComparison(cd, "DCGM embedded in dcgm-exporter", d);
+  }
+  return f;
+}
+
+Finding QemuVirtioSerial(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("qemu.virtio");
+  const Evidence& os = ctx.Get("os.release");
+  if (auto p = core::EvidenceProblem(e, "virtio ports")) return *p;
+  std::vector<std::string> qemu_ports;
+  for (const auto& p : e.data["virtio_ports"]) {
+    if (p.get<std::string>().rfind("org.qemu", 0) == 0) qemu_ports.push_back(p);
+  }
+  if (!qemu_ports.empty()) {
+    return core::Warn(Reason::kAttestationRequired, "QEMU guest with a virtio-serial channel: the host's QEMU must carry the CVE-2024-3446 fix")
+        .Details(qemu_ports);
+  }
+  if (!e.data["qemu_package"].is_string()) return core::Skip(Reason::kNotApplicable, "not a QEMU guest with virtio-serial, and no QEMU on this host");
+  std::optional<Finding> problem;
+  const core::Component* c = Component(ctx, "ubuntuNoble.qemu", problem);
+  if (!c) return *problem;
+  std::string v = e.data["qemu_package"];
+  std::string codename = os.ok() ? os.data.value("codename", "") : "";
+  return FromComparison(core::Compare(*c, {.version = v, .release = codename}, ctx.now(), ctx.minimums().grace_period_days), "qemu-system-x86", v);
+}
+
+Finding ObservabilityIsolation(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("net.listeners");
+  if (auto p = core::EvidenceProblem(e, "listening sockets")) return *p;
+  const std::map<long long, std::string> kPorts = {{9090, "Prometheus"}, {9100, "node-exporter"}, {9400, "dcgm-exporter"},
+                                                    {3000, "Grafana"}, {8080, "Slurm exporter"}};
+  std::vector<std::string> exposed, local;
+  for (const auto& l : e.data["listen"]) {
+    auto it = kPorts.find(l["port"].get<long long>());
+    if (it == kPorts.end()) continue;
+    std::string line = fmt::format("{} on port {} ({}{})", it->second, it->first, l["scope"].get<std::string>(), l["ipv6"].get<bool>() ? ", IPv6" : "");
+    if (l["scope"] == "loopback") local.push_back(line);
+    else exposed.push_back(line);
+  }
+  if (exposed.empty()) return core::Skip(Reason::kNotApplicable, "no observability endpoint listens beyond loopback on this node").Details(local);
+  return core::Warn(Reason::kUnverified, fmt::format("{} observability endpoint(s) reachable from the network; whose series they serve needs the "
+                                                     "metrics-scrape probe (not part of this build) or an attestation", exposed.size()))
+      .Details(exposed);
+}
+
+Finding ArmSmmuCmdqv(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("arm.smmu");
+  if (auto p = core::EvidenceProblem(e, "ARM platform facts")) return *p;
+  if (e.data["arch"] != "aarch64") return core::Skip(Reason::kNotApplicable, "not aarch64");
+  if (ctx.target() != core::Target::kVm) return core::Skip(Reason::kNotApplicable, "not a guest");
+  std::string midr = e.data["midr"].is_string() ? e.data["midr"].get<std::string>() : "";
+  auto v = util::ParseHexOrDec(midr);
+  bool grace = v && ((*v >> 24) & 0xff) == 0x41 && ((*v >> 4) & 0xfff) == 0xd4f;  // Arm Neoverse V2
+  if (!grace) return core::Skip(Reason::kNotApplicable, "not a Grace (Neoverse V2) CPU: MIDR " + midr);
+  bool smmu = !e.data["iommu_units"].empty();
+  bool cmdqv = e.data.value("cmdqv_module", false);
+  if (!smmu) return core::Warn(Reason::kConfig, "Grace guest without a virtual SMMUv3");
+  return cmdqv ? core::Pass("CMDQV present in a Grace guest with SMMUv3") : core::Warn(Reason::kConfig, "Grace guest with SMMUv3 but no CMDQV (tegra241_cmdqv)");
+}
+
+Finding HpcxAvailable(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("mpi.hpcx");
+  if (auto p = core::EvidenceProblem(e, "MPI and HPC-X")) return *p;
+  bool hpcx_env = e.data["hpcx_dir_env"].is_string();
+  bool hpcx_opt = !e.data["hpcx_in_opt"].empty();
+  bool ucx_mpi = e.data["ucx_pml"] == json(true);
+  if (hpcx_env || ucx_mpi) return core::Pass(hpcx_env ? "HPC-X is set up (HPCX_DIR)" : "a UCX-enabled Open MPI is on PATH");
+  if (hpcx_opt) {
+    return core::Pass("HPC-X is installed under /opt (source hpcx-init.sh, or use srun --mpi=pmix)").Details(e.data["hpcx_in_opt"].get<std::vector<std::string>>());
+  }
+  return core::Warn(Reason::kConfig, e.data.value("mpirun", false) ? "an MPI is on PATH but not UCX-enabled, and no HPC-X"
+                                                                    : "no HPC-X and no MPI on PATH");
+}
+
+Finding CudaArchSupport(const JudgeContext& ctx) {
+  const Evidence& gpu = ctx.Get("gpu.inventory");
+  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), gpu)) return *skip;
+  const Evidence& tk = ctx.Get("cuda.toolkits");
+  const Evidence& ncu = ctx.Get("ncu.binary");
+  if (auto p = core::EvidenceProblem(tk, "CUDA toolkits")) return *p;
+  if (tk.data["toolkits"].empty()) return core::Skip(Reason::kPrerequisiteMissing, "no CUDA toolkit");
+  if (auto p = core::EvidenceProblem(gpu, "GPU inventory")) return *p;
+  std::string name = !gpu.data.value("devices", json::array()).empty() && gpu.data["devices"][0]["name"].is_string()
+                         ? gpu.data["devices"][0]["name"].get<std::string>() : "";
+  const json* need = nullptr;
+  for (const auto& m : core::EmbeddedThresholds().data()["cuda_arch_minimums"]) {
+    if (!name.empty() && name.find(m["pattern"].get<std::string>()) != std::string::npos) {
+      need = &m;
+      break;
+    }
+  }
+  if (!need) return core::Warn(Reason::kUnverified, "no architecture minimum known for '" + name + "'");
+  std::vector<std::string> short_of;
+  std::string toolkit;
+  for (const auto& t : tk.data["toolkits"]) {
+    if (t.value("default", false) && t["version"].is_string()) toolkit = t["version"];
+  }
+  if (!toolkit.empty() && *util::ParseNumericVersion(toolkit) < *util::ParseNumericVersion((*need)["nvcc"].get<std::string>())) {
+    short_of.push_back(fmt::format("nvcc {} < {}", toolkit, (*need)["nvcc"].get<std::string>()));
+  }
+  if (ncu.ok() && ncu.data["version"].is_string() &&
+      *util::ParseNumericVersion(ncu.data["version"].get<std::string>()) < *util::ParseNumericVersion((*need)["ncu"].get<std::string>())) {
+    short_of.push_back(fmt::format("ncu {} < {}", ncu.data["version"].get<std::string>(), (*need)["ncu"].get<std::string>()));
+  }
+  Finding f = short_of.empty() ? core::Pass("toolkit and profiler support " + name)
+                               : core::Warn(Reason::kConfig, fmt::format("too old for {}: {}", name, fmt::join(short_of, "; ")));
+  return f.Expected(fmt::format("nvcc >= {}, ncu >= {}", (*need)["nvcc"].get<std::string>(), (*need)["ncu"].get<std::string>()));
+}
+
+Finding StorageMountStable(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("storage.shared-mounts");
+  if (auto p = core::EvidenceProblem(e, "mounts")) return *p;
+  std::vector<std::string> missing, hung, pending, lines;
+  for (const auto& x : e.data["expected"]) {
+    bool found = false;
+    for (const auto& m : e.data["mounted"]) found |= m["mount_point"] == x["mount_point"];
+    if (!found) (x.value("noauto", false) ? pending : missing).push_back(x["mount_point"].get<std::string>() + " (" + x["fstype"].get<std::string>() + ")");
+  }
+  for (const auto& m : e.data["mounted"]) {
+    lines.push_back(fmt::format("{} {} from {}: stat {}", m["mount_point"].get<std::string>(), m["fstype"].get<std::string>(),
+                                m["source"].get<std::string>(), m["stat"].get<std::string>()));
+    if (m["stat"] != "ok") hung.push_back(m["mount_point"]);
+  }
+  if (e.data["expected"].empty() && e.data["mounted"].empty()) return core::Skip(Reason::kNotApplicable, "no shared (network) filesystem configured");
+  Finding f = !hung.empty() ? core::Fail(Severity::kConfig, fmt::format("{} shared mount(s) did not answer stat within 2 s", hung.size())).Details(hung)
+              : !missing.empty() ? core::Fail(Severity::kMissing, fmt::format("{} expected shared mount(s) missing", missing.size())).Details(missing)
+              : !pending.empty() ? core::Warn(Reason::kConfig, "automount not yet triggered").Details(pending)
+                                 : core::Pass(fmt::format("{} shared mount(s) present and responsive", e.data["mounted"].size()));
+  return f.Expected("every fstab network mount present and answering").Details(lines);
+}
+
+}  // namespace
+
+void RegisterServiceChecks(core::Registry& r) {
+  using core::kK;
+  using core::kS;
+  using core::kSA;
+  using core::kV;
+  r.Add({CheckInfo{.id = "security-dcgm-exporter", .category = "versions", .title = "dcgm-exporter at or above 4.8.2 (embedded DCGM >= 4.5.3)",
+                   .rationale = "dcgm-exporter runs privileged on GPU nodes and embeds DCGM.", .remediation = "Upgrade dcgm-exporter to 4.5.3-4.8.2 or newer.",
+                   .references = {{"NVIDIA a_id 5857", "https://nvidia.custhelp.com/app/answers/detail/a_id/5857/"}},
+                   .targets = kS | kK | kSA, .needs = {"dcgm-exporter.version"}, .reproduce = "dcgm-exporter --version"},
+         DcgmExporterVersion});
+  r.Add({CheckInfo{.id = "security-qemu-virtio-serial", .category = "isolation", .title = "QEMU virtio-serial fixed (CVE-2024-3446)",
+                   .rationale = "A guest can escape through QEMU's virtio devices on unpatched hosts.",
+                   .remediation = "Upgrade qemu-system on the host (Noble >= 1:8.2.2+ds-0ubuntu1.10).", .criterion = "security-qemu-virtio-serial",
+                   .references = {{"USN-7744-1", "https://ubuntu.com/security/notices/USN-7744-1"}},
+                   .targets = kS | kK | kSA | kV, .needs = {"qemu.virtio", "os.release"}, .reproduce = "ls /dev/virtio-ports; dpkg-query -W qemu-system-x86"},
+         QemuVirtioSerial});
+  r.Add({CheckInfo{.id = "security-observability-isolation", .category = "isolation", .title = "Monitoring endpoints do not expose other tenants",
+                   .rationale = "A shared Prometheus or exporter reachable from tenant nodes leaks other tenants' jobs and hosts.",
+                   .remediation = "Bind exporters to a management network or put authentication in front; attest tenant separation.",
+                   .criterion = "security-observability-isolation", .targets = kS | kK | kSA | kV, .needs = {"net.listeners"},
+                   .reproduce = "ss -ltn"},
+         ObservabilityIsolation});
+  r.Add({CheckInfo{.id = "arm-smmu-cmdqv", .category = "hardware", .title = "Grace guests have SMMUv3 with CMDQV",
+                   .rationale = "Without CMDQV, IOMMU invalidations trap to the hypervisor and GPU DMA slows down in Grace VMs.",
+                   .remediation = "Expose the CMDQV (tegra241_cmdqv) to the guest.", .criterion = "arm-smmu-cmdqv", .targets = kV, .needs = {"arm.smmu"},
+                   .reproduce = "ls /sys/class/iommu; lsmod | grep cmdqv"},
+         ArmSmmuCmdqv});
+  r.Add({CheckInfo{.id = "hpcx-available", .category = "software", .title = "HPC-X or a UCX-enabled MPI is available",
+                   .rationale = "MPI jobs over InfiniBand need UCX; HPC-X bundles it with SHARP and NCCL plugins.",
+                   .remediation = "Install HPC-X (or Open MPI built with UCX) and expose it via modules.", .targets = kS | kSA | kV,
+                   .needs = {"mpi.hpcx"}, .reproduce = "ompi_info --parsable | grep pml:ucx; ls -d /opt/hpcx*"},
+         HpcxAvailable});
+  r.Add({CheckInfo{.id = "cuda-arch-support", .category = "software", .title = "Toolkit and profiler support the GPU architecture",
+                   .rationale = "An nvcc or ncu older than the GPU cannot build for or profile it.",
+                   .remediation = "Install a toolkit and Nsight Compute new enough for the GPU.", .targets = kS | kSA | kV,
+                   .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits", "ncu.binary"}, .reproduce = "nvcc --version; ncu --version"},
+         CudaArchSupport});
+  r.Add({CheckInfo{.id = "storage-mount-stable", .category = "storage", .title = "Shared mounts present and responsive",
+                   .rationale = "A missing or hung shared filesystem stalls every job that touches it.",
+                   .remediation = "Remount the filesystem; investigate the storage servers for hung mounts.", .criterion = "shared-fs",
+                   .targets = kS | kK | kSA, .needs = {"storage.shared-mounts"}, .reproduce = "findmnt -t nfs,nfs4,lustre; timeout 2 stat <mount point>"},
+         StorageMountStable});
+}
+
+}  // namespace clustermax::checks

@@ -1,0 +1,203 @@
+// Collectors for services and platform facts: dcgm-exporter, QEMU virtio-serial, listening
+// sockets, ARM SMMU, HPC-X/MPI and shared mounts.
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "collect/collector.h"
+#include "util/strings.h"
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+
+Evidence DcgmExporter(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources.push_back("which:dcgm-exporter");
+  auto w = h.Which("dcgm-exporter");
+  e.status = EvidenceStatus::kOk;
+  if (w.status != host::IoStatus::kOk) {
+    e.data = {{"installed", false}};
+    return e;
+  }
+  auto r = RunFor(e, h, {"dcgm-exporter", "--version"}, o, "dcgm-exporter.version");
+  if (!r) return e;
+  std::string text = r->out + r->err;
+  // Versions are published as <dcgm>-<exporter> (e.g. 4.5.3-4.8.2).
+  static const std::regex pair(R"((\d+\.\d+\.\d+)-(\d+\.\d+\.\d+))"), single(R"((\d+\.\d+\.\d+))");
+  std::smatch m;
+  e.data = {{"installed", true}, {"raw", util::Ellipsize(util::Trim(text), 200)}};
+  if (std::regex_search(text, m, pair)) {
+    e.data["dcgm_version"] = m[1].str();
+    e.data["exporter_version"] = m[2].str();
+  } else if (std::regex_search(text, m, single)) {
+    e.data["dcgm_version"] = nullptr;
+    e.data["exporter_version"] = m[1].str();
+  } else {
+    e.status = EvidenceStatus::kParseError;
+    e.error = "no version in: " + util::Ellipsize(util::Trim(text), 200);
+  }
+  return e;
+}
+
+Evidence QemuVirtio(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources.push_back("dir:/dev/virtio-ports");
+  auto d = h.ListDir("/dev/virtio-ports");
+  json ports = json::array();
+  if (d.status == host::IoStatus::kOk) {
+    for (const auto& ent : d.entries) ports.push_back(ent.name);
+  }
+  e.data["virtio_ports"] = ports;
+  e.data["virtio_ports_status"] = ToString(d.status);
+  e.data["qemu_package"] = nullptr;
+  if (h.Which("dpkg-query").status == host::IoStatus::kOk) {
+    auto spec = Command({"dpkg-query", "-W", "-f=${Version} ${db:Status-Abbrev}", "qemu-system-x86"}, o, "qemu.virtio");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    if (r.status == host::IoStatus::kOk && r.exit_code == 0) {
+      auto parts = util::SplitWhitespace(r.out);
+      if (parts.size() >= 2 && parts[1].rfind("ii", 0) == 0) e.data["qemu_package"] = parts[0];
+    }
+  }
+  return e;
+}
+
+// LISTEN sockets from /proc/net/tcp{,6}: "sl local_address rem_address st ..." with hex addresses.
+Evidence Listeners(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  json listen = json::array();
+  bool any_read = false;
+  for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    e.sources.push_back(std::string("file:") + path);
+    auto r = h.ReadFile(path, 4u << 20);
+    if (r.status != host::IoStatus::kOk) continue;
+    any_read = true;
+    bool v6 = std::string(path).back() == '6';
+    for (const auto& line : util::SplitLines(r.content)) {
+      auto f = util::SplitWhitespace(line);
+      if (f.size() < 4 || f[3] != "0A") continue;  // 0A = TCP_LISTEN
+      size_t colon = f[1].find(':');
+      if (colon == std::string::npos) continue;
+      std::string addr = f[1].substr(0, colon);
+      auto port = util::ParseHexOrDec("0x" + f[1].substr(colon + 1));
+      if (!port) continue;
+      bool any = addr.find_first_not_of('0') == std::string::npos;
+      bool loopback = (!v6 && addr.size() == 8 && addr.substr(6, 2) == "7F") ||
+                      (v6 && addr == "00000000000000000000000001000000");
+      listen.push_back({{"port", *port}, {"ipv6", v6}, {"scope", any ? "any" : loopback ? "loopback" : "address"}});
+    }
+  }
+  if (!any_read) {
+    e.status = EvidenceStatus::kPermissionDenied;
+    e.error = "/proc/net/tcp unreadable";
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"listen", listen}};
+  return e;
+}
+
+Evidence ArmSmmu(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources = {"file:/proc/sys/kernel/arch", "file:/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "dir:/sys/class/iommu",
+               "stat:/sys/module/tegra241_cmdqv"};
+  auto arch = h.ReadFile("/proc/sys/kernel/arch", 64);
+  e.data["arch"] = arch.status == host::IoStatus::kOk ? json(std::string(util::Trim(arch.content))) : json(nullptr);
+  auto midr = h.ReadFile("/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", 64);
+  e.data["midr"] = midr.status == host::IoStatus::kOk ? json(std::string(util::Trim(midr.content))) : json(nullptr);
+  auto units = h.ListDir("/sys/class/iommu");
+  json names = json::array();
+  if (units.status == host::IoStatus::kOk) {
+    for (const auto& u : units.entries) names.push_back(u.name);
+  }
+  e.data["iommu_units"] = names;
+  e.data["cmdqv_module"] = h.Stat("/sys/module/tegra241_cmdqv").status == host::IoStatus::kOk;
+  return e;
+}
+
+Evidence MpiHpcx(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources = {"env:HPCX_DIR", "dir:/opt", "which:mpirun", "cmd:ompi_info --parsable"};
+  auto env = h.GetEnv("HPCX_DIR");
+  e.data["hpcx_dir_env"] = env ? json(*env) : json(nullptr);
+  json opt = json::array();
+  auto d = h.ListDir("/opt");
+  if (d.status == host::IoStatus::kOk) {
+    for (const auto& ent : d.entries) {
+      if (ent.name.rfind("hpcx", 0) == 0) opt.push_back("/opt/" + ent.name);
+    }
+  }
+  e.data["hpcx_in_opt"] = opt;
+  e.data["mpirun"] = h.Which("mpirun").status == host::IoStatus::kOk;
+  e.data["ucx_pml"] = nullptr;
+  if (h.Which("ompi_info").status == host::IoStatus::kOk) {
+    auto r = h.Run(Command({"ompi_info", "--parsable"}, o, "mpi.hpcx"));
+    if (r.status == host::IoStatus::kOk && r.exit_code == 0) e.data["ucx_pml"] = util::Contains(r.out, "mca:pml:ucx");
+  }
+  return e;
+}
+
+// Network filesystems expected from /etc/fstab against what is mounted, and a `stat` of each
+// shared mount point with a short deadline (a hung NFS or Lustre mount never answers).
+Evidence SharedMounts(host::Host& h, const CollectOptions& o) {
+  static const std::vector<std::string> kNetFs = {"nfs", "nfs4", "lustre", "gpfs", "ceph", "glusterfs", "wekafs", "fuse.weka", "beegfs",
+                                                  "cifs", "virtiofs"};
+  auto is_net = [&](const std::string& t) { return std::find(kNetFs.begin(), kNetFs.end(), t) != kNetFs.end(); };
+  Evidence e;
+  e.sources = {"file:/etc/fstab", "file:/proc/self/mountinfo", "cmd:stat -c %n <mount point> (2 s)"};
+  auto fstab = h.ReadFile("/etc/fstab", 1u << 20);
+  auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
+  if (mi.status != host::IoStatus::kOk) {
+    e.status = FromIo(mi.status);
+    e.error = mi.error;
+    return e;
+  }
+  json expected = json::array(), mounted = json::array();
+  if (fstab.status == host::IoStatus::kOk) {
+    for (const auto& line : util::SplitLines(fstab.content)) {
+      auto f = util::SplitWhitespace(line);
+      if (f.size() < 3 || f[0][0] == '#' || !is_net(f[2])) continue;
+      expected.push_back({{"mount_point", f[1]}, {"fstype", f[2]}, {"noauto", util::Contains(f.size() > 3 ? f[3] : "", "noauto") ||
+                                                                           util::Contains(f.size() > 3 ? f[3] : "", "x-systemd.automount")}});
+    }
+  }
+  for (const auto& line : util::SplitLines(mi.content)) {
+    auto parts = util::SplitWhitespace(line);
+    size_t sep = std::find(parts.begin(), parts.end(), "-") - parts.begin();
+    if (parts.size() < 5 || sep + 2 >= parts.size() || !is_net(parts[sep + 1])) continue;
+    auto spec = Command({"stat", "-c", "%n", parts[4]}, o, "storage.shared-mounts");
+    spec.timeout = std::min(spec.timeout, std::chrono::milliseconds(2000));
+    auto r = h.Run(spec);
+    mounted.push_back({{"mount_point", parts[4]}, {"fstype", parts[sep + 1]}, {"source", parts[sep + 2]},
+                       {"stat", r.status == host::IoStatus::kOk && r.exit_code == 0 ? "ok" : std::string(ToString(r.status))}});
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"fstab_status", ToString(fstab.status)}, {"expected", expected}, {"mounted", mounted}};
+  return e;
+}
+
+}  // namespace
+
+void RegisterServiceCollectors(std::vector<Collector>& out) {
+  out.push_back({{"dcgm-exporter.version", "dcgm-exporter binary version (<dcgm>-<exporter>)", {"cmd:dcgm-exporter --version"}, ""}, DcgmExporter});
+  out.push_back({{"qemu.virtio", "QEMU virtio-serial ports in a guest; the host's qemu-system-x86 package",
+                  {"dir:/dev/virtio-ports", "cmd:dpkg-query -W qemu-system-x86"}, ""},
+                 QemuVirtio});
+  out.push_back({{"net.listeners", "Listening TCP sockets and their bind scope", {"file:/proc/net/tcp", "file:/proc/net/tcp6"}, ""}, Listeners});
+  out.push_back({{"arm.smmu", "aarch64 CPU identity, SMMU units and the CMDQV driver",
+                  {"file:/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "dir:/sys/class/iommu", "stat:/sys/module/tegra241_cmdqv"}, ""},
+                 ArmSmmu});
+  out.push_back({{"mpi.hpcx", "HPC-X and MPI with UCX", {"env:HPCX_DIR", "dir:/opt", "which:mpirun", "cmd:ompi_info --parsable"}, ""}, MpiHpcx});
+  out.push_back({{"storage.shared-mounts", "Network filesystems in fstab vs mounted, each stat'ed with a 2 s deadline",
+                  {"file:/etc/fstab", "file:/proc/self/mountinfo", "cmd:stat -c %n <mount point>"}, ""},
+                 SharedMounts});
+}
+
+}  // namespace clustermax::collect
