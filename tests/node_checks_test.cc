@@ -268,3 +268,60 @@ TEST(NodeCollectors, ListenersFromProcNetTcp) {
   EXPECT_EQ(l[1]["port"], 9090);
   EXPECT_EQ(l[1]["scope"], "loopback");
 }
+
+namespace {
+
+// An MI300X node: sysfs product name, ROCm version, loaded and installed amdgpu, and
+// `apt-cache policy amdgpu-dkms` in its real layout.
+host::Bundle AmdBundle(const std::string& loaded_src, const std::string& origin_release, const std::string& rocm) {
+  host::Bundle b;
+  host::DirResult d;
+  d.status = host::IoStatus::kOk;
+  d.entries = {{"0000:05:00.0", 'l'}};
+  b.PutDir("/sys/bus/pci/devices", d);
+  std::string base = "/sys/bus/pci/devices/0000:05:00.0/";
+  b.PutFile(base + "vendor", {host::IoStatus::kOk, "0x1002\n", false, ""});
+  b.PutFile(base + "class", {host::IoStatus::kOk, "0x120000\n", false, ""});
+  b.PutFile(base + "product_name", {host::IoStatus::kOk, "AMD Instinct MI300X\n", false, ""});
+  b.PutFile("/opt/rocm/.info/version", {host::IoStatus::kOk, rocm + "-120\n", false, ""});
+  b.PutFile("/sys/module/amdgpu/version", {host::IoStatus::kOk, "6.12.12\n", false, ""});
+  b.PutFile("/sys/module/amdgpu/srcversion", {host::IoStatus::kOk, loaded_src + "\n", false, ""});
+  auto ok = [](std::string out) {
+    host::CommandResult r;
+    r.status = host::IoStatus::kOk;
+    r.exit_code = 0;
+    r.out = std::move(out);
+    return r;
+  };
+  for (const char* t : {"modinfo", "dpkg-query", "apt-cache"}) b.PutWhich(t, {host::IoStatus::kOk, std::string("/usr/bin/") + t});
+  b.PutCommand({"modinfo", "-F", "srcversion", "amdgpu"}, ok("3F2C5D9E1A8B7C6D5E4F3A2\n"));
+  b.PutCommand({"modinfo", "-F", "filename", "amdgpu"}, ok("/lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst\n"));
+  b.PutCommand({"dpkg-query", "-S", "/lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst"},
+               ok("amdgpu-dkms: /lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst\n"));
+  b.PutCommand({"apt-cache", "policy", "amdgpu-dkms"},
+               ok("amdgpu-dkms:\n  Installed: 1:6.12.12.60402-2164967.24.04\n  Candidate: 1:6.12.12.60402-2164967.24.04\n  Version table:\n"
+                  " *** 1:6.12.12.60402-2164967.24.04 500\n        500 https://repo.radeon.com/amdgpu/" + origin_release +
+                  "/ubuntu noble/main amd64 Packages\n        100 /var/lib/dpkg/status\n"));
+  return b;
+}
+
+core::Finding JudgeBundle(const std::string& check, const host::Bundle& b) {
+  host::ReplayHost h(b);
+  auto ev = collect::CollectEvidence(h, {"amd.stack"}, {});
+  EXPECT_TRUE(ev["amd.stack"].ok()) << ev["amd.stack"].error;
+  return J(check, ev);
+}
+
+}  // namespace
+
+TEST(NodeChecks, AmdDriverBoundToTheLoadedModule) {
+  auto pass = JudgeBundle("security-amd-driver", AmdBundle("3F2C5D9E1A8B7C6D5E4F3A2", "31.40", "6.4.2"));
+  EXPECT_EQ(pass.verdict, Verdict::kPass) << pass.message;
+  auto fail = JudgeBundle("security-amd-driver", AmdBundle("3F2C5D9E1A8B7C6D5E4F3A2", "31.30", "6.4.2"));
+  EXPECT_EQ(fail.verdict, Verdict::kFail) << fail.message;
+  auto stale = JudgeBundle("security-amd-driver", AmdBundle("0000OLDLOADEDMODULE00000", "31.40", "6.4.2"));
+  EXPECT_EQ(stale.verdict, Verdict::kWarn) << stale.message;  // an update installed while the old module runs
+  EXPECT_EQ(stale.reason, core::Reason::kUnverified);
+  EXPECT_EQ(JudgeBundle("security-rocm", AmdBundle("x", "31.40", "6.4.1")).verdict, Verdict::kFail);
+  EXPECT_EQ(JudgeBundle("security-rocm", AmdBundle("x", "31.40", "6.4.2")).verdict, Verdict::kPass);
+}

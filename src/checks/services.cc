@@ -1,5 +1,8 @@
 // Checks on services and platform facts: dcgm-exporter version, QEMU virtio-serial, exposed
 // observability endpoints, ARM SMMU CMDQV, HPC-X, CUDA architecture support and shared mounts.
+#include <regex>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "checks/common.h"
@@ -158,6 +161,98 @@ Finding StorageMountStable(const JudgeContext& ctx) {
   return f.Expected("every fstab network mount present and answering").Details(lines);
 }
 
+// The AMD GPU programs on the node ("MI300X"), from sysfs product names and the model table.
+std::optional<Finding> AmdPrograms(const Evidence& amd, std::vector<std::string>& programs) {
+  if (auto p = core::EvidenceProblem(amd, "AMD GPU stack")) return p;
+  if (amd.data["gpus"].empty()) return core::Skip(Reason::kNotApplicable, "no AMD GPU");
+  std::set<std::string> seen;
+  for (const auto& g : amd.data["gpus"]) {
+    std::string name = g["product_name"].is_string() ? g["product_name"].get<std::string>() : "";
+    auto m = core::EmbeddedThresholds().Model(name);
+    seen.insert(m && m->vendor == "amd" ? m->pattern : (name.empty() ? "unknown" : name));
+  }
+  programs.assign(seen.begin(), seen.end());
+  return std::nullopt;
+}
+
+// Grades `release` for every program; any fail fails, any unknown is unknown.
+Finding GradePrograms(const JudgeContext& ctx, const char* component, const std::vector<std::string>& programs, const std::string& release,
+                      bool proven, const std::string& what) {
+  std::optional<Finding> problem;
+  const core::Component* c = Component(ctx, component, problem);
+  if (!c) return *problem;
+  std::vector<core::Comparison> cmps;
+  for (const auto& p : programs) cmps.push_back(core::Compare(*c, {.version = release, .program = p, .release_proven = proven}, ctx.now(), ctx.minimums().grace_period_days));
+  const core::Comparison* worst = &cmps.front();
+  for (const auto& cmp : cmps) {
+    if (cmp.outcome == core::Outcome::kFail || (cmp.outcome == core::Outcome::kUnknown && worst->outcome == core::Outcome::kPass)) worst = &cmp;
+  }
+  Finding f = FromComparison(*worst, what, release);
+  for (const auto& cmp : cmps) f.Detail(fmt::format("{}: {}", cmp.key, cmp.message));
+  return f;
+}
+
+Finding Rocm(const JudgeContext& ctx) {
+  const Evidence& amd = ctx.Get("amd.stack");
+  std::vector<std::string> programs;
+  if (auto f = AmdPrograms(amd, programs)) return *f;
+  if (!amd.data["rocm_version"].is_string()) return core::Skip(Reason::kNotApplicable, "ROCm is not installed on the host (/opt/rocm/.info/version)");
+  return GradePrograms(ctx, "rocm", programs, amd.data["rocm_version"], true, "ROCm");
+}
+
+Finding AmdDriver(const JudgeContext& ctx) {
+  const Evidence& amd = ctx.Get("amd.stack");
+  std::vector<std::string> programs;
+  if (auto f = AmdPrograms(amd, programs)) return *f;
+  std::vector<std::string> unbound;
+  const json& loaded = amd.data["loaded_srcversion"];
+  const json& installed = amd.data["installed_srcversion"];
+  if (!loaded.is_string() || !installed.is_string() || loaded != installed) unbound.push_back("loaded module srcversion differs from the installed one (or unread)");
+  const json& owner = amd.data["module_owner"];
+  if (!owner.is_string() || owner.get<std::string>().find("amdgpu-dkms") == std::string::npos) unbound.push_back("the module file is not owned by amdgpu-dkms");
+  static const std::regex origin(R"(^https://repo\.radeon\.com/amdgpu/([0-9][0-9.]*)/ubuntu/?$)");
+  std::string release;
+  const json& origins = amd.data["dkms_origins"];
+  std::smatch m;
+  std::string first = origins.size() == 1 ? origins[0].get<std::string>() : "";
+  if (origins.size() != 1 || !std::regex_match(first, m, origin)) {
+    unbound.push_back(fmt::format("the installed amdgpu-dkms needs exactly one repo.radeon.com/amdgpu/<release> origin (found {})", origins.size()));
+  } else {
+    release = m[1].str();
+  }
+  if (!unbound.empty()) {
+    return core::Warn(Reason::kUnverified, "the amdgpu release cannot be bound to the loaded module").Details(unbound).Detail("programs: " + fmt::format("{}", fmt::join(programs, ", ")));
+  }
+  return GradePrograms(ctx, "amdDriver", programs, release, true, "amdgpu release");
+}
+
+std::optional<Finding> NeedBlueField(const JudgeContext& ctx, int& count) {
+  const Evidence& pci = ctx.Get("pci.devices");
+  if (auto p = core::EvidenceProblem(pci, "PCI inventory")) return p;
+  const auto& ids = core::EmbeddedThresholds().data()["bluefield_pci_device_ids"];
+  count = 0;
+  for (const auto& d : pci.data["devices"]) {
+    if (d["vendor"] == "0x15b3" && std::find(ids.begin(), ids.end(), d["device"]) != ids.end()) ++count;
+  }
+  if (count == 0) return core::Skip(Reason::kNotApplicable, "no BlueField in the PCI inventory");
+  return std::nullopt;
+}
+
+Finding VirtioNetBluefield(const JudgeContext& ctx) {
+  int n = 0;
+  if (auto f = NeedBlueField(ctx, n)) return *f;
+  return core::Warn(Reason::kAttestationRequired, fmt::format("{} BlueField function(s): the VIRTIO-Net controller version runs on the DPU's Arm cores "
+                                                              "and needs the dpu-ssh probe (not part of this build) or an attestation", n))
+      .Expected("GA >= 25.10.6, LTS23 >= 23.10.23, LTS24 >= 24.10.50, LTS25 >= 25.10.2");
+}
+
+Finding VirtioNetBluefieldExposure(const JudgeContext& ctx) {
+  int n = 0;
+  if (auto f = NeedBlueField(ctx, n)) return *f;
+  return core::Warn(Reason::kAttestationRequired, "BlueField present: NIC vs DPU mode (mlxconfig, root) and the controller state decide latent "
+                                                  "exposure; neither is readable passively from the host");
+}
+
 }  // namespace
 
 void RegisterServiceChecks(core::Registry& r) {
@@ -170,6 +265,28 @@ void RegisterServiceChecks(core::Registry& r) {
                    .references = {{"NVIDIA a_id 5857", "https://nvidia.custhelp.com/app/answers/detail/a_id/5857/"}},
                    .targets = kS | kK | kSA, .needs = {"dcgm-exporter.version"}, .reproduce = "dcgm-exporter --version"},
          DcgmExporterVersion});
+  r.Add({CheckInfo{.id = "security-rocm", .category = "versions", .title = "ROCm at or above its GPU program's floor",
+                   .rationale = "ROCm advisories (AMD-SB-6018/6024/6027) are fixed per Instinct generation.",
+                   .remediation = "Upgrade ROCm to the program's fixed release.", .targets = kS | kSA | kV, .needs = {"amd.stack"},
+                   .reproduce = "cat /opt/rocm/.info/version; amd-smi static --asic"},
+         Rocm});
+  r.Add({CheckInfo{.id = "security-amd-driver", .category = "versions", .title = "AMD GPU driver release >= 31.40, bound to the loaded module",
+                   .rationale = "AMD-SB-6034 (CVE-2026-43603) is fixed in driver release 31.40; only the loaded module counts.",
+                   .remediation = "Install amdgpu-dkms 31.40+ from repo.radeon.com and reboot (or reload amdgpu).",
+                   .references = {{"AMD-SB-6034", "https://www.amd.com/en/resources/product-security/bulletin/amd-sb-6034.html"}},
+                   .targets = kS | kK | kSA | kV, .needs = {"amd.stack"}, .reproduce = "modinfo -F srcversion amdgpu; apt-cache policy amdgpu-dkms"},
+         AmdDriver});
+  r.Add({CheckInfo{.id = "security-virtio-net-bluefield", .category = "versions", .title = "BlueField VIRTIO-Net controller at its release line's floor",
+                   .rationale = "CVE-2026-65094 in the VIRTIO-Net emulation controller running on the DPU.",
+                   .remediation = "Upgrade the DOCA VIRTIO-Net controller to the fixed release of its line.", .criterion = "security-virtio-net-bluefield",
+                   .references = {{"NVIDIA a_id 5815", "https://nvidia.custhelp.com/app/answers/detail/a_id/5815/"}},
+                   .targets = kS | kK | kSA, .needs = {"pci.devices"}, .reproduce = "virtnet version (on the DPU)"},
+         VirtioNetBluefield});
+  r.Add({CheckInfo{.id = "security-virtio-net-bluefield-exposure", .category = "isolation", .title = "No latent VIRTIO-Net exposure on BlueField",
+                   .rationale = "An idle controller in NIC mode with a vulnerable version is a latent exposure.",
+                   .remediation = "Keep the controller patched or removed; attest the platform mode.", .criterion = "security-virtio-net-bluefield",
+                   .targets = kS | kK | kSA, .needs = {"pci.devices"}, .reproduce = "mlxconfig -d <bdf> q INTERNAL_CPU_MODEL"},
+         VirtioNetBluefieldExposure});
   r.Add({CheckInfo{.id = "security-qemu-virtio-serial", .category = "isolation", .title = "QEMU virtio-serial fixed (CVE-2024-3446)",
                    .rationale = "A guest can escape through QEMU's virtio devices on unpatched hosts.",
                    .remediation = "Upgrade qemu-system on the host (Noble >= 1:8.2.2+ds-0ubuntu1.10).", .criterion = "security-qemu-virtio-serial",

@@ -16,6 +16,7 @@ const std::vector<Collector>& Collectors() {
     RegisterSoftwareCollectors(v);
     RegisterNodeCollectors(v);
     RegisterServiceCollectors(v);
+    RegisterAmdCollectors(v);
     return v;
   }();
   return all;

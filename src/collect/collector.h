@@ -65,5 +65,6 @@ void RegisterGpuCollectors(std::vector<Collector>& out);
 void RegisterSoftwareCollectors(std::vector<Collector>& out);
 void RegisterNodeCollectors(std::vector<Collector>& out);
 void RegisterServiceCollectors(std::vector<Collector>& out);
+void RegisterAmdCollectors(std::vector<Collector>& out);
 
 }  // namespace clustermax::collect

@@ -201,3 +201,87 @@ void RegisterServiceCollectors(std::vector<Collector>& out) {
 }
 
 }  // namespace clustermax::collect
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+
+// AMD GPUs (product names from sysfs), ROCm's version, and the facts that bind an amdgpu release
+// to the loaded module: srcversion loaded vs installed, the module file, the package that owns
+// it, and the repository origins of the installed amdgpu-dkms version.
+Evidence AmdStack(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources = {"file:/sys/bus/pci/devices/*/product_name", "file:/opt/rocm/.info/version", "file:/sys/module/amdgpu/{version,srcversion}",
+               "cmd:modinfo -F srcversion amdgpu", "cmd:modinfo -F filename amdgpu", "cmd:dpkg-query -S <module>", "cmd:apt-cache policy amdgpu-dkms"};
+  json gpus = json::array();
+  auto d = h.ListDir("/sys/bus/pci/devices");
+  if (d.status == host::IoStatus::kOk) {
+    for (const auto& ent : d.entries) {
+      std::string base = "/sys/bus/pci/devices/" + ent.name;
+      auto v = h.ReadFile(base + "/vendor", 64);
+      auto c = h.ReadFile(base + "/class", 64);
+      if (v.status != host::IoStatus::kOk || util::Trim(v.content) != "0x1002" || c.status != host::IoStatus::kOk) continue;
+      auto cls = util::ParseHexOrDec(c.content).value_or(0) >> 8;
+      if (cls != 0x0300 && cls != 0x0302 && cls != 0x0380 && cls != 0x1200) continue;
+      auto p = h.ReadFile(base + "/product_name", 256);
+      gpus.push_back({{"bdf", ent.name}, {"product_name", p.status == host::IoStatus::kOk ? json(std::string(util::Trim(p.content))) : json(nullptr)}});
+    }
+  }
+  e.data["gpus"] = gpus;
+  if (gpus.empty()) return e;
+  auto small = [&](const std::string& path) {
+    auto r = h.ReadFile(path, 256);
+    return r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
+  };
+  e.data["rocm_version"] = small("/opt/rocm/.info/version");
+  e.data["loaded_version"] = small("/sys/module/amdgpu/version");
+  e.data["loaded_srcversion"] = small("/sys/module/amdgpu/srcversion");
+  auto run = [&](std::vector<std::string> argv) -> json {
+    if (h.Which(argv[0]).status != host::IoStatus::kOk) return nullptr;
+    auto r = h.Run(Command(std::move(argv), o, "amd.stack"));
+    return r.status == host::IoStatus::kOk && r.exit_code == 0 ? json(std::string(util::Trim(r.out))) : json(nullptr);
+  };
+  e.data["installed_srcversion"] = run({"modinfo", "-F", "srcversion", "amdgpu"});
+  json filename = run({"modinfo", "-F", "filename", "amdgpu"});
+  e.data["module_file"] = filename;
+  e.data["module_owner"] = filename.is_string() ? run({"dpkg-query", "-S", filename.get<std::string>()}) : json(nullptr);
+  json policy = run({"apt-cache", "policy", "amdgpu-dkms"});
+  // The installed version's block in `apt-cache policy`: "*** <version> <prio>" followed by origin lines.
+  json origins = json::array();
+  json installed = nullptr;
+  if (policy.is_string()) {
+    bool in_installed = false;
+    for (const auto& line : util::SplitLines(policy.get<std::string>())) {
+      auto words = util::SplitWhitespace(line);
+      if (words.empty()) continue;
+      if (words[0] == "Installed:") installed = words.size() > 1 ? json(words[1]) : json(nullptr);
+      if (words[0] == "***") {
+        in_installed = true;
+        continue;
+      }
+      if (in_installed) {
+        if (words.size() >= 2 && util::ParseInt(words[0]) && words[1].rfind("http", 0) == 0) origins.push_back(words[1]);
+        else if (words.size() >= 2 && util::ParseInt(words[0]) && words[1] == "/var/lib/dpkg/status") continue;
+        else if (!words[0].empty() && !util::ParseInt(words[0])) in_installed = false;
+      }
+    }
+  }
+  e.data["dkms_installed"] = installed;
+  e.data["dkms_origins"] = origins;
+  return e;
+}
+
+}  // namespace
+
+void RegisterAmdCollectors(std::vector<Collector>& out) {
+  out.push_back({{"amd.stack", "AMD GPUs, ROCm version and the amdgpu release bound to the loaded module",
+                  {"file:/sys/bus/pci/devices/*/product_name", "file:/opt/rocm/.info/version", "file:/sys/module/amdgpu/srcversion",
+                   "cmd:modinfo -F srcversion amdgpu", "cmd:apt-cache policy amdgpu-dkms"}, ""},
+                 AmdStack});
+}
+
+}  // namespace clustermax::collect
