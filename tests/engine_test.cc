@@ -563,3 +563,24 @@ TEST(Engine, RisingCountersBetweenTheTwoSamplesFail) {
   EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kFail);
   EXPECT_NE(r.results[0].finding.details[0].find("symbol_error: 0 -> 17"), std::string::npos);
 }
+
+// The dcgm-diag probe with a dcgmi stub whose output uses the keys of DCGM's NvvsJsonStrings.h.
+TEST(Cli, DcgmDiagProbeRunsOnlyWhenAskedAndGradesEveryResult) {
+  fs::path dir = TempDir("dcgm");
+  fs::path stub = dir / "dcgmi";
+  std::ofstream(stub) << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'dcgmi  version: 4.5.3'; exit 0; fi\n"
+                      << "cat " << clustermax::testing::Fixture("parsers/dcgmi-diag-r1-fail.json").string() << "\nexit 226\n";
+  fs::permissions(stub, fs::perms::owner_all);
+  std::string env = "PATH=" + dir.string() + ":$PATH LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR;
+  auto off = RunCli("audit --standalone --yes --json --check dcgm-diag-quick --out " + (dir / "r1").string(), env);
+  ASSERT_EQ(off.code, 0) << off.out;
+  EXPECT_EQ(JsonFrom(off.out)["results"][0]["reason"], "probe-disabled");
+  auto on = RunCli("audit --standalone --yes --json --probe dcgm-diag --check dcgm-diag-quick --out " + (dir / "r2").string(), env);
+  ASSERT_EQ(on.code, 2) << on.out;
+  json r = JsonFrom(on.out)["results"][0];
+  EXPECT_EQ(r["status"], "FAIL");
+  std::string details = r["details"].dump();
+  EXPECT_NE(details.find("Hardware / memory on GPU 1: A memory mismatch was detected on GPU 1 (error_id 85)"), std::string::npos) << details;
+  EXPECT_NE(details.find("Deployment / pcie on GPU 1"), std::string::npos) << details;
+  fs::remove_all(dir);
+}

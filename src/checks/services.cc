@@ -253,6 +253,32 @@ Finding VirtioNetBluefieldExposure(const JudgeContext& ctx) {
                                                   "exposure; neither is readable passively from the host");
 }
 
+Finding DcgmDiagQuick(const JudgeContext& ctx) {
+  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  const Evidence& dcgm = ctx.Get("dcgm.version");
+  if (NotInstalled(dcgm)) return core::Skip(Reason::kPrerequisiteMissing, "DCGM is not installed");
+  const Evidence& e = ctx.Get("probe.dcgm-diag");
+  if (auto p = core::EvidenceProblem(e, "dcgmi diag -r 1")) return *p;
+  if (!e.data["runtime_error"].get<std::string>().empty()) {
+    return core::Warn(Reason::kEvidenceError, "dcgmi diag could not run: " + e.data["runtime_error"].get<std::string>());
+  }
+  std::vector<std::string> fails, warns;
+  int passed = 0;
+  for (const auto& r : e.data["results"]) {
+    std::string who = fmt::format("{} / {}{}", r["category"].get<std::string>(), r["test"].get<std::string>(),
+                                  r["gpu"].get<std::string>().empty() ? "" : " on GPU " + r["gpu"].get<std::string>());
+    std::string why = r["warnings"].empty() ? "" : ": " + fmt::format("{}", fmt::join(r["warnings"].get<std::vector<std::string>>(), "; "));
+    if (r["status"] == "fail") fails.push_back(who + why);
+    else if (r["status"] == "warn") warns.push_back(who + why);
+    else if (r["status"] == "pass") ++passed;
+  }
+  if (fails.empty() && warns.empty() && passed == 0) return core::Warn(Reason::kEvidenceError, "dcgmi diag returned no test result");
+  Finding f = !fails.empty() ? core::Fail(Severity::kConfig, fmt::format("{} DCGM diagnostic result(s) failed", fails.size()))
+              : !warns.empty() ? core::Warn(Reason::kConfig, fmt::format("{} DCGM diagnostic warning(s)", warns.size()))
+                               : core::Pass(fmt::format("all {} DCGM level-1 results passed", passed));
+  return f.Expected("every test passes").Details(fails).Details(warns);
+}
+
 }  // namespace
 
 void RegisterServiceChecks(core::Registry& r) {
@@ -287,6 +313,12 @@ void RegisterServiceChecks(core::Registry& r) {
                    .remediation = "Keep the controller patched or removed; attest the platform mode.", .criterion = "security-virtio-net-bluefield",
                    .targets = kS | kK | kSA, .needs = {"pci.devices"}, .reproduce = "mlxconfig -d <bdf> q INTERNAL_CPU_MODEL"},
          VirtioNetBluefieldExposure});
+  r.Add({CheckInfo{.id = "dcgm-diag-quick", .category = "health", .title = "DCGM quick diagnostic (dcgmi diag -r 1) passes",
+                   .rationale = "DCGM's level-1 diagnostic catches deployment and basic hardware faults in seconds.",
+                   .remediation = "Follow the DCGM_FR codes; drain and RMA GPUs that fail.", .criterion = "dcgm-healthchecks",
+                   .targets = kS | kK | kSA | kV, .needs = {"pci.devices", "gpu.inventory", "dcgm.version", "probe.dcgm-diag"},
+                   .probe = "dcgm-diag", .probe_required = true, .reproduce = "dcgmi diag -r 1 -j"},
+         DcgmDiagQuick});
   r.Add({CheckInfo{.id = "security-qemu-virtio-serial", .category = "isolation", .title = "QEMU virtio-serial fixed (CVE-2024-3446)",
                    .rationale = "A guest can escape through QEMU's virtio devices on unpatched hosts.",
                    .remediation = "Upgrade qemu-system on the host (Noble >= 1:8.2.2+ds-0ubuntu1.10).", .criterion = "security-qemu-virtio-serial",

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "util/strings.h"
 #include "util/version.h"
 
@@ -171,6 +173,42 @@ std::vector<std::string> ParseNvidiaSmiList(std::string_view text) {
     if (std::regex_match(line, m, re)) out.push_back(m[1].str());
   }
   return out;
+}
+
+std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* error) {
+  size_t b = text.find('{'), e = text.rfind('}');
+  if (b == std::string_view::npos || e == std::string_view::npos || e < b) {
+    if (error) *error = "no JSON object in the output";
+    return std::nullopt;
+  }
+  nlohmann::json j = nlohmann::json::parse(text.substr(b, e - b + 1), nullptr, false);
+  if (j.is_discarded() || !j.contains("DCGM Diagnostic")) {
+    if (error) *error = "not a DCGM Diagnostic document";
+    return std::nullopt;
+  }
+  const auto& root = j["DCGM Diagnostic"];
+  DcgmDiag d;
+  if (j.contains("runtime_error")) d.runtime_error = j["runtime_error"].dump();
+  if (root.contains("runtime_error")) d.runtime_error = root["runtime_error"].is_string() ? root["runtime_error"].get<std::string>() : root["runtime_error"].dump();
+  for (const auto& cat : root.value("test_categories", nlohmann::json::array())) {
+    for (const auto& test : cat.value("tests", nlohmann::json::array())) {
+      for (const auto& r : test.value("results", nlohmann::json::array())) {
+        DcgmDiagResult x;
+        x.category = cat.value("category", "");
+        x.test = test.value("name", "");
+        x.status = util::ToLower(r.value("status", ""));
+        if (r.contains("gpu_id")) x.gpu = r["gpu_id"].is_string() ? r["gpu_id"].get<std::string>() : r["gpu_id"].dump();
+        else if (r.contains("entity_id")) x.gpu = r["entity_id"].dump();
+        for (const auto& w : r.value("warnings", nlohmann::json::array())) {
+          std::string text = w.is_object() ? w.value("warning", "") : (w.is_string() ? w.get<std::string>() : w.dump());
+          if (w.is_object() && w.contains("error_id")) text += " (error_id " + w["error_id"].dump() + ")";
+          x.warnings.push_back(text);
+        }
+        d.results.push_back(std::move(x));
+      }
+    }
+  }
+  return d;
 }
 
 AcsControl ParseAcsControl(std::string_view config) {

@@ -66,6 +66,18 @@ std::string KernelFlavour(std::string_view release);
 // `nvidia-smi -L`: "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)" -> one entry per GPU line.
 std::vector<std::string> ParseNvidiaSmiList(std::string_view text);
 
+// `dcgmi diag -j` (keys of NVIDIA/DCGM nvvs/include/NvvsJsonStrings.h): one entry per result.
+struct DcgmDiagResult {
+  std::string category, test, status;  // status lower-case: pass, fail, warn, skip, ...
+  std::string gpu;                     // gpu_id or entity id, empty for system-wide results
+  std::vector<std::string> warnings;   // "warning" texts, with their error_id when present
+};
+struct DcgmDiag {
+  std::vector<DcgmDiagResult> results;
+  std::string runtime_error;
+};
+std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* error);
+
 // PCI config space: the ACS Control register of the ACS extended capability (ID 0x000D).
 // `unreadable` when the extended space (offset 0x100 and up) was not read (non-root readers get
 // 64 or 256 bytes); `present` false when the device has no ACS capability.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "collect/collector.h"
+#include "collect/parsers.h"
 #include "util/strings.h"
 
 namespace clustermax::collect {
@@ -275,9 +276,36 @@ Evidence AmdStack(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+Evidence DcgmDiagProbe(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto spec = Command({"dcgmi", "diag", "-r", "1", "-j"}, o, "probe.dcgm-diag");
+  if (!o.timeouts.count("probe.dcgm-diag")) spec.timeout = std::chrono::seconds(90);
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return e;
+  }
+  std::string err;
+  auto d = ParseDcgmDiagJson(r.out, &err);
+  if (!d) {
+    e.status = EvidenceStatus::kParseError;
+    e.error = fmt::format("dcgmi diag exit {}: {}; {}", r.exit_code, err, util::Ellipsize(util::Trim(r.out + r.err), 300));
+    return e;
+  }
+  json results = json::array();
+  for (const auto& x : d->results) {
+    results.push_back({{"category", x.category}, {"test", x.test}, {"status", x.status}, {"gpu", x.gpu}, {"warnings", x.warnings}});
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"exit_code", r.exit_code}, {"results", results}, {"runtime_error", d->runtime_error}};
+  return e;
+}
+
 }  // namespace
 
 void RegisterAmdCollectors(std::vector<Collector>& out) {
+  out.push_back({{"probe.dcgm-diag", "dcgmi diag -r 1 -j", {"cmd:dcgmi diag -r 1 -j"}, "dcgm-diag"}, DcgmDiagProbe});
   out.push_back({{"amd.stack", "AMD GPUs, ROCm version and the amdgpu release bound to the loaded module",
                   {"file:/sys/bus/pci/devices/*/product_name", "file:/opt/rocm/.info/version", "file:/sys/module/amdgpu/srcversion",
                    "cmd:modinfo -F srcversion amdgpu", "cmd:apt-cache policy amdgpu-dkms"}, ""},

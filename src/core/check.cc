@@ -19,6 +19,7 @@ const std::vector<ProbeInfo>& Probes() {
        "short CPU sampling on this node", 5},
       {"container-launch", "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs",
        "may pull an image from a registry; starts and removes a container", 600},
+      {"dcgm-diag", "dcgmi diag -r 1 -j: DCGM's quick diagnostic on every GPU", "loads the GPUs for seconds; blocked under MIG", 90},
   };
   return k;
 }
