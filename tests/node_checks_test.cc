@@ -33,7 +33,7 @@ core::Finding J(const std::string& id, core::EvidenceSet ev, core::Target target
   const core::Check* c = checks::DefaultRegistry().Find(id);
   EXPECT_NE(c, nullptr) << id;
   for (const auto& n : c->info.needs) {
-    if (!ev.count(n)) ev[n] = Ok(json::object());  // undeclared-in-test evidence: present but empty
+    if (!ev.count(n)) ev[n].status = EvidenceStatus::kNotCollected;  // evidence a test does not supply
   }
   core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), target, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);

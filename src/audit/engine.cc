@@ -10,15 +10,10 @@
 
 #include <fmt/format.h>
 
+#include "core/version.h"
 #include "util/strings.h"
 #include "util/time.h"
 
-#ifndef CLUSTERMAX_VERSION
-#define CLUSTERMAX_VERSION "0.0.0"
-#endif
-#ifndef CLUSTERMAX_GIT_SHA
-#define CLUSTERMAX_GIT_SHA "unknown"
-#endif
 
 namespace clustermax::audit {
 
@@ -33,8 +28,8 @@ int Report::Count(Verdict v) const {
 }
 
 void StampManifest(host::Manifest& m, const std::vector<std::string>& argv) {
-  m.tool_version = CLUSTERMAX_VERSION;
-  m.git_sha = CLUSTERMAX_GIT_SHA;
+  m.tool_version = core::kToolVersion;
+  m.git_sha = core::kGitSha;
   m.argv = argv;
   m.uid = static_cast<long>(::getuid());
 }
@@ -149,8 +144,8 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
 
 Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums) {
   Report r;
-  r.tool_version = CLUSTERMAX_VERSION;
-  r.git_sha = CLUSTERMAX_GIT_SHA;
+  r.tool_version = core::kToolVersion;
+  r.git_sha = core::kGitSha;
   r.plan = plan;
   r.minimums_origin = minimums.origin;
   r.minimums_generated = minimums.generated_text;

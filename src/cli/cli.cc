@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "checks/register.h"
+#include "core/version.h"
 #include "host/local_host.h"
 #include "report/report.h"
 #include "util/files.h"
@@ -244,7 +245,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   CLI::App app{"clustermax: audit, benchmark and rate GPU clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(CLUSTERMAX_VERSION) + " (" + CLUSTERMAX_GIT_SHA + ")");
+  app.set_version_flag("--version", std::string(core::kToolVersion) + " (" + core::kGitSha + ")");
 
   AuditOptions a;
   auto* audit_cmd = app.add_subcommand("audit", "Audit this node (read-only unless probes are enabled)");
