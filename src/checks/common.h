@@ -17,6 +17,9 @@ using nlohmann::json;
 // GPUs in a PCI inventory evidence item ("pci.devices"), by vendor ("0x10de", "0x1002", "" = any).
 int CountPciGpus(const core::Evidence& pci, std::string_view vendor = "");
 
+// BlueField functions (vendor 0x15b3, a BlueField device id from the thresholds data) in a PCI inventory.
+int CountBlueField(const core::Evidence& pci);
+
 // Applicability for NVIDIA checks: SKIP not-applicable only when a complete PCI inventory was
 // read and holds no NVIDIA GPU. Returns nullopt when the check applies (or may apply).
 std::optional<Finding> SkipUnlessNvidia(const core::Evidence& pci, const core::Evidence& gpu);

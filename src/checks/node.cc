@@ -77,11 +77,7 @@ Finding DpuHostIsolation(const JudgeContext& ctx) {
   const Evidence& pci = ctx.Get("pci.devices");
   const Evidence& dpu = ctx.Get("dpu.rshim");
   if (auto p = core::EvidenceProblem(pci, "PCI inventory")) return *p;
-  const auto& ids = core::EmbeddedThresholds().data()["bluefield_pci_device_ids"];
-  int bluefield = 0;
-  for (const auto& d : pci.data["devices"]) {
-    if (d["vendor"] == "0x15b3" && std::find(ids.begin(), ids.end(), d["device"]) != ids.end()) ++bluefield;
-  }
+  int bluefield = CountBlueField(pci);
   if (bluefield == 0) return core::Skip(Reason::kNotApplicable, "no BlueField in the PCI inventory");
   if (auto p = core::EvidenceProblem(dpu, "RShim device nodes")) return *p;
   std::vector<std::string> exposed;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "checks/common.h"
+#include "core/thresholds.h"
 
 namespace clustermax::checks {
 
@@ -34,6 +35,16 @@ int CountPciGpus(const core::Evidence& pci, std::string_view vendor) {
   int n = 0;
   for (const auto& d : pci.data.value("devices", json::array())) {
     if (d.value("gpu", false) && (vendor.empty() || d.value("vendor", "") == vendor)) ++n;
+  }
+  return n;
+}
+
+int CountBlueField(const core::Evidence& pci) {
+  if (!pci.ok()) return 0;
+  const auto& ids = core::EmbeddedThresholds().data()["bluefield_pci_device_ids"];
+  int n = 0;
+  for (const auto& d : pci.data["devices"]) {
+    if (d["vendor"] == "0x15b3" && std::find(ids.begin(), ids.end(), d["device"]) != ids.end()) ++n;
   }
   return n;
 }

@@ -229,11 +229,7 @@ Finding AmdDriver(const JudgeContext& ctx) {
 std::optional<Finding> NeedBlueField(const JudgeContext& ctx, int& count) {
   const Evidence& pci = ctx.Get("pci.devices");
   if (auto p = core::EvidenceProblem(pci, "PCI inventory")) return p;
-  const auto& ids = core::EmbeddedThresholds().data()["bluefield_pci_device_ids"];
-  count = 0;
-  for (const auto& d : pci.data["devices"]) {
-    if (d["vendor"] == "0x15b3" && std::find(ids.begin(), ids.end(), d["device"]) != ids.end()) ++count;
-  }
+  count = CountBlueField(pci);
   if (count == 0) return core::Skip(Reason::kNotApplicable, "no BlueField in the PCI inventory");
   return std::nullopt;
 }

@@ -64,18 +64,7 @@ Evidence ContainerToolkit(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
   e.sources = {"which:nvidia-ctk", "which:nvidia-container-runtime", "which:nvidia-container-toolkit"};
-  e.data = {{"installed", false}, {"path", nullptr}, {"version", nullptr}};
-  // CDI specs or runtime wiring count as the toolkit being configured (container-toolkit check).
-  json cdi = json::array();
-  for (const char* dir : {"/etc/cdi", "/var/run/cdi"}) {
-    e.sources.push_back(std::string("dir:") + dir);
-    auto d = h.ListDir(dir);
-    if (d.status != host::IoStatus::kOk) continue;
-    for (const auto& ent : d.entries) {
-      if (ent.name.rfind("nvidia", 0) == 0) cdi.push_back(std::string(dir) + "/" + ent.name);
-    }
-  }
-  e.data["cdi_specs"] = cdi;
+  e.data = {{"installed", false}, {"path", nullptr}, {"version", nullptr}};  // CDI wiring: container.runtimes
   return e;
 }
 
@@ -277,8 +266,8 @@ Evidence ContainerLaunch(host::Host& h, const CollectOptions& o) {
 }  // namespace
 
 void RegisterSoftwareCollectors(std::vector<Collector>& out) {
-  out.push_back({{"container-toolkit.version", "NVIDIA Container Toolkit version (CLI or runtime) and CDI specs",
-                  {"cmd:nvidia-ctk --version", "cmd:nvidia-container-runtime --version", "dir:/etc/cdi", "dir:/var/run/cdi"}, ""},
+  out.push_back({{"container-toolkit.version", "NVIDIA Container Toolkit version (CLI or runtime)",
+                  {"cmd:nvidia-ctk --version", "cmd:nvidia-container-runtime --version", "cmd:nvidia-container-toolkit --version"}, ""},
                  ContainerToolkit});
   out.push_back({{"cuda.toolkits", "Every installed CUDA toolkit (nvcc on PATH and /usr/local/cuda*)",
                   {"which:nvcc", "dir:/usr/local", "cmd:<nvcc> --version"}, ""},
