@@ -1,6 +1,7 @@
 // Checks judged on literal evidence: no host involved.
 #include <gtest/gtest.h>
 
+#include "audit/engine.h"
 #include "checks/register.h"
 #include "util/time.h"
 
@@ -146,4 +147,26 @@ TEST(Checks, NoCheckPassesOnMissingEvidence) {
       }
     }
   }
+}
+
+// Evidence of an unexpected shape (collected "ok" but without the fields a judge reads) must never
+// crash the audit or read outside the document: the engine turns it into a tool-fault row.
+TEST(Checks, UnexpectedEvidenceShapesBecomeToolFaultsNotCrashes) {
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone,
+                                                                 .probes = {"perf-sample", "container-launch", "dcgm-diag"}});
+  audit::NodeEvidence node;
+  node.node = "odd";
+  for (const auto& pc : plan.checks) {
+    for (const auto& n : pc.check->info.needs) node.evidence[n] = Ok(n, json::object());
+  }
+  auto r = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
+  ASSERT_EQ(r.results.size(), checks::DefaultRegistry().all().size());
+  int tool_faults = 0;
+  for (const auto& res : r.results) {
+    if (res.finding.reason == core::Reason::kToolFault && res.info->id != "minimum-table-current") {
+      ++tool_faults;
+      EXPECT_NE(res.finding.message.find("check failed internally"), std::string::npos) << res.finding.message;
+    }
+  }
+  EXPECT_GT(tool_faults, 0);  // the shapes are impossible for our collectors, so some judges do trip
 }
