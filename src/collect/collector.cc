@@ -53,10 +53,14 @@ host::CommandSpec Command(std::vector<std::string> argv, const CollectOptions& o
 
 std::string Source(const host::CommandSpec& spec) { return "cmd:" + util::JoinArgv(spec.argv); }
 
-void FailFromCommand(core::Evidence& e, const host::CommandResult& r) {
-  e.status = FromIo(r.status);
-  e.error = r.error;
+bool MarkFailed(core::Evidence& e, host::IoStatus status, const std::string& error) {
+  if (status == host::IoStatus::kOk) return false;
+  e.status = FromIo(status);
+  e.error = error;
+  return true;
 }
+
+void FailFromCommand(core::Evidence& e, const host::CommandResult& r) { MarkFailed(e, r.status, r.error); }
 
 std::optional<host::CommandResult> RunFor(core::Evidence& e, host::Host& h, std::vector<std::string> argv,
                                           const CollectOptions& o, const std::string& id) {

@@ -53,6 +53,8 @@ core::EvidenceStatus FromIo(host::IoStatus s);
 std::chrono::milliseconds TimeoutFor(const CollectOptions& o, const std::string& id);
 host::CommandSpec Command(std::vector<std::string> argv, const CollectOptions& o, const std::string& id);
 std::string Source(const host::CommandSpec& spec);  // "cmd:perf --version"
+// When a read did not succeed, marks `e` with its status and error and returns true.
+bool MarkFailed(core::Evidence& e, host::IoStatus status, const std::string& error);
 // Marks `e` failed from a command result that did not run (not found, timeout, denied...).
 void FailFromCommand(core::Evidence& e, const host::CommandResult& r);
 // Runs argv with collector `id`'s timeout and notes it in e.sources. When the command could not

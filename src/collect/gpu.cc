@@ -23,11 +23,7 @@ Evidence ProcNvidia(host::Host& h, const CollectOptions&) {
     e.data = {{"loaded", false}};
     return e;
   }
-  if (r.status != host::IoStatus::kOk) {
-    e.status = FromIo(r.status);
-    e.error = r.error;
-    return e;
-  }
+  if (MarkFailed(e, r.status, r.error)) return e;
   auto v = ParseProcNvidiaVersion(r.content);
   if (!v) {
     e.status = EvidenceStatus::kParseError;

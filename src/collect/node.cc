@@ -41,11 +41,7 @@ Evidence Processes(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"dir:/proc", "file:/proc/*/comm"};
   auto d = h.ListDir("/proc");
-  if (d.status != host::IoStatus::kOk) {
-    e.status = FromIo(d.status);
-    e.error = d.error;
-    return e;
-  }
+  if (MarkFailed(e, d.status, d.error)) return e;
   std::set<std::string> names;
   for (const auto& ent : d.entries) {
     if (!util::ParseInt(ent.name)) continue;
@@ -61,11 +57,7 @@ Evidence KernelModules(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"file:/proc/modules", "dir:/sys/module/nvidia"};
   auto r = h.ReadFile("/proc/modules", 1u << 20);
-  if (r.status != host::IoStatus::kOk) {
-    e.status = FromIo(r.status);
-    e.error = r.error;
-    return e;
-  }
+  if (MarkFailed(e, r.status, r.error)) return e;
   std::vector<std::string> mods;
   for (const auto& line : util::SplitLines(r.content)) {
     auto parts = util::SplitWhitespace(line);
@@ -154,11 +146,7 @@ Evidence DpuRshim(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources.push_back("dir:/dev");
   auto d = h.ListDir("/dev");
-  if (d.status != host::IoStatus::kOk) {
-    e.status = FromIo(d.status);
-    e.error = d.error;
-    return e;
-  }
+  if (MarkFailed(e, d.status, d.error)) return e;
   json rshim = json::array();
   for (const auto& ent : d.entries) {
     if (ent.name.rfind("rshim", 0) == 0) rshim.push_back("/dev/" + ent.name);
@@ -208,11 +196,7 @@ Evidence SshdConfig(host::Host& h, const CollectOptions&) {
     e.data = {{"present", false}};
     return e;
   }
-  if (main.status != host::IoStatus::kOk) {
-    e.status = FromIo(main.status);
-    e.error = main.error;
-    return e;
-  }
+  if (MarkFailed(e, main.status, main.error)) return e;
   json settings = json::object();
   json files = json::array({"/etc/ssh/sshd_config"});
   std::function<void(const std::string&, int)> parse = [&](const std::string& text, int depth) {
@@ -378,11 +362,7 @@ Evidence NumaNodes(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"dir:/sys/devices/system/node", "file:/sys/devices/system/node/node*/{cpulist,meminfo}"};
   auto d = h.ListDir("/sys/devices/system/node");
-  if (d.status != host::IoStatus::kOk) {
-    e.status = FromIo(d.status);
-    e.error = d.error;
-    return e;
-  }
+  if (MarkFailed(e, d.status, d.error)) return e;
   json nodes = json::array();
   for (const auto& ent : d.entries) {
     if (ent.name.rfind("node", 0) != 0 || !util::ParseInt(ent.name.substr(4))) continue;
@@ -536,11 +516,7 @@ Evidence PciAcs(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*", "file:/sys/bus/pci/devices/<port>/config"};
   PciInventory inv = ReadPciInventory(h);
-  if (inv.status != host::IoStatus::kOk) {
-    e.status = FromIo(inv.status);
-    e.error = inv.error;
-    return e;
-  }
+  if (MarkFailed(e, inv.status, inv.error)) return e;
   auto chain_of = [&](const std::string& bdf) {
     auto s = h.Stat("/sys/bus/pci/devices/" + bdf);
     return s.status == host::IoStatus::kOk ? PciChain(s.link_target) : std::vector<std::string>{};
@@ -604,11 +580,7 @@ Evidence PciPassthrough(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"};
   PciInventory inv = ReadPciInventory(h);
-  if (inv.status != host::IoStatus::kOk) {
-    e.status = FromIo(inv.status);
-    e.error = inv.error;
-    return e;
-  }
+  if (MarkFailed(e, inv.status, inv.error)) return e;
   json devices = json::array();
   for (const auto& d : inv.devices) {
     if (d.driver != "vfio-pci") continue;
@@ -645,11 +617,7 @@ Evidence RdmaCounters(host::Host& h, const CollectOptions& o) {
     e.data = {{"ports", json::array()}};
     return e;
   }
-  if (d.status != host::IoStatus::kOk) {
-    e.status = FromIo(d.status);
-    e.error = d.error;
-    return e;
-  }
+  if (MarkFailed(e, d.status, d.error)) return e;
   json ports = json::array();
   std::vector<std::string> files, dirs;  // dirs[i]: counter directory of ports[i]
   for (const auto& dev : d.entries) {
@@ -695,11 +663,7 @@ Evidence OpensmConfig(host::Host& h, const CollectOptions&) {
     e.data = {{"present", false}};
     return e;
   }
-  if (r.status != host::IoStatus::kOk) {
-    e.status = FromIo(r.status);
-    e.error = r.error;
-    return e;
-  }
+  if (MarkFailed(e, r.status, r.error)) return e;
   json keys = json::object();
   for (const auto& line : util::SplitLines(r.content)) {
     auto words = util::SplitWhitespace(line);
@@ -718,11 +682,7 @@ Evidence SriovVfs(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*/physfn"};
   PciInventory inv = ReadPciInventory(h);
-  if (inv.status != host::IoStatus::kOk) {
-    e.status = FromIo(inv.status);
-    e.error = inv.error;
-    return e;
-  }
+  if (MarkFailed(e, inv.status, inv.error)) return e;
   json vfs = json::array();
   for (const auto& d : inv.devices) {
     if (!d.IsRdmaNic()) continue;

@@ -47,11 +47,7 @@ Evidence OsKernel(host::Host& h, const CollectOptions&) {
   e.sources = {"file:/proc/sys/kernel/osrelease", "file:/proc/sys/kernel/hostname"};
   auto rel = h.ReadFile("/proc/sys/kernel/osrelease", 4096);
   auto host_name = h.ReadFile("/proc/sys/kernel/hostname", 4096);
-  if (rel.status != host::IoStatus::kOk) {
-    e.status = FromIo(rel.status);
-    e.error = rel.error;
-    return e;
-  }
+  if (MarkFailed(e, rel.status, rel.error)) return e;
   e.status = EvidenceStatus::kOk;
   e.data["release"] = std::string(util::Trim(rel.content));
   e.data["hostname"] = host_name.status == host::IoStatus::kOk ? json(std::string(util::Trim(host_name.content))) : json(nullptr);
@@ -123,11 +119,7 @@ Evidence PciDevices(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.sources = {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}", "stat:/sys/bus/pci/devices/*/driver"};
   PciInventory inv = ReadPciInventory(h);
-  if (inv.status != host::IoStatus::kOk) {
-    e.status = FromIo(inv.status);
-    e.error = inv.error;
-    return e;
-  }
+  if (MarkFailed(e, inv.status, inv.error)) return e;
   e.status = EvidenceStatus::kOk;
   e.data = ToJson(inv);
   return e;
@@ -254,11 +246,7 @@ Evidence CpuGovernor(host::Host& h, const CollectOptions&) {
   e.sources = {"dir:/sys/devices/system/cpu", "file:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor",
                "file:/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver"};
   auto cpus = h.ListDir("/sys/devices/system/cpu");
-  if (cpus.status != host::IoStatus::kOk) {
-    e.status = FromIo(cpus.status);
-    e.error = cpus.error;
-    return e;
-  }
+  if (MarkFailed(e, cpus.status, cpus.error)) return e;
   e.status = EvidenceStatus::kOk;
   std::map<std::string, int> governors;
   int cpu_count = 0, unreadable = 0, missing = 0;

@@ -155,11 +155,7 @@ Evidence SharedMounts(host::Host& h, const CollectOptions& o) {
   e.sources = {"file:/etc/fstab", "file:/proc/self/mountinfo", "cmd:stat -c %n <mount point> (2 s)"};
   auto fstab = h.ReadFile("/etc/fstab", 1u << 20);
   auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
-  if (mi.status != host::IoStatus::kOk) {
-    e.status = FromIo(mi.status);
-    e.error = mi.error;
-    return e;
-  }
+  if (MarkFailed(e, mi.status, mi.error)) return e;
   json expected = json::array(), mounted = json::array();
   if (fstab.status == host::IoStatus::kOk) {
     for (const auto& line : util::SplitLines(fstab.content)) {
