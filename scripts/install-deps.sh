@@ -6,6 +6,8 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev
   libgtest-dev libgmock-dev
+  # benchmarks: io_uring for storage, libcurl (HTTP + SigV4) for S3, inih for ~/.aws/credentials
+  liburing-dev libcurl4-openssl-dev libinih-dev
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
 )

@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/s3rver.sh install   # the real S3-compatible server the S3 tests start (npm)
 jobs=$(nproc)
 
 build_and_test() {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "checks/register.h"
+#include "cli/bench.h"
 #include "core/version.h"
 #include "host/local_host.h"
 #include "report/report.h"
@@ -302,6 +303,9 @@ int Main(int argc, char** argv) {
   show_cmd->add_option("--minimums", minimums_file, "Table file instead of the embedded one")->check(CLI::ExistingFile);
   show_cmd->add_flag("--json", minimums_json, "Print the raw JSON");
 
+  BenchCommands bench_cmds;
+  AddBenchCommands(app, bench_cmds);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -321,6 +325,8 @@ int Main(int argc, char** argv) {
       return Review(ro);
     }
     if (audit_cmd->parsed()) return RunAudit(a, args);
+    if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();
+    if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
     if (list_cmd->parsed()) {
       const auto& reg = checks::DefaultRegistry();
       if (format == "md") {
@@ -366,6 +372,9 @@ int Main(int argc, char** argv) {
       return kExitOk;
     }
   } catch (const audit::UsageError& e) {
+    std::cerr << "clustermax: error: " << e.what() << "\n";
+    return kExitToolError;
+  } catch (const std::invalid_argument& e) {
     std::cerr << "clustermax: error: " << e.what() << "\n";
     return kExitToolError;
   } catch (const std::exception& e) {

@@ -1,0 +1,174 @@
+// `clustermax bench storage|s3`: argv to options, progress to stderr, the table or JSON to stdout,
+// the result file (RUN_DIR/bench/<suite>.json, written atomically) and the exit code.
+#include "cli/bench.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "bench/grade.h"
+#include "bench/render.h"
+#include "bench/s3_bench.h"
+#include "bench/storage.h"
+#include "bench/workspace.h"
+#include "cli/cli.h"
+#include "util/files.h"
+#include "util/time.h"
+
+namespace clustermax::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct Common {
+  bool json_out = false, exit_zero = false, quiet = false;
+  std::string out_dir, thresholds_file;
+};
+
+void AddCommon(CLI::App* cmd, Common& c) {
+  cmd->add_flag("--json", c.json_out, "Print the JSON result instead of the table");
+  cmd->add_option("--out", c.out_dir, "Run directory for the result (default ~/.clustermax/runs/<timestamp>); "
+                                      "an audit run directory gets the result next to its report");
+  cmd->add_option("--thresholds", c.thresholds_file, "Pass/warn bars instead of the embedded data/bench-thresholds.json")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--exit-zero", c.exit_zero, "Exit 0 even when a grade FAILs");
+  cmd->add_flag("-q,--quiet", c.quiet, "No progress lines on stderr");
+}
+
+std::vector<uint64_t> Sizes(const std::vector<std::string>& v) {
+  std::vector<uint64_t> out;
+  for (const auto& s : v) out.push_back(bench::ParseSize(s));
+  return out;
+}
+
+int Finish(json result, const Common& c, const std::string& suite, std::string (*render)(const json&),
+           std::vector<bench::MetricValue> (*metrics)(const json&)) {
+  json thresholds = c.thresholds_file.empty()
+                        ? bench::EmbeddedBenchThresholds()
+                        : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
+  result["grades"] = bench::Grade(metrics(result), thresholds);
+  result["verdict"] = bench::WorstVerdict(result["grades"]);
+  fs::path dir = c.out_dir.empty() ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now()) : fs::path(c.out_dir);
+  fs::create_directories(dir / "bench");
+  fs::path file = dir / "bench" / (suite + ".json");
+  util::WriteFileAtomic(file, result.dump(2) + "\n");
+  if (c.json_out) {
+    std::cout << result.dump(2) << "\n";
+  } else {
+    std::cout << render(result);
+  }
+  std::cerr << fmt::format("result saved to {}\n", file.string());
+  if (result.value("interrupted", false)) {
+    std::cerr << "interrupted\n";
+    return kExitDeclined;
+  }
+  return result["verdict"] == "FAIL" && !c.exit_zero ? kExitFail : kExitOk;
+}
+
+}  // namespace
+
+void AddBenchCommands(CLI::App& app, BenchCommands& b) {
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): storage, s3");
+  bench_cmd->require_subcommand(1);
+  b.bench = bench_cmd;
+
+  static Common sc;
+  static bench::StorageOptions so;
+  static std::string size = "2G", ckpt_size = "1G";
+  static int threads = 0, iodepth = 0;
+  static bool quick = false;
+  auto* st = bench_cmd->add_subcommand("storage", "POSIX filesystem: sequential and random I/O, checkpoint save/load, small files");
+  st->add_option("--path", so.path, "Directory to test (a fresh subdirectory is made and removed)")->required()->check(CLI::ExistingDirectory);
+  st->add_option("--size", size, "Data files of the I/O workloads, all together (e.g. 2G)");
+  st->add_option("--files", so.files, "Data files = threads of the sequential workloads");
+  st->add_option("--duration", so.duration_s, "Seconds per I/O workload (0: one pass over the data)");
+  st->add_option("--ramp", so.ramp_s, "Seconds of warm-up not counted");
+  st->add_option("--threads", threads, "Threads of the random-read workloads (default 16)");
+  st->add_option("--iodepth", iodepth, "I/Os in flight per thread with io_uring (default 64)");
+  st->add_option("--engine", so.engine, "auto, io_uring or psync");
+  st->add_option("--tests", so.tests, "Only these: io, checkpoint, metadata or workload ids (seq-read-1m-direct, ...)")->delimiter(',');
+  st->add_option("--checkpoint-size", ckpt_size, "Checkpoint bytes per run, all ranks together (e.g. 1G)");
+  st->add_option("--checkpoint-ranks", so.ckpt_ranks, "Writers, one per GPU");
+  st->add_option("--checkpoint-shards", so.ckpt_shards, "Files per rank");
+  st->add_option("--checkpoint-runs", so.ckpt_runs, "Save/load runs (the reference averages 5)");
+  st->add_option("--meta-files", so.meta_files, "Small files for the metadata test");
+  st->add_option("--meta-dirs", so.meta_dirs, "Directories they are spread over");
+  st->add_option("--meta-threads", so.meta_threads, "Threads of the metadata test");
+  st->add_option("--meta-file-size", so.meta_file_size, "Bytes per small file");
+  st->add_flag("--quick", quick, "Short run: 512M data, 3 s per workload, 256M checkpoint, 2000 small files");
+  AddCommon(st, sc);
+  b.storage = st;
+  b.run_storage = [st]() -> int {
+    (void)st;
+    so.size = bench::ParseSize(size);
+    so.ckpt_size = bench::ParseSize(ckpt_size);
+    if (quick) {
+      if (size == "2G") so.size = 512u << 20;
+      if (ckpt_size == "1G") so.ckpt_size = 256u << 20;
+      so.duration_s = std::min(so.duration_s, 3.0);
+      so.ramp_s = std::min(so.ramp_s, 1.0);
+      so.meta_files = std::min(so.meta_files, 2000);
+    }
+    if (threads) so.threads = threads;
+    if (iodepth) so.iodepth = iodepth;
+    if (!sc.quiet) so.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    bench::InstallCancelHandlers();
+    json r = bench::RunStorageBench(so);
+    return Finish(std::move(r), sc, "storage", bench::RenderStorage, bench::StorageMetrics);
+  };
+
+  static Common s3c;
+  static bench::S3BenchOptions s3o;
+  static std::string profile, mp_threshold = "64M", part_size = "16M", max_row = "4G", mixed_object = "1M";
+  static std::vector<std::string> sizes = {"4K", "1M", "64M"};
+  auto* s3 = bench_cmd->add_subcommand("s3", "S3-compatible object storage: PUT/GET per size and stream count, LIST, DELETE, mixed");
+  s3->add_option("--endpoint", s3o.config.endpoint, "http(s)://host[:port]")->required();
+  s3->add_option("--bucket", s3o.config.bucket, "Existing bucket (objects go under a fresh prefix, all deleted after)")->required();
+  s3->add_option("--region", s3o.config.region, "Signing region (default us-east-1, or AWS_REGION)");
+  s3->add_option("--profile", profile, "Profile in ~/.aws/credentials (default: AWS_* environment, AWS_PROFILE, default)");
+  s3->add_option("--addressing", s3o.config.addressing, "path (endpoint/bucket/key) or virtual (bucket.endpoint/key)")
+      ->check(CLI::IsMember({"path", "virtual"}));
+  s3->add_option("--connect-to", s3o.config.connect_to, "HOST:PORT:ADDR:PORT, as curl --connect-to");
+  s3->add_option("--sizes", sizes, "Object sizes (e.g. 4K,1M,64M,1G)")->delimiter(',');
+  s3->add_option("--concurrency", s3o.concurrency, "Stream counts (e.g. 1,8,32)")->delimiter(',');
+  s3->add_option("--duration", s3o.duration_s, "Seconds per PUT or GET row");
+  s3->add_option("--max-bytes-per-row", max_row, "A row also stops after moving this much (e.g. 4G)");
+  s3->add_option("--multipart-threshold", mp_threshold, "Objects this large are uploaded in parts");
+  s3->add_option("--part-size", part_size, "Multipart part size (>= 5M)");
+  s3->add_option("--mixed", s3o.mixed_s, "Seconds of mixed GET/PUT/LIST/DELETE (0: none; 3.0 uses 900)");
+  s3->add_option("--mixed-object", mixed_object, "Object size of the mixed run");
+  s3->add_option("--list-page", s3o.list_page, "Keys per LIST page");
+  s3->add_option("--retries", s3o.config.max_retries, "Retries of a throttled or failed request");
+  s3->add_option("--request-timeout", s3o.config.request_timeout_s, "Seconds per request");
+  s3->add_option("--connect-timeout", s3o.config.connect_timeout_s, "Seconds to connect");
+  s3->add_flag("--insecure", s3o.config.insecure_tls, "Do not verify the TLS certificate");
+  AddCommon(s3, s3c);
+  b.s3 = s3;
+  b.run_s3 = [s3]() -> int {
+    if (s3->count("--region") == 0) {
+      for (const char* k : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
+        if (const char* v = std::getenv(k); v && *v) {
+          s3o.config.region = v;
+          break;
+        }
+      }
+    }
+    s3o.sizes = Sizes(sizes);
+    s3o.multipart_threshold = bench::ParseSize(mp_threshold);
+    s3o.part_size = bench::ParseSize(part_size);
+    s3o.max_bytes_per_row = bench::ParseSize(max_row);
+    s3o.mixed_object = bench::ParseSize(mixed_object);
+    s3o.config.credentials = bench::LoadS3Credentials(profile, [](const char* k) { return std::getenv(k); });
+    if (!s3c.quiet) s3o.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    bench::InstallCancelHandlers();
+    json r = bench::RunS3Bench(s3o);
+    return Finish(std::move(r), s3c, "s3", bench::RenderS3, bench::S3Metrics);
+  };
+}
+
+}  // namespace clustermax::cli

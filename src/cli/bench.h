@@ -1,0 +1,17 @@
+// The `bench` subcommands (storage, s3): options bound to CLI11, run when parsed.
+#pragma once
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace clustermax::cli {
+
+struct BenchCommands {
+  CLI::App* bench = nullptr;
+  CLI::App* storage = nullptr;
+  CLI::App* s3 = nullptr;
+  std::function<int()> run_storage, run_s3;
+};
+void AddBenchCommands(CLI::App& app, BenchCommands& b);
+
+}  // namespace clustermax::cli

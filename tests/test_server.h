@@ -1,0 +1,84 @@
+// A loopback HTTP/1.1 listener for client tests: answers each request with the next scripted
+// response (closing the connection after each) and records the raw request head and body.
+#pragma once
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace testing_server {
+
+class RecordingServer {
+ public:
+  explicit RecordingServer(std::vector<std::string> responses, bool repeat_last = false)
+      : responses_(std::move(responses)), repeat_last_(repeat_last) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0) throw std::runtime_error("listen");
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RecordingServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::vector<std::string> Requests() {
+    std::lock_guard lock(mu_);
+    return requests_;
+  }
+
+ private:
+  void Serve() {
+    size_t next = 0;
+    while (!stop_) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string req;
+      char buf[65536];
+      size_t want = std::string::npos;
+      while (true) {
+        ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+        size_t end = req.find("\r\n\r\n");
+        if (end != std::string::npos && want == std::string::npos) {
+          want = end + 4;
+          size_t cl = req.find("Content-Length: ");
+          if (cl != std::string::npos && cl < end) want += std::stoul(req.substr(cl + 16));
+        }
+        if (want != std::string::npos && req.size() >= want) break;
+      }
+      {
+        std::lock_guard lock(mu_);
+        requests_.push_back(req);
+      }
+      std::string resp = next < responses_.size() ? responses_[next] : repeat_last_ ? responses_.back() : "HTTP/1.1 500 X\r\nContent-Length: 0\r\n\r\n";
+      ++next;
+      if (resp.find("Connection:") == std::string::npos) resp.insert(resp.find("\r\n") + 2, "Connection: close\r\n");
+      ::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+  int fd_ = -1, port_ = 0;
+  std::vector<std::string> responses_;
+  bool repeat_last_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  std::thread thread_;
+};
+
+}  // namespace testing_server
