@@ -23,9 +23,10 @@ fs::path LatestRun() {
   if (!fs::is_directory(dir)) throw std::runtime_error("no saved runs under " + dir.string());
   std::vector<fs::path> runs;
   for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.is_directory() && e.path().filename().string()[0] != '.') runs.push_back(e.path());
+    // Audit runs only: a benchmark-only run directory (bench/*.json, no report.json) is not reviewable.
+    if (e.is_directory() && e.path().filename().string()[0] != '.' && fs::exists(e.path() / "report.json")) runs.push_back(e.path());
   }
-  if (runs.empty()) throw std::runtime_error("no saved runs under " + dir.string());
+  if (runs.empty()) throw std::runtime_error("no saved audit runs under " + dir.string());
   std::sort(runs.begin(), runs.end());
   return runs.back();
 }
