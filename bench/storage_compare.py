@@ -39,34 +39,28 @@ WORKLOADS = [
 ]
 
 
-def ours_storage(d, a):
+def ours_storage(d, a, wid):
     out = tempfile.mkdtemp()
     r = subprocess.run([BIN, "bench", "storage", "--path", d, "--size", a.size, "--files", str(a.jobs), "--threads", str(a.jobs),
-                        "--iodepth", str(a.iodepth), "--duration", str(a.runtime), "--ramp", str(a.ramp), "--tests", "io",
+                        "--iodepth", str(a.iodepth), "--duration", str(a.runtime), "--ramp", str(a.ramp), "--tests", wid,
                         "--json", "-q", "--exit-zero", "--out", out], check=True, capture_output=True, text=True)
     shutil.rmtree(out)
-    res = json.loads(r.stdout)
-    return {w["id"]: (w["bw_bytes_per_s"], w["iops"], w["latency"]["p99_us"]) for w in res["workloads"] if w["status"] == "ok"}
+    w = json.loads(r.stdout)["workloads"][0]
+    return (w["bw_bytes_per_s"], w["iops"], w["latency"]["p99_us"]) if w["status"] == "ok" else None
 
 
-def fio_storage(d, a):
+def fio_storage(d, a, wid, rw, bs, direct):
     per_file = parse_size(a.size) // a.jobs
-    res = {}
-    for wid, rw, bs, direct in WORKLOADS:
-        cmd = ["fio", "--name=cmaxcmp", f"--directory={d}", f"--rw={rw}", f"--bs={bs}", f"--direct={direct}",
-               "--ioengine=io_uring", f"--iodepth={a.iodepth}", f"--numjobs={a.jobs}", f"--size={per_file}",
-               "--time_based", f"--runtime={a.runtime}", f"--ramp_time={a.ramp}", "--group_reporting",
-               "--norandommap", "--randrepeat=0", "--output-format=json"]
-        if rw == "write" and not direct:
-            cmd.append("--end_fsync=1")  # ours counts the final flush of a buffered write
-        j = json.loads(sh(cmd).stdout)
-        side = j["jobs"][0]["write" if "write" in rw else "read"]
-        p99 = side["clat_ns"].get("percentile", {}).get("99.000000", 0) / 1000
-        res[wid] = (side["bw_bytes"], side["iops"], p99)
-    for f in os.listdir(d):
-        if f.startswith("cmaxcmp."):
-            os.unlink(os.path.join(d, f))
-    return res
+    cmd = ["fio", "--name=cmaxcmp", f"--directory={d}", f"--rw={rw}", f"--bs={bs}", f"--direct={direct}",
+           "--ioengine=io_uring", f"--iodepth={a.iodepth}", f"--numjobs={a.jobs}", f"--size={per_file}",
+           "--time_based", f"--runtime={a.runtime}", f"--ramp_time={a.ramp}", "--group_reporting",
+           "--norandommap", "--randrepeat=0", "--output-format=json"]
+    if rw == "write" and not direct:
+        cmd.append("--end_fsync=1")  # ours counts the final flush of a buffered write
+    j = json.loads(sh(cmd).stdout)
+    side = j["jobs"][0]["write" if "write" in rw else "read"]
+    p99 = side["clat_ns"].get("percentile", {}).get("99.000000", 0) / 1000
+    return (side["bw_bytes"], side["iops"], p99)
 
 
 def parse_size(s):
@@ -147,12 +141,19 @@ def main():
     ensure_tools()
     d = tempfile.mkdtemp(prefix="cmaxcmp-", dir=a.dir)
     ours, fio = {}, {}
-    for rep in range(a.reps):  # alternate, so drift on a shared machine hits both sides
+    for rep in range(a.reps):
+        # Each workload runs ours, then fio's equivalent, back to back (the order alternates per
+        # rep), so drift of a shared disk hits both sides alike.
         print(f"storage rep {rep + 1}/{a.reps}", file=sys.stderr)
-        for k, v in ours_storage(d, a).items():
-            ours.setdefault(k, []).append(v)
-        for k, v in fio_storage(d, a).items():
-            fio.setdefault(k, []).append(v)
+        for wid, rw, bs, direct in WORKLOADS:
+            pair = [("ours", lambda: ours_storage(d, a, wid)), ("fio", lambda: fio_storage(d, a, wid, rw, bs, direct))]
+            for who, fn in (pair if rep % 2 == 0 else pair[::-1]):
+                v = fn()
+                if v:
+                    (ours if who == "ours" else fio).setdefault(wid, []).append(v)
+    for f in os.listdir(d):
+        if f.startswith("cmaxcmp."):
+            os.unlink(os.path.join(d, f))
     os.rmdir(d)
     rows = []
     for wid, rw, bs, direct in WORKLOADS:
@@ -170,7 +171,7 @@ def main():
         print(f"S3 comparison failed: {e}\n{e.stderr}", file=sys.stderr)
     head = (f"Machine: {os.uname().nodename}, {os.cpu_count()} CPUs; directory {a.dir}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
             f"Storage: {a.size} in {a.jobs} files, {a.jobs} threads, io_uring QD{a.iodepth}, {a.runtime} s after {a.ramp} s ramp; "
-            f"medians of {a.reps} alternating runs. S3: s3rver 3.7.1 on loopback, medians of {a.reps}.\n\n")
+            f"medians of {a.reps} runs, ours and fio back to back per workload, order alternating. S3: s3rver 3.7.1 on loopback, medians of {a.reps}.\n\n")
     table = "| measurement | clustermax | reference | reference tool | ratio |\n|---|---:|---:|---|---:|\n"
     for name, o, t, tool, unit in rows:
         fmt = "{:.0f}" if unit == "IOPS" else "{:.3f}"

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -281,4 +282,73 @@ TEST(S3rverBench, ServerStoppedMidRunIsReportedNotHung) {
   EXPECT_FALSE(r["cleanup"]["leftovers"].empty());  // could not delete: said so, not hidden
   json g = Grade(S3Metrics(r), EmbeddedBenchThresholds());
   EXPECT_EQ(WorstVerdict(g), "FAIL");
+}
+
+namespace {
+struct Cli {
+  int code = -1;
+  std::string out;
+};
+Cli RunBinary(const std::string& args, const std::string& env = "") {
+  std::string cmd = env + " " + CLUSTERMAX_BINARY + " " + args + " 2>/dev/null </dev/null";
+  Cli p;
+  FILE* f = ::popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) p.out.append(buf, n);
+  int st = ::pclose(f);
+  p.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return p;
+}
+json ObjectStorageResult(const std::string& extra, const std::string& env, const fs::path& out) {
+  fs::remove_all(out);
+  Cli c = RunBinary("audit --standalone --yes --json --exit-zero --check object-storage-endpoint --out " + out.string() + " " + extra, env);
+  json r = json::parse(c.out);
+  return r["results"].at(0);
+}
+}  // namespace
+
+// The audit's s3-probe, end to end: the binary runs `probe s3` as a recorded command through the
+// host seam; the check grades it; the recorded bundle replays to the same verdict without a server.
+TEST(S3rverAuditProbe, ObjectStorageEndpointGradedAndReplayed) {
+  S3rver server;
+  fs::path base = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / "s3-audit";
+  fs::create_directories(base);
+  const std::string creds = "AWS_ACCESS_KEY_ID=S3RVER AWS_SECRET_ACCESS_KEY=S3RVER";
+  std::string target = "--s3-endpoint " + server.endpoint() + " --s3-bucket ci-bucket";
+
+  json off = ObjectStorageResult(target, creds, base / "off");
+  EXPECT_EQ(off["status"], "SKIP");
+  EXPECT_EQ(off["reason"], "probe-disabled");
+
+  json none = ObjectStorageResult("--probe s3-probe", creds, base / "none");
+  EXPECT_EQ(none["status"], "SKIP");
+  EXPECT_EQ(none["reason"], "prerequisite-missing");
+
+  fs::path bundle = base / "bundle.json";
+  fs::remove(bundle);
+  json ok = ObjectStorageResult("--probe s3-probe " + target + " --record " + bundle.string(), creds, base / "ok");
+  EXPECT_EQ(ok["status"], "PASS") << ok.dump();
+  EXPECT_EQ(ok["details"].size(), 5u) << ok.dump();  // credentials source + 4 operations
+  EXPECT_NE(ok.dump().find("credentials from environment"), std::string::npos) << ok.dump();  // the child inherited them
+
+  json missing = ObjectStorageResult("--probe s3-probe --s3-endpoint " + server.endpoint() + " --s3-bucket nope", creds, base / "missing");
+  EXPECT_EQ(missing["status"], "WARN") << missing.dump();
+  EXPECT_NE(missing.dump().find("NoSuchBucket"), std::string::npos);
+
+  json down = ObjectStorageResult("--probe s3-probe --s3-endpoint http://127.0.0.1:" + std::to_string(FreePort()) + " --s3-bucket ci-bucket",
+                                  creds, base / "down");
+  EXPECT_EQ(down["status"], "FAIL") << down.dump();
+
+  // The bundle holds the probe's answer, not the secret; replay needs no server.
+  std::ifstream bf(bundle);
+  std::string text((std::istreambuf_iterator<char>(bf)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("\"/proc/self/exe\""), std::string::npos);
+  EXPECT_NE(text.find("CLUSTERMAX_S3_ENDPOINT"), std::string::npos);
+  EXPECT_EQ(text.find("\"S3RVER\""), std::string::npos);  // neither key nor secret
+  server.Kill(SIGTERM);
+  Cli replay = RunBinary("audit --json --exit-zero --check object-storage-endpoint --replay " + bundle.string());
+  json rr = json::parse(replay.out)["results"].at(0);
+  EXPECT_EQ(rr["status"], "PASS") << replay.out;
+  fs::remove_all(base);
 }

@@ -106,6 +106,7 @@ Engine PickEngine(const std::string& wanted) {
 }
 
 struct ThreadStats {
+  bool covered = false;  // a sequential writer issued a whole pass over its file
   uint64_t bytes = 0, ops = 0;
   double seconds = 0;
   LatencyHistogram hist;
@@ -143,10 +144,11 @@ struct OpPicker {
   std::mt19937_64 rng;
   uint64_t blocks, issued = 0, next_seq = 0;
   bool wrapped = false;
-  // A buffered sequential read that starts another pass over its file drops the file's page cache
-  // first (as fio does on every loop with invalidate=1): each pass reads the storage, not memory.
+  // A buffered sequential workload that starts another pass over its file drops the file's page
+  // cache first (as fio does on every loop with invalidate=1): a read pass reads the storage, not
+  // memory, and a write pass starts writeback of the previous one instead of overwriting it in RAM.
   void AfterWrap(int fd) {
-    if (wrapped && !run.w->write && !run.w->direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (wrapped && !run.w->direct) ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     wrapped = false;
   }
 };
@@ -187,6 +189,7 @@ void RunPsync(const IoRun& r, int fd, int tid, ThreadStats& s) {
     }
     Account(r, s, t0, t1, static_cast<uint64_t>(n));
   }
+  s.covered = s.error.empty() && pick.issued >= pick.blocks;
 }
 
 void RunUring(const IoRun& r, int fd, int tid, ThreadStats& s) {
@@ -279,6 +282,7 @@ void RunUring(const IoRun& r, int fd, int tid, ThreadStats& s) {
     }
     io_uring_cq_advance(&ring, seen);
   }
+  s.covered = s.error.empty() && pick.issued >= pick.blocks;
   // Drain whatever is still in flight after an error, so no buffer is freed under the kernel.
   while (inflight > 0) {
     io_uring_cqe* cqe = nullptr;
@@ -290,7 +294,7 @@ void RunUring(const IoRun& r, int fd, int tid, ThreadStats& s) {
 }
 
 json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vector<fs::path>& files, uint64_t file_size,
-                   const Engine& engine) {
+                   const Engine& engine, std::vector<bool>& written) {
   json out = {{"id", w.id},
               {"rw", w.random ? (w.write ? "randwrite" : "randread") : (w.write ? "write" : "read")},
               {"block_size", w.block_size},
@@ -370,6 +374,7 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
     all.Merge(s.hist);
     per_thread.push_back({{"bytes", s.bytes}, {"ops", s.ops}, {"seconds", Round(s.seconds, 4)}});
     if (!s.error.empty()) errors.push_back(fmt::format("thread {}: {}", t, s.error));
+    if (w.write && !w.random && s.covered) written[static_cast<size_t>(t) % files.size()] = true;
   }
   out["bytes"] = bytes;
   out["ops"] = ops;
@@ -391,12 +396,13 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
   return out;
 }
 
-// Writes the data files the read workloads use (not measured) unless a write workload did.
-void LayOut(const std::vector<fs::path>& files, uint64_t file_size) {
+// Writes the data files the read workloads use (not measured), except those a sequential write
+// workload already covered. (The size of a file says nothing: the files are preallocated.)
+void LayOut(const std::vector<fs::path>& files, uint64_t file_size, std::vector<bool>& written) {
   AlignedBuffer buf(kMiB, 7);
-  for (const auto& f : files) {
-    struct stat st {};
-    if (::stat(f.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) >= file_size) continue;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path& f = files[i];
+    if (written[i]) continue;
     Fd fd(::open(f.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd) throw std::runtime_error(fmt::format("open {}: {}", f.string(), Errno(errno)));
     for (uint64_t off = 0; off < file_size && !Cancelled(); off += kMiB) {
@@ -406,6 +412,7 @@ void LayOut(const std::vector<fs::path>& files, uint64_t file_size) {
       }
     }
     ::fsync(fd.get());
+    written[i] = !Cancelled();
   }
 }
 
@@ -784,6 +791,9 @@ json RunStorageBench(const StorageOptions& o) {
         ws.Track(p);
         Fd fd(::open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600));
         if (!fd) throw std::runtime_error(fmt::format("create {}: {}", p.string(), Errno(errno)));
+        // Preallocated, as fio does: write workloads measure writing, not block allocation. Where the
+        // filesystem cannot (EOPNOTSUPP on some network filesystems) the file simply grows.
+        ::posix_fallocate(fd.get(), 0, static_cast<off_t>(file_size));
         files.push_back(p);
       }
       out["options"]["file_bytes"] = file_size;
@@ -801,16 +811,18 @@ json RunStorageBench(const StorageOptions& o) {
             file_size * static_cast<uint64_t>(o.files) / kMiB, 2 * ram / kMiB);
       }
       bool laid_out = false;
+      std::vector<bool> written(files.size(), false);
       for (const auto& w : selected) {
         if (Cancelled()) break;
         if (!w.write && !laid_out) {
           // Completes whatever a (time-based or failed) write workload left short; not measured.
-          if (o.progress) o.progress(fmt::format("laying out {} data files of {} MiB (not measured)", files.size(), file_size / kMiB));
-          LayOut(files, file_size);
+          auto pending = std::count(written.begin(), written.end(), false);
+          if (o.progress && pending) o.progress(fmt::format("laying out {} data files of {} MiB (not measured)", pending, file_size / kMiB));
+          LayOut(files, file_size, written);
           laid_out = true;
         }
         if (o.progress) o.progress(fmt::format("{}: {} threads, queue depth {}", w.id, w.threads, engine.name == "io_uring" ? w.iodepth : 1));
-        workloads.push_back(RunIoWorkload(w, o, files, file_size, engine));
+        workloads.push_back(RunIoWorkload(w, o, files, file_size, engine, written));
       }
       out["workloads"] = workloads;
     }

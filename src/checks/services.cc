@@ -249,6 +249,29 @@ Finding VirtioNetBluefieldExposure(const JudgeContext& ctx) {
                                                   "exposure; neither is readable passively from the host");
 }
 
+Finding ObjectStorageEndpoint(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("probe.s3");
+  if (auto p = core::EvidenceProblem(e, "clustermax probe s3")) return *p;
+  if (!e.data.value("configured", false)) {
+    return core::Skip(Reason::kPrerequisiteMissing, "no object storage endpoint configured (--s3-endpoint URL --s3-bucket NAME)");
+  }
+  const json& p = e.data["probe"];
+  std::vector<std::string> lines, bad;
+  for (const auto& s : p["steps"]) {
+    std::string line = fmt::format("{}: {} ({} ms)", s["op"].get<std::string>(), s["ok"].get<bool>() ? "ok" : s.value("error", "failed"),
+                                   s["ms"].get<double>());
+    lines.push_back(line);
+    if (!s["ok"].get<bool>()) bad.push_back(line);
+  }
+  std::string where = fmt::format("{} bucket {}", p["endpoint"].get<std::string>(), p["bucket"].get<std::string>());
+  Finding f = !p["reachable"].get<bool>() ? core::Fail(Severity::kConfig, fmt::format("{} is configured but unreachable", where))
+              : !bad.empty()              ? core::Warn(Reason::kConfig, fmt::format("{} answers, but {} operation(s) failed", where, bad.size()))
+              : p["steps"].size() < 4     ? core::Warn(Reason::kEvidenceError, fmt::format("{}: the probe stopped early", where))
+                                          : core::Pass(fmt::format("{}: HEAD, PUT, GET and DELETE succeeded", where));
+  f.Detail("credentials from " + p.value("credentials", std::string("?")));
+  return f.Expected("HEAD bucket, PUT, GET (same bytes) and DELETE of a small object all succeed").Details(lines);
+}
+
 Finding DcgmDiagQuick(const JudgeContext& ctx) {
   if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
   const Evidence& dcgm = ctx.Get("dcgm.version");
@@ -342,6 +365,12 @@ void RegisterServiceChecks(core::Registry& r) {
                    .remediation = "Install a toolkit and Nsight Compute new enough for the GPU.", .targets = kS | kSA | kV,
                    .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits", "ncu.binary"}, .reproduce = "nvcc --version; ncu --version"},
          CudaArchSupport});
+  r.Add({CheckInfo{.id = "object-storage-endpoint", .category = "storage", .title = "S3 object storage endpoint reachable and usable",
+                   .rationale = "Checkpoint offload and dataset streaming need an S3 endpoint that accepts reads, writes and deletes.",
+                   .remediation = "Check the endpoint URL, the bucket policy and the credentials given to the tenant.",
+                   .targets = kS | kK | kSA | kV, .needs = {"probe.s3"}, .probe = "s3-probe", .probe_required = true,
+                   .reproduce = "clustermax probe s3 --endpoint URL --bucket NAME"},
+         ObjectStorageEndpoint});
   r.Add({CheckInfo{.id = "storage-mount-stable", .category = "storage", .title = "Shared mounts present and responsive",
                    .rationale = "A missing or hung shared filesystem stalls every job that touches it.",
                    .remediation = "Remount the filesystem; investigate the storage servers for hung mounts.", .criterion = "shared-fs",

@@ -13,6 +13,7 @@
 #include "bench/grade.h"
 #include "bench/render.h"
 #include "bench/s3_bench.h"
+#include "bench/s3_probe.h"
 #include "bench/storage.h"
 #include "bench/workspace.h"
 #include "cli/cli.h"
@@ -168,6 +169,26 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     bench::InstallCancelHandlers();
     json r = bench::RunS3Bench(s3o);
     return Finish(std::move(r), s3c, "s3", bench::RenderS3, bench::S3Metrics);
+  };
+
+  // `probe s3`: the audit's s3-probe as a command (its JSON is recorded as evidence).
+  auto* probe_cmd = app.add_subcommand("probe", "Single active probes the audit runs as commands");
+  probe_cmd->require_subcommand(1);
+  static bench::S3Config pc;
+  static std::string probe_profile;
+  auto* ps3 = probe_cmd->add_subcommand("s3", "HEAD the bucket, PUT, GET and DELETE one small object; JSON on stdout");
+  ps3->add_option("--endpoint", pc.endpoint, "http(s)://host[:port]")->required();
+  ps3->add_option("--bucket", pc.bucket, "Bucket")->required();
+  ps3->add_option("--region", pc.region, "Signing region");
+  ps3->add_option("--addressing", pc.addressing, "path or virtual")->check(CLI::IsMember({"path", "virtual"}));
+  ps3->add_option("--profile", probe_profile, "Profile in ~/.aws/credentials");
+  b.probe_s3 = ps3;
+  b.run_probe_s3 = []() -> int {
+    pc.max_retries = 1;
+    pc.request_timeout_s = 10;
+    pc.credentials = bench::LoadS3Credentials(probe_profile, [](const char* k) { return std::getenv(k); });
+    std::cout << bench::RunS3Probe(pc).dump() << "\n";
+    return kExitOk;
   };
 }
 

@@ -10,7 +10,8 @@ struct BenchCommands {
   CLI::App* bench = nullptr;
   CLI::App* storage = nullptr;
   CLI::App* s3 = nullptr;
-  std::function<int()> run_storage, run_s3;
+  CLI::App* probe_s3 = nullptr;
+  std::function<int()> run_storage, run_s3, run_probe_s3;
 };
 void AddBenchCommands(CLI::App& app, BenchCommands& b);
 

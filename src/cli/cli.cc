@@ -30,6 +30,7 @@ struct AuditOptions {
   bool no_color = false;
   std::vector<std::string> profiles, checks, probes, replay, timeouts;
   std::string out_dir, sysroot, minimums_file, probe_image, record;
+  std::string s3_endpoint, s3_bucket, s3_region, s3_addressing;
   double command_timeout_s = 10;
   double counter_interval_s = 10;
   int verbosity = 0;
@@ -76,6 +77,14 @@ collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::S
   o.probes = sel.probes;
   o.counter_interval = std::chrono::milliseconds(static_cast<long long>(a.counter_interval_s * 1000));
   if (!a.probe_image.empty()) o.probe_image = a.probe_image;
+  // The s3-probe reads its endpoint from the environment (through the host, so a replay sees it).
+  auto set = [](const char* k, const std::string& v) {
+    if (!v.empty()) ::setenv(k, v.c_str(), 1);
+  };
+  set("CLUSTERMAX_S3_ENDPOINT", a.s3_endpoint);
+  set("CLUSTERMAX_S3_BUCKET", a.s3_bucket);
+  set("CLUSTERMAX_S3_REGION", a.s3_region);
+  set("CLUSTERMAX_S3_ADDRESSING", a.s3_addressing);
   for (const auto& t : a.timeouts) {
     size_t eq = t.find('=');
     double s = 0;
@@ -264,6 +273,10 @@ int Main(int argc, char** argv) {
   audit_cmd->add_flag("--active", a.active, "Enable every active probe (they change state, start containers or load GPUs)");
   audit_cmd->add_option("--probe", a.probes, "Enable one active probe by name");
   audit_cmd->add_option("--probe-image", a.probe_image, "Container image for the container-launch probe");
+  audit_cmd->add_option("--s3-endpoint", a.s3_endpoint, "Object storage endpoint for the s3-probe (or CLUSTERMAX_S3_ENDPOINT)");
+  audit_cmd->add_option("--s3-bucket", a.s3_bucket, "Bucket for the s3-probe (or CLUSTERMAX_S3_BUCKET; credentials: AWS_* or ~/.aws/credentials)");
+  audit_cmd->add_option("--s3-region", a.s3_region, "Signing region for the s3-probe (or CLUSTERMAX_S3_REGION, AWS_REGION; default us-east-1)");
+  audit_cmd->add_option("--s3-addressing", a.s3_addressing, "path (default) or virtual")->check(CLI::IsMember({"path", "virtual"}));
   audit_cmd->add_option("--replay", a.replay, "Judge saved evidence bundle(s) instead of this machine")->check(CLI::ExistingFile);
   audit_cmd->add_option("--record", a.record, "Also write this node's evidence bundle to FILE (e.g. a test fixture)");
   audit_cmd->add_option("--out", a.out_dir, "Run directory (default ~/.clustermax/runs/<timestamp>)");
@@ -327,6 +340,7 @@ int Main(int argc, char** argv) {
     if (audit_cmd->parsed()) return RunAudit(a, args);
     if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();
     if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
+    if (bench_cmds.probe_s3->parsed()) return bench_cmds.run_probe_s3();
     if (list_cmd->parsed()) {
       const auto& reg = checks::DefaultRegistry();
       if (format == "md") {

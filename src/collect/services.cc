@@ -298,9 +298,50 @@ Evidence DcgmDiagProbe(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// Runs this binary's `probe s3` (argv[0] /proc/self/exe: the same on every machine, so the
+// recorded command replays anywhere); its JSON answer is the evidence. The endpoint comes from
+// the environment (CLUSTERMAX_S3_ENDPOINT, _BUCKET, _REGION or AWS_REGION, _ADDRESSING; the CLI's
+// --s3-* flags set them), read through the host so that a replay finds the same configuration.
+// Credentials stay in the environment of the child, never in argv or the bundle.
+Evidence S3Probe(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto env = [&](const char* k, const std::string& fallback) { return h.GetEnv(k).value_or(fallback); };
+  std::string endpoint = env("CLUSTERMAX_S3_ENDPOINT", ""), bucket = env("CLUSTERMAX_S3_BUCKET", "");
+  if (endpoint.empty() || bucket.empty()) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"configured", false}};
+    return e;
+  }
+  std::string region = env("CLUSTERMAX_S3_REGION", env("AWS_REGION", "us-east-1"));
+  std::string addressing = env("CLUSTERMAX_S3_ADDRESSING", "path");
+  auto spec = Command({"/proc/self/exe", "probe", "s3", "--endpoint", endpoint, "--bucket", bucket, "--region", region,
+                       "--addressing", addressing},
+                      o, "probe.s3");
+  if (!o.timeouts.count("probe.s3")) spec.timeout = std::chrono::seconds(30);
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  if (r.status != host::IoStatus::kOk) {
+    FailFromCommand(e, r);
+    return e;
+  }
+  try {
+    json j = json::parse(r.out);
+    if (!j.contains("steps") || !j["steps"].is_array()) throw std::runtime_error("no steps");
+    e.data = {{"configured", true}, {"probe", j}};
+    e.status = EvidenceStatus::kOk;
+  } catch (const std::exception& ex) {
+    e.status = EvidenceStatus::kParseError;
+    e.error = fmt::format("probe s3 exit {}: {}; {}", r.exit_code, ex.what(), util::Ellipsize(util::Trim(r.out + r.err), 300));
+  }
+  return e;
+}
+
 }  // namespace
 
 void RegisterAmdCollectors(std::vector<Collector>& out) {
+  out.push_back({{"probe.s3", "clustermax probe s3: HEAD bucket, PUT, GET, DELETE one object",
+                  {"cmd:/proc/self/exe probe s3 --endpoint <url> --bucket <b>"}, "s3-probe"},
+                 S3Probe});
   out.push_back({{"probe.dcgm-diag", "dcgmi diag -r 1 -j", {"cmd:dcgmi diag -r 1 -j"}, "dcgm-diag"}, DcgmDiagProbe});
   out.push_back({{"amd.stack", "AMD GPUs, ROCm version and the amdgpu release bound to the loaded module",
                   {"file:/sys/bus/pci/devices/*/product_name", "file:/opt/rocm/.info/version", "file:/sys/module/amdgpu/srcversion",
