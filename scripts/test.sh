@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/s3rver.sh install   # the real S3-compatible server the S3 tests start (npm)
+bash scripts/slurm-ci.sh install # Debian's Slurm and munge: the fleet tests start a 3-node cluster
 jobs=$(nproc)
 
 build_and_test() {

@@ -25,6 +25,7 @@
 #include "bench/storage.h"
 #include "bench/workspace.h"
 #include "test_server.h"
+#include "testutil.h"
 
 using namespace clustermax::bench;
 namespace fs = std::filesystem;
@@ -439,13 +440,9 @@ TEST(BenchCli, StorageInterruptedBySigintCleansUpAndSaysSo) {
 
 TEST(BenchCli, BadOptionsAreUsageErrors) {
   fs::path dir = Scratch("cli-usage");
-  std::string cmd = std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() + " --tests nope 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  std::string text;
-  char buf[512];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) text.append(buf, n);
-  int rc = ::pclose(p);
-  EXPECT_EQ(WEXITSTATUS(rc), 1);
+  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() + " --tests nope");
+  const std::string& text = r.out;
+  EXPECT_EQ(r.code, 1);
   EXPECT_NE(text.find("unknown storage test 'nope'"), std::string::npos) << text;
   EXPECT_TRUE(Entries(dir).empty());
 }

@@ -45,22 +45,11 @@ void CompareGolden(const std::string& name, const std::string& actual) {
   EXPECT_EQ(*expected, actual) << "golden " << name << " differs (regenerate with CLUSTERMAX_UPDATE_GOLDEN=1 if intended)";
 }
 
-struct Proc {
-  int code = -1;
-  std::string out;
-};
+using Proc = clustermax::testing::Shell;
 
-// Runs the built binary through the shell (test-only convenience); stderr is folded into out.
+// Runs the built binary through the shell; stderr is folded into out.
 Proc RunCli(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null";
-  Proc p;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) p.out.append(buf, n);
-  int st = ::pclose(f);
-  p.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return p;
+  return clustermax::testing::RunShell(env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null");
 }
 
 // The JSON document in a CLI output that also carries stderr lines.

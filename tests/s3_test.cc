@@ -20,6 +20,7 @@
 #include "bench/grade.h"
 #include "bench/s3.h"
 #include "bench/s3_bench.h"
+#include "testutil.h"
 
 extern char** environ;
 using namespace clustermax::bench;
@@ -285,20 +286,9 @@ TEST(S3rverBench, ServerStoppedMidRunIsReportedNotHung) {
 }
 
 namespace {
-struct Cli {
-  int code = -1;
-  std::string out;
-};
+using Cli = clustermax::testing::Shell;
 Cli RunBinary(const std::string& args, const std::string& env = "") {
-  std::string cmd = env + " " + CLUSTERMAX_BINARY + " " + args + " 2>/dev/null </dev/null";
-  Cli p;
-  FILE* f = ::popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) p.out.append(buf, n);
-  int st = ::pclose(f);
-  p.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return p;
+  return clustermax::testing::RunShell(env + " " + CLUSTERMAX_BINARY + " " + args + " 2>/dev/null </dev/null");
 }
 json ObjectStorageResult(const std::string& extra, const std::string& env, const fs::path& out) {
   fs::remove_all(out);

@@ -1,5 +1,8 @@
-// Shared test helpers: fixture paths and reading.
+// Shared test helpers: fixture paths and reading, running a shell command.
 #pragma once
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -13,6 +16,23 @@ inline std::string ReadFixture(const std::string& rel) {
   auto t = util::ReadLocalFile(Fixture(rel));
   if (!t) throw std::runtime_error("missing fixture " + rel);
   return *t;
+}
+
+struct Shell {
+  int code = -1;
+  std::string out;
+};
+// Runs `cmd` with /bin/sh (test-only convenience) and returns its exit code and stdout; stderr
+// joins stdout unless the command redirects it itself.
+inline Shell RunShell(const std::string& cmd) {
+  Shell p;
+  FILE* f = ::popen((cmd.find(" 2>") == std::string::npos ? cmd + " 2>&1" : cmd).c_str(), "r");
+  char buf[65536];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) p.out.append(buf, n);
+  int st = ::pclose(f);
+  p.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return p;
 }
 
 }  // namespace clustermax::testing

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/fleet_summary.h"
 #include "core/version.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -44,8 +45,9 @@ std::string HostnameFrom(const core::EvidenceSet& ev, host::Host& h) {
   return "localhost";
 }
 
-std::vector<std::string> WithHostname(const Plan& plan) {
-  std::vector<std::string> ids = plan.collectors;
+std::vector<std::string> CollectorsFor(const Plan& plan, const std::string& role) {
+  std::vector<std::string> ids = role == "login" ? plan.cluster_collectors : role == "compute" ? plan.node_collectors : plan.collectors;
+  ids.erase(std::remove(ids.begin(), ids.end(), std::string("fleet.summary")), ids.end());  // derived by Judge, never collected
   if (std::find(ids.begin(), ids.end(), "os.kernel") == ids.end()) ids.push_back("os.kernel");
   return ids;
 }
@@ -61,8 +63,8 @@ Finding JudgeOne(const core::Check& c, const core::EvidenceSet& ev, const core::
   }
 }
 
-Finding RollUp(const std::vector<NodeFinding>& nodes) {
-  if (nodes.size() == 1) return nodes.front().finding;
+Finding RollUp(const std::vector<NodeFinding>& nodes, const std::vector<UnreachableNode>& unreachable) {
+  if (nodes.size() == 1 && unreachable.empty()) return nodes.front().finding;
   const NodeFinding* worst = &nodes.front();
   int counts[4] = {0, 0, 0, 0};
   for (const auto& n : nodes) {
@@ -70,26 +72,45 @@ Finding RollUp(const std::vector<NodeFinding>& nodes) {
     if (core::Rank(n.finding.verdict) > core::Rank(worst->finding.verdict)) worst = &n;
   }
   Finding f = worst->finding;
-  size_t m = nodes.size();
+  size_t m = nodes.size() + unreachable.size();
+  if (!unreachable.empty() && (f.verdict == Verdict::kPass || f.verdict == Verdict::kSkip)) {
+    // Evidence that was not read is never a PASS: the nodes that answered passed, the rest are unknown.
+    std::vector<std::string> names;
+    for (const auto& u : unreachable) names.push_back(u.node);
+    Finding w = core::Warn(Reason::kCoveragePartial,
+                           fmt::format("{} of {} nodes {}; no evidence from {}: {}", counts[static_cast<int>(f.verdict)], m,
+                                       core::ToString(f.verdict), names.size() == 1 ? "node" : "nodes", fmt::join(names, ", ")));
+    w.observed = f.observed;
+    w.expected = f.expected;
+    for (const auto& u : unreachable) w.details.push_back(u.node + ": no evidence (" + u.reason + ")");
+    for (const auto& n : nodes) w.details.push_back(n.node + ": " + n.finding.message);
+    return w;
+  }
   int n_worst = counts[static_cast<int>(worst->finding.verdict)];
   f.message = fmt::format("{} of {} nodes {}: {}", n_worst, m, core::ToString(worst->finding.verdict), worst->finding.message);
   f.details.clear();
   for (const auto& n : nodes) {
     if (n.finding.verdict == worst->finding.verdict) f.details.push_back(n.node + ": " + n.finding.message);
   }
+  for (const auto& u : unreachable) f.details.push_back(u.node + ": no evidence (" + u.reason + ")");
   return f;
 }
 
 }  // namespace
 
-NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle) {
+NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle,
+                         const std::string& role) {
   host::RecordingHost rec(live, bundle);
   bundle.manifest.started_at = util::FormatRfc3339(std::chrono::system_clock::now());
   bundle.manifest.target = std::string(core::ToString(plan.selection.target));
   bundle.manifest.probes.assign(opts.probes.begin(), opts.probes.end());
+  bundle.manifest.role = role;
   NodeEvidence n;
-  n.evidence = collect::CollectEvidence(rec, WithHostname(plan), opts);
+  n.role = role;
+  n.evidence = collect::CollectEvidence(rec, CollectorsFor(plan, role), opts);
   n.node = HostnameFrom(n.evidence, rec);
+  // In a Slurm step the node's name is Slurm's (several slurmd may share one host).
+  if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute") n.node = *sn;
   bundle.manifest.hostname = n.node;
   bundle.manifest.finished_at = util::FormatRfc3339(std::chrono::system_clock::now());
   n.manifest = bundle.manifest;
@@ -103,7 +124,8 @@ NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const coll
   o.probes = std::set<std::string>(bundle.manifest.probes.begin(), bundle.manifest.probes.end());
   NodeEvidence n;
   n.manifest = bundle.manifest;
-  n.evidence = collect::CollectEvidence(replay, WithHostname(plan), o);
+  n.role = bundle.manifest.role;
+  n.evidence = collect::CollectEvidence(replay, CollectorsFor(plan, n.role), o);
   n.node = bundle.manifest.hostname.empty() ? HostnameFrom(n.evidence, replay) : bundle.manifest.hostname;
   n.replay_misses = replay.misses();
   return n;
@@ -142,7 +164,8 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
   return out;
 }
 
-Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums) {
+Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums,
+             const std::vector<UnreachableNode>& unreachable) {
   Report r;
   r.tool_version = core::kToolVersion;
   r.git_sha = core::kGitSha;
@@ -158,10 +181,39 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
     r.nodes.push_back(n.node);
     for (const auto& m : n.replay_misses) r.replay_misses.push_back(n.node + ": " + m);
   }
+  r.unreachable = unreachable;
+  // Fleet: node checks on the compute nodes, cluster checks on the login node, which also gets the
+  // derived evidence of the whole fleet. Without roles (one node, or plain replays) every check
+  // is judged on every node.
+  std::vector<const NodeEvidence*> computes, logins;
+  for (const auto& n : nodes) {
+    if (n.role == "login") logins.push_back(&n);
+    else computes.push_back(&n);
+  }
+  bool fleet = !logins.empty();
+  std::vector<NodeEvidence> login_views;
+  if (fleet) {
+    core::Evidence summary = FleetSummary(computes, unreachable, logins.front());
+    r.fleet = summary.data;
+    for (const auto* l : logins) {
+      NodeEvidence v = *l;
+      v.evidence["fleet.summary"] = summary;
+      login_views.push_back(std::move(v));
+    }
+  }
   for (const auto& pc : plan.checks) {
     CheckResult cr;
     cr.info = &pc.check->info;
-    for (const auto& n : nodes) {
+    bool on_login = fleet && pc.check->info.cluster;
+    std::vector<const NodeEvidence*> targets;
+    if (on_login) {
+      for (const auto& v : login_views) targets.push_back(&v);
+    } else {
+      targets = fleet ? computes : std::vector<const NodeEvidence*>{};
+      if (!fleet) for (const auto& n : nodes) targets.push_back(&n);
+    }
+    for (const auto* np : targets) {
+      const NodeEvidence& n = *np;
       Finding f;
       if (pc.state == PlanState::kNotInScope) {
         f = core::Skip(Reason::kNotInScope,
@@ -177,8 +229,9 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
     }
     if (cr.nodes.empty()) {
       cr.finding = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
+      for (const auto& u : unreachable) cr.finding.details.push_back(u.node + ": no evidence (" + u.reason + ")");
     } else {
-      cr.finding = RollUp(cr.nodes);
+      cr.finding = RollUp(cr.nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
     }
     r.results.push_back(std::move(cr));
   }

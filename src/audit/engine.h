@@ -14,15 +14,22 @@ namespace clustermax::audit {
 inline constexpr int kReportSchemaVersion = 1;
 
 struct NodeEvidence {
-  std::string node;                  // hostname from the bundle manifest
+  std::string node;                  // hostname from the bundle manifest (the Slurm node name in a fleet)
   host::Manifest manifest;
   core::EvidenceSet evidence;
   std::vector<std::string> replay_misses;  // requests the bundle could not answer (replay only)
+  std::string role;                        // manifest role: "", "login" or "compute"
 };
 
 struct NodeFinding {
   std::string node;
   core::Finding finding;
+};
+
+// A node a fleet audit asked for that returned no evidence, and why (down, drained, timed out...).
+struct UnreachableNode {
+  std::string node;
+  std::string reason;
 };
 
 struct CheckResult {
@@ -42,11 +49,16 @@ struct Report {
   std::vector<std::string> nodes;
   std::vector<CheckResult> results;
   std::vector<std::string> replay_misses;  // "node: request"
+  std::vector<UnreachableNode> unreachable;  // fleet audits: nodes asked for that returned nothing
+  nlohmann::json fleet;                      // fleet audits: coverage and drift (null otherwise)
   int Count(core::Verdict v) const;
 };
 
 // Collects the plan's evidence on one node through `live` and records every answer into `bundle`.
-NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle);
+// `role` (stored in the manifest) picks the collectors: "" all of the plan's, "login" the cluster
+// checks', "compute" the node checks'. A Slurm fleet node names itself by SLURMD_NODENAME.
+NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle,
+                         const std::string& role = "");
 
 // Re-collects from a saved bundle (collectors run against a ReplayHost; nothing touches the machine).
 NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts);
@@ -58,7 +70,11 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
                                       const collect::CollectOptions& opts);
 
 // Pure judgement of all nodes. `now` is the collection time (the first node's manifest start).
-Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums);
+// In a fleet (nodes with roles), node checks are judged on the compute nodes and cluster checks on
+// the login node, which also receives the derived evidence "fleet.summary" (coverage, per-node
+// facts, drift); `unreachable` nodes count in every node check's "N of M" and keep it from PASS.
+Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums,
+             const std::vector<UnreachableNode>& unreachable = {});
 
 // 0 clean; 2 any FAIL among the selected checks (0 with exit_zero).
 int ExitCodeFor(const Report& r, bool exit_zero);

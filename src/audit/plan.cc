@@ -46,7 +46,7 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
   }
   Plan plan;
   plan.selection = sel;
-  std::set<std::string> collectors;
+  std::set<std::string> collectors, node_collectors, cluster_collectors;
   for (const auto& c : registry.all()) {
     bool selected = sel.checks.empty() ? categories.count(c.info.category) > 0
                                        : std::find(sel.checks.begin(), sel.checks.end(), c.info.id) != sel.checks.end();
@@ -57,7 +57,10 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
     } else if (c.info.probe_required && !sel.probes.count(c.info.probe)) {
       pc.state = PlanState::kProbeDisabled;
     }
-    if (pc.state == PlanState::kRun) collectors.insert(c.info.needs.begin(), c.info.needs.end());
+    if (pc.state == PlanState::kRun) {
+      collectors.insert(c.info.needs.begin(), c.info.needs.end());
+      (c.info.cluster ? cluster_collectors : node_collectors).insert(c.info.needs.begin(), c.info.needs.end());
+    }
     plan.checks.push_back(pc);
   }
   // Report order: by category (Categories() order), then registration order within a category.
@@ -69,6 +72,8 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
     return rank(a.check->info.category) < rank(b.check->info.category);
   });
   plan.collectors.assign(collectors.begin(), collectors.end());
+  plan.node_collectors.assign(node_collectors.begin(), node_collectors.end());
+  plan.cluster_collectors.assign(cluster_collectors.begin(), cluster_collectors.end());
   return plan;
 }
 

@@ -40,6 +40,8 @@ struct Plan {
   Selection selection;
   std::vector<PlannedCheck> checks;
   std::vector<std::string> collectors;  // evidence ids to collect, sorted
+  // The same split by where a fleet audit collects them: on every node, or once on the login node.
+  std::vector<std::string> node_collectors, cluster_collectors;
   nlohmann::json ToJson() const;
 };
 

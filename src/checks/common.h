@@ -44,5 +44,6 @@ void RegisterGpuChecks(core::Registry& r);
 void RegisterNodeChecks(core::Registry& r);
 void RegisterFabricChecks(core::Registry& r);
 void RegisterServiceChecks(core::Registry& r);
+void RegisterSlurmChecks(core::Registry& r);
 
 }  // namespace clustermax::checks

@@ -27,9 +27,45 @@ Finding ContainerGpuLaunch(const JudgeContext& ctx) {
   return f;
 }
 
+// Worker tools of a Slurm cluster: installed (PASS) or not (FAIL missing), from each node's evidence.
+Finding WorkerTool(const JudgeContext& ctx, const char* id, const std::string& name, const std::string& why_missing) {
+  const core::Evidence& e = ctx.Get(id);
+  if (auto p = core::EvidenceProblem(e, name)) return *p;
+  if (!e.data.value("installed", false)) return core::Fail(Severity::kMissing, name + " is not installed" + why_missing);
+  std::string v = e.data.value("version", json()).is_string() ? e.data["version"].get<std::string>() : "?";
+  return core::Pass(fmt::format("{} {} installed", e.data.value("tool", name), v)).Observed(v);
+}
+
+Finding Enroot(const JudgeContext& ctx) { return WorkerTool(ctx, "enroot.version", "enroot", " (pyxis runs containers through enroot)"); }
+Finding Singularity(const JudgeContext& ctx) { return WorkerTool(ctx, "apptainer.version", "Apptainer or Singularity", ""); }
+Finding DockerWorkers(const JudgeContext& ctx) {
+  const core::Evidence& e = ctx.Get("docker.version");
+  if (auto p = core::EvidenceProblem(e, "docker --version")) return *p;
+  if (!e.data.value("installed", false)) return core::Fail(Severity::kMissing, "Docker is not installed on this worker");
+  if (!e.data.value("is_docker", false)) {
+    return core::Fail(Severity::kMissing, "`docker` here is not Docker (a podman or nerdctl shim): " + e.data.value("client_raw", std::string()));
+  }
+  return core::Pass("Docker " + e.data["client_version"].get<std::string>() + " installed").Observed(e.data["client_version"].get<std::string>());
+}
+
 }  // namespace
 
 void RegisterContainerChecks(core::Registry& r) {
+  r.Add({core::CheckInfo{.id = "enroot", .category = "containers", .title = "enroot installed on the workers",
+                         .rationale = "Pyxis runs `srun --container-image` through enroot; without it Slurm jobs cannot use containers.",
+                         .remediation = "Install enroot (and enroot+caps) on every GPU node.", .criterion = "enroot", .targets = core::kS,
+                         .needs = {"enroot.version"}, .reproduce = "enroot version"},
+         Enroot});
+  r.Add({core::CheckInfo{.id = "singularity", .category = "containers", .title = "Apptainer or Singularity installed on the workers",
+                         .rationale = "HPC users run SIF images with Apptainer/Singularity without root.",
+                         .remediation = "Install Apptainer (or SingularityCE) on every GPU node.", .criterion = "singularity", .targets = core::kS,
+                         .needs = {"apptainer.version"}, .reproduce = "apptainer --version || singularity --version"},
+         Singularity});
+  r.Add({core::CheckInfo{.id = "docker-workers", .category = "containers", .title = "Docker installed on the workers",
+                         .rationale = "Users expect to build and run Docker images on the GPU nodes they rent.",
+                         .remediation = "Install Docker Engine (not a podman shim) on the workers.", .criterion = "docker-workers",
+                         .targets = core::kS, .needs = {"docker.version"}, .reproduce = "docker --version"},
+         DockerWorkers});
   r.Add({core::CheckInfo{
              .id = "container-gpu-launch",
              .category = "containers",

@@ -19,6 +19,7 @@ void RegisterAll(core::Registry& r) {
   RegisterNodeChecks(r);
   RegisterFabricChecks(r);
   RegisterServiceChecks(r);
+  RegisterSlurmChecks(r);
 }
 
 const core::Registry& DefaultRegistry() {

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "checks/register.h"
+#include "audit/slurm_fanout.h"
 #include "cli/bench.h"
 #include "core/version.h"
 #include "host/local_host.h"
@@ -31,6 +32,11 @@ struct AuditOptions {
   std::vector<std::string> profiles, checks, probes, replay, timeouts;
   std::string out_dir, sysroot, minimums_file, probe_image, record;
   std::string s3_endpoint, s3_bucket, s3_region, s3_addressing;
+  // Slurm fleet (--slurm): scope, limits, broadcast.
+  bool local_only = false;
+  std::string partition, nodelist, time_limit = "10", bcast;
+  int nodes = 0;
+  double fleet_timeout_s = 300;
   double command_timeout_s = 10;
   double counter_interval_s = 10;
   int verbosity = 0;
@@ -134,6 +140,26 @@ int EmitReport(const audit::Report& report, const AuditOptions& a) {
   return audit::ExitCodeFor(report, a.exit_zero);
 }
 
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// The selection as `collect` arguments, so every node collects exactly what the plan needs.
+std::vector<std::string> CollectArgs(const AuditOptions& a, const audit::Selection& sel) {
+  std::vector<std::string> out = {"--target=" + std::string(core::ToString(sel.target))};
+  for (const auto& p : sel.profiles) out.push_back("--profile=" + p);
+  for (const auto& c : sel.checks) out.push_back("--check=" + c);
+  for (const auto& p : sel.probes) out.push_back("--probe=" + p);
+  out.push_back(fmt::format("--command-timeout={}", a.command_timeout_s));
+  out.push_back(fmt::format("--counter-interval={}", a.counter_interval_s));
+  for (const auto& t : a.timeouts) out.push_back("--timeout=" + t);
+  if (!a.probe_image.empty()) out.push_back("--probe-image=" + a.probe_image);
+  return out;
+}
+
 int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
   core::MinimumTable storage;
   const core::MinimumTable& minimums = LoadMinimums(a.minimums_file, storage);
@@ -204,14 +230,22 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
   char hn[256] = {0};
   ::gethostname(hn, sizeof hn - 1);
   std::string sysroot_note = a.sysroot.empty() ? "" : fmt::format(" (files under sysroot {})", a.sysroot);
+  bool fleet = sel.target == core::Target::kSlurm && a.slurm && !a.local_only;
+  std::string scope = !fleet ? fmt::format("this node: {}{}", hn, sysroot_note)
+                             : fmt::format("Slurm fleet: {} (one srun step, node checks on every node; scheduler checks from {})",
+                                           !a.nodelist.empty() ? "nodes " + a.nodelist
+                                           : !a.partition.empty() ? "partition " + a.partition
+                                           : std::getenv("SLURM_JOB_ID") ? fmt::format("the nodes of job {}", std::getenv("SLURM_JOB_ID"))
+                                                                         : std::string("every schedulable node"),
+                                           hn);
   std::cerr << fmt::format(
-      "clustermax audit\n  target:   {} ({})\n  scope:    this node: {}{}\n  identity: {} (uid {})\n  profile:  {}\n  checks:   "
+      "clustermax audit\n  target:   {} ({})\n  scope:    {}\n  identity: {} (uid {})\n  profile:  {}\n  checks:   "
       "{} selected, {} evidence sources\n  probes:   {}\n",
-      core::ToString(sel.target), how, hn, sysroot_note, user, ::getuid(),
+      core::ToString(sel.target), how, scope, user, ::getuid(),
       a.profiles.empty() ? "all" : fmt::format("{}", fmt::join(a.profiles, ",")), plan.checks.size(), plan.collectors.size(),
       sel.probes.empty() ? "none (passive: reads state only)" : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
-  if (sel.target == core::Target::kSlurm || sel.target == core::Target::kK8s) {
-    std::cerr << "  note:     this audits the local node only; fleet fan-out is not part of this build\n";
+  if (sel.target == core::Target::kK8s || (sel.target == core::Target::kSlurm && !fleet)) {
+    std::cerr << "  note:     this audits the local node only" << (sel.target == core::Target::kK8s ? "; Kubernetes fan-out is not part of this build" : "") << "\n";
   }
   if (!a.yes) {
     if (::isatty(STDIN_FILENO)) {
@@ -228,23 +262,94 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     }
   }
 
+  // Refuse an occupied --out before collecting anything (a fleet collection is not free).
+  if (!a.out_dir.empty() && fs::exists(a.out_dir) && (!fs::is_directory(a.out_dir) || !fs::is_empty(a.out_dir))) {
+    throw audit::UsageError(fmt::format("output directory {} exists and is not empty", a.out_dir));
+  }
   auto opts = MakeCollectOptions(a, sel);
   host::Bundle bundle;
   audit::StampManifest(bundle.manifest, argv);
   bundle.manifest.sysroot = a.sysroot;
   std::vector<audit::NodeEvidence> nodes;
-  nodes.push_back(audit::CollectNode(local, plan, opts, bundle));
-  audit::Report report = audit::Judge(plan, nodes, minimums);
+  std::vector<host::Bundle> fleet_bundles;
+  std::vector<audit::UnreachableNode> unreachable;
+  if (fleet) {
+    // The scheduler's view here, the node checks on every node through one srun step.
+    nodes.push_back(audit::CollectNode(local, plan, opts, bundle, "login"));
+    audit::SlurmFanOutOptions fo;
+    fo.partition = a.partition;
+    fo.nodelist = a.nodelist;
+    fo.nodes = a.nodes;
+    fo.time_limit = a.time_limit;
+    fo.timeout_s = a.fleet_timeout_s;
+    fo.bcast = a.bcast;
+    fo.self_exe = SelfExe();
+    fo.collect_args = CollectArgs(a, sel);
+    std::cerr << "  fan-out:  sinfo, then one srun step over the nodes in scope...\n";
+    audit::FanOutResult fr = audit::FanOutThroughSlurm(local, fo);
+    std::cerr << fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s\n", fr.bundles.size(), fr.in_scope.size(), fr.seconds);
+    if (!fr.srun_error.empty() && a.verbosity >= 1) std::cerr << "  srun:     " << fr.srun_error << "\n";
+    for (auto& b : fr.bundles) nodes.push_back(audit::ReplayNode(b, plan, opts));
+    fleet_bundles = std::move(fr.bundles);
+    unreachable = fr.unreachable;
+    if (fr.in_scope.empty()) std::cerr << "clustermax: warning: no node in scope (check --partition / --nodelist)\n";
+  } else {
+    nodes.push_back(audit::CollectNode(local, plan, opts, bundle));
+  }
+  audit::Report report = audit::Judge(plan, nodes, minimums, unreachable);
   report.mode = "live";
 
   fs::path out = a.out_dir.empty()
                      ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now())
                      : fs::path(a.out_dir);
-  fs::path written = WriteRun(out, report, {&bundle});
+  std::vector<const host::Bundle*> all = {&bundle};
+  for (const auto& b : fleet_bundles) all.push_back(&b);
+  fs::path written = WriteRun(out, report, all);
   if (!a.record.empty()) bundle.Save(a.record);
   int code = EmitReport(report, a);
   std::cerr << fmt::format("run saved to {}\n", written.string());
   return code;
+}
+
+// `collect`: this node's evidence for a fleet audit, run by srun on every node. The bundle goes to
+// stdout as CLUSTERMAX-BUNDLE lines (or to --out FILE).
+struct CollectCmd {
+  std::string role = "compute", target = "slurm", out;
+  std::vector<std::string> profiles, checks, probes, timeouts;
+  std::string probe_image;
+  double command_timeout_s = 10, counter_interval_s = 10;
+  int step_gpus = 0;
+};
+
+int RunCollect(const CollectCmd& c, const std::vector<std::string>& argv) {
+  audit::Selection sel;
+  auto t = core::TargetFromString(c.target);
+  if (!t) throw audit::UsageError("collect: unknown target '" + c.target + "'");
+  sel.target = *t;
+  sel.profiles = c.profiles;
+  sel.checks = c.checks;
+  sel.probes.insert(c.probes.begin(), c.probes.end());
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), sel);
+  AuditOptions a;
+  a.command_timeout_s = c.command_timeout_s;
+  a.counter_interval_s = c.counter_interval_s;
+  a.timeouts = c.timeouts;
+  a.probe_image = c.probe_image;
+  auto opts = MakeCollectOptions(a, sel);
+  // The GPU count the step asked for, read back by the slurm.step-env collector (through the host).
+  ::setenv("CLUSTERMAX_STEP_GPUS", std::to_string(c.step_gpus).c_str(), 1);
+  host::LocalHost local;
+  host::Bundle bundle;
+  audit::StampManifest(bundle.manifest, argv);
+  audit::NodeEvidence n = audit::CollectNode(local, plan, opts, bundle, c.role);
+  if (!c.out.empty()) {
+    bundle.Save(c.out);
+    return kExitOk;
+  }
+  std::string text;
+  for (const auto& l : audit::BundleLines(n.node, bundle)) text += l + "\n";
+  std::cout << text << std::flush;
+  return kExitOk;
 }
 
 }  // namespace
@@ -262,7 +367,15 @@ int Main(int argc, char** argv) {
   audit_cmd->add_flag("--standalone", a.standalone, "Target: bare-metal standalone node");
   audit_cmd->add_flag("--vm", a.vm, "Target: virtual machine");
   audit_cmd->add_flag("--container", a.container, "Target: inside a container");
-  audit_cmd->add_flag("--slurm", a.slurm, "Target: a Slurm node (this node only)");
+  audit_cmd->add_flag("--slurm", a.slurm, "Target: a Slurm cluster: every node through one srun step, plus the scheduler checks");
+  audit_cmd->add_flag("--local", a.local_only, "With --slurm: this node only, no fan-out");
+  audit_cmd->add_option("--partition", a.partition, "Fleet scope: nodes of this partition");
+  audit_cmd->add_option("--nodelist", a.nodelist, "Fleet scope: these nodes (Slurm hostlist, e.g. gpu[01-16])");
+  audit_cmd->add_option("--nodes", a.nodes, "Fleet scope: at most N nodes")->check(CLI::NonNegativeNumber);
+  audit_cmd->add_option("--time", a.time_limit, "srun --time when the audit asks for an allocation (minutes)");
+  audit_cmd->add_option("--fleet-timeout", a.fleet_timeout_s, "Seconds for the whole srun step; nodes silent by then are reported")
+      ->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--bcast", a.bcast, "Copy this binary to PATH on every node first (srun --bcast), for nodes without the shared path");
   audit_cmd->add_flag("--k8s", a.k8s, "Target: a Kubernetes node (this node only)");
   audit_cmd->add_flag("-y,--yes", a.yes, "Do not ask for confirmation");
   audit_cmd->add_option("-p,--profile", a.profiles, "Profile(s): security, versions, isolation, hardware, software, containers, "
@@ -319,6 +432,21 @@ int Main(int argc, char** argv) {
   BenchCommands bench_cmds;
   AddBenchCommands(app, bench_cmds);
 
+  CollectCmd cc;
+  auto* collect_cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
+  collect_cmd->add_option("--role", cc.role, "compute (node checks), login (scheduler checks) or empty (all)")
+      ->check(CLI::IsMember({"compute", "login", ""}));
+  collect_cmd->add_option("--target", cc.target, "Audit target");
+  collect_cmd->add_option("-p,--profile", cc.profiles, "Profile(s)");
+  collect_cmd->add_option("--check", cc.checks, "Check ids");
+  collect_cmd->add_option("--probe", cc.probes, "Active probes");
+  collect_cmd->add_option("--probe-image", cc.probe_image, "Image of the container-launch probe");
+  collect_cmd->add_option("--timeout", cc.timeouts, "ID=SECONDS");
+  collect_cmd->add_option("--command-timeout", cc.command_timeout_s, "Seconds per command");
+  collect_cmd->add_option("--counter-interval", cc.counter_interval_s, "Seconds between RDMA counter reads");
+  collect_cmd->add_option("--step-gpus", cc.step_gpus, "GPUs per node the step requested");
+  collect_cmd->add_option("--out", cc.out, "Write the bundle to FILE instead of stdout lines");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -338,6 +466,7 @@ int Main(int argc, char** argv) {
       return Review(ro);
     }
     if (audit_cmd->parsed()) return RunAudit(a, args);
+    if (collect_cmd->parsed()) return RunCollect(cc, args);
     if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();
     if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
     if (bench_cmds.probe_s3->parsed()) return bench_cmds.run_probe_s3();

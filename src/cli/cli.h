@@ -22,6 +22,7 @@ struct SavedRun {
   std::filesystem::path dir;
   audit::Selection selection;
   std::vector<host::Bundle> bundles;
+  std::vector<audit::UnreachableNode> unreachable;  // a fleet run's nodes that returned nothing
 };
 SavedRun LoadRun(const std::filesystem::path& path);
 std::filesystem::path DefaultRunsDir();

@@ -109,6 +109,9 @@ SavedRun LoadRun(const fs::path& path) {
     if (!(profiles.size() == 1 && profiles[0] == "all")) run.selection.profiles = profiles;
     auto probes = report.value("probes", std::vector<std::string>{});
     run.selection.probes = std::set<std::string>(probes.begin(), probes.end());
+    if (report.contains("fleet") && report["fleet"].is_object()) {
+      for (const auto& u : report["fleet"].value("unreachable", json::array())) run.unreachable.push_back({u.at("node"), u.at("reason")});
+    }
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}/report.json is corrupt: {}", path.string(), e.what()));
   }
@@ -137,7 +140,7 @@ int Review(const ReviewOptions& o) {
   collect::CollectOptions opts;
   std::vector<audit::NodeEvidence> nodes;
   for (const auto& b : run.bundles) nodes.push_back(audit::ReplayNode(b, plan, opts));
-  audit::Report report = audit::Judge(plan, nodes, *minimums);
+  audit::Report report = audit::Judge(plan, nodes, *minimums, run.unreachable);
   report.mode = "review";
   std::cerr << fmt::format("reviewing {} ({} node(s))\n", path.string(), nodes.size());
   if (!o.commands.empty()) {

@@ -17,6 +17,7 @@ const std::vector<Collector>& Collectors() {
     RegisterNodeCollectors(v);
     RegisterServiceCollectors(v);
     RegisterAmdCollectors(v);
+    RegisterSlurmCollectors(v);
     return v;
   }();
   return all;

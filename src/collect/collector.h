@@ -68,5 +68,6 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out);
 void RegisterNodeCollectors(std::vector<Collector>& out);
 void RegisterServiceCollectors(std::vector<Collector>& out);
 void RegisterAmdCollectors(std::vector<Collector>& out);
+void RegisterSlurmCollectors(std::vector<Collector>& out);
 
 }  // namespace clustermax::collect

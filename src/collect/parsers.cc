@@ -66,6 +66,12 @@ std::optional<std::string> ParseToolVersionLine(std::string_view text) {
   return Capture(text, re);
 }
 
+std::optional<std::string> ParseBareVersion(std::string_view text) {
+  static const std::regex re(R"(^\s*v?(\d+\.\d+(?:\.\d+)*)\s*(?:\n|$))");
+  if (auto v = Capture(text, re)) return v;
+  return ParseToolVersionLine(text);
+}
+
 std::optional<ProcNvidiaVersion> ParseProcNvidiaVersion(std::string_view text) {
   auto lines = util::SplitLines(text);
   for (const auto& line : lines) {

@@ -27,6 +27,8 @@ std::optional<std::string> ParseNvidiaCtkVersion(std::string_view text);
 std::optional<std::string> ParsePerfVersion(std::string_view text);
 // dcgmi / nv-hostengine banners: the first "version" line with a dotted number.
 std::optional<std::string> ParseToolVersionLine(std::string_view text);
+// A version alone on the first line ("3.4.1", `enroot version`), or after "version" as above.
+std::optional<std::string> ParseBareVersion(std::string_view text);
 
 struct ProcNvidiaVersion {
   std::string driver_version;

@@ -273,6 +273,19 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
                   {"which:nvcc", "dir:/usr/local", "cmd:<nvcc> --version"}, ""},
                  CudaToolkits});
   out.push_back({{"runc.version", "runc version", {"cmd:runc --version"}, ""}, Runc});
+  out.push_back({{"enroot.version", "enroot version", {"which:enroot", "cmd:enroot version"}, ""},
+                 [](host::Host& h, const CollectOptions& o) { return ToolVersion(h, o, "enroot.version", {"enroot", "version"}, ParseBareVersion); }});
+  out.push_back({{"apptainer.version", "Apptainer or SingularityCE version", {"cmd:apptainer --version", "cmd:singularity --version"}, ""},
+                 [](host::Host& h, const CollectOptions& o) {
+                   Evidence e = ToolVersion(h, o, "apptainer.version", {"apptainer", "--version"}, ParseToolVersionLine);
+                   if (e.status == EvidenceStatus::kOk && !e.data.value("installed", false)) {
+                     e = ToolVersion(h, o, "apptainer.version", {"singularity", "--version"}, ParseToolVersionLine);
+                     e.data["tool"] = "singularity";
+                   } else {
+                     e.data["tool"] = "apptainer";
+                   }
+                   return e;
+                 }});
   out.push_back({{"docker.version", "Docker client and daemon (server) versions",
                   {"cmd:docker --version", "cmd:docker version --format {{.Server.Version}}"}, ""},
                  Docker});

@@ -47,6 +47,9 @@ struct CheckInfo {
   std::string probe;               // active probe the check uses, empty when passive
   bool probe_required = false;     // true: without the probe the check is SKIP probe-disabled
   bool critical = false;           // feeds a rating hard gate
+  // Judged once, on the scheduler's view from the login node (fleet audits), instead of on every
+  // node: Slurm configuration, coverage and drift across nodes.
+  bool cluster = false;
   std::string reproduce;           // a command an operator can run to see the evidence
 
   // "P", "P + A:perf-sample" or "A:container-launch".

@@ -129,7 +129,8 @@ json Bundle::ToJson() const {
                    {"argv", manifest.argv},                 {"hostname", manifest.hostname},
                    {"started_at", manifest.started_at},     {"finished_at", manifest.finished_at},
                    {"sysroot", manifest.sysroot},           {"target", manifest.target},
-                   {"probes", manifest.probes},             {"uid", manifest.uid}};
+                   {"probes", manifest.probes},             {"uid", manifest.uid},
+                   {"role", manifest.role}};
   json files = json::object();
   for (const auto& [path, r] : files_) {
     json f = StatusJson(r.status, r.error);
@@ -217,6 +218,7 @@ Bundle Bundle::FromJson(const json& j) {
     b.manifest.target = m.value("target", "");
     b.manifest.probes = m.value("probes", std::vector<std::string>{});
     b.manifest.uid = m.value("uid", -1L);
+    b.manifest.role = m.value("role", "");
     for (const auto& [path, f] : j.at("files").items()) {
       FileResult r;
       r.status = IoStatusFromString(f.at("status").get<std::string>());

@@ -34,6 +34,9 @@ struct Manifest {
   std::string sysroot;
   std::string target;       // the audit target this node was collected for
   std::vector<std::string> probes;  // active probes that were enabled
+  // "" a single-node audit (every check); "login" the scheduler's view in a fleet audit (cluster
+  // checks); "compute" a node of the fleet (node checks).
+  std::string role;
   long uid = -1;
 };
 

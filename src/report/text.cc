@@ -41,6 +41,44 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
                      r.replay_misses.size()));
     for (const auto& m : r.replay_misses) line("  - " + m);
   }
+  if (!r.fleet.is_null()) {
+    const auto& fl = r.fleet;
+    line(fmt::format("fleet: {} of {} nodes returned evidence", fl["nodes_returned"].get<size_t>(), fl["nodes_expected"].get<size_t>()));
+    for (const auto& u : r.unreachable) line(fmt::format("  no evidence from {}: {}", u.node, u.reason));
+    if (fl["drift"].empty()) {
+      line(fmt::format("  drift: none ({} facts compared)", fl["facts_compared"].size()));
+    } else {
+      for (const auto& d : fl["drift"]) {
+        std::vector<std::string> odd;
+        for (const auto& x : d["odd"]) odd.push_back(fmt::format("{} {}", x["node"].get<std::string>(), x["value"].get<std::string>()));
+        line(fmt::format("  drift: {}: {} on {} node(s); odd: {}", d["fact"].get<std::string>(), d["majority"].get<std::string>(),
+                         d["majority_count"].get<size_t>(), fmt::join(odd, "; ")));
+      }
+    }
+    if (o.verbosity >= 2) {
+      // The node-by-check matrix of the node checks: P W F S per node.
+      std::vector<std::string> names;
+      for (const auto& res : r.results) {
+        if (res.nodes.size() > names.size() && !res.info->cluster) {
+          names.clear();
+          for (const auto& n : res.nodes) names.push_back(n.node);
+        }
+      }
+      if (!names.empty()) {
+        line("");
+        line(fmt::format("  {:<36} {}", "node check \\ node", fmt::join(names, " ")));
+        for (const auto& res : r.results) {
+          if (res.info->cluster || res.nodes.size() < 2) continue;
+          std::string cells;
+          for (size_t i = 0; i < names.size(); ++i) {
+            std::string v = i < res.nodes.size() ? std::string(core::ToString(res.nodes[i].finding.verdict)).substr(0, 1) : "-";
+            cells += fmt::format("{:<{}} ", v, names[i].size());
+          }
+          line(fmt::format("  {:<36} {}", res.info->id, cells));
+        }
+      }
+    }
+  }
   std::string current_category;
   for (const auto& res : r.results) {
     const auto& f = res.finding;
@@ -84,6 +122,23 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
   return out;
 }
 
+namespace {
+// Fleet audits: coverage, drift, per-node facts and the node-by-check matrix; null otherwise.
+nlohmann::json FleetJson(const audit::Report& r) {
+  using nlohmann::json;
+  if (r.fleet.is_null()) return nullptr;
+  json f = r.fleet;
+  json matrix = json::array();
+  for (const auto& res : r.results) {
+    json cells = json::object();
+    for (const auto& n : res.nodes) cells[n.node] = core::ToString(n.finding.verdict);
+    matrix.push_back({{"check", res.info->id}, {"scope", res.info->cluster ? "cluster" : "node"}, {"verdicts", cells}});
+  }
+  f["matrix"] = matrix;
+  return f;
+}
+}  // namespace
+
 nlohmann::json ToJson(const audit::Report& r) {
   using nlohmann::json;
   json results = json::array();
@@ -121,6 +176,7 @@ nlohmann::json ToJson(const audit::Report& r) {
             {"fail", r.Count(core::Verdict::kFail)},
             {"skip", r.Count(core::Verdict::kSkip)}}},
           {"replay_misses", r.replay_misses},
+          {"fleet", FleetJson(r)},
           {"results", results}};
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <cstring>
 
 extern "C" {
@@ -52,6 +53,18 @@ const char* nvmlErrorString(nvmlReturn_t r) {
 }
 nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned len) {
   const char* d = std::getenv("FAKE_NVML_DRIVER");
+  // FAKE_NVML_DRIVER_ON=NODE=VERSION: one Slurm node (SLURMD_NODENAME) reports another driver (drift tests).
+  const char* on = std::getenv("FAKE_NVML_DRIVER_ON");
+  const char* node = std::getenv("SLURMD_NODENAME");
+  static std::string odd;
+  if (on && node) {
+    std::string spec(on);
+    size_t eq = spec.find('=');
+    if (eq != std::string::npos && spec.substr(0, eq) == node) {
+      odd = spec.substr(eq + 1);
+      d = odd.c_str();
+    }
+  }
   return Copy(v, len, d ? d : "580.95.05");
 }
 nvmlReturn_t nvmlSystemGetNVMLVersion(char* v, unsigned len) { return Copy(v, len, "13.580.95.05"); }

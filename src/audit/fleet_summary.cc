@@ -1,0 +1,164 @@
+#include "audit/fleet_summary.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace clustermax::audit {
+using nlohmann::json;
+
+namespace {
+
+const json* Data(const NodeEvidence& n, const char* id) {
+  auto it = n.evidence.find(id);
+  return it != n.evidence.end() && it->second.ok() ? &it->second.data : nullptr;
+}
+
+std::string Str(const json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "";
+}
+
+// Sorted unique non-empty strings, joined.
+std::string Joined(std::set<std::string> v) {
+  v.erase("");
+  return fmt::format("{}", fmt::join(v, ", "));
+}
+
+using Fact = std::function<std::string(const NodeEvidence&)>;
+
+const std::vector<std::pair<std::string, Fact>>& Facts() {
+  static const std::vector<std::pair<std::string, Fact>> k = {
+      {"kernel", [](const NodeEvidence& n) { const json* d = Data(n, "os.kernel"); return d ? Str(*d, "release") : ""; }},
+      {"os", [](const NodeEvidence& n) { const json* d = Data(n, "os.release"); return d ? Str(*d, "pretty_name") : ""; }},
+      {"gpu driver", [](const NodeEvidence& n) { const json* d = Data(n, "gpu.inventory"); return d ? Str(*d, "driver_version") : ""; }},
+      {"gpus", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "gpu.inventory");
+         if (!d || !d->contains("devices") || !(*d)["devices"].is_array()) return "";
+         std::map<std::string, int> models;
+         for (const auto& g : (*d)["devices"]) ++models[Str(g, "name")];
+         std::vector<std::string> parts;
+         for (const auto& [m, c] : models) parts.push_back(fmt::format("{} x {}", c, m.empty() ? "?" : m));
+         return parts.empty() ? "0" : fmt::format("{}", fmt::join(parts, ", "));
+       }},
+      {"gpu pcie link", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "gpu.inventory");
+         if (!d || !d->contains("devices")) return "";
+         std::set<std::string> v;
+         for (const auto& g : (*d)["devices"]) {
+           const json& p = g.value("pcie", json::object());
+           if (p.is_object() && p.value("gen_current", json()).is_number() && p.value("width_current", json()).is_number()) {
+             v.insert(fmt::format("gen{} x{}", p["gen_current"].get<int>(), p["width_current"].get<int>()));
+           }
+         }
+         return Joined(v);
+       }},
+      {"gpu ecc", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "gpu.inventory");
+         if (!d || !d->contains("devices")) return "";
+         std::set<std::string> v;
+         for (const auto& g : (*d)["devices"]) {
+           const json& e = g.value("ecc", json::object());
+           if (e.is_object() && e.value("current", json()).is_boolean()) v.insert(e["current"].get<bool>() ? "on" : "off");
+         }
+         return Joined(v);
+       }},
+      {"cuda toolkit", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "cuda.toolkits");
+         if (!d || !d->contains("toolkits")) return "";
+         std::set<std::string> v;
+         for (const auto& t : (*d)["toolkits"]) v.insert(Str(t, "version"));
+         return Joined(v);
+       }},
+      {"nccl", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "nccl.libraries");
+         if (!d) return "";
+         std::set<std::string> v;
+         for (const auto& t : d->value("versions", json::array())) v.insert(Str(t, "version"));
+         if (v.empty() && d->value("header", json()).is_object()) v.insert(Str((*d)["header"], "version"));
+         return Joined(v);
+       }},
+      {"nic firmware", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "rdma.devices");
+         if (!d || !d->contains("devices")) return "";
+         std::set<std::string> v;
+         for (const auto& t : (*d)["devices"]) v.insert(Str(t, "fw_ver"));
+         return Joined(v);
+       }},
+      {"container toolkit", [](const NodeEvidence& n) { const json* d = Data(n, "container-toolkit.version"); return d ? Str(*d, "version") : ""; }},
+      {"runc", [](const NodeEvidence& n) { const json* d = Data(n, "runc.version"); return d ? Str(*d, "version") : ""; }},
+      {"dcgm", [](const NodeEvidence& n) { const json* d = Data(n, "dcgm.version"); return d ? Str(*d, "version") : ""; }},
+      {"enroot", [](const NodeEvidence& n) { const json* d = Data(n, "enroot.version"); return d ? Str(*d, "version") : ""; }},
+      {"mpi", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "mpi.hpcx");
+         if (!d) return "";
+         std::set<std::string> v;
+         for (const auto& x : d->value("hpcx_in_opt", json::array())) {
+           if (x.is_string()) v.insert("hpcx " + x.get<std::string>());
+         }
+         if (v.empty() && d->value("mpirun", false)) v.insert("mpirun");
+         return v.empty() ? "none" : Joined(v);
+       }},
+  };
+  return k;
+}
+
+}  // namespace
+
+core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const std::vector<UnreachableNode>& unreachable,
+                            const NodeEvidence* login) {
+  core::Evidence e;
+  e.status = core::EvidenceStatus::kOk;
+  json per_node = json::array();
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> groups;  // fact -> value -> nodes
+  std::map<std::string, std::vector<std::string>> unknown;                         // fact -> nodes
+  for (const auto* n : nodes) {
+    json facts = json::object();
+    for (const auto& [name, fn] : Facts()) {
+      std::string v = fn(*n);
+      facts[name] = v.empty() ? json(nullptr) : json(v);
+      if (v.empty()) unknown[name].push_back(n->node);
+      else groups[name][v].push_back(n->node);
+    }
+    per_node.push_back({{"node", n->node}, {"facts", facts}});
+  }
+  json drift = json::array();
+  for (const auto& [name, fn] : Facts()) {
+    const auto& g = groups[name];
+    if (g.size() < 2) continue;
+    std::vector<std::pair<std::string, std::vector<std::string>>> sorted(g.begin(), g.end());
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    json gj = json::array();
+    for (const auto& [v, ns] : sorted) gj.push_back({{"value", v}, {"count", ns.size()}, {"nodes", ns}});
+    json odd = json::array();
+    for (size_t i = 1; i < sorted.size(); ++i) {
+      for (const auto& nn : sorted[i].second) odd.push_back({{"node", nn}, {"value", sorted[i].first}});
+    }
+    drift.push_back({{"fact", name}, {"majority", sorted[0].first}, {"majority_count", sorted[0].second.size()}, {"groups", gj},
+                     {"odd", odd}, {"unknown", unknown[name]}});
+  }
+  json un = json::array();
+  for (const auto& u : unreachable) un.push_back({{"node", u.node}, {"reason", u.reason}});
+  std::vector<std::string> compared;
+  for (const auto& [name, fn] : Facts()) compared.push_back(name);
+  json login_facts = nullptr;
+  if (login) {
+    login_facts = json::object();
+    for (const auto& [name, fn] : Facts()) {
+      std::string v = fn(*login);
+      login_facts[name] = v.empty() ? json(nullptr) : json(v);
+    }
+  }
+  e.data = {{"login", login_facts},
+            {"nodes_expected", nodes.size() + unreachable.size()},
+            {"nodes_returned", nodes.size()},
+            {"unreachable", un},
+            {"nodes", per_node},
+            {"facts_compared", compared},
+            {"drift", drift}};
+  return e;
+}
+
+}  // namespace clustermax::audit

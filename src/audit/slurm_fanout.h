@@ -1,0 +1,48 @@
+// Fleet collection through Slurm itself (no agent, daemon or ssh loop): one job step runs
+// `clustermax collect --role compute` on every node in scope (srun --ntasks-per-node=1, inside the
+// caller's allocation with --overlap, or asking for one), each task prints its evidence bundle as
+// short self-describing lines on stdout, and srun forwards them here. Nodes that are down, drained,
+// not responding, busy or silent are reported with the reason; whatever the others returned is kept.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "audit/engine.h"
+#include "host/bundle.h"
+#include "host/host.h"
+
+namespace clustermax::audit {
+
+struct SlurmFanOutOptions {
+  std::string partition;        // --partition
+  std::string nodelist;         // --nodelist (Slurm hostlist)
+  int nodes = 0;                // at most this many nodes (0: every node in scope)
+  std::string time_limit = "10";  // srun --time (minutes) when asking for an allocation
+  double timeout_s = 300;       // the whole step; srun is killed after it, and what arrived is kept
+  double immediate_s = 30;      // outside an allocation: give up if the nodes are not granted within this
+  std::string bcast;            // non-empty: srun --bcast=PATH (copy the binary to the nodes first)
+  std::string self_exe;         // path of this binary as the nodes see it
+  std::vector<std::string> collect_args;  // selection passed to `collect` (target, profiles, checks, probes, timeouts)
+};
+
+struct FanOutResult {
+  std::vector<host::Bundle> bundles;           // one per node that answered (manifest.role "compute")
+  std::vector<UnreachableNode> unreachable;    // in scope, no bundle, with the reason
+  std::vector<std::string> in_scope;           // every node asked for, in order
+  std::vector<std::string> srun_argv;
+  std::string srun_error;                      // srun's stderr (trimmed) when it failed
+  bool inside_allocation = false;
+  int gpus_per_node = 0;                       // GPUs the step requested per node
+  double seconds = 0;
+};
+
+// The line format of a bundle on stdout: "CLUSTERMAX-BUNDLE <node> <index> <count> <chunk>", the
+// bundle's ASCII-only JSON cut into chunks short enough that no line is ever split in transit.
+std::vector<std::string> BundleLines(const std::string& node, const host::Bundle& bundle);
+// Reassembles bundles from any mix of lines (other output, and srun's "N: " labels, are ignored).
+// Incomplete or corrupt bundles are reported in `errors` as node -> reason.
+std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors);
+
+FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o);
+
+}  // namespace clustermax::audit

@@ -1,0 +1,496 @@
+// Slurm checks: the scheduler's configuration and state as the login node sees it (cluster checks,
+// judged once per fleet), the GPU step's environment on each node, and the fleet's coverage and
+// drift (from the derived evidence "fleet.summary").
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "checks/common.h"
+#include "util/slurm_text.h"
+#include "core/thresholds.h"
+#include "util/strings.h"
+
+namespace clustermax::checks {
+namespace {
+
+using core::Evidence;
+using core::kK;
+using core::kS;
+
+const json& SlurmThresholds() { return core::EmbeddedThresholds().data()["slurm"]; }
+
+std::string Cfg(const Evidence& config, const char* key) {
+  const json& c = config.data.value("config", json::object());
+  return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : "";
+}
+
+bool Unset(const std::string& v) { return v.empty() || v == "(null)" || v == "none" || v == "NONE" || v == "0" || v == "UNLIMITED"; }
+
+// Memory values of scontrol ("16384", "16G", "UNLIMITED") in MB; nullopt when unset.
+std::optional<long long> MegaBytes(const std::string& v) {
+  if (Unset(v)) return std::nullopt;
+  std::string t = v;
+  long long mult = 1;
+  if (!t.empty() && (t.back() == 'G' || t.back() == 'g')) mult = 1024, t.pop_back();
+  else if (!t.empty() && (t.back() == 'T' || t.back() == 't')) mult = 1024 * 1024, t.pop_back();
+  else if (!t.empty() && (t.back() == 'M' || t.back() == 'm')) t.pop_back();
+  auto n = util::ParseInt(t);
+  return n ? std::optional<long long>(*n * mult) : std::nullopt;
+}
+
+// Nodes whose GRES declares GPUs, and all nodes, from `scontrol show node -o`.
+struct NodeView {
+  std::string name, state, reason, gres;
+  long long gpus = 0;
+  bool gres_typed = true;
+};
+std::vector<NodeView> Nodes(const Evidence& nodes) {
+  std::vector<NodeView> out;
+  for (const auto& r : nodes.data.value("records", json::array())) {
+    NodeView v;
+    v.name = r.value("NodeName", "");
+    v.state = r.value("State", "");
+    v.reason = r.value("Reason", "");
+    v.gres = r.value("Gres", "");
+    if (v.gres == "(null)") v.gres.clear();
+    for (const auto& g : util::ParseGres(v.gres)) {
+      if (g.name != "gpu") continue;
+      v.gpus += g.count;
+      if (g.type.empty()) v.gres_typed = false;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The fleet summary when this is a fleet audit; a SKIP otherwise.
+std::optional<Finding> NotAFleet(const Evidence& summary) {
+  if (summary.status == core::EvidenceStatus::kNotCollected) {
+    return core::Skip(Reason::kNotApplicable, "single-node audit: run `clustermax audit --slurm` on a login node for the fleet");
+  }
+  return core::EvidenceProblem(summary, "fleet summary");
+}
+
+Finding SlurmCommands(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("slurm.commands");
+  if (auto p = core::EvidenceProblem(e, "Slurm commands")) return *p;
+  std::vector<std::string> bad, good;
+  for (const auto& c : e.data["commands"]) {
+    (c["ok"].get<bool>() ? good : bad).push_back(c["ok"].get<bool>() ? c["name"].get<std::string>()
+                                                                     : fmt::format("{}: {}", c["command"].get<std::string>(), c.value("error", "failed")));
+  }
+  Finding f = bad.empty() ? core::Pass(fmt::format("all {} Slurm commands respond", good.size()))
+                          : core::Warn(Reason::kConfig, fmt::format("{} of {} Slurm commands missing or failing", bad.size(), bad.size() + good.size()));
+  return f.Expected("sinfo, squeue, scontrol, salloc, sbatch, srun and sacct answer --version").Details(bad);
+}
+
+Finding ControllerHealth(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("slurm.ping");
+  if (auto p = core::EvidenceProblem(e, "scontrol ping")) return *p;
+  std::vector<std::string> lines;
+  bool primary_up = false, backup_down = false, primary_seen = false;
+  for (const auto& c : e.data["controllers"]) {
+    lines.push_back(fmt::format("{} at {}: {}", c["role"].get<std::string>(), c["host"].get<std::string>(), c["up"].get<bool>() ? "UP" : "DOWN"));
+    if (c["role"] == "primary") primary_seen = true, primary_up = c["up"].get<bool>();
+    else if (!c["up"].get<bool>()) backup_down = true;
+  }
+  if (!primary_seen) return core::Warn(Reason::kEvidenceError, "scontrol ping named no primary controller: " + e.data.value("raw", "")).Details(lines);
+  Finding f = !primary_up  ? core::Fail(Severity::kConfig, "the primary slurmctld is DOWN")
+              : backup_down ? core::Warn(Reason::kConfig, "a backup slurmctld is DOWN")
+                            : core::Pass("slurmctld up");
+  return f.Details(lines);
+}
+
+Finding NodeStates(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("slurm.nodes");
+  if (auto p = core::EvidenceProblem(e, "scontrol show node")) return *p;
+  auto nodes = Nodes(e);
+  if (nodes.empty()) return core::Warn(Reason::kEvidenceError, "scontrol show node listed no node");
+  std::set<std::string> healthy;
+  for (const auto& s : SlurmThresholds()["healthy_node_states"]) healthy.insert(s.get<std::string>());
+  std::vector<std::string> bad;
+  int gpu_nodes = 0;
+  for (const auto& n : nodes) {
+    if (n.gpus == 0) continue;
+    ++gpu_nodes;
+    // "IDLE+DRAIN", "DOWN*", "MIXED+COMPLETING": every flag must be a healthy one.
+    std::string base = n.state;
+    bool not_responding = base.find('*') != std::string::npos;
+    base.erase(std::remove(base.begin(), base.end(), '*'), base.end());
+    bool ok = !not_responding;
+    for (const auto& part : util::Split(base, '+')) ok = ok && healthy.count(part) > 0;
+    if (!ok) bad.push_back(fmt::format("{}: {}{}", n.name, n.state, n.reason.empty() ? "" : " (" + n.reason + ")"));
+  }
+  if (gpu_nodes == 0) return core::Skip(Reason::kNotApplicable, "no node declares GPU GRES");
+  Finding f = bad.empty() ? core::Pass(fmt::format("all {} GPU nodes idle, allocated or mixed", gpu_nodes))
+                          : core::Warn(Reason::kConfig, fmt::format("{} of {} GPU nodes down, drained or not responding", bad.size(), gpu_nodes));
+  return f.Details(bad);
+}
+
+Finding GresGpu(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  const Evidence& nodes_e = ctx.Get("slurm.nodes");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  if (auto p = core::EvidenceProblem(nodes_e, "scontrol show node")) return *p;
+  const Evidence& summary = ctx.Get("fleet.summary");
+  std::map<std::string, long long> physical;  // node -> GPUs NVML saw (fleet audits)
+  if (summary.ok()) {
+    for (const auto& n : summary.data["nodes"]) {
+      const json& g = n["facts"]["gpus"];
+      if (!g.is_string()) continue;
+      long long total = 0;
+      for (const auto& part : util::Split(g.get<std::string>(), ',')) total += util::ParseInt(util::SplitWhitespace(part).empty() ? "" : util::SplitWhitespace(part)[0]).value_or(0);
+      physical[n["node"].get<std::string>()] = total;
+    }
+  }
+  bool gres_types_gpu = util::Contains(Cfg(config, "GresTypes"), "gpu");
+  auto nodes = Nodes(nodes_e);
+  std::vector<std::string> fails, warns, lines;
+  for (const auto& n : nodes) {
+    auto it = physical.find(n.name);
+    long long phys = it == physical.end() ? -1 : it->second;
+    lines.push_back(fmt::format("{}: Gres={}{}", n.name, n.gres.empty() ? "(none)" : n.gres, phys >= 0 ? fmt::format(", {} GPU(s) seen by NVML", phys) : ""));
+    if (n.gpus == 0 && phys > 0) fails.push_back(fmt::format("{}: {} GPU(s) but no gpu GRES (not schedulable)", n.name, phys));
+    else if (n.gpus > 0 && phys >= 0 && phys != n.gpus) warns.push_back(fmt::format("{}: GRES declares {} GPU(s), NVML sees {}", n.name, n.gpus, phys));
+    else if (n.gpus > 0 && !n.gres_typed) warns.push_back(fmt::format("{}: gpu GRES without a type", n.name));
+  }
+  int declared = static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const NodeView& n) { return n.gpus > 0; }));
+  if (declared == 0 && physical.empty()) {
+    return core::Warn(Reason::kConfig, "no node declares gpu GRES, and no node evidence to compare with").Details(lines);
+  }
+  if (!gres_types_gpu && declared > 0) warns.push_back("GresTypes does not list gpu");
+  Finding f = !fails.empty() ? core::Fail(Severity::kConfig, fmt::format("{} GPU node(s) without gpu GRES", fails.size()))
+              : !warns.empty() ? core::Warn(Reason::kConfig, fmt::format("{} GRES problem(s)", warns.size()))
+                               : core::Pass(fmt::format("gpu GRES with a type on all {} GPU node(s){}", declared,
+                                                        physical.empty() ? " (counts not compared: no node evidence)" : ", counts match NVML"));
+  return f.Expected("Gres=gpu:<type>:N on every GPU node, N = the GPUs the node has").Details(fails).Details(warns).Details(lines);
+}
+
+Finding HealthCheckProgram(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  const Evidence& nhc = ctx.Get("nhc.install");
+  std::string prog = Cfg(config, "HealthCheckProgram"), interval = Cfg(config, "HealthCheckInterval");
+  bool nhc_installed = nhc.ok() && !nhc.data["binaries"].empty();
+  int nhc_lines = nhc.ok() ? nhc.data.value("active_lines", 0) : 0;
+  std::vector<std::string> lines = {fmt::format("HealthCheckProgram = {}", prog.empty() ? "(null)" : prog),
+                                    fmt::format("HealthCheckInterval = {}", interval.empty() ? "0" : interval),
+                                    fmt::format("HealthCheckNodeState = {}", Cfg(config, "HealthCheckNodeState")),
+                                    fmt::format("NHC: {}, {} active line(s) in /etc/nhc/nhc.conf", nhc_installed ? "installed" : "not installed", nhc_lines)};
+  if (Unset(prog)) {
+    if (nhc_installed) return core::Warn(Reason::kConfig, "NHC installed but no HealthCheckProgram wired").Details(lines);
+    return core::Fail(core::Severity::kMissing, "no HealthCheckProgram and no NHC").Details(lines);
+  }
+  auto words = util::SplitWhitespace(interval);  // "60 sec" on 22.05
+  auto secs = words.empty() ? std::nullopt : util::ParseInt(words[0]);
+  if (!secs || *secs == 0) return core::Warn(Reason::kConfig, fmt::format("HealthCheckProgram {} with interval 0: it never runs periodically", prog)).Details(lines);
+  bool is_nhc = util::Contains(prog, "nhc");
+  bool is_dcgm = util::ContainsIgnoreCase(prog, "dcgm");
+  if (is_nhc && nhc_lines == 0) return core::Warn(Reason::kConfig, "HealthCheckProgram is NHC but nhc.conf has no active check").Details(lines);
+  return core::Pass(fmt::format("{} every {} s{}", prog, *secs, is_nhc ? " (NHC)" : is_dcgm ? " (DCGM)" : "")).Details(lines);
+}
+
+Finding TopologyConf(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  std::string plugin = Cfg(config, "TopologyPlugin");
+  std::set<std::string> good;
+  for (const auto& g : SlurmThresholds()["good_topology_plugins"]) good.insert(g.get<std::string>());
+  if (!good.count(plugin)) {
+    return core::Warn(Reason::kConfig, fmt::format("TopologyPlugin is {}: the scheduler does not place jobs by network topology", plugin.empty() ? "unset" : plugin))
+        .Expected("topology/tree or topology/block covering every GPU node");
+  }
+  const Evidence& topo = ctx.Get("slurm.topology");
+  const Evidence& nodes_e = ctx.Get("slurm.nodes");
+  if (auto p = core::EvidenceProblem(topo, "scontrol show topology")) return *p;
+  if (auto p = core::EvidenceProblem(nodes_e, "scontrol show node")) return *p;
+  std::set<std::string> covered;
+  for (const auto& u : topo.data["units"]) {
+    if (auto names = util::ExpandHostlist(u.value("Nodes", ""))) covered.insert(names->begin(), names->end());
+  }
+  std::vector<std::string> missing;
+  int gpu_nodes = 0;
+  for (const auto& n : Nodes(nodes_e)) {
+    if (n.gpus == 0) continue;
+    ++gpu_nodes;
+    if (!covered.count(n.name)) missing.push_back(n.name);
+  }
+  if (!missing.empty()) {
+    return core::Warn(Reason::kConfig, fmt::format("{} with {} of {} GPU nodes outside every switch or block", plugin, missing.size(), gpu_nodes))
+        .Details({"not covered: " + fmt::format("{}", fmt::join(missing, ", "))});
+  }
+  return core::Pass(fmt::format("{} covers all {} GPU nodes ({} units)", plugin, gpu_nodes, topo.data["units"].size()));
+}
+
+Finding Pyxis(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("slurm.srun-help");
+  if (auto p = core::EvidenceProblem(e, "srun --help")) return *p;
+  if (e.data["container_image"].get<bool>()) return core::Pass("pyxis loaded: srun --help offers --container-image");
+  return core::Warn(Reason::kConfig, "pyxis not loaded: srun --help has no --container-image")
+      .Detail("install guide: https://github.com/NVIDIA/pyxis#installation");
+}
+
+Finding MpiPmix(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("slurm.mpi");
+  if (auto p = core::EvidenceProblem(e, "srun --mpi=list")) return *p;
+  auto plugins = e.data["plugins"].get<std::vector<std::string>>();
+  if (plugins.empty()) return core::Warn(Reason::kEvidenceError, "srun --mpi=list listed nothing: " + e.data.value("raw", ""));
+  std::vector<std::string> pmix;
+  for (const auto& p : plugins) {
+    if (p.rfind("pmix", 0) == 0) pmix.push_back(p);
+  }
+  std::string all = fmt::format("{}", fmt::join(plugins, ", "));
+  if (pmix.empty()) return core::Fail(Severity::kMissing, "no PMIx plugin: srun --mpi=pmix cannot launch MPI jobs").Observed(all);
+  return core::Pass(fmt::format("PMIx available ({})", fmt::join(pmix, ", "))).Observed(all);
+}
+
+Finding SacctAccounting(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  std::string storage = Cfg(config, "AccountingStorageType");
+  const Evidence& sacct = ctx.Get("slurm.sacct");
+  std::string answer = !sacct.ok() ? sacct.error : sacct.data["exit_code"].get<int>() == 0 ? "answers" : sacct.data.value("stderr", "");
+  if (storage != "accounting_storage/slurmdbd") {
+    return core::Warn(Reason::kConfig, fmt::format("accounting not configured (AccountingStorageType = {})", storage.empty() ? "unset" : storage))
+        .Detail("sacct: " + answer);
+  }
+  if (!sacct.ok() || sacct.data["exit_code"].get<int>() != 0) return core::Warn(Reason::kConfig, "slurmdbd configured but sacct fails: " + answer);
+  return core::Pass("slurmdbd accounting configured and sacct answers");
+}
+
+Finding CgroupEnforcement(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  const Evidence& cg = ctx.Get("slurm.cgroup-conf");
+  std::vector<std::string> off;
+  std::string task = Cfg(config, "TaskPlugin"), proctrack = Cfg(config, "ProctrackType");
+  if (!util::Contains(task, "task/cgroup")) off.push_back("TaskPlugin = " + (task.empty() ? "unset" : task) + " (no task/cgroup)");
+  if (proctrack != "proctrack/cgroup") off.push_back("ProctrackType = " + (proctrack.empty() ? "unset" : proctrack));
+  if (cg.ok() && cg.data.value("present", false)) {
+    for (const char* k : {"ConstrainDevices", "ConstrainRAMSpace", "ConstrainCores"}) {
+      std::string v = cg.data["keys"].value(k, "no");
+      if (util::ToLower(v) != "yes") off.push_back(fmt::format("{} = {}{}", k, v, std::string(k) == "ConstrainDevices" ? " (a job sees every GPU of a shared node)" : ""));
+    }
+  } else {
+    off.push_back(cg.ok() ? "no cgroup.conf at " + cg.data.value("path", "?") : "cgroup.conf unreadable: " + cg.error);
+  }
+  if (off.empty()) return core::Pass("cgroup task plugin and proctrack on; devices, RAM and cores constrained");
+  return core::Warn(Reason::kConfig, fmt::format("{} enforcement gap(s)", off.size())).Details(off);
+}
+
+Finding ResourceLimits(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  const Evidence& parts = ctx.Get("slurm.partitions");
+  const json& t = SlurmThresholds();
+  std::vector<std::string> warns, lines;
+  auto judge = [&](const std::string& where, const std::map<std::string, std::string>& kv) {
+    auto get = [&](const char* k) { auto it = kv.find(k); return it == kv.end() ? std::string() : it->second; };
+    auto mem_gpu = MegaBytes(get("DefMemPerGPU")), mem_cpu = MegaBytes(get("DefMemPerCPU")), max_cpu = MegaBytes(get("MaxMemPerCPU"));
+    auto max_node = MegaBytes(get("MaxMemPerNode"));
+    std::string cpu_gpu = get("DefCpuPerGPU"), cpus_task = get("DefCPUsPerTask");
+    lines.push_back(fmt::format("{}: DefMemPerGPU={} DefCpuPerGPU={} DefMemPerCPU={} MaxMemPerCPU={} MaxMemPerNode={}", where,
+                                get("DefMemPerGPU").empty() ? "unset" : get("DefMemPerGPU"), cpu_gpu.empty() ? "unset" : cpu_gpu,
+                                get("DefMemPerCPU").empty() ? "unset" : get("DefMemPerCPU"), get("MaxMemPerCPU").empty() ? "unset" : get("MaxMemPerCPU"),
+                                get("MaxMemPerNode").empty() ? "unset" : get("MaxMemPerNode")));
+    bool sensible = (mem_gpu && *mem_gpu >= t["def_mem_per_gpu_min_mb"].get<long long>()) ||
+                    (mem_cpu && *mem_cpu >= t["def_mem_per_cpu_min_mb"].get<long long>() && !Unset(cpu_gpu));
+    if (mem_gpu && *mem_gpu < t["def_mem_per_gpu_min_mb"].get<long long>()) warns.push_back(fmt::format("{}: DefMemPerGPU {} MB < {}", where, *mem_gpu, t["def_mem_per_gpu_min_mb"].get<long long>()));
+    if (mem_cpu && *mem_cpu < t["def_mem_per_cpu_min_mb"].get<long long>()) {
+      warns.push_back(fmt::format("{}: DefMemPerCPU {} MB < {}{}", where, *mem_cpu, t["def_mem_per_cpu_min_mb"].get<long long>(),
+                                  *mem_cpu < t["def_mem_per_cpu_strong_min_mb"].get<long long>() ? " (strongly)" : ""));
+    }
+    if (cpus_task == "1") warns.push_back(where + ": DefCPUsPerTask = 1");
+    if (max_cpu && *max_cpu < t["max_mem_per_cpu_min_mb"].get<long long>()) warns.push_back(fmt::format("{}: MaxMemPerCPU {} MB < {}", where, *max_cpu, t["max_mem_per_cpu_min_mb"].get<long long>()));
+    if (max_node) warns.push_back(fmt::format("{}: MaxMemPerNode caps memory at {} MB", where, *max_node));
+    return sensible;
+  };
+  // Per-GPU defaults live in JobDefaults ("DefCpuPerGPU=4,DefMemPerGPU=16384"), globally and per partition.
+  auto expand = [](std::map<std::string, std::string>& kv) {
+    auto it = kv.find("JobDefaults");
+    if (it == kv.end() || Unset(it->second) || it->second == "(null)") return;
+    for (const auto& item : util::Split(it->second, ',')) {
+      size_t eq = item.find('=');
+      if (eq != std::string::npos && !kv.count(item.substr(0, eq))) kv[item.substr(0, eq)] = item.substr(eq + 1);
+    }
+  };
+  std::map<std::string, std::string> global;
+  for (const auto& [k, v] : config.data["config"].items()) global[k] = v.get<std::string>();
+  expand(global);
+  bool any_sensible = judge("cluster", global);
+  if (parts.ok()) {
+    for (const auto& p : parts.data["records"]) {
+      std::map<std::string, std::string> kv;
+      for (const auto& [k, v] : p.items()) kv[k] = v.get<std::string>();
+      expand(kv);
+      // A partition inherits the cluster defaults where it sets none.
+      for (const char* k : {"DefMemPerGPU", "DefCpuPerGPU", "DefMemPerCPU", "MaxMemPerCPU", "MaxMemPerNode"}) {
+        if (!kv.count(k) || Unset(kv[k])) kv[k] = global.count(k) ? global[k] : "";
+      }
+      any_sensible = judge("partition " + p.value("PartitionName", std::string("?")), kv) || any_sensible;
+    }
+  }
+  if (!any_sensible) warns.insert(warns.begin(), "no GPU memory default: DefMemPerGPU unset (or DefMemPerCPU without DefCpuPerGPU)");
+  Finding f = warns.empty() ? core::Pass("sensible GPU memory and CPU defaults") : core::Warn(Reason::kConfig, fmt::format("{} resource-limit warning(s)", warns.size()));
+  return f.Expected(fmt::format("DefMemPerGPU >= {} MB (or DefMemPerCPU >= {} MB with DefCpuPerGPU)", t["def_mem_per_gpu_min_mb"].get<long long>(),
+                                t["def_mem_per_cpu_min_mb"].get<long long>()))
+      .Details(warns)
+      .Details(lines);
+}
+
+Finding CudaVisibleDevices(const JudgeContext& ctx) {
+  const Evidence& env = ctx.Get("slurm.step-env");
+  if (auto p = core::EvidenceProblem(env, "step environment")) return *p;
+  auto s = [&](const char* k) { return env.data.value(k, json()).is_string() ? env.data[k].get<std::string>() : std::string(); };
+  std::string requested = s("CLUSTERMAX_STEP_GPUS");
+  if (s("SLURM_JOB_ID").empty() || requested.empty() || requested == "0") {
+    return core::Skip(Reason::kUnverified, "no scheduler-allocated GPU step ran here (fleet audits run the node collector in one)");
+  }
+  std::string cvd = s("CUDA_VISIBLE_DEVICES");
+  std::vector<std::string> lines = {"requested GPUs per node: " + requested, "CUDA_VISIBLE_DEVICES=" + (cvd.empty() ? "(unset)" : cvd),
+                                    "SLURM_STEP_GPUS=" + s("SLURM_STEP_GPUS")};
+  if (cvd.empty()) return core::Warn(Reason::kConfig, "the scheduler did not set CUDA_VISIBLE_DEVICES in a GPU step").Details(lines);
+  size_t n = util::Split(cvd, ',').size();
+  if (std::to_string(n) != requested) {
+    return core::Warn(Reason::kConfig, fmt::format("CUDA_VISIBLE_DEVICES lists {} device(s), the step asked for {}", n, requested)).Details(lines);
+  }
+  const Evidence& gpu = ctx.Get("gpu.inventory");
+  if (gpu.ok() && gpu.data.contains("devices") && gpu.data["devices"].size() != n) {
+    lines.push_back(fmt::format("NVML sees {} device(s)", gpu.data["devices"].size()));
+    return core::Warn(Reason::kConfig, fmt::format("CUDA_VISIBLE_DEVICES lists {} device(s), NVML in the step sees {}", n, gpu.data["devices"].size())).Details(lines);
+  }
+  return core::Pass(fmt::format("CUDA_VISIBLE_DEVICES={} set by the scheduler for the {} GPU(s) requested", cvd, requested)).Details(lines);
+}
+
+Finding WorkerCoverage(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(e)) return *p;
+  size_t expected = e.data["nodes_expected"].get<size_t>(), returned = e.data["nodes_returned"].get<size_t>();
+  std::vector<std::string> lines;
+  for (const auto& u : e.data["unreachable"]) lines.push_back(fmt::format("{}: {}", u["node"].get<std::string>(), u["reason"].get<std::string>()));
+  if (returned == expected) return core::Pass(fmt::format("{} of {} nodes returned evidence", returned, expected));
+  return core::Warn(Reason::kCoveragePartial, fmt::format("{} of {} nodes returned evidence", returned, expected)).Details(lines);
+}
+
+Finding FleetDrift(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(e)) return *p;
+  if (e.data["nodes_returned"].get<size_t>() < 2) return core::Skip(Reason::kNotApplicable, "fewer than two nodes returned evidence");
+  std::vector<std::string> lines;
+  for (const auto& d : e.data["drift"]) {
+    std::vector<std::string> odd;
+    for (const auto& o : d["odd"]) odd.push_back(fmt::format("{} ({})", o["node"].get<std::string>(), o["value"].get<std::string>()));
+    lines.push_back(fmt::format("{}: {} on {} node(s); odd: {}", d["fact"].get<std::string>(), d["majority"].get<std::string>(),
+                                d["majority_count"].get<size_t>(), fmt::join(odd, ", ")));
+  }
+  Finding f = lines.empty() ? core::Pass(fmt::format("{} facts uniform across {} nodes", e.data["facts_compared"].size(), e.data["nodes_returned"].get<size_t>()))
+                            : core::Warn(Reason::kConfig, fmt::format("{} fact(s) differ across nodes", lines.size()));
+  f.Details(lines);
+  if (!e.data["unreachable"].empty()) f.Detail(fmt::format("coverage partial: {} node(s) returned nothing", e.data["unreachable"].size()));
+  return f;
+}
+
+Finding HeadWorkerConsistency(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(e)) return *p;
+  const json& login = e.data.value("login", json());
+  if (!login.is_object()) return core::Skip(Reason::kNotApplicable, "no login-node facts in this fleet audit");
+  std::vector<std::string> diffs, lines;
+  for (const char* fact : {"cuda toolkit", "nccl", "container toolkit", "enroot", "mpi"}) {
+    // The nodes' majority value (one value when there is no drift).
+    std::map<std::string, int> counts;
+    for (const auto& n : e.data["nodes"]) {
+      const json& v = n["facts"].value(fact, json());
+      if (v.is_string()) ++counts[v.get<std::string>()];
+    }
+    if (counts.empty()) continue;
+    auto best = std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    const json& lv = login.value(fact, json());
+    std::string here = lv.is_string() ? lv.get<std::string>() : "(not installed)";
+    lines.push_back(fmt::format("{}: login {}, nodes {}", fact, here, best->first));
+    if (here != best->first) diffs.push_back(fmt::format("{}: login node {} vs nodes {}", fact, here, best->first));
+  }
+  if (lines.empty()) return core::Skip(Reason::kNotApplicable, "none of the compared tools on the nodes");
+  Finding f = diffs.empty() ? core::Pass("login node and workers carry the same CUDA, NCCL, container toolkit, enroot and MPI versions")
+                            : core::Warn(Reason::kConfig, fmt::format("{} tool(s) differ between the login node and the workers", diffs.size()));
+  return f.Details(diffs).Details(lines);
+}
+
+}  // namespace
+
+void RegisterSlurmChecks(core::Registry& r) {
+  using core::CheckInfo;
+  r.Add({CheckInfo{.id = "slurm-commands", .category = "access", .title = "Slurm client commands respond",
+                   .rationale = "Users submit, watch and account for work through these commands; a missing one breaks workflows.",
+                   .remediation = "Install the Slurm client package on the login nodes and fix the controller address.", .criterion = "slurm-commands",
+                   .targets = kS, .needs = {"slurm.commands"}, .cluster = true, .reproduce = "sinfo --version; sacct --version"},
+         SlurmCommands});
+  r.Add({CheckInfo{.id = "slurm-controller-health", .category = "orchestration", .title = "slurmctld up (primary and backup)",
+                   .rationale = "A down controller stops scheduling; a down backup removes failover.", .remediation = "Restart slurmctld; check the StateSaveLocation and the backup host.",
+                   .criterion = "slurm-commands", .targets = kS, .needs = {"slurm.ping"}, .cluster = true, .reproduce = "scontrol ping"},
+         ControllerHealth});
+  r.Add({CheckInfo{.id = "slurm-node-states", .category = "orchestration", .title = "GPU nodes idle, allocated or mixed (none down or drained)",
+                   .rationale = "Down and drained GPU nodes are capacity the tenant pays for and cannot use.", .remediation = "Resume or repair the listed nodes (scontrol update NodeName=... State=RESUME).",
+                   .targets = kS, .needs = {"slurm.nodes"}, .cluster = true, .reproduce = "sinfo -N -o '%N %T %E'"},
+         NodeStates});
+  r.Add({CheckInfo{.id = "slurm-gres-gpu", .category = "orchestration", .title = "GPUs declared as typed GRES matching the hardware",
+                   .rationale = "GPUs not declared as GRES cannot be requested; a wrong count over- or under-allocates.",
+                   .remediation = "Declare Gres=gpu:<type>:N per node (gres.conf with AutoDetect=nvml or File=/dev/nvidia*), GresTypes=gpu.",
+                   .targets = kS, .needs = {"slurm.config", "slurm.nodes", "fleet.summary"}, .cluster = true, .reproduce = "scontrol show node -o | grep -o 'Gres=[^ ]*'"},
+         GresGpu});
+  r.Add({CheckInfo{.id = "healthcheck-program", .category = "health", .title = "Slurm HealthCheckProgram wired (NHC or DCGM)",
+                   .rationale = "Without a periodic node health check, jobs land on broken GPUs.", .remediation = "Install LBNL NHC (or a DCGM-based check) and set HealthCheckProgram and HealthCheckInterval.",
+                   .criterion = "healthcheck-program", .targets = kS, .needs = {"slurm.config", "nhc.install"}, .cluster = true,
+                   .reproduce = "scontrol show config | grep -i HealthCheck"},
+         HealthCheckProgram});
+  r.Add({CheckInfo{.id = "topology-conf", .category = "networking", .title = "Topology-aware scheduling covers every GPU node",
+                   .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.", .remediation = "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
+                   .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes"}, .cluster = true,
+                   .reproduce = "scontrol show config | grep TopologyPlugin; scontrol show topology"},
+         TopologyConf});
+  r.Add({CheckInfo{.id = "pyxis", .category = "orchestration", .title = "Pyxis container plugin loaded in srun",
+                   .rationale = "Pyxis lets users run containers in Slurm jobs with srun --container-image.", .remediation = "Install nvslurm-plugin-pyxis and load spank_pyxis.so in plugstack.conf.",
+                   .criterion = "pyxis", .targets = kS, .needs = {"slurm.srun-help"}, .cluster = true, .reproduce = "srun --help | grep container-image"},
+         Pyxis});
+  r.Add({CheckInfo{.id = "mpi-srun-pmix", .category = "software", .title = "srun offers PMIx for MPI launch",
+                   .rationale = "MPI jobs launched by srun need PMIx with current MPI libraries.", .remediation = "Build Slurm with PMIx (mpi/pmix) and install libpmix.",
+                   .criterion = "mpi-srun-pmix", .targets = kS, .needs = {"slurm.mpi"}, .cluster = true, .reproduce = "srun --mpi=list"},
+         MpiPmix});
+  r.Add({CheckInfo{.id = "sacct-accounting", .category = "orchestration", .title = "Job accounting (slurmdbd) configured and sacct answers",
+                   .rationale = "Without accounting, usage, fair share and post-mortems of jobs are impossible.", .remediation = "Run slurmdbd and set AccountingStorageType=accounting_storage/slurmdbd.",
+                   .criterion = "sacct-accounting", .targets = kS, .needs = {"slurm.config", "slurm.sacct"}, .cluster = true, .reproduce = "sacct -X -n -S now-1hours"},
+         SacctAccounting});
+  r.Add({CheckInfo{.id = "slurm-cgroup-enforcement", .category = "orchestration", .title = "cgroups confine jobs to their CPUs, memory and GPUs",
+                   .rationale = "Without ConstrainDevices a job on a shared node can use every GPU; without RAM limits one job can OOM the node.",
+                   .remediation = "TaskPlugin=task/cgroup,task/affinity, ProctrackType=proctrack/cgroup, ConstrainDevices/RAMSpace/Cores=yes in cgroup.conf.",
+                   .criterion = "resource-limits", .targets = kS, .needs = {"slurm.config", "slurm.cgroup-conf"}, .cluster = true,
+                   .reproduce = "scontrol show config | grep -E 'TaskPlugin|ProctrackType'; cat cgroup.conf"},
+         CgroupEnforcement});
+  r.Add({CheckInfo{.id = "resource-limits", .category = "orchestration", .title = "Sensible per-GPU memory and CPU defaults",
+                   .rationale = "Low default memory per GPU or CPU makes jobs OOM unless every user overrides it.", .remediation = "Set DefMemPerGPU (>= 16 GB) and DefCpuPerGPU on the GPU partitions.",
+                   .criterion = "resource-limits", .targets = kS, .needs = {"slurm.config", "slurm.partitions"}, .cluster = true,
+                   .reproduce = "scontrol show config | grep -E 'DefMem|MaxMem'; scontrol show partition -o"},
+         ResourceLimits});
+  r.Add({CheckInfo{.id = "cuda-visible-devices", .category = "software", .title = "The scheduler sets CUDA_VISIBLE_DEVICES in a GPU step",
+                   .rationale = "Frameworks pick GPUs by CUDA_VISIBLE_DEVICES; unset, every job grabs GPU 0 or all GPUs.", .remediation = "Declare GPUs as GRES with File= device paths so Slurm binds them.",
+                   .targets = kS | kK, .needs = {"slurm.step-env", "gpu.inventory"}, .reproduce = "srun --gres=gpu:8 env | grep CUDA_VISIBLE_DEVICES"},
+         CudaVisibleDevices});
+  r.Add({CheckInfo{.id = "worker-evidence-coverage", .category = "orchestration", .title = "Every node in scope returned evidence",
+                   .rationale = "A node that did not answer is a node whose problems are unknown.", .remediation = "Resume or repair the listed nodes, or lengthen --node-timeout.",
+                   .targets = kS | kK, .needs = {"fleet.summary"}, .cluster = true, .reproduce = "clustermax audit --slurm -vv"},
+         WorkerCoverage});
+  r.Add({CheckInfo{.id = "head-worker-consistency", .category = "software", .title = "The login node builds with what the workers run",
+                   .rationale = "Users compile on the login node and run on workers: different CUDA, NCCL or MPI versions break binaries.",
+                   .remediation = "Install the same toolkit versions on the login node as on the GPU nodes.", .targets = kS,
+                   .needs = {"fleet.summary", "cuda.toolkits", "nccl.libraries", "container-toolkit.version", "enroot.version", "mpi.hpcx"},
+                   .cluster = true, .reproduce = "nvcc --version; enroot version (login node and a worker)"},
+         HeadWorkerConsistency});
+  r.Add({CheckInfo{.id = "fleet-version-drift", .category = "software", .title = "One version of each component across the nodes",
+                   .rationale = "One node on another driver, kernel or firmware is the node that fails jobs in a way the others do not.",
+                   .remediation = "Bring the odd nodes to the majority version (or the fleet to the newest).", .targets = kS | kK, .needs = {"fleet.summary"},
+                   .cluster = true, .reproduce = "clustermax audit --slurm --json | jq .fleet.drift"},
+         FleetDrift});
+}
+
+}  // namespace clustermax::checks

@@ -1,0 +1,214 @@
+// Collectors of the Slurm scheduler's view (run on the login node of a fleet audit) and of the
+// GPU step a node collector runs in. Slurm 22.05 has no `scontrol --json`: text output is parsed by
+// collect/slurm_parse.*.
+#include <fmt/format.h>
+
+#include "collect/collector.h"
+#include "util/slurm_text.h"
+#include "util/strings.h"
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+
+// A command whose success is itself the fact (exit code and output kept).
+Evidence CommandFacts(host::Host& h, const CollectOptions& o, const std::string& id, std::vector<std::string> argv,
+                      const std::function<void(const host::CommandResult&, Evidence&)>& parse) {
+  Evidence e;
+  auto r = RunFor(e, h, std::move(argv), o, id);
+  if (!r) return e;
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"exit_code", r->exit_code}, {"stderr", util::Ellipsize(util::Trim(r->err), 300)}};
+  if (parse) parse(*r, e);
+  return e;
+}
+
+Evidence Commands(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json cmds = json::array();
+  const std::vector<std::vector<std::string>> probes = {{"sinfo", "--version"}, {"squeue", "--version"}, {"scontrol", "--version"},
+                                                        {"salloc", "--version"}, {"sbatch", "--version"}, {"srun", "--version"},
+                                                        {"sacct", "--version"}};
+  for (const auto& argv : probes) {
+    auto spec = Command(argv, o, "slurm.commands");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    json c = {{"command", util::JoinArgv(argv)}, {"name", argv[0]}};
+    if (r.status != host::IoStatus::kOk) {
+      c["ok"] = false;
+      c["error"] = fmt::format("{}: {}", ToString(FromIo(r.status)), r.error);
+    } else {
+      c["ok"] = r.exit_code == 0;
+      c["output"] = util::Ellipsize(util::Trim(r.out + r.err), 200);
+      if (r.exit_code != 0) c["error"] = fmt::format("exit {}: {}", r.exit_code, util::Ellipsize(util::Trim(r.err), 200));
+    }
+    cmds.push_back(c);
+  }
+  e.data = {{"commands", cmds}};
+  return e;
+}
+
+Evidence Config(host::Host& h, const CollectOptions& o) {
+  return CommandFacts(h, o, "slurm.config", {"scontrol", "show", "config"}, [](const host::CommandResult& r, Evidence& e) {
+    auto m = util::ParseScontrolConfig(r.out);
+    if (r.exit_code != 0 || m.empty()) {
+      e.status = EvidenceStatus::kError;
+      e.error = fmt::format("scontrol show config exit {}: {}", r.exit_code, util::Ellipsize(util::Trim(r.err + r.out), 300));
+      return;
+    }
+    e.data["config"] = m;
+  });
+}
+
+Evidence Records(host::Host& h, const CollectOptions& o, const std::string& id, std::vector<std::string> argv) {
+  return CommandFacts(h, o, id, argv, [id](const host::CommandResult& r, Evidence& e) {
+    if (r.exit_code != 0) {
+      e.status = EvidenceStatus::kError;
+      e.error = fmt::format("{} exit {}: {}", id, r.exit_code, util::Ellipsize(util::Trim(r.err + r.out), 300));
+      return;
+    }
+    json recs = json::array();
+    for (const auto& rec : util::ParseScontrolRecords(r.out)) recs.push_back(rec);
+    e.data["records"] = recs;
+  });
+}
+
+Evidence Nodes(host::Host& h, const CollectOptions& o) { return Records(h, o, "slurm.nodes", {"scontrol", "show", "node", "-o"}); }
+Evidence Partitions(host::Host& h, const CollectOptions& o) {
+  return Records(h, o, "slurm.partitions", {"scontrol", "show", "partition", "-o"});
+}
+
+Evidence Topology(host::Host& h, const CollectOptions& o) {
+  return CommandFacts(h, o, "slurm.topology", {"scontrol", "show", "topology"}, [](const host::CommandResult& r, Evidence& e) {
+    json units = json::array();
+    for (const auto& rec : util::ParseScontrolRecords(r.out)) {
+      if (rec.count("SwitchName") || rec.count("BlockName")) units.push_back(rec);
+    }
+    e.data["units"] = units;
+    e.data["raw"] = util::Ellipsize(util::Trim(r.out + r.err), 400);
+  });
+}
+
+Evidence Ping(host::Host& h, const CollectOptions& o) {
+  return CommandFacts(h, o, "slurm.ping", {"scontrol", "ping"}, [](const host::CommandResult& r, Evidence& e) {
+    json cs = json::array();
+    for (const auto& c : util::ParseScontrolPing(r.out + r.err)) cs.push_back({{"role", c.role}, {"host", c.host}, {"up", c.up}});
+    e.data["controllers"] = cs;
+    e.data["raw"] = util::Ellipsize(util::Trim(r.out + r.err), 300);
+  });
+}
+
+Evidence SrunHelp(host::Host& h, const CollectOptions& o) {
+  return CommandFacts(h, o, "slurm.srun-help", {"srun", "--help"}, [](const host::CommandResult& r, Evidence& e) {
+    e.data["container_image"] = util::Contains(r.out + r.err, "--container-image");
+  });
+}
+
+Evidence MpiList(host::Host& h, const CollectOptions& o) {
+  return CommandFacts(h, o, "slurm.mpi", {"srun", "--mpi=list"}, [](const host::CommandResult& r, Evidence& e) {
+    e.data["plugins"] = util::ParseMpiList(r.out + r.err);
+    e.data["raw"] = util::Ellipsize(util::Trim(r.out + r.err), 300);
+  });
+}
+
+Evidence Sacct(host::Host& h, const CollectOptions& o) {
+  return CommandFacts(h, o, "slurm.sacct", {"sacct", "-X", "-n", "-S", "now-1hours", "-o", "JobID"}, nullptr);
+}
+
+// The cgroup.conf next to the slurm.conf the controller reports (SLURM_CONF in `show config`).
+Evidence CgroupConf(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto r = RunFor(e, h, {"scontrol", "show", "config"}, o, "slurm.cgroup-conf");
+  if (!r) return e;
+  auto cfg = util::ParseScontrolConfig(r->out);
+  std::string conf = cfg.count("SLURM_CONF") ? cfg["SLURM_CONF"] : "/etc/slurm/slurm.conf";
+  std::string path = conf.substr(0, conf.rfind('/') + 1) + "cgroup.conf";
+  e.sources.push_back("file:" + path);
+  auto f = h.ReadFile(path, 1u << 20);
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"path", path}};
+  if (f.status == host::IoStatus::kNotFound) {
+    e.data["present"] = false;
+    return e;
+  }
+  if (MarkFailed(e, f.status, f.error)) return e;
+  json keys = json::object();
+  for (const auto& line : util::SplitLines(f.content)) {
+    std::string t(util::Trim(line.substr(0, line.find('#'))));
+    size_t eq = t.find('=');
+    if (eq == std::string::npos) continue;
+    keys[std::string(util::Trim(t.substr(0, eq)))] = std::string(util::Trim(t.substr(eq + 1)));
+  }
+  e.data["present"] = true;
+  e.data["keys"] = keys;
+  return e;
+}
+
+Evidence Nhc(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json bins = json::array();
+  for (const char* p : {"/usr/sbin/nhc", "/usr/bin/nhc", "/usr/local/sbin/nhc"}) {
+    e.sources.push_back(std::string("stat:") + p);
+    if (h.Stat(p).status == host::IoStatus::kOk) bins.push_back(p);
+  }
+  e.sources.push_back("file:/etc/nhc/nhc.conf");
+  auto f = h.ReadFile("/etc/nhc/nhc.conf", 1u << 20);
+  int active = 0;
+  if (f.status == host::IoStatus::kOk) {
+    for (const auto& line : util::SplitLines(f.content)) {
+      std::string t(util::Trim(line));
+      if (!t.empty() && t[0] != '#') ++active;
+    }
+  }
+  e.data = {{"binaries", bins}, {"conf_present", f.status == host::IoStatus::kOk}, {"active_lines", active}};
+  return e;
+}
+
+// The environment of the step the node collector runs in (fleet audits request the node's GPUs).
+Evidence StepEnv(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  for (const char* k : {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
+                        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CLUSTERMAX_STEP_GPUS"}) {
+    e.sources.push_back(std::string("env:") + k);
+    auto v = h.GetEnv(k);
+    e.data[k] = v ? json(*v) : json(nullptr);
+  }
+  return e;
+}
+
+// Derived by the engine from every node's evidence (audit/fleet_summary.*); a single-node audit
+// has no fleet.
+Evidence FleetSummaryPlaceholder(host::Host&, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kNotCollected;
+  e.error = "single-node audit: no fleet to compare";
+  return e;
+}
+
+}  // namespace
+
+void RegisterSlurmCollectors(std::vector<Collector>& out) {
+  out.push_back({{"slurm.commands", "Slurm client commands answer --version", {"cmd:sinfo|squeue|scontrol|salloc|sbatch|srun|sacct --version"}, ""}, Commands});
+  out.push_back({{"slurm.config", "scontrol show config", {"cmd:scontrol show config"}, ""}, Config});
+  out.push_back({{"slurm.nodes", "scontrol show node -o", {"cmd:scontrol show node -o"}, ""}, Nodes});
+  out.push_back({{"slurm.partitions", "scontrol show partition -o", {"cmd:scontrol show partition -o"}, ""}, Partitions});
+  out.push_back({{"slurm.topology", "scontrol show topology", {"cmd:scontrol show topology"}, ""}, Topology});
+  out.push_back({{"slurm.ping", "scontrol ping", {"cmd:scontrol ping"}, ""}, Ping});
+  out.push_back({{"slurm.srun-help", "srun --help (pyxis adds --container-image)", {"cmd:srun --help"}, ""}, SrunHelp});
+  out.push_back({{"slurm.mpi", "srun --mpi=list", {"cmd:srun --mpi=list"}, ""}, MpiList});
+  out.push_back({{"slurm.sacct", "sacct -X -n -S now-1hours -o JobID", {"cmd:sacct -X -n -S now-1hours -o JobID"}, ""}, Sacct});
+  out.push_back({{"slurm.cgroup-conf", "cgroup.conf beside the controller's slurm.conf", {"cmd:scontrol show config", "file:<dir of SLURM_CONF>/cgroup.conf"}, ""},
+                 CgroupConf});
+  out.push_back({{"nhc.install", "LBNL NHC binary and /etc/nhc/nhc.conf", {"stat:/usr/sbin/nhc", "file:/etc/nhc/nhc.conf"}, ""}, Nhc});
+  out.push_back({{"slurm.step-env", "Environment of the Slurm step the node collector runs in", {"env:CUDA_VISIBLE_DEVICES, SLURM_*"}, ""}, StepEnv});
+  out.push_back({{"fleet.summary", "Derived from every node's evidence: coverage, per-node facts, drift", {"(computed by the engine)"}, ""},
+                 FleetSummaryPlaceholder});
+}
+
+}  // namespace clustermax::collect

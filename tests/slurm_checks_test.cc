@@ -1,0 +1,238 @@
+// Slurm parsing and the scheduler checks on output recorded from the real CI cluster
+// (tests/fixtures/slurm/, Slurm 22.05.8), replayed through the collectors; the fleet summary,
+// the roll-up over unreachable nodes, and the bundle line protocol of the fan-out.
+#include <gtest/gtest.h>
+
+#include "audit/fleet_summary.h"
+#include "audit/slurm_fanout.h"
+#include "checks/register.h"
+#include "collect/collector.h"
+#include "collect/parsers.h"
+#include "testutil.h"
+#include "util/slurm_text.h"
+#include "util/time.h"
+
+using namespace clustermax;
+using clustermax::testing::ReadFixture;
+using nlohmann::json;
+
+namespace {
+
+host::CommandResult Out(const std::string& text, int code = 0, const std::string& err = "") {
+  host::CommandResult r;
+  r.status = host::IoStatus::kOk;
+  r.exit_code = code;
+  r.out = text;
+  r.err = err;
+  return r;
+}
+
+// A bundle answering the scheduler commands with recorded output.
+host::Bundle Scheduler(const std::string& nodes_fixture = "slurm/scontrol-show-node-o.txt") {
+  host::Bundle b;
+  b.PutCommand({"scontrol", "show", "config"}, Out(ReadFixture("slurm/scontrol-show-config.txt")));
+  b.PutCommand({"scontrol", "show", "node", "-o"}, Out(ReadFixture(nodes_fixture)));
+  b.PutCommand({"scontrol", "show", "partition", "-o"}, Out(ReadFixture("slurm/scontrol-show-partition-o.txt")));
+  b.PutCommand({"scontrol", "show", "topology"}, Out(ReadFixture("slurm/scontrol-show-topology.txt")));
+  b.PutCommand({"scontrol", "ping"}, Out(ReadFixture("slurm/scontrol-ping.txt")));
+  b.PutCommand({"srun", "--mpi=list"}, Out(ReadFixture("slurm/srun-mpi-list.txt")));
+  b.PutCommand({"srun", "--help"}, Out("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]\n      --mpi=type  type of MPI being used\n"));
+  b.PutCommand({"sacct", "-X", "-n", "-S", "now-1hours", "-o", "JobID"}, Out("", 1, ReadFixture("slurm/sacct-disabled.txt")));
+  return b;
+}
+
+core::Finding Judge(const std::string& check, const host::Bundle& b) {
+  const core::Check* c = checks::DefaultRegistry().Find(check);
+  EXPECT_NE(c, nullptr) << check;
+  host::ReplayHost replay(b);
+  core::EvidenceSet ev = collect::CollectEvidence(replay, c->info.needs, {});
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  return c->judge(ctx);
+}
+
+std::string All(const core::Finding& f) {
+  std::string s = f.message;
+  for (const auto& d : f.details) s += "\n" + d;
+  return s;
+}
+
+}  // namespace
+
+TEST(SlurmText, BareVersions) {
+  EXPECT_EQ(collect::ParseBareVersion("3.4.1\n"), "3.4.1");  // enroot version
+  EXPECT_EQ(collect::ParseBareVersion("apptainer version 1.3.4\n"), "1.3.4");
+  EXPECT_FALSE(collect::ParseBareVersion("command not found"));
+}
+
+TEST(SlurmText, Hostlists) {
+  EXPECT_EQ(*util::ExpandHostlist("n[1-3]"), (std::vector<std::string>{"n1", "n2", "n3"}));
+  EXPECT_EQ(*util::ExpandHostlist("gpu[08-10,12],login1"), (std::vector<std::string>{"gpu08", "gpu09", "gpu10", "gpu12", "login1"}));
+  EXPECT_EQ(*util::ExpandHostlist("a[1-2]-ib"), (std::vector<std::string>{"a1-ib", "a2-ib"}));
+  EXPECT_FALSE(util::ExpandHostlist("n[1-"));
+  EXPECT_FALSE(util::ExpandHostlist("n[3-1]"));
+  EXPECT_TRUE(util::ExpandHostlist("")->empty());
+}
+
+TEST(SlurmText, GresStrings) {
+  auto g = util::ParseGres("gpu:h100:8(S:0-1),gpu:a100:2,shard:16");
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].type, "h100");
+  EXPECT_EQ(g[0].count, 8);
+  EXPECT_EQ(g[1].count, 2);
+  EXPECT_EQ(g[2].name, "shard");
+  EXPECT_EQ(g[2].count, 16);
+  EXPECT_EQ(util::ParseGres("gpu:4")[0].type, "");
+  EXPECT_TRUE(util::ParseGres("(null)").empty());
+}
+
+TEST(SlurmText, RecordedOutputParses) {
+  auto cfg = util::ParseScontrolConfig(ReadFixture("slurm/scontrol-show-config.txt"));
+  EXPECT_GT(cfg.size(), 150u);
+  EXPECT_EQ(cfg["TopologyPlugin"], "topology/tree");
+  EXPECT_EQ(cfg["HealthCheckInterval"], "300 sec");
+  EXPECT_EQ(cfg["JobDefaults"], "DefMemPerGPU=8192");
+  auto nodes = util::ParseScontrolRecords(ReadFixture("slurm/scontrol-show-node-o-n3-down.txt"));
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[2]["NodeName"], "n3");
+  EXPECT_EQ(nodes[2]["State"], "IDLE+NOT_RESPONDING");
+  EXPECT_EQ(nodes[0]["Gres"], "gpu:h100:8");
+  EXPECT_NE(nodes[0]["OS"].find("Linux"), std::string::npos);  // a value with spaces stays whole
+  auto ping = util::ParseScontrolPing(ReadFixture("slurm/scontrol-ping.txt"));
+  ASSERT_EQ(ping.size(), 1u);
+  EXPECT_EQ(ping[0].role, "primary");
+  EXPECT_TRUE(ping[0].up);
+  auto mpi = util::ParseMpiList(ReadFixture("slurm/srun-mpi-list.txt"));
+  EXPECT_NE(std::find(mpi.begin(), mpi.end(), "pmix_v4"), mpi.end());
+  EXPECT_NE(std::find(mpi.begin(), mpi.end(), "pmi2"), mpi.end());
+}
+
+TEST(SlurmChecks, GradedFromRecordedClusterOutput) {
+  host::Bundle b = Scheduler();
+  auto topo = Judge("topology-conf", b);
+  EXPECT_EQ(topo.verdict, core::Verdict::kPass) << All(topo);
+  auto limits = Judge("resource-limits", b);
+  EXPECT_EQ(limits.verdict, core::Verdict::kWarn) << All(limits);
+  EXPECT_NE(All(limits).find("DefMemPerGPU 8192 MB < 16384"), std::string::npos) << All(limits);
+  auto mpi = Judge("mpi-srun-pmix", b);
+  EXPECT_EQ(mpi.verdict, core::Verdict::kPass) << All(mpi);
+  auto sacct = Judge("sacct-accounting", b);
+  EXPECT_EQ(sacct.verdict, core::Verdict::kWarn);
+  EXPECT_NE(All(sacct).find("accounting storage is disabled"), std::string::npos) << All(sacct);
+  auto pyxis = Judge("pyxis", b);
+  EXPECT_EQ(pyxis.verdict, core::Verdict::kWarn);
+  auto hc = Judge("healthcheck-program", b);  // /usr/sbin/nhc wired, but no nhc.conf with checks
+  EXPECT_EQ(hc.verdict, core::Verdict::kWarn) << All(hc);
+  auto ping = Judge("slurm-controller-health", b);
+  EXPECT_EQ(ping.verdict, core::Verdict::kPass);
+  auto cg = Judge("slurm-cgroup-enforcement", b);
+  EXPECT_EQ(cg.verdict, core::Verdict::kWarn);
+  EXPECT_NE(All(cg).find("proctrack/linuxproc"), std::string::npos) << All(cg);
+  auto states = Judge("slurm-node-states", b);
+  EXPECT_EQ(states.verdict, core::Verdict::kPass) << All(states);
+  // A single-node audit has no fleet: the fleet checks say so.
+  EXPECT_EQ(Judge("fleet-version-drift", b).verdict, core::Verdict::kSkip);
+}
+
+TEST(SlurmChecks, ANotRespondingNodeIsNamed) {
+  auto f = Judge("slurm-node-states", Scheduler("slurm/scontrol-show-node-o-n3-down.txt"));
+  EXPECT_EQ(f.verdict, core::Verdict::kWarn);
+  EXPECT_NE(All(f).find("n3: IDLE+NOT_RESPONDING"), std::string::npos) << All(f);
+}
+
+TEST(SlurmChecks, FailedCommandsAreEvidenceErrorsNotVerdicts) {
+  host::Bundle b;
+  host::CommandResult gone;
+  gone.status = host::IoStatus::kTimeout;
+  gone.error = "timed out";
+  b.PutCommand({"scontrol", "show", "config"}, gone);
+  auto f = Judge("topology-conf", b);
+  EXPECT_EQ(f.verdict, core::Verdict::kWarn);
+  EXPECT_EQ(f.reason, core::Reason::kEvidenceError);
+}
+
+namespace {
+audit::NodeEvidence Node(const std::string& name, const std::string& driver) {
+  audit::NodeEvidence n;
+  n.node = name;
+  n.role = "compute";
+  core::Evidence gpu;
+  gpu.status = core::EvidenceStatus::kOk;
+  gpu.data = {{"driver_version", driver}, {"devices", json::array({{{"name", "NVIDIA H100"}}, {{"name", "NVIDIA H100"}}})}};
+  n.evidence["gpu.inventory"] = gpu;
+  core::Evidence k;
+  k.status = core::EvidenceStatus::kOk;
+  k.data = {{"release", "6.8.0-60-generic"}, {"hostname", name}};
+  n.evidence["os.kernel"] = k;
+  return n;
+}
+}  // namespace
+
+TEST(FleetSummary, DriftNamesTheOddNodesAndUnknownsAreNotDrift) {
+  auto a = Node("n1", "580.95.05"), b = Node("n2", "580.95.05"), c = Node("n3", "570.86.10"), d = Node("n4", "580.95.05");
+  d.evidence.erase("gpu.inventory");  // n4's GPU evidence is missing: unknown, not a second version
+  core::Evidence s = audit::FleetSummary({&a, &b, &c, &d}, {{"n5", "not responding"}});
+  EXPECT_EQ(s.data["nodes_expected"], 5);
+  EXPECT_EQ(s.data["nodes_returned"], 4);
+  ASSERT_EQ(s.data["drift"].size(), 1u) << s.data["drift"].dump();
+  const json& dr = s.data["drift"][0];
+  EXPECT_EQ(dr["fact"], "gpu driver");
+  EXPECT_EQ(dr["majority"], "580.95.05");
+  EXPECT_EQ(dr["majority_count"], 2);
+  EXPECT_EQ(dr["odd"][0]["node"], "n3");
+  EXPECT_EQ(dr["unknown"], json::array({"n4"}));
+}
+
+TEST(FleetJudge, UnreachableNodesKeepNodeChecksFromPassing) {
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm, .checks = {"fleet-version-drift", "security-runc"}});
+  audit::NodeEvidence login;
+  login.node = "login1";
+  login.role = "login";
+  core::Evidence runc;
+  runc.status = core::EvidenceStatus::kOk;
+  runc.data = {{"installed", false}, {"path", nullptr}, {"version", nullptr}};
+  auto n1 = Node("n1", "580.95.05"), n2 = Node("n2", "580.95.05");
+  n1.evidence["runc.version"] = runc;
+  n2.evidence["runc.version"] = runc;
+  auto r = audit::Judge(plan, {login, n1, n2}, core::EmbeddedMinimumTable(), {{"n3", "state drain: bad GPU"}});
+  ASSERT_EQ(r.results.size(), 2u);
+  for (const auto& res : r.results) {
+    if (res.info->id == "security-runc") {
+      EXPECT_EQ(res.nodes.size(), 2u);  // judged on the compute nodes only
+      EXPECT_EQ(res.finding.verdict, core::Verdict::kWarn);
+      EXPECT_EQ(res.finding.reason, core::Reason::kCoveragePartial);
+      EXPECT_NE(res.finding.message.find("2 of 3 nodes"), std::string::npos) << res.finding.message;
+      EXPECT_NE(All(res.finding).find("n3: no evidence (state drain: bad GPU)"), std::string::npos);
+    } else {
+      EXPECT_EQ(res.nodes.size(), 1u);  // cluster check: once, on the login node
+      EXPECT_EQ(res.nodes[0].node, "login1");
+      EXPECT_EQ(res.finding.verdict, core::Verdict::kPass) << All(res.finding);
+    }
+  }
+  EXPECT_EQ(r.fleet["nodes_expected"], 3);
+}
+
+TEST(FanOutLines, RoundTripThroughLabelsAndNoise) {
+  host::Bundle b;
+  b.manifest.hostname = "n7";
+  b.manifest.role = "compute";
+  b.PutCommand({"echo", "ünïcode"}, Out(std::string(5000, 'x') + " ü"));
+  auto lines = audit::BundleLines("n7", b);
+  ASSERT_GT(lines.size(), 5u);
+  for (const auto& l : lines) EXPECT_LT(l.size(), 1000u);
+  std::string text = "srun: warning: something\n";
+  for (size_t i = lines.size(); i-- > 0;) text += "3: " + lines[i] + "\n";  // any order, labelled
+  std::map<std::string, std::string> errors;
+  auto got = audit::ParseBundleLines(text, errors);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(got[0].manifest.hostname, "n7");
+  auto cmd = got[0].Command({"echo", "ünïcode"});
+  ASSERT_TRUE(cmd);
+  EXPECT_EQ(cmd->out, std::string(5000, 'x') + " ü");
+  // A missing part: reported, not half-parsed.
+  std::string partial;
+  for (size_t i = 1; i < lines.size(); ++i) partial += lines[i] + "\n";
+  errors.clear();
+  EXPECT_TRUE(audit::ParseBundleLines(partial, errors).empty());
+  EXPECT_NE(errors["n7"].find("incomplete"), std::string::npos);
+}

@@ -1,0 +1,226 @@
+// The fleet audit against a real Slurm cluster on this machine (scripts/slurm-ci.sh: Debian's
+// slurmctld, three slurmd on their own ports, munge, 8 fake GPUs per node as GRES character
+// devices). The nodes load the fake NVML (tests/fake_nvml) through the environment srun forwards,
+// so every node "has" 8 H100s. One cluster serves every test; tests that change its configuration
+// restart it. Run as one ctest test (the cluster's ports are fixed), never in parallel.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "testutil.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const fs::path kDir = fs::path(CLUSTERMAX_BUILD_DIR) / "slurm-ci";
+const std::string kScript = std::string(CLUSTERMAX_SOURCE_DIR) + "/scripts/slurm-ci.sh";
+
+using Proc = clustermax::testing::Shell;
+Proc Sh(const std::string& cmd) { return clustermax::testing::RunShell(cmd); }
+
+json JsonFrom(const std::string& out) {
+  size_t b = out.find('{'), e = out.rfind('}');
+  if (b == std::string::npos || e == std::string::npos) {
+    ADD_FAILURE() << "no JSON: " << out;
+    return json::object();
+  }
+  return json::parse(out.substr(b, e - b + 1));
+}
+
+std::string Env() {
+  return "SLURM_CONF=" + (kDir / "slurm.conf").string() + " LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR + " NO_COLOR=1";
+}
+
+void Up(const std::string& env = "") {
+  Sh("bash " + kScript + " down " + kDir.string());
+  Proc p = Sh(env + " bash " + kScript + " up " + kDir.string() + " 3");
+  ASSERT_EQ(p.code, 0) << p.out;
+}
+
+fs::path last_run;  // the run directory of the latest Audit()
+
+// Runs a fleet audit and returns the JSON report (stdout) and the process result.
+json Audit(const std::string& extra, Proc* proc = nullptr, const std::string& env = "") {
+  fs::path out = kDir / "runs" / std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+  last_run = out;
+  Proc p = Sh(Env() + " " + env + " " + CLUSTERMAX_BINARY + " audit --slurm --yes --json --exit-zero --out " + out.string() + " " + extra +
+              " 2>" + (kDir / "audit.stderr").string());
+  if (proc) *proc = p;
+  return JsonFrom(p.out);
+}
+
+const json& Result(const json& report, const std::string& id) {
+  for (const auto& r : report["results"]) {
+    if (r["id"] == id) return r;
+  }
+  static json none = json::object();
+  ADD_FAILURE() << "no result " << id;
+  return none;
+}
+
+class SlurmCluster : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    Proc p = Sh("bash " + kScript + " install");
+    ASSERT_EQ(p.code, 0) << p.out;
+    fs::create_directories(kDir);
+    fs::remove_all(kDir / "runs");
+    Up();
+  }
+  void TearDown() override { Sh("bash " + kScript + " down " + kDir.string()); }
+};
+
+}  // namespace
+
+TEST(SlurmFleet, AuditsEveryNodeThroughOneStep) {
+  Proc p;
+  auto t0 = std::chrono::steady_clock::now();
+  json r = Audit("", &p);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(r["fleet"].is_null()) << p.out;
+  EXPECT_EQ(r["fleet"]["nodes_expected"], 3);
+  EXPECT_EQ(r["fleet"]["nodes_returned"], 3);
+  EXPECT_TRUE(r["fleet"]["unreachable"].empty());
+  EXPECT_TRUE(r["fleet"]["drift"].empty()) << r["fleet"]["drift"].dump();
+  EXPECT_LT(secs, 60.0);
+  // Every node's facts: 8 H100s from the (fake) NVML each node loaded in its step.
+  ASSERT_EQ(r["fleet"]["nodes"].size(), 3u);
+  for (const auto& n : r["fleet"]["nodes"]) EXPECT_NE(n["facts"]["gpus"].get<std::string>().find("8 x"), std::string::npos) << n.dump();
+  // Node checks were judged on three nodes; scheduler checks once.
+  const json& ecc = Result(r, "gpu-ecc-health");
+  EXPECT_EQ(ecc["nodes"].size(), 3u);
+  EXPECT_EQ(Result(r, "slurm-commands")["nodes"].size(), 1u);
+  EXPECT_EQ(Result(r, "slurm-commands")["status"], "PASS") << Result(r, "slurm-commands").dump();
+  EXPECT_EQ(Result(r, "slurm-controller-health")["status"], "PASS");
+  EXPECT_EQ(Result(r, "slurm-node-states")["status"], "PASS");
+  EXPECT_EQ(Result(r, "worker-evidence-coverage")["status"], "PASS");
+  EXPECT_EQ(Result(r, "fleet-version-drift")["status"], "PASS");
+  // GRES gpu:h100:8 matches the 8 GPUs each node's NVML reports.
+  EXPECT_EQ(Result(r, "slurm-gres-gpu")["status"], "PASS") << Result(r, "slurm-gres-gpu").dump();
+  // The step asked for the node's 8 GPUs; Slurm set CUDA_VISIBLE_DEVICES=0..7 on every node.
+  const json& cvd = Result(r, "cuda-visible-devices");
+  EXPECT_EQ(cvd["status"], "PASS") << cvd.dump();
+  EXPECT_EQ(cvd["nodes"].size(), 3u);
+  // The CI cluster has no health check, no topology and no accounting: graded, not hidden.
+  EXPECT_EQ(Result(r, "healthcheck-program")["status"], "FAIL");
+  EXPECT_EQ(Result(r, "topology-conf")["status"], "WARN");
+  EXPECT_EQ(Result(r, "sacct-accounting")["status"], "WARN");
+  EXPECT_EQ(Result(r, "slurm-cgroup-enforcement")["status"], "WARN");
+  EXPECT_EQ(Result(r, "resource-limits")["status"], "WARN");
+  // Worker tools graded per node (none installed on the CI machine), and the login node compared with them.
+  EXPECT_EQ(Result(r, "enroot")["status"], "FAIL");
+  EXPECT_EQ(Result(r, "enroot")["nodes"].size(), 3u);
+  EXPECT_NE(Result(r, "head-worker-consistency")["status"], "WARN") << Result(r, "head-worker-consistency").dump();
+  // The matrix has a column per node.
+  bool found = false;
+  for (const auto& m : r["fleet"]["matrix"]) {
+    if (m["check"] == "gpu-ecc-health") found = m["verdicts"].size() == 3;
+  }
+  EXPECT_TRUE(found);
+  // Run directory: the login node's bundle and three node bundles.
+  fs::path run = kDir / "runs";
+  size_t bundles = 0;
+  for (const auto& d : fs::recursive_directory_iterator(run)) bundles += d.path().parent_path().filename() == "evidence";
+  EXPECT_GE(bundles, 4u);
+}
+
+TEST(SlurmFleet, PlantedConfigurationsAreGraded) {
+  // Health check wired, topology covering the GPU nodes, and n3 without GRES.
+  // popen runs /bin/sh: multi-line values go in single quotes with real newlines.
+  Up("SLURM_CI_EXTRA='TopologyPlugin=topology/tree\nHealthCheckProgram=/bin/true\nHealthCheckInterval=60' "
+     "SLURM_CI_TOPOLOGY='SwitchName=s1 Nodes=n[1-3]' "
+     "SLURM_CI_NODE_LINES='NodeName=n[1-2] NodeHostname=@HOST@ NodeAddr=127.0.0.1 Port=[17001-17002] CPUs=2 RealMemory=4000 Gres=gpu:h100:8 State=UNKNOWN\n"
+     "NodeName=n3 NodeHostname=@HOST@ NodeAddr=127.0.0.1 Port=17003 CPUs=2 RealMemory=4000 State=UNKNOWN' "
+     "SLURM_CI_GRES_NODES='n[1-2]'");
+  json r = Audit("--nodelist=n[1-2]");  // the GPU step needs GPUs on every node of the step
+  EXPECT_EQ(Result(r, "healthcheck-program")["status"], "PASS") << Result(r, "healthcheck-program").dump();
+  EXPECT_EQ(Result(r, "topology-conf")["status"], "PASS") << Result(r, "topology-conf").dump();
+  // n3 is not in the step, so its GPUs are unknown: the GRES check sees n3 declare none. With the
+  // node evidence of n1 and n2, their counts match.
+  json all = Audit("");
+  const json& gres = Result(all, "slurm-gres-gpu");
+  std::string text = gres.dump();
+  EXPECT_NE(text.find("n3: Gres=(none)"), std::string::npos) << text;
+  // n3 has GPUs (its NVML sees 8) but no GRES: not schedulable, a FAIL.
+  EXPECT_EQ(gres["status"], "FAIL") << text;
+  Up();
+}
+
+TEST(SlurmFleet, DriftOnOneNodeIsNamed) {
+  json r = Audit("", nullptr, "FAKE_NVML_DRIVER_ON=n2=570.86.10");
+  ASSERT_FALSE(r["fleet"].is_null());
+  bool named = false;
+  for (const auto& d : r["fleet"]["drift"]) {
+    if (d["fact"] != "gpu driver") continue;
+    EXPECT_EQ(d["majority"], "580.95.05");
+    ASSERT_EQ(d["odd"].size(), 1u);
+    EXPECT_EQ(d["odd"][0]["node"], "n2");
+    EXPECT_EQ(d["odd"][0]["value"], "570.86.10");
+    named = true;
+  }
+  EXPECT_TRUE(named) << r["fleet"]["drift"].dump();
+  const json& drift = Result(r, "fleet-version-drift");
+  EXPECT_EQ(drift["status"], "WARN");
+  EXPECT_NE(drift.dump().find("n2 (570.86.10)"), std::string::npos) << drift.dump();
+}
+
+TEST(SlurmFleet, InsideAnAllocationTheStepOverlapsIt) {
+  Proc p = Sh(Env() + " timeout 120 salloc -N2 --gres=gpu:8 " + CLUSTERMAX_BINARY + " audit --slurm --yes --json --exit-zero --out " +
+              (kDir / "runs" / "salloc").string() + " 2>" + (kDir / "salloc.stderr").string());
+  json r = JsonFrom(p.out);
+  EXPECT_EQ(r["fleet"]["nodes_expected"], 2) << r["fleet"].dump() << p.out;
+  EXPECT_EQ(r["fleet"]["nodes_returned"], 2);
+}
+
+TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
+  json r = Audit("--nodes=2 --bcast=/tmp/");  // a directory: srun names the copy per node
+  EXPECT_EQ(r["fleet"]["nodes_returned"], 2) << r["fleet"].dump();
+  std::ifstream err(kDir / "audit.stderr");
+  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  (void)text;
+}
+
+// Last: it kills a node.
+TEST(SlurmFleet, AKilledNodeIsReportedAndTheRestKept) {
+  std::ifstream pidf(kDir / "slurmd-n3.pid");
+  pid_t pid = 0;
+  ASSERT_TRUE(pidf >> pid);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  fs::remove(kDir / "slurmd-n3.pid");  // a SIGKILLed slurmd leaves it; never signal a recycled PID
+  auto t0 = std::chrono::steady_clock::now();
+  json r = Audit("--fleet-timeout=90");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 100.0);
+  ASSERT_FALSE(r["fleet"].is_null());
+  EXPECT_EQ(r["fleet"]["nodes_expected"], 3);
+  EXPECT_EQ(r["fleet"]["nodes_returned"], 2);
+  ASSERT_EQ(r["fleet"]["unreachable"].size(), 1u);
+  EXPECT_EQ(r["fleet"]["unreachable"][0]["node"], "n3");
+  EXPECT_FALSE(r["fleet"]["unreachable"][0]["reason"].get<std::string>().empty());
+  // Node checks say "N of M" and never PASS on a partial fleet.
+  const json& ecc = Result(r, "gpu-ecc-health");
+  EXPECT_NE(ecc["message"].get<std::string>().find("of 3 nodes"), std::string::npos) << ecc.dump();
+  EXPECT_NE(ecc["status"], "PASS");
+  EXPECT_EQ(Result(r, "worker-evidence-coverage")["status"], "WARN");
+  // The saved run re-judges the same way, unreachable node included, without Slurm.
+  Proc review = Sh(std::string(CLUSTERMAX_BINARY) + " audit review " + last_run.string() + " --command report");
+  EXPECT_NE(review.out.find("fleet: 2 of 3 nodes returned evidence"), std::string::npos) << review.out;
+  EXPECT_NE(review.out.find("no evidence from n3"), std::string::npos) << review.out;
+  Proc restart = Sh(Env() + " bash " + kScript + " restart-node " + kDir.string() + " n3");
+  EXPECT_EQ(restart.code, 0) << restart.out;
+}
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  ::testing::AddGlobalTestEnvironment(new SlurmCluster);
+  return RUN_ALL_TESTS();
+}
