@@ -189,6 +189,20 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   (void)text;
 }
 
+TEST(SlurmFleet, ANodeDeadlineSendsWhatItHas) {
+  // Every node's NVML hangs; the node deadline sends the rest in time and says what is partial.
+  auto t0 = std::chrono::steady_clock::now();
+  json r = Audit("--node-timeout=2 --command-timeout=30", nullptr, "FAKE_NVML_HANG=1");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 20.0);
+  EXPECT_EQ(r["fleet"]["nodes_returned"], 3) << r["fleet"].dump();
+  EXPECT_EQ(r["fleet"]["partial"].size(), 3u) << r["fleet"].dump();
+  const json& cov = Result(r, "worker-evidence-coverage");
+  EXPECT_EQ(cov["status"], "WARN") << cov.dump();
+  EXPECT_NE(cov.dump().find("node deadline"), std::string::npos);
+  EXPECT_NE(Result(r, "gpu-ecc-health")["status"], "PASS");
+}
+
 // Last: it kills a node.
 TEST(SlurmFleet, AKilledNodeIsReportedAndTheRestKept) {
   std::ifstream pidf(kDir / "slurmd-n3.pid");

@@ -141,6 +141,10 @@ core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const
   }
   json un = json::array();
   for (const auto& u : unreachable) un.push_back({{"node", u.node}, {"reason", u.reason}});
+  json partial = json::array();  // nodes that hit the per-node deadline: some evidence is missing
+  for (const auto* n : nodes) {
+    if (!n->manifest.partial.empty()) partial.push_back({{"node", n->node}, {"reason", n->manifest.partial}});
+  }
   std::vector<std::string> compared;
   for (const auto& [name, fn] : Facts()) compared.push_back(name);
   json login_facts = nullptr;
@@ -155,6 +159,7 @@ core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const
             {"nodes_expected", nodes.size() + unreachable.size()},
             {"nodes_returned", nodes.size()},
             {"unreachable", un},
+            {"partial", partial},
             {"nodes", per_node},
             {"facts_compared", compared},
             {"drift", drift}};

@@ -369,7 +369,12 @@ Finding WorkerCoverage(const JudgeContext& ctx) {
   size_t expected = e.data["nodes_expected"].get<size_t>(), returned = e.data["nodes_returned"].get<size_t>();
   std::vector<std::string> lines;
   for (const auto& u : e.data["unreachable"]) lines.push_back(fmt::format("{}: {}", u["node"].get<std::string>(), u["reason"].get<std::string>()));
-  if (returned == expected) return core::Pass(fmt::format("{} of {} nodes returned evidence", returned, expected));
+  std::vector<std::string> partial;
+  for (const auto& p : e.data.value("partial", json::array())) partial.push_back(fmt::format("{}: partial ({})", p["node"].get<std::string>(), p["reason"].get<std::string>()));
+  if (returned == expected && partial.empty()) return core::Pass(fmt::format("{} of {} nodes returned evidence", returned, expected));
+  if (returned == expected) {
+    return core::Warn(Reason::kCoveragePartial, fmt::format("{} of {} nodes returned evidence, {} of them partial", returned, expected, partial.size())).Details(partial);
+  }
   return core::Warn(Reason::kCoveragePartial, fmt::format("{} of {} nodes returned evidence", returned, expected)).Details(lines);
 }
 

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <mutex>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -37,6 +39,7 @@ struct AuditOptions {
   std::string partition, nodelist, time_limit = "10", bcast;
   int nodes = 0;
   double fleet_timeout_s = 300;
+  double node_timeout_s = 120;
   double command_timeout_s = 10;
   double counter_interval_s = 10;
   int verbosity = 0;
@@ -157,6 +160,7 @@ std::vector<std::string> CollectArgs(const AuditOptions& a, const audit::Selecti
   out.push_back(fmt::format("--counter-interval={}", a.counter_interval_s));
   for (const auto& t : a.timeouts) out.push_back("--timeout=" + t);
   if (!a.probe_image.empty()) out.push_back("--probe-image=" + a.probe_image);
+  out.push_back(fmt::format("--node-timeout={}", a.node_timeout_s));
   return out;
 }
 
@@ -318,6 +322,7 @@ struct CollectCmd {
   std::vector<std::string> profiles, checks, probes, timeouts;
   std::string probe_image;
   double command_timeout_s = 10, counter_interval_s = 10;
+  double node_timeout_s = 0;  // > 0: send what was collected by then and stop
   int step_gpus = 0;
 };
 
@@ -341,14 +346,44 @@ int RunCollect(const CollectCmd& c, const std::vector<std::string>& argv) {
   host::LocalHost local;
   host::Bundle bundle;
   audit::StampManifest(bundle.manifest, argv);
-  audit::NodeEvidence n = audit::CollectNode(local, plan, opts, bundle, c.role);
-  if (!c.out.empty()) {
-    bundle.Save(c.out);
-    return kExitOk;
+  // The per-node deadline: whatever was collected by then is sent, marked partial (the requests it
+  // lacks show as evidence errors and replay misses), and the process ends without waiting for a
+  // hung collector. The mutex makes the watchdog and a normal finish exclusive.
+  static std::mutex emit_mu;
+  static bool emitted = false;
+  auto emit = [&](const std::string& node, const std::string& partial) {
+    std::lock_guard lock(emit_mu);
+    if (emitted) return false;
+    emitted = true;
+    json j = bundle.ToJson();
+    if (!partial.empty()) {
+      j["manifest"]["hostname"] = node;
+      j["manifest"]["partial"] = partial;
+    }
+    host::Bundle b = host::Bundle::FromJson(j);
+    if (!c.out.empty()) {
+      b.Save(c.out);
+    } else {
+      std::string text;
+      for (const auto& l : audit::BundleLines(node, b)) text += l + "\n";
+      std::cout << text << std::flush;
+    }
+    return true;
+  };
+  if (c.node_timeout_s > 0) {
+    std::string name = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
+    if (name.empty()) {
+      char hn[256] = {0};
+      ::gethostname(hn, sizeof hn - 1);
+      name = hn;
+    }
+    std::thread([emit, name, secs = c.node_timeout_s] {
+      std::this_thread::sleep_for(std::chrono::duration<double>(secs));
+      if (emit(name, fmt::format("node deadline: sent after {} s with the evidence collected by then", secs))) std::_Exit(kExitOk);
+    }).detach();
   }
-  std::string text;
-  for (const auto& l : audit::BundleLines(n.node, bundle)) text += l + "\n";
-  std::cout << text << std::flush;
+  audit::NodeEvidence n = audit::CollectNode(local, plan, opts, bundle, c.role);
+  emit(n.node, "");
   return kExitOk;
 }
 
@@ -375,6 +410,8 @@ int Main(int argc, char** argv) {
   audit_cmd->add_option("--time", a.time_limit, "srun --time when the audit asks for an allocation (minutes)");
   audit_cmd->add_option("--fleet-timeout", a.fleet_timeout_s, "Seconds for the whole srun step; nodes silent by then are reported")
       ->check(CLI::PositiveNumber);
+  audit_cmd->add_option("--node-timeout", a.node_timeout_s, "Seconds each node collects before it sends what it has (0: no deadline)")
+      ->check(CLI::NonNegativeNumber);
   audit_cmd->add_option("--bcast", a.bcast, "Copy this binary to PATH on every node first (srun --bcast), for nodes without the shared path");
   audit_cmd->add_flag("--k8s", a.k8s, "Target: a Kubernetes node (this node only)");
   audit_cmd->add_flag("-y,--yes", a.yes, "Do not ask for confirmation");
@@ -445,6 +482,7 @@ int Main(int argc, char** argv) {
   collect_cmd->add_option("--command-timeout", cc.command_timeout_s, "Seconds per command");
   collect_cmd->add_option("--counter-interval", cc.counter_interval_s, "Seconds between RDMA counter reads");
   collect_cmd->add_option("--step-gpus", cc.step_gpus, "GPUs per node the step requested");
+  collect_cmd->add_option("--node-timeout", cc.node_timeout_s, "Send what was collected after this many seconds (0: no deadline)");
   collect_cmd->add_option("--out", cc.out, "Write the bundle to FILE instead of stdout lines");
 
   try {

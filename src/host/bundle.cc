@@ -130,7 +130,7 @@ json Bundle::ToJson() const {
                    {"started_at", manifest.started_at},     {"finished_at", manifest.finished_at},
                    {"sysroot", manifest.sysroot},           {"target", manifest.target},
                    {"probes", manifest.probes},             {"uid", manifest.uid},
-                   {"role", manifest.role}};
+                   {"role", manifest.role},                 {"partial", manifest.partial}};
   json files = json::object();
   for (const auto& [path, r] : files_) {
     json f = StatusJson(r.status, r.error);
@@ -219,6 +219,7 @@ Bundle Bundle::FromJson(const json& j) {
     b.manifest.probes = m.value("probes", std::vector<std::string>{});
     b.manifest.uid = m.value("uid", -1L);
     b.manifest.role = m.value("role", "");
+    b.manifest.partial = m.value("partial", "");
     for (const auto& [path, f] : j.at("files").items()) {
       FileResult r;
       r.status = IoStatusFromString(f.at("status").get<std::string>());

@@ -37,6 +37,7 @@ struct Manifest {
   // "" a single-node audit (every check); "login" the scheduler's view in a fleet audit (cluster
   // checks); "compute" a node of the fleet (node checks).
   std::string role;
+  std::string partial;  // non-empty: the collection stopped early (why)
   long uid = -1;
 };
 

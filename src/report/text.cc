@@ -45,6 +45,9 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
     const auto& fl = r.fleet;
     line(fmt::format("fleet: {} of {} nodes returned evidence", fl["nodes_returned"].get<size_t>(), fl["nodes_expected"].get<size_t>()));
     for (const auto& u : r.unreachable) line(fmt::format("  no evidence from {}: {}", u.node, u.reason));
+    for (const auto& p : fl.value("partial", nlohmann::json::array())) {
+      line(fmt::format("  partial evidence from {}: {}", p["node"].get<std::string>(), p["reason"].get<std::string>()));
+    }
     if (fl["drift"].empty()) {
       line(fmt::format("  drift: none ({} facts compared)", fl["facts_compared"].size()));
     } else {
