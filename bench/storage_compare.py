@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side by side on the same machine, in the same run: `clustermax bench storage` against fio with the
 equivalent job, and `clustermax bench s3` against rclone on the same s3rver. Prints a markdown table
-(medians of --reps alternating runs, and the ratio ours / theirs) and writes it with --md FILE.
+(ours and the reference back to back, --reps times; the ratio is the median of the per-pair ratios)
+and writes it with --md FILE.
 
   python3 bench/storage_compare.py [--dir DIR] [--reps 3] [--md docs/results/storage-vs-fio.md]
 
@@ -54,7 +55,8 @@ def fio_storage(d, a, wid, rw, bs, direct):
     cmd = ["fio", "--name=cmaxcmp", f"--directory={d}", f"--rw={rw}", f"--bs={bs}", f"--direct={direct}",
            "--ioengine=io_uring", f"--iodepth={a.iodepth}", f"--numjobs={a.jobs}", f"--size={per_file}",
            "--time_based", f"--runtime={a.runtime}", f"--ramp_time={a.ramp}", "--group_reporting",
-           "--norandommap", "--randrepeat=0", "--output-format=json"]
+           "--norandommap", "--randrepeat=0", "--unlink=1", "--output-format=json"]
+    # --unlink=1: fresh files every run, as ours (performance.md 7.2: without it fio reuses stale files).
     if rw == "write" and not direct:
         cmd.append("--end_fsync=1")  # ours counts the final flush of a buffered write
     j = json.loads(sh(cmd).stdout)
@@ -95,7 +97,7 @@ def s3_compare(a, rows):
                 with open(os.path.join(src, f"o{i:04d}"), "wb") as f:
                     f.write(os.urandom(size))
             ours_put, ours_get, rc_put, rc_get = [], [], [], []
-            for rep in range(a.reps):
+            for rep in range(a.s3_reps):
                 out = tempfile.mkdtemp()
                 r = subprocess.run([BIN, "bench", "s3", "--endpoint", endpoint, "--bucket", "ci-bucket", "--sizes", str(size),
                                     "--concurrency", str(streams), "--duration", str(a.s3_duration), "--mixed", "0",
@@ -117,8 +119,10 @@ def s3_compare(a, rows):
                 rc_get.append(size * count / (time.monotonic() - t0) / 1e9)
                 shutil.rmtree(dl)
                 sh(["rclone", "purge", dest, "-q"], env=env)
-            rows.append((f"S3 PUT {label}", statistics.median(ours_put), statistics.median(rc_put), "rclone copy", "GB/s"))
-            rows.append((f"S3 GET {label}", statistics.median(ours_get), statistics.median(rc_get), "rclone copy", "GB/s"))
+            for what, o, t in (("PUT", ours_put, rc_put), ("GET", ours_get, rc_get)):
+                pairs = [x / y for x, y in zip(o, t)]
+                rows.append((f"S3 {what} {label}", statistics.median(o), statistics.median(t), "rclone copy", "GB/s",
+                             statistics.median(pairs), f"{min(pairs):.2f}-{max(pairs):.2f}"))
             shutil.rmtree(src)
     finally:
         subprocess.run(["bash", os.path.join(ROOT, "scripts/s3rver.sh"), "stop", tmp])
@@ -135,6 +139,7 @@ def main():
     ap.add_argument("--runtime", type=int, default=4)
     ap.add_argument("--ramp", type=int, default=1)
     ap.add_argument("--s3-duration", type=float, default=30)
+    ap.add_argument("--s3-reps", type=int, default=3)
     ap.add_argument("--md")
     a = ap.parse_args()
     a.s3_cases = [(1 << 20, 200, 8), (64 << 20, 8, 4)]
@@ -159,11 +164,16 @@ def main():
     for wid, rw, bs, direct in WORKLOADS:
         if wid not in ours or wid not in fio:
             continue
-        med = lambda xs, i: statistics.median(x[i] for x in xs)
+        i = 1 if rw == "randread" else 0
+        med = lambda xs: statistics.median(x[i] for x in xs)
+        # The ratio of each back-to-back pair, then the median: slow drift of a shared disk cancels.
+        pairs = [o[i] / f[i] for o, f in zip(ours[wid], fio[wid]) if f[i] > 0]
+        ratio = statistics.median(pairs)
+        spread = f"{min(pairs):.2f}-{max(pairs):.2f}"
         if rw == "randread":
-            rows.append((f"{wid} (IOPS)", med(ours[wid], 1), med(fio[wid], 1), f"fio {rw} bs={bs} direct={direct}", "IOPS"))
+            rows.append((f"{wid} (IOPS)", med(ours[wid]), med(fio[wid]), f"fio {rw} bs={bs} direct={direct}", "IOPS", ratio, spread))
         else:
-            rows.append((f"{wid} (GB/s)", med(ours[wid], 0) / 1e9, med(fio[wid], 0) / 1e9, f"fio {rw} bs={bs} direct={direct}", "GB/s"))
+            rows.append((f"{wid} (GB/s)", med(ours[wid]) / 1e9, med(fio[wid]) / 1e9, f"fio {rw} bs={bs} direct={direct}", "GB/s", ratio, spread))
     print("s3 comparison", file=sys.stderr)
     try:
         s3_compare(a, rows)
@@ -171,11 +181,12 @@ def main():
         print(f"S3 comparison failed: {e}\n{e.stderr}", file=sys.stderr)
     head = (f"Machine: {os.uname().nodename}, {os.cpu_count()} CPUs; directory {a.dir}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
             f"Storage: {a.size} in {a.jobs} files, {a.jobs} threads, io_uring QD{a.iodepth}, {a.runtime} s after {a.ramp} s ramp; "
-            f"medians of {a.reps} runs, ours and fio back to back per workload, order alternating. S3: s3rver 3.7.1 on loopback, medians of {a.reps}.\n\n")
-    table = "| measurement | clustermax | reference | reference tool | ratio |\n|---|---:|---:|---|---:|\n"
-    for name, o, t, tool, unit in rows:
+            f"{a.reps} runs, ours and fio back to back per workload, order alternating; ratio = median of the per-pair ratios. S3: s3rver 3.7.1 on loopback, {a.s3_reps} runs.\n\n")
+    table = ("| measurement | clustermax (median) | reference (median) | reference tool | ratio (median of pairs) | pair ratios |\n"
+             "|---|---:|---:|---|---:|---|\n")
+    for name, o, t, tool, unit, ratio, spread in rows:
         fmt = "{:.0f}" if unit == "IOPS" else "{:.3f}"
-        table += f"| {name} | {fmt.format(o)} | {fmt.format(t)} | {tool} | {o / t:.2f} |\n"
+        table += f"| {name} | {fmt.format(o)} | {fmt.format(t)} | {tool} | {ratio:.2f} | {spread} |\n"
     print(head + table)
     if a.md:
         with open(a.md, "w") as f:

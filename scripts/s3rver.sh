@@ -14,6 +14,7 @@ case "${1:-}" in
     if [ -x "$bin" ]; then exit 0; fi
     if ! command -v npm >/dev/null; then
       SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+      $SUDO apt-get update -qq
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends nodejs npm
     fi
     mkdir -p "$dest"

@@ -24,6 +24,7 @@ case "$cmd" in
     for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
     if ((${#missing[@]})); then
       SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+      $SUDO apt-get update -qq
       DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     fi
     ;;
