@@ -208,9 +208,10 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
     std::vector<const NodeEvidence*> targets;
     if (on_login) {
       for (const auto& v : login_views) targets.push_back(&v);
+    } else if (fleet) {
+      targets = computes;
     } else {
-      targets = fleet ? computes : std::vector<const NodeEvidence*>{};
-      if (!fleet) for (const auto& n : nodes) targets.push_back(&n);
+      for (const auto& n : nodes) targets.push_back(&n);
     }
     for (const auto* np : targets) {
       const NodeEvidence& n = *np;
