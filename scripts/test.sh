@@ -7,6 +7,10 @@ bash scripts/install-deps.sh
 bash scripts/s3rver.sh install   # the real S3-compatible server the S3 tests start (npm)
 bash scripts/slurm-ci.sh install # Debian's Slurm and munge: the fleet tests start a 3-node cluster
 jobs=$(nproc)
+# The CUDA helper (clustermax-gpu) is compiled wherever the CUDA toolkit is installed.
+if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+  export CUDACXX=/usr/local/cuda/bin/nvcc
+fi
 
 build_and_test() {
   local dir=$1; shift

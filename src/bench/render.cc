@@ -23,8 +23,8 @@ std::string Status(const json& j) {
 }
 }  // namespace
 
-std::string RenderGrades(const json& grades) {
-  std::string out = "grades (data/bench-thresholds.json):\n";
+std::string RenderGrades(const json& grades, const std::string& source) {
+  std::string out = fmt::format("grades ({}):\n", source);
   for (const auto& g : grades) {
     std::string verdict = g["verdict"];
     if (verdict == "SKIP") {

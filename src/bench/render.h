@@ -8,6 +8,6 @@ namespace clustermax::bench {
 
 std::string RenderStorage(const nlohmann::json& result);
 std::string RenderS3(const nlohmann::json& result);
-std::string RenderGrades(const nlohmann::json& grades);
+std::string RenderGrades(const nlohmann::json& grades, const std::string& source = "data/bench-thresholds.json");
 
 }  // namespace clustermax::bench

@@ -20,6 +20,7 @@
 #include "core/version.h"
 #include "util/strings.h"
 #include "util/time.h"
+#include "util/files.h"
 
 namespace clustermax::bench {
 using nlohmann::json;
@@ -444,8 +445,7 @@ json RunS3Bench(const S3BenchOptions& o) {
   ValidateS3Options(o);
   auto started = std::chrono::system_clock::now();
   uint64_t largest = std::max<uint64_t>(*std::max_element(o.sizes.begin(), o.sizes.end()), o.mixed_object);
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
+  std::string host = util::Hostname();
   std::random_device rd;
   Context c{o, fmt::format("clustermax-bench/{}-{}-{:08x}/", host, ::getpid(), rd()), {}, {}, Payload(largest), {}};
   int streams = *std::max_element(o.concurrency.begin(), o.concurrency.end());

@@ -1,4 +1,5 @@
 #include "bench/s3_probe.h"
+#include "util/files.h"
 
 #include <unistd.h>
 
@@ -30,8 +31,7 @@ json RunS3Probe(const S3Config& config) {
     out["steps"] = steps;
     return out;
   }
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
+  std::string host = util::Hostname();
   std::string key = fmt::format("clustermax-probe/{}-{}-{:08x}", host, ::getpid(), std::random_device{}());
   std::string body = fmt::format("clustermax s3-probe {} {}\n", host, key);
   bool put = step("PUT " + std::to_string(body.size()) + " B", c.Put(key, body.data(), body.size()));

@@ -23,6 +23,7 @@
 #include "bench/workspace.h"
 #include "core/version.h"
 #include "util/time.h"
+#include "util/files.h"
 
 namespace clustermax::bench {
 namespace fs = std::filesystem;
@@ -771,8 +772,7 @@ json RunStorageBench(const StorageOptions& o) {
                 {"ramp_s", o.duration_s > 0 ? o.ramp_s : 0.0},
                 {"footprint_bytes", need}}}};
   if (!engine.note.empty()) out["engine_note"] = engine.note;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
+  std::string host = util::Hostname();
   out["host"] = host;
 
   try {

@@ -1,4 +1,5 @@
 #include "bench/workspace.h"
+#include "util/files.h"
 
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -95,8 +96,7 @@ void RequireFreeSpace(const fs::path& path, uint64_t need, const std::string& wh
 Workspace::Workspace(const fs::path& parent) {
   std::error_code ec;
   if (!fs::is_directory(parent, ec)) throw std::runtime_error(fmt::format("{} is not a directory", parent.string()));
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
+  std::string host = util::Hostname();
   std::random_device rd;
   for (int attempt = 0; attempt < 8; ++attempt) {
     fs::path candidate = parent / fmt::format("clustermax-bench-{}-{}-{:08x}", host, ::getpid(), rd());

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/gpu_bench.h"
 #include "bench/grade.h"
 #include "bench/render.h"
 #include "bench/s3_bench.h"
@@ -18,6 +19,7 @@
 #include "bench/workspace.h"
 #include "cli/cli.h"
 #include "util/files.h"
+#include "util/strings.h"
 #include "util/time.h"
 
 namespace clustermax::cli {
@@ -31,12 +33,14 @@ struct Common {
   std::string out_dir, thresholds_file;
 };
 
-void AddCommon(CLI::App* cmd, Common& c) {
+void AddCommon(CLI::App* cmd, Common& c, bool bars = true) {
   cmd->add_flag("--json", c.json_out, "Print the JSON result instead of the table");
   cmd->add_option("--out", c.out_dir, "Run directory for the result (default ~/.clustermax/runs/<timestamp>); "
                                       "an audit run directory gets the result next to its report");
-  cmd->add_option("--thresholds", c.thresholds_file, "Pass/warn bars instead of the embedded data/bench-thresholds.json")
-      ->check(CLI::ExistingFile);
+  if (bars) {
+    cmd->add_option("--thresholds", c.thresholds_file, "Pass/warn bars instead of the embedded data/bench-thresholds.json")
+        ->check(CLI::ExistingFile);
+  }
   cmd->add_flag("--exit-zero", c.exit_zero, "Exit 0 even when a grade FAILs");
   cmd->add_flag("-q,--quiet", c.quiet, "No progress lines on stderr");
 }
@@ -47,12 +51,15 @@ std::vector<uint64_t> Sizes(const std::vector<std::string>& v) {
   return out;
 }
 
+json BarsFor(const Common& c) {
+  return c.thresholds_file.empty() ? bench::EmbeddedBenchThresholds()
+                                   : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
+}
+
+// Grades the result, writes RUN_DIR/bench/<suite>.json atomically, prints the table or JSON.
 int Finish(json result, const Common& c, const std::string& suite, std::string (*render)(const json&),
-           std::vector<bench::MetricValue> (*metrics)(const json&)) {
-  json thresholds = c.thresholds_file.empty()
-                        ? bench::EmbeddedBenchThresholds()
-                        : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
-  result["grades"] = bench::Grade(metrics(result), thresholds);
+           const std::function<json(const json&)>& grade) {
+  result["grades"] = grade(result);
   result["verdict"] = bench::WorstVerdict(result["grades"]);
   fs::path dir = c.out_dir.empty() ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now()) : fs::path(c.out_dir);
   fs::create_directories(dir / "bench");
@@ -74,9 +81,62 @@ int Finish(json result, const Common& c, const std::string& suite, std::string (
 }  // namespace
 
 void AddBenchCommands(CLI::App& app, BenchCommands& b) {
-  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): storage, s3");
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3");
   bench_cmd->require_subcommand(1);
   b.bench = bench_cmd;
+
+  static Common gc;
+  static bench::GpuBenchOptions go;
+  static std::vector<std::string> gpu_suites;
+  static std::string gpu_list_arg;
+  static bool gpu_list = false, gpu_full = false, no_telemetry = false;
+  static double warmup = -1;
+  auto* gpu = bench_cmd->add_subcommand("gpu", "GPU compute: GEMM per precision, MAMF, grouped MoE GEMM, GEMV, memory, host and peer links, launch");
+  gpu->add_option("suites", gpu_suites, "Suites to run (default all): gemm mamf grouped-gemm gemv membw pcie p2p launch");
+  gpu->add_flag("--list", gpu_list, "Show every suite, shape set, precision and model, then exit");
+  gpu->add_option("--gpus", gpu_list_arg, "CUDA device indices, e.g. 0,3 (default: every GPU, all at once)");
+  gpu->add_flag("--full", gpu_full, "Full sweeps (MAMF 15-30 min per precision, EP 8 and 32, every power of two of tokens)");
+  gpu->add_option("--precisions", go.plan.precisions, "GEMM precisions: fp64 fp32 tf32 bf16 fp16 fp8 fp8-1x128 fp8-128x128 mxfp8 nvfp4")->delimiter(',');
+  gpu->add_option("--models", go.plan.models, "MoE models for grouped-gemm: kimi-k2.5 kimi-k3 dsv3 dsv4-pro")->delimiter(',');
+  gpu->add_option("--grouped-backend", go.plan.grouped_backend,
+                  "Grouped GEMM path for BF16/FP16/TF32/FP32: auto (time both, keep the faster), cublas-grouped, lt-graph")
+      ->check(CLI::IsMember({"auto", "cublas-grouped", "lt-graph"}));
+  gpu->add_flag("--fp8-fast-accum", go.plan.fp8_fast_accum, "FP8 with cuBLASLt fast accumulation (default off, as torch._scaled_mm)");
+  gpu->add_option("--warmup", warmup, "Seconds of GPU warm-up before timing (default 10, full 30)");
+  gpu->add_option("--helper", go.helper, "Path of clustermax-gpu (default: next to this binary, or $CLUSTERMAX_GPU_HELPER)");
+  gpu->add_option("--job-timeout", go.job_timeout_s, "Seconds one suite may run on one GPU before it is stopped");
+  gpu->add_flag("--no-telemetry", no_telemetry, "Do not sample clocks, power and temperature through NVML");
+  AddCommon(gpu, gc, false);  // GPU bars come from data/gpu-peaks.json per GPU model
+  b.gpu = gpu;
+  b.run_gpu = []() -> int {
+    if (gpu_list) {
+      std::cout << bench::RenderGpuList();
+      return kExitOk;
+    }
+    for (const auto& s : gpu_suites) {
+      const auto& known = bench::GpuSuites();
+      if (std::find(known.begin(), known.end(), s) == known.end()) {
+        std::cerr << fmt::format("clustermax: unknown GPU suite '{}' (see bench gpu --list)\n", s);
+        return kExitToolError;
+      }
+    }
+    go.plan.suites = gpu_suites;
+    go.plan.full = gpu_full;
+    go.telemetry = !no_telemetry;
+    if (warmup >= 0) go.warmup_s = warmup;
+    for (const auto& part : util::Split(gpu_list_arg, ',')) {
+      auto v = util::ParseInt(util::Trim(part));
+      if (!v || *v < 0) {
+        std::cerr << fmt::format("clustermax: --gpus takes device indices like 0,3; '{}' is not one\n", part);
+        return kExitToolError;
+      }
+      go.gpus.push_back(static_cast<int>(*v));
+    }
+    if (!gc.quiet) go.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    bench::InstallCancelHandlers();
+    json r = bench::RunGpuBench(go);
+    return Finish(std::move(r), gc, "gpu", bench::RenderGpu, [](const json& x) { return bench::GradeGpu(x); });
+  };
 
   static Common sc;
   static bench::StorageOptions so;
@@ -120,7 +180,8 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     if (!sc.quiet) so.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
     bench::InstallCancelHandlers();
     json r = bench::RunStorageBench(so);
-    return Finish(std::move(r), sc, "storage", bench::RenderStorage, bench::StorageMetrics);
+    return Finish(std::move(r), sc, "storage", bench::RenderStorage,
+                  [](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(sc)); });
   };
 
   static Common s3c;
@@ -168,7 +229,8 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     if (!s3c.quiet) s3o.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
     bench::InstallCancelHandlers();
     json r = bench::RunS3Bench(s3o);
-    return Finish(std::move(r), s3c, "s3", bench::RenderS3, bench::S3Metrics);
+    return Finish(std::move(r), s3c, "s3", bench::RenderS3,
+                  [](const json& x) { return bench::Grade(bench::S3Metrics(x), BarsFor(s3c)); });
   };
 
   // `probe s3`: the audit's s3-probe as a command (its JSON is recorded as evidence).

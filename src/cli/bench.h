@@ -1,4 +1,4 @@
-// The `bench` subcommands (storage, s3): options bound to CLI11, run when parsed.
+// The `bench` subcommands (gpu, storage, s3): options bound to CLI11, run when parsed.
 #pragma once
 #include <functional>
 
@@ -8,10 +8,11 @@ namespace clustermax::cli {
 
 struct BenchCommands {
   CLI::App* bench = nullptr;
+  CLI::App* gpu = nullptr;
   CLI::App* storage = nullptr;
   CLI::App* s3 = nullptr;
   CLI::App* probe_s3 = nullptr;
-  std::function<int()> run_storage, run_s3, run_probe_s3;
+  std::function<int()> run_gpu, run_storage, run_s3, run_probe_s3;
 };
 void AddBenchCommands(CLI::App& app, BenchCommands& b);
 

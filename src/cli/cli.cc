@@ -505,6 +505,7 @@ int Main(int argc, char** argv) {
     }
     if (audit_cmd->parsed()) return RunAudit(a, args);
     if (collect_cmd->parsed()) return RunCollect(cc, args);
+    if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
     if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();
     if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
     if (bench_cmds.probe_s3->parsed()) return bench_cmds.run_probe_s3();

@@ -59,4 +59,10 @@ std::filesystem::path HomeDir() {
   return "/tmp";
 }
 
+std::string Hostname() {
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
+}
+
 }  // namespace clustermax::util

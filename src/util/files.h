@@ -12,5 +12,7 @@ namespace clustermax::util {
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content);
 std::optional<std::string> ReadLocalFile(const std::filesystem::path& path);
 std::filesystem::path HomeDir();
+// This machine's host name (gethostname), "" if it has none.
+std::string Hostname();
 
 }  // namespace clustermax::util

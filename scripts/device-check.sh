@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The GPU checks in one script, for a machine with an NVIDIA GPU (the `device` tool of this
+# project, or any GPU node). It builds clustermax-gpu there, runs every `bench gpu` suite in quick
+# mode with the correctness checks, times the same shapes through PyTorch, records an evidence
+# bundle of the machine with the node audit, and prints the tables.
+#
+#   scripts/device-check.sh --prepare   on the build machine: fills .devcarry/ with the stripped
+#                                       clustermax binary, the shared libraries it needs, the
+#                                       nlohmann headers and a prebuilt helper (fallback)
+#   scripts/device-check.sh OUTDIR      on the GPU machine: everything, results under OUTDIR
+#
+# Needs on the GPU machine: the NVIDIA driver, nvcc and cmake (else the carried helper is used),
+# python3 with torch for the comparison. Budget: about 6 minutes on one H200.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+carry=.devcarry
+
+if [ "${1:-}" = "--prepare" ]; then
+  set -e
+  export CUDACXX=${CUDACXX:-/usr/local/cuda/bin/nvcc}
+  cmake -S . -B build -G Ninja >/dev/null
+  ninja -C build clustermax clustermax-gpu
+  rm -rf "$carry" && mkdir -p "$carry/lib" "$carry/include"
+  strip -o "$carry/clustermax" build/clustermax
+  cp build/clustermax-gpu "$carry/clustermax-gpu"
+  # Every shared library outside glibc and the C++ runtime (the GPU machine's are as new or
+  # newer), found through the binary's own RUNPATH so that the programs it starts (nvidia-smi,
+  # the helper) keep their own libraries.
+  ldd build/clustermax | awk '/=> \//{print $3}' |
+    grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
+    while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+  command -v patchelf >/dev/null || apt-get install -y patchelf >/dev/null
+  patchelf --force-rpath --set-rpath '$ORIGIN/lib' "$carry/clustermax"
+  cp -r /usr/include/nlohmann "$carry/include/"
+  grep -qx "/$carry/" .git/info/exclude 2>/dev/null || echo "/$carry/" >> .git/info/exclude
+  du -sh "$carry"
+  exit 0
+fi
+
+out=${1:?usage: scripts/device-check.sh OUTDIR | --prepare}
+mkdir -p "$out"
+cm="$PWD/$carry/clustermax"
+log="$out/device-log.txt"
+step() { echo "== $* ($(date +%T))" | tee -a "$log"; }
+
+step "machine"
+{ nvidia-smi; nvidia-smi topo -m; nvidia-smi boost-slider -l; echo "boost-slider rc=$?"; nvcc --version | tail -2;
+  python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'; "$cm" --version; } >>"$log" 2>&1
+
+step "build clustermax-gpu here (sm_90a)"
+helper="$PWD/$carry/clustermax-gpu"
+if cmake -S src/gpubench -B /tmp/cm-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+     -DJSON_INCLUDE_DIR="$PWD/$carry/include" >>"$log" 2>&1 && cmake --build /tmp/cm-gpu >>"$log" 2>&1; then
+  helper=/tmp/cm-gpu/clustermax-gpu
+  echo "built $helper" | tee -a "$log"
+else
+  echo "build failed (see log); using the carried helper" | tee -a "$log"
+fi
+"$helper" info | tee -a "$log"
+
+step "node audit, evidence bundle recorded"
+timeout 120 "$cm" audit --vm --record "$out/bundle.json" --out /tmp/cm-audit --json >"$out/audit-report.json" 2>>"$log"
+echo "audit rc=$?" | tee -a "$log"
+timeout 60 "$cm" audit --vm --replay "$out/bundle.json" --out /tmp/cm-replay -v >>"$log" 2>&1
+echo "replay rc=$?" | tee -a "$log"
+
+step "bench gpu, every suite, quick mode"
+timeout 400 "$cm" bench gpu --helper "$helper" --out /tmp/cm-bench --warmup 10 --exit-zero >"$out/gpu-table.txt" 2>>"$log"
+echo "bench rc=$?" | tee -a "$log"
+cp /tmp/cm-bench/bench/gpu.json "$out/gpu.json" 2>>"$log"
+cat "$out/gpu-table.txt"
+
+step "PyTorch on the same shapes"
+PYTHONUNBUFFERED=1 timeout 200 python3 scripts/torch_reference.py "$out/gpu.json" --json "$out/torch.json" 2>>"$log" | tee "$out/compare.txt"
+echo "torch rc=$?" | tee -a "$log"
+step "done"
