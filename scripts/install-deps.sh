@@ -8,6 +8,8 @@ pkgs=(
   libgtest-dev libgmock-dev
   # benchmarks: io_uring for storage, libcurl (HTTP + SigV4) for S3, inih for ~/.aws/credentials
   liburing-dev libcurl4-openssl-dev libinih-dev
+  # rating: the attested assessment file (YAML); the results store (SQLite)
+  libyaml-cpp-dev libsqlite3-dev libsqlitecpp-dev
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
 )

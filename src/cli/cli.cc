@@ -14,6 +14,8 @@
 #include "checks/register.h"
 #include "audit/slurm_fanout.h"
 #include "cli/bench.h"
+#include "cli/db.h"
+#include "cli/rate.h"
 #include "core/version.h"
 #include "host/local_host.h"
 #include "report/report.h"
@@ -468,6 +470,10 @@ int Main(int argc, char** argv) {
 
   BenchCommands bench_cmds;
   AddBenchCommands(app, bench_cmds);
+  RateCommand rate_cmd;
+  AddRateCommand(app, rate_cmd);
+  DbCommands db_cmds;
+  AddDbCommands(app, db_cmds);
 
   CollectCmd cc;
   auto* collect_cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
@@ -506,6 +512,8 @@ int Main(int argc, char** argv) {
     if (audit_cmd->parsed()) return RunAudit(a, args);
     if (collect_cmd->parsed()) return RunCollect(cc, args);
     if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
+    if (rate_cmd.cmd->parsed()) return rate_cmd.run();
+    if (db_cmds.db->parsed()) return db_cmds.run();
     if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();
     if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
     if (bench_cmds.probe_s3->parsed()) return bench_cmds.run_probe_s3();

@@ -1,0 +1,129 @@
+#include "cli/db.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "store/store.h"
+
+namespace clustermax::cli {
+using nlohmann::json;
+
+namespace {
+
+std::string Cell(const json& v) { return v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::string RenderList(const json& runs) {
+  std::string out = fmt::format("{:>5}  {:<7} {:<20} {:<20} {:<11} {:<21} {:>5}  {}\n", "id", "kind", "provider", "cluster", "target", "collected", "nodes",
+                                "summary / tier");
+  for (const auto& r : runs) {
+    std::string summary = Cell(r["tier"]);
+    if (r["kind"] == "run" && r["summary"].is_object()) {
+      const json& s = r["summary"];
+      summary = fmt::format("{} checks: {} pass, {} warn, {} fail, {} skip", s.value("checks", 0), s.value("pass", 0), s.value("warn", 0),
+                            s.value("fail", 0), s.value("skip", 0));
+    }
+    out += fmt::format("{:>5}  {:<7} {:<20} {:<20} {:<11} {:<21} {:>5}  {}\n", r["id"].get<int64_t>(), r["kind"].get<std::string>(),
+                       r["provider"].get<std::string>(), r["cluster"].get<std::string>(), Cell(r["target"]), Cell(r["collected_at"]),
+                       Cell(r["nodes"]), summary);
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddDbCommands(CLI::App& app, DbCommands& d) {
+  static std::string db_path;
+  static bool json_out = false;
+  static std::vector<std::string> paths;
+  static std::string provider, cluster;
+  static std::string list_provider;
+  static int64_t show_id = 0, diff_a = 0, diff_b = 0;
+  static std::vector<int64_t> export_ids;
+  auto* db = app.add_subcommand("db", "The results store: ingest runs and ratings, list, show, diff, export");
+  db->require_subcommand(1);
+  db->add_option("--db", db_path, "SQLite file (default ~/.clustermax/results.db)");
+  db->add_flag("--json", json_out, "JSON instead of text");
+  auto* ingest = db->add_subcommand("ingest", "Store run directories (report.json, bench/*.json) or rating files (rate --out)");
+  ingest->add_option("paths", paths, "Run directories or rating JSON files")->required();
+  ingest->add_option("--provider", provider, "Provider the runs belong to (ratings carry their own)");
+  ingest->add_option("--cluster", cluster, "Cluster or region (default: the first node's name)");
+  auto* list = db->add_subcommand("list", "Stored runs and ratings, newest first");
+  list->add_option("--provider", list_provider, "Only this provider");
+  auto* show = db->add_subcommand("show", "One stored run: results, benchmark grades, documents");
+  show->add_option("id", show_id, "Run id (db list)")->required();
+  auto* diff = db->add_subcommand("diff", "What changed between two runs of a cluster");
+  diff->add_option("from", diff_a, "Older run id")->required();
+  diff->add_option("to", diff_b, "Newer run id")->required();
+  auto* exp = db->add_subcommand("export", "Runs as JSON, documents included (all when no id is given)");
+  exp->add_option("ids", export_ids, "Run ids");
+  d.db = db;
+  d.run = [ingest, list, show, diff, exp]() -> int {
+    store::Store s = store::Store::Open(db_path.empty() ? store::DefaultDbPath() : std::filesystem::path(db_path));
+    if (ingest->parsed()) {
+      int failed = 0;
+      for (const auto& p : paths) {
+        try {
+          auto r = s.Ingest(p, provider, cluster);
+          std::cout << (r.already ? fmt::format("{}: already stored as run {}\n", p, r.run_id)
+                                  : fmt::format("{}: stored as run {} ({})\n", p, r.run_id, r.what));
+        } catch (const std::exception& e) {
+          std::cerr << "clustermax: " << e.what() << "\n";
+          ++failed;
+        }
+      }
+      return failed ? kExitToolError : kExitOk;
+    }
+    if (list->parsed()) {
+      json runs = s.List(list_provider);
+      std::cout << (json_out ? runs.dump(2) + "\n" : RenderList(runs));
+      return kExitOk;
+    }
+    if (show->parsed()) {
+      json r = s.Show(show_id);
+      if (r.is_null()) {
+        std::cerr << fmt::format("clustermax: no run {} in the store\n", show_id);
+        return kExitToolError;
+      }
+      if (json_out) {
+        std::cout << r.dump(2) << "\n";
+        return kExitOk;
+      }
+      std::cout << RenderList(json::array({r}));
+      for (const auto& res : r["results"]) {
+        if (res["status"] == "PASS" || res["status"] == "SKIP") continue;
+        std::cout << fmt::format("  {:<4}  {:<36} {}\n", res["status"].get<std::string>(), res["id"].get<std::string>(), res["message"].get<std::string>());
+      }
+      for (const auto& m : r["metrics"]) {
+        std::cout << fmt::format("  {:<4}  {:<36} {} {}\n", m["verdict"].get<std::string>(), m["metric"].get<std::string>(), Cell(m["value"]),
+                                 m["unit"].get<std::string>());
+      }
+      return kExitOk;
+    }
+    if (diff->parsed()) {
+      json r = s.Diff(diff_a, diff_b);
+      if (json_out) {
+        std::cout << r.dump(2) << "\n";
+        return kExitOk;
+      }
+      std::cout << fmt::format("run {} ({}) -> run {} ({})\n", diff_a, Cell(r["from"]["collected_at"]), diff_b, Cell(r["to"]["collected_at"]));
+      if (r["checks"].empty() && r["metrics"].empty()) std::cout << "  no change\n";
+      for (const auto& c : r["checks"]) {
+        std::cout << fmt::format("  {:<36} {} -> {}  {}\n", c["check"].get<std::string>(), Cell(c["from"]), Cell(c["to"]), c["message"].get<std::string>());
+      }
+      for (const auto& m : r["metrics"]) {
+        std::cout << fmt::format("  {:<36} {} -> {} {}\n", m["metric"].get<std::string>(), m["from"].is_null() ? "-" : Cell(m["from"]["value"]) + " " + Cell(m["from"]["verdict"]),
+                                 m["to"].is_null() ? "-" : Cell(m["to"]["value"]) + " " + Cell(m["to"]["verdict"]), m["unit"].get<std::string>());
+      }
+      return kExitOk;
+    }
+    if (exp->parsed()) {
+      std::cout << s.Export(export_ids).dump(2) << "\n";
+      return kExitOk;
+    }
+    return kExitToolError;
+  };
+}
+
+}  // namespace clustermax::cli

@@ -1,0 +1,64 @@
+#include "cli/rate.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "rating/rate.h"
+#include "util/files.h"
+
+namespace clustermax::cli {
+using nlohmann::json;
+
+void AddRateCommand(CLI::App& app, RateCommand& rc) {
+  static std::vector<std::string> dirs;
+  static std::string assessment_file, edition = "3.0", catalog_file, out_file;
+  static bool json_out = false, template_out = false;
+  static int verbosity = 0;
+  auto* cmd = app.add_subcommand("rate", "Rate a provider from audit and benchmark runs and an assessment: criteria, categories, gates, tier");
+  cmd->add_option("runs", dirs, "Run directories (report.json and/or bench/*.json), e.g. ~/.clustermax/runs/<timestamp>");
+  cmd->add_option("--assessment", assessment_file, "YAML with the attested items (clustermax rate --template writes a blank one)")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--edition", edition, "ClusterMAX edition whose criteria and ladder apply");
+  cmd->add_option("--catalog", catalog_file, "Criteria catalog instead of the embedded data/rating/<edition>.json")->check(CLI::ExistingFile);
+  cmd->add_flag("--template", template_out, "Print a commented blank assessment for the edition and exit");
+  cmd->add_flag("--json", json_out, "Print the rating as JSON");
+  cmd->add_option("--out", out_file, "Also write the rating JSON to FILE (atomically)");
+  cmd->add_flag("-v", verbosity, "Criteria (-v) and their evidence (-vv)");
+  rc.cmd = cmd;
+  rc.run = []() -> int {
+    const rating::Catalog* cat = nullptr;
+    rating::Catalog loaded;
+    if (!catalog_file.empty()) {
+      loaded = rating::ParseCatalog(*util::ReadLocalFile(catalog_file), catalog_file);
+      cat = &loaded;
+    } else {
+      cat = &rating::EmbeddedCatalog(edition);
+    }
+    if (template_out) {
+      std::string t = rating::AssessmentTemplate(*cat);
+      if (!out_file.empty()) {
+        util::WriteFileAtomic(out_file, t);
+        std::cerr << fmt::format("assessment template written to {}\n", out_file);
+      } else {
+        std::cout << t;
+      }
+      return kExitOk;
+    }
+    if (dirs.empty() && assessment_file.empty()) {
+      std::cerr << "clustermax rate: give run directories and/or --assessment FILE (or --template)\n";
+      return kExitToolError;
+    }
+    std::optional<rating::Assessment> as;
+    if (!assessment_file.empty()) as = rating::ParseAssessment(*util::ReadLocalFile(assessment_file), assessment_file, *cat);
+    std::vector<rating::RunInput> runs;
+    for (const auto& d : dirs) runs.push_back(rating::LoadRunDir(d));
+    json r = rating::Rate(*cat, runs, as);
+    if (!out_file.empty()) util::WriteFileAtomic(out_file, r.dump(2) + "\n");
+    std::cout << (json_out ? r.dump(2) + "\n" : rating::RenderRating(r, verbosity));
+    return kExitOk;
+  };
+}
+
+}  // namespace clustermax::cli

@@ -1,0 +1,103 @@
+#include "rating/catalog.h"
+
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace clustermax::embedded {
+extern const std::string_view kRatingCatalog30Json;
+}
+
+namespace clustermax::rating {
+using nlohmann::json;
+
+const Category* Catalog::FindCategory(const std::string& id) const {
+  for (const auto& c : categories) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+const Criterion* Catalog::FindCriterion(const std::string& id) const {
+  for (const auto& c : criteria) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+bool MetricMatches(const std::string& pattern, const std::string& id) {
+  if (pattern.size() >= 2 && pattern.compare(pattern.size() - 2, 2, ".*") == 0) {
+    return id.compare(0, pattern.size() - 1, pattern, 0, pattern.size() - 1) == 0 && id.size() > pattern.size() - 1;
+  }
+  return pattern == id;
+}
+
+Catalog ParseCatalog(const std::string& text, const std::string& origin) {
+  auto fail = [&](const std::string& what) { throw std::runtime_error(origin + ": " + what); };
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(std::string("not valid JSON: ") + e.what());
+  }
+  Catalog c;
+  c.origin = origin;
+  try {
+    c.edition = j.at("edition");
+    c.version = j.at("version");
+    c.about = j.value("about", "");
+    c.ribbon = j.value("ribbon", "");
+    c.ladder = j.at("ladder").get<std::vector<std::string>>();
+    c.unavailable_classes = j.at("unavailable_classes").get<std::map<std::string, std::string>>();
+    for (const auto& k : j.at("categories")) c.categories.push_back({k.at("id"), k.at("title"), k.value("weight", 1.0)});
+    for (const auto& t : j.at("tiers")) c.tiers.push_back({t.at("tier"), t.at("min_score"), t.at("max_below"), t.value("about", "")});
+    const json& cr = j.at("credit");
+    for (const char* s : {"PASS", "WARN", "FAIL"}) c.status_credit[s] = cr.at(s);
+    c.warn_no_credit = cr.at("warn_no_credit").get<std::vector<std::string>>();
+    c.excluded_reasons = cr.at("excluded").get<std::vector<std::string>>();
+    c.cli_only = j.value("cli_only", json::object()).get<std::map<std::string, std::string>>();
+    for (const auto& x : j.at("criteria")) {
+      Criterion k;
+      k.id = x.at("id");
+      k.category = x.at("category");
+      k.title = x.at("title");
+      k.weight = x.value("weight", 1.0);
+      k.critical = x.value("critical", false);
+      k.checks = x.value("checks", std::vector<std::string>{});
+      k.metrics = x.value("metrics", std::vector<std::string>{});
+      if (x.contains("assessment")) k.assessment = AssessmentItem{x["assessment"].at("key"), x["assessment"].value("help", "")};
+      c.criteria.push_back(std::move(k));
+    }
+  } catch (const json::exception& e) {
+    fail(std::string("bad field: ") + e.what());
+  }
+  std::set<std::string> ids, keys, checks;
+  for (const auto& k : c.criteria) {
+    if (!ids.insert(k.id).second) fail("criterion " + k.id + " is listed twice");
+    if (!c.FindCategory(k.category)) fail(fmt::format("criterion {} names the unknown category '{}'", k.id, k.category));
+    if (k.checks.empty() && k.metrics.empty() && !k.assessment) fail("criterion " + k.id + " has no source (checks, metrics or assessment)");
+    if (k.weight <= 0) fail("criterion " + k.id + " needs a positive weight");
+    if (k.assessment && !keys.insert(k.assessment->key).second) fail("assessment key " + k.assessment->key + " is used twice");
+    for (const auto& ch : k.checks) {
+      if (!checks.insert(ch).second) fail(fmt::format("check {} counts toward two criteria", ch));
+    }
+  }
+  for (size_t i = 0; i < c.tiers.size(); ++i) {
+    if (std::find(c.ladder.begin(), c.ladder.end(), c.tiers[i].tier) == c.ladder.end()) fail("tier " + c.tiers[i].tier + " is not on the ladder");
+    if (i > 0 && (c.tiers[i].min_score > c.tiers[i - 1].min_score || c.tiers[i].max_below < c.tiers[i - 1].max_below)) {
+      fail("tiers must be listed best first, each no stricter than the one before");
+    }
+  }
+  return c;
+}
+
+std::vector<std::string> EmbeddedEditions() { return {"3.0"}; }
+
+const Catalog& EmbeddedCatalog(const std::string& edition) {
+  static const Catalog c30 = ParseCatalog(std::string(embedded::kRatingCatalog30Json), "data/rating/3.0.json (embedded)");
+  if (edition == "3.0") return c30;
+  throw std::invalid_argument(fmt::format("no criteria catalog for edition '{}' (known: 3.0)", edition));
+}
+
+}  // namespace clustermax::rating

@@ -1,0 +1,65 @@
+// The criteria catalog of one ClusterMAX edition (data/rating/<edition>.json): the 10 categories,
+// every criterion with its evidence sources (audit check ids, benchmark metric ids or patterns,
+// an attested assessment key), the hard gates, the credit rules and our tier cut-offs.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace clustermax::rating {
+
+struct Category {
+  std::string id, title;
+  double weight = 1;
+};
+
+struct AssessmentItem {
+  std::string key, help;
+};
+
+struct Criterion {
+  std::string id, category, title;
+  double weight = 1;
+  bool critical = false;  // an unmet, proven critical criterion forces UNDERPERFORMING
+  std::vector<std::string> checks;
+  std::vector<std::string> metrics;  // exact ids or "prefix.*"
+  std::optional<AssessmentItem> assessment;
+};
+
+struct TierRule {
+  std::string tier;
+  double min_score = 0;
+  int max_below = 0;  // categories allowed under min_score
+  std::string about;
+};
+
+struct Catalog {
+  std::string edition, origin, about, ribbon;
+  int version = 0;
+  std::vector<std::string> ladder;
+  std::map<std::string, std::string> unavailable_classes;
+  std::vector<Category> categories;
+  std::vector<TierRule> tiers;  // best first
+  std::vector<Criterion> criteria;
+  std::map<std::string, double> status_credit;  // PASS, WARN, FAIL
+  std::vector<std::string> warn_no_credit, excluded_reasons;
+  std::map<std::string, std::string> cli_only;  // check id -> why it is not rated
+
+  const Category* FindCategory(const std::string& id) const;
+  const Criterion* FindCriterion(const std::string& id) const;
+};
+
+// Throws std::runtime_error naming the origin and the problem (unknown category, duplicate id, a
+// criterion without a source, tiers out of order, ...).
+Catalog ParseCatalog(const std::string& text, const std::string& origin);
+// The catalog embedded for `edition` ("3.0"); throws std::invalid_argument for another edition.
+const Catalog& EmbeddedCatalog(const std::string& edition);
+std::vector<std::string> EmbeddedEditions();
+
+// "gpu.gemm.*" matches "gpu.gemm.bf16"; anything else must match exactly.
+bool MetricMatches(const std::string& pattern, const std::string& id);
+
+}  // namespace clustermax::rating

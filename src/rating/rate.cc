@@ -1,0 +1,466 @@
+#include "rating/rate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "core/version.h"
+#include "util/files.h"
+
+namespace clustermax::rating {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+double Round(double v) { return std::round(v * 1000) / 1000; }
+
+bool In(const std::vector<std::string>& list, const std::string& v) { return std::find(list.begin(), list.end(), v) != list.end(); }
+
+// One piece of evidence for a criterion.
+struct Item {
+  std::string source;  // check:<id>, metric:<id>, assessment:<key>
+  std::string state;   // credited, unknown, excluded
+  double credit = 0;
+  std::string status;  // PASS/WARN/FAIL/SKIP, or the attested answer
+  std::string detail;
+  bool proven_unmet = false;  // a FAIL read from the machine, or a "no" attested
+
+  json ToJson() const {
+    json j = {{"source", source}, {"state", state}, {"status", status}, {"detail", detail}};
+    if (state == "credited") j["credit"] = credit;
+    return j;
+  }
+};
+
+Item CheckItem(const Catalog& cat, const std::string& id, const std::vector<const json*>& found) {
+  Item it{"check:" + id, "unknown", 0, "", "not audited: no report in the input ran this check", false};
+  if (found.empty()) return it;
+  std::vector<Item> each;
+  for (const json* r : found) {
+    Item x{it.source, "", 0, r->value("status", ""), r->value("message", ""), false};
+    std::string reason = (*r)["reason"].is_string() ? (*r)["reason"].get<std::string>() : "";
+    if (x.status == "FAIL") {
+      x.state = "credited";
+      x.credit = cat.status_credit.at("FAIL");
+      x.proven_unmet = true;
+    } else if (x.status == "PASS") {
+      x.state = "credited";
+      x.credit = cat.status_credit.at("PASS");
+    } else if (x.status == "WARN") {
+      if (In(cat.excluded_reasons, reason)) {
+        x.state = "excluded";
+      } else if (In(cat.warn_no_credit, reason)) {
+        x.state = "unknown";
+      } else {
+        x.state = "credited";
+        x.credit = cat.status_credit.at("WARN");
+      }
+    } else {
+      x.state = In(cat.excluded_reasons, reason) ? "excluded" : "unknown";
+    }
+    if (!reason.empty()) x.status += " " + reason;
+    each.push_back(x);
+  }
+  // Several reports (e.g. a fleet audit and a standalone one): a FAIL anywhere decides, else the
+  // lowest credit read, else unknown, else excluded.
+  for (const auto& x : each) {
+    if (x.proven_unmet) return x;
+  }
+  const Item* best = nullptr;
+  for (const auto& x : each) {
+    if (x.state == "credited" && (!best || x.credit < best->credit)) best = &x;
+  }
+  if (best) return *best;
+  for (const auto& x : each) {
+    if (x.state == "unknown") return x;
+  }
+  return each.front();
+}
+
+std::vector<Item> MetricItems(const std::string& pattern, const std::map<std::string, json>& grades) {
+  std::vector<Item> out;
+  for (const auto& [id, g] : grades) {
+    if (!MetricMatches(pattern, id)) continue;
+    Item x{"metric:" + id, "credited", 0, g.value("verdict", ""), "", false};
+    if (x.status == "PASS") {
+      x.credit = 1;
+    } else if (x.status == "WARN") {
+      x.credit = 0.5;
+    } else if (x.status == "FAIL") {
+      x.credit = 0;
+    } else {
+      x.state = "excluded";
+    }
+    if (g.contains("value")) {
+      x.detail = fmt::format("{} {} (pass {} {}{})", g["value"].dump(), g.value("unit", ""), g.value("better", "") == "lower" ? "<=" : ">=",
+                             g["pass"].dump(), g.contains("detail") ? "; " + g["detail"].get<std::string>() : "");
+    } else {
+      x.detail = g.value("reason", "");
+    }
+    out.push_back(x);
+  }
+  if (out.empty()) {
+    out.push_back({"metric:" + pattern, "unknown", 0, "", "not measured: no benchmark result in the input has it", false});
+  }
+  return out;
+}
+
+Item AssessmentItemOf(const AssessmentItem& a, const std::optional<Assessment>& as) {
+  Item x{"assessment:" + a.key, "unknown", 0, "unknown", "not attested", false};
+  if (!as) {
+    x.detail = "no assessment file given (clustermax rate --template)";
+    return x;
+  }
+  auto it = as->answers.find(a.key);
+  if (it == as->answers.end() || it->second.value == "unknown") return x;
+  const Answer& ans = it->second;
+  x.status = ans.value;
+  x.state = "credited";
+  x.credit = ans.value == "yes" ? 1.0 : ans.value == "partial" ? 0.5 : 0.0;
+  x.proven_unmet = ans.value == "no";
+  x.detail = ans.source.empty() ? "attested, no source given" : "source: " + ans.source;
+  if (!ans.date.empty()) x.detail += " (" + ans.date + ")";
+  if (!ans.note.empty()) x.detail += "; " + ans.note;
+  return x;
+}
+
+std::string Short(double v) { return fmt::format("{:.2f}", v); }
+
+}  // namespace
+
+RunInput LoadRunDir(const fs::path& dir) {
+  RunInput in;
+  in.dir = dir.string();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir.string() + ": not a directory");
+  auto load = [](const fs::path& p) {
+    auto text = util::ReadLocalFile(p);
+    if (!text) throw std::runtime_error(p.string() + ": cannot be read");
+    try {
+      return json::parse(*text);
+    } catch (const json::exception& e) {
+      throw std::runtime_error(p.string() + ": not complete JSON (" + e.what() + "); was the run interrupted?");
+    }
+  };
+  fs::path report = dir / "report.json";
+  if (fs::exists(report, ec)) {
+    json r = load(report);
+    if (!r.contains("results") || !r["results"].is_array() || r.value("schema_version", 0) != 1) {
+      throw std::runtime_error(report.string() + ": not an audit report of schema version 1");
+    }
+    in.report = std::move(r);
+  }
+  fs::path bench = dir / "bench";
+  if (fs::is_directory(bench, ec)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(bench)) {
+      if (e.path().extension() == ".json") files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      json b = load(f);
+      if (!b.contains("kind") || b["kind"].get<std::string>().rfind("clustermax.bench.", 0) != 0) {
+        throw std::runtime_error(f.string() + ": not a clustermax benchmark result");
+      }
+      in.benches.push_back(std::move(b));
+    }
+  }
+  if (!in.report && in.benches.empty()) {
+    throw std::runtime_error(dir.string() + ": no report.json and no bench/*.json: not a clustermax run directory");
+  }
+  return in;
+}
+
+json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::optional<Assessment>& as) {
+  // Evidence by source.
+  std::map<std::string, std::vector<const json*>> checks;
+  std::map<std::string, json> grades;
+  json inputs = json::array();
+  for (const auto& run : runs) {
+    json in = {{"dir", run.dir}};
+    if (run.report) {
+      for (const auto& r : (*run.report)["results"]) checks[r.value("id", "")].push_back(&r);
+      in["report"] = {{"target", run.report->value("target", "")}, {"collected_at", run.report->value("collected_at", "")},
+                      {"nodes", run.report->value("nodes", json::array()).size()}};
+    }
+    json kinds = json::array();
+    for (const auto& b : run.benches) {
+      kinds.push_back(b.value("kind", ""));
+      for (const auto& g : b.value("grades", json::array())) {
+        std::string id = g.value("metric", "");
+        auto rank = [](const std::string& v) { return v == "FAIL" ? 3 : v == "WARN" ? 2 : v == "PASS" ? 1 : 0; };
+        if (!grades.count(id) || rank(g.value("verdict", "")) > rank(grades[id].value("verdict", ""))) grades[id] = g;
+      }
+    }
+    in["benchmarks"] = kinds;
+    inputs.push_back(in);
+  }
+
+  json out = {{"kind", "clustermax.rating"}, {"schema_version", 1}, {"tool_version", std::string(core::kToolVersion)},
+              {"edition", cat.edition}, {"catalog", {{"origin", cat.origin}, {"version", cat.version}}}, {"inputs", inputs}};
+  out["provider"] = as ? json(as->provider) : json(nullptr);
+  out["cluster"] = as && !as->cluster.empty() ? json(as->cluster) : json(nullptr);
+  out["assessment"] = as ? json(as->origin) : json(nullptr);
+
+  // Criteria and categories.
+  struct Crit {
+    const Criterion* c;
+    std::vector<Item> items;
+    double credit = 0;
+    std::string verdict;
+    bool applicable = true;
+  };
+  std::map<std::string, std::vector<Crit>> by_cat;
+  for (const auto& c : cat.criteria) {
+    Crit k{&c, {}, 0, "", true};
+    for (const auto& id : c.checks) k.items.push_back(CheckItem(cat, id, checks[id]));
+    for (const auto& p : c.metrics) {
+      for (auto& x : MetricItems(p, grades)) k.items.push_back(std::move(x));
+    }
+    if (c.assessment) k.items.push_back(AssessmentItemOf(*c.assessment, as));
+    int credited = 0, unknown = 0;
+    double sum = 0;
+    for (const auto& x : k.items) {
+      if (x.state == "credited") {
+        ++credited;
+        sum += x.credit;
+      } else if (x.state == "unknown") {
+        ++unknown;
+      }
+    }
+    if (credited + unknown == 0) {
+      k.applicable = false;
+      k.verdict = "not-applicable";
+    } else {
+      k.credit = sum / (credited + unknown);
+      k.verdict = credited == 0                        ? "unknown"
+                  : unknown == 0 && k.credit >= 1 - 1e-9 ? "met"
+                  : unknown == 0 && k.credit <= 1e-9     ? "unmet"
+                                                         : "partly-met";
+    }
+    by_cat[c.category].push_back(std::move(k));
+  }
+  json categories = json::array();
+  std::map<std::string, double> score;
+  for (const auto& category : cat.categories) {
+    double w = 0, ws = 0, known_w = 0;
+    json crits = json::array();
+    for (const auto& k : by_cat[category.id]) {
+      json items = json::array();
+      bool any_known = false;
+      for (const auto& x : k.items) {
+        items.push_back(x.ToJson());
+        any_known |= x.state == "credited";
+      }
+      crits.push_back({{"id", k.c->id}, {"title", k.c->title}, {"weight", k.c->weight}, {"critical", k.c->critical},
+                       {"verdict", k.verdict}, {"credit", k.applicable ? json(Round(k.credit)) : json(nullptr)}, {"items", items}});
+      if (!k.applicable) continue;
+      w += k.c->weight;
+      ws += k.c->weight * k.credit;
+      if (any_known) known_w += k.c->weight;
+    }
+    score[category.id] = w > 0 ? ws / w : 0.0;
+    categories.push_back({{"id", category.id}, {"title", category.title}, {"score", Round(score[category.id])},
+                          {"coverage", w > 0 ? Round(known_w / w) : 0.0}, {"criteria", crits}});
+  }
+  out["categories"] = categories;
+
+  // Gates.
+  json gates = {{"unavailable", nullptr}, {"underperforming", json::array()}, {"unverified_critical", json::array()}};
+  for (const auto& [cid, ks] : by_cat) {
+    for (const auto& k : ks) {
+      if (!k.c->critical) continue;
+      json proven = json::array();
+      bool unknown = k.verdict == "unknown";
+      for (const auto& x : k.items) {
+        if (x.proven_unmet) proven.push_back(x.ToJson());
+        unknown |= x.state == "unknown";
+      }
+      if (!proven.empty()) {
+        gates["underperforming"].push_back({{"criterion", k.c->id}, {"title", k.c->title}, {"evidence", proven}});
+      } else if (unknown) {
+        gates["unverified_critical"].push_back({{"criterion", k.c->id}, {"title", k.c->title}});
+      }
+    }
+  }
+  std::string tier, decided;
+  json next = nullptr;
+  if (as && as->unavailable) {
+    tier = "UNAVAILABLE";
+    gates["unavailable"] = {{"class", *as->unavailable}, {"about", cat.unavailable_classes.at(*as->unavailable)}};
+    decided = fmt::format("gate 1 (Unavailable): {} ({}), a participation class, not a verdict on quality", *as->unavailable,
+                          cat.unavailable_classes.at(*as->unavailable));
+  } else if (!gates["underperforming"].empty()) {
+    tier = "UNDERPERFORMING";
+    std::string what;
+    json fixes = json::array();
+    for (const auto& g : gates["underperforming"]) {
+      what += (what.empty() ? "" : "; ") + g["criterion"].get<std::string>() + " (" + g["evidence"][0]["source"].get<std::string>() + " " +
+              g["evidence"][0]["status"].get<std::string>() + ")";
+      fixes.push_back({{"criterion", g["criterion"]}, {"title", g["title"]}, {"evidence", g["evidence"]}});
+    }
+    decided = "gate 2 (Underperforming): critical criteria proven unmet: " + what;
+    next = {{"tier", "the tier the scores give once no critical failure remains"}, {"fixes", fixes}};
+  }
+  // The tier the category scores give (also shown when a gate decided).
+  std::string by_scores = "PARTICIPATION_RIBBON";
+  std::string rule_text;
+  int rung = static_cast<int>(cat.tiers.size());
+  for (size_t i = 0; i < cat.tiers.size(); ++i) {
+    const TierRule& t = cat.tiers[i];
+    std::vector<std::string> below;
+    for (const auto& c : cat.categories) {
+      if (score[c.id] < t.min_score) below.push_back(fmt::format("{} {}", c.id, Short(score[c.id])));
+    }
+    if (static_cast<int>(below.size()) <= t.max_below) {
+      by_scores = t.tier;
+      rung = static_cast<int>(i);
+      rule_text = fmt::format("{}: {}; {} of {} categories are", t.tier, t.about, cat.categories.size() - below.size(), cat.categories.size());
+      if (!below.empty()) rule_text += fmt::format(" (below: {})", fmt::join(below, ", "));
+      break;
+    }
+  }
+  if (rule_text.empty()) {
+    const TierRule& b = cat.tiers.back();
+    int n = 0;
+    for (const auto& c : cat.categories) n += score[c.id] < b.min_score;
+    rule_text = fmt::format("{}: {} categories under the {} cut-off of {} (at most {} allowed). {}", "PARTICIPATION_RIBBON", n, b.tier,
+                            Short(b.min_score), b.max_below, cat.ribbon);
+  }
+  out["tier_by_scores"] = by_scores;
+  if (tier.empty()) {
+    tier = by_scores;
+    decided = "tier rule " + rule_text;
+    if (rung > 0) {
+      // The shortest list of fixes to the next rung: lift the categories closest to its cut-off,
+      // each by its criteria with the largest gain, until enough categories clear it.
+      const TierRule& t = cat.tiers[rung - 1];
+      std::vector<std::pair<double, const Category*>> below;
+      for (const auto& c : cat.categories) {
+        if (score[c.id] < t.min_score) below.push_back({t.min_score - score[c.id], &c});
+      }
+      std::sort(below.begin(), below.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      size_t need = below.size() - std::min(below.size(), static_cast<size_t>(t.max_below));
+      json fixes = json::array();
+      for (size_t i = 0; i < need; ++i) {
+        const Category* c = below[i].second;
+        double deficit = below[i].first, total_w = 0;
+        for (const auto& k : by_cat[c->id]) total_w += k.applicable ? k.c->weight : 0.0;
+        std::vector<std::pair<double, const Crit*>> gains;
+        for (const auto& k : by_cat[c->id]) {
+          if (k.applicable && k.credit < 1 - 1e-9) gains.push_back({k.c->weight * (1 - k.credit) / total_w, &k});
+        }
+        std::sort(gains.begin(), gains.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+        double got = 0;
+        for (const auto& [gain, k] : gains) {
+          if (got >= deficit - 1e-9) break;
+          got += gain;
+          json actions = json::array();
+          for (const auto& x : k->items) {
+            if (x.state == "unknown" || (x.state == "credited" && x.credit < 1)) actions.push_back(x.ToJson());
+          }
+          fixes.push_back({{"category", c->id}, {"criterion", k->c->id}, {"title", k->c->title}, {"verdict", k->verdict},
+                           {"gain", Round(gain)}, {"items", actions}});
+        }
+      }
+      next = {{"tier", t.tier}, {"cut_off", t.min_score}, {"about", t.about}, {"fixes", fixes}};
+    }
+  }
+  out["tier"] = tier;
+  out["decided_by"] = decided;
+  out["tier_rule"] = rule_text;
+  out["gates"] = gates;
+  out["next_tier"] = next;
+  // What is unknown, listed (never credited).
+  json unknown = json::array();
+  for (const auto& category : cat.categories) {
+    for (const auto& k : by_cat[category.id]) {
+      if (k.verdict == "unknown") unknown.push_back(k.c->id);
+    }
+  }
+  out["unknown_criteria"] = unknown;
+  return out;
+}
+
+std::string RenderRating(const json& r, int verbosity) {
+  std::string who = r["provider"].is_string() ? r["provider"].get<std::string>() : std::string("(no assessment: provider unnamed)");
+  if (r["cluster"].is_string()) who += " / " + r["cluster"].get<std::string>();
+  std::string out = fmt::format("clustermax rate: {} (ClusterMAX {} criteria, catalog v{})\n", who, r["edition"].get<std::string>(),
+                                r["catalog"]["version"].get<int>());
+  for (const auto& in : r["inputs"]) {
+    out += fmt::format("  input {}{}{}\n", in["dir"].get<std::string>(),
+                       in.contains("report") ? fmt::format(": audit ({}, {} node(s), {})", in["report"]["target"].get<std::string>(),
+                                                           in["report"]["nodes"].get<size_t>(), in["report"]["collected_at"].get<std::string>())
+                                             : "",
+                       in["benchmarks"].empty() ? "" : fmt::format("; benchmarks {}", in["benchmarks"].dump()));
+  }
+  out += fmt::format("\nTIER: {}\n  decided by {}\n", r["tier"].get<std::string>(), r["decided_by"].get<std::string>());
+  if (r["tier"] != r["tier_by_scores"]) out += fmt::format("  (the category scores alone would give {})\n", r["tier_by_scores"].get<std::string>());
+  out += "\n  category                                score  coverage  criteria met / partly / unmet / unknown\n";
+  for (const auto& c : r["categories"]) {
+    int met = 0, partly = 0, unmet = 0, unknown = 0;
+    for (const auto& k : c["criteria"]) {
+      std::string v = k["verdict"];
+      met += v == "met";
+      partly += v == "partly-met";
+      unmet += v == "unmet";
+      unknown += v == "unknown";
+    }
+    out += fmt::format("  {:<38} {:>6.2f} {:>8.0f}%  {} / {} / {} / {}\n", c["title"].get<std::string>(), c["score"].get<double>(),
+                       c["coverage"].get<double>() * 100, met, partly, unmet, unknown);
+    if (verbosity > 0) {
+      for (const auto& k : c["criteria"]) {
+        out += fmt::format("      {:<14} {:<28} {}\n", k["verdict"].get<std::string>(), k["id"].get<std::string>(), k["title"].get<std::string>());
+        if (verbosity > 1) {
+          for (const auto& x : k["items"]) {
+            out += fmt::format("          {:<9} {:<44} {} {}\n", x["state"].get<std::string>(), x["source"].get<std::string>(),
+                               x["status"].get<std::string>(), x["detail"].get<std::string>());
+          }
+        }
+      }
+    }
+  }
+  const json& g = r["gates"];
+  if (!g["underperforming"].empty()) {
+    out += "\n  critical failures (gate 2):\n";
+    for (const auto& x : g["underperforming"]) {
+      for (const auto& e : x["evidence"]) {
+        out += fmt::format("    {}: {} {}: {}\n", x["criterion"].get<std::string>(), e["source"].get<std::string>(), e["status"].get<std::string>(),
+                           e["detail"].get<std::string>());
+      }
+    }
+  }
+  if (!g["unverified_critical"].empty()) {
+    out += "  critical criteria not verified (they do not fire the gate, and are not credited):";
+    for (const auto& x : g["unverified_critical"]) out += " " + x["criterion"].get<std::string>();
+    out += "\n";
+  }
+  const json& n = r["next_tier"];
+  if (n.is_object()) {
+    out += fmt::format("\n  to reach {}{}:\n", n["tier"].get<std::string>(),
+                       n.contains("cut_off") ? fmt::format(" ({})", n["about"].get<std::string>()) : "");
+    for (const auto& f : n["fixes"]) {
+      out += fmt::format("    - {}{}: {}{}\n", f.contains("category") ? f["category"].get<std::string>() + " / " : "", f["criterion"].get<std::string>(),
+                         f["title"].get<std::string>(), f.contains("gain") ? fmt::format(" (+{:.2f})", f["gain"].get<double>()) : "");
+      const json& items = f.contains("items") ? f["items"] : f["evidence"];
+      int shown = 0;
+      for (const auto& x : items) {
+        if (shown++ == 4 && verbosity == 0) {
+          out += fmt::format("        ... {} more (-v)\n", items.size() - 4);
+          break;
+        }
+        out += fmt::format("        {} {}: {}\n", x["source"].get<std::string>(), x["status"].get<std::string>(), x["detail"].get<std::string>());
+      }
+    }
+  }
+  if (!r["unknown_criteria"].empty()) {
+    out += fmt::format("\n  unknown, not credited ({}): {}\n", r["unknown_criteria"].size(), fmt::join(r["unknown_criteria"].get<std::vector<std::string>>(), ", "));
+  }
+  return out;
+}
+
+}  // namespace clustermax::rating
