@@ -10,6 +10,8 @@ pkgs=(
   liburing-dev libcurl4-openssl-dev libinih-dev
   # rating: the attested assessment file (YAML); the results store (SQLite)
   libyaml-cpp-dev libsqlite3-dev libsqlitecpp-dev
+  # dashboard: cpp-httplib for serve; a real headless Chromium and curl in the tests
+  libcpp-httplib-dev chromium fonts-dejavu-core curl
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
 )

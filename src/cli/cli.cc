@@ -16,6 +16,7 @@
 #include "cli/bench.h"
 #include "cli/db.h"
 #include "cli/rate.h"
+#include "cli/web.h"
 #include "core/version.h"
 #include "host/local_host.h"
 #include "report/report.h"
@@ -474,6 +475,8 @@ int Main(int argc, char** argv) {
   AddRateCommand(app, rate_cmd);
   DbCommands db_cmds;
   AddDbCommands(app, db_cmds);
+  WebCommands web_cmds;
+  AddWebCommands(app, web_cmds);
 
   CollectCmd cc;
   auto* collect_cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
@@ -514,6 +517,8 @@ int Main(int argc, char** argv) {
     if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
     if (rate_cmd.cmd->parsed()) return rate_cmd.run();
     if (db_cmds.db->parsed()) return db_cmds.run();
+    if (web_cmds.report->parsed()) return web_cmds.run_report();
+    if (web_cmds.serve->parsed()) return web_cmds.run_serve();
     if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();
     if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
     if (bench_cmds.probe_s3->parsed()) return bench_cmds.run_probe_s3();

@@ -168,7 +168,26 @@ Store Store::Open(const fs::path& path) {
   }
 }
 
+Store Store::OpenReadOnly(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw std::runtime_error(path.string() + ": no results store here yet (clustermax db ingest RUN_DIR creates it)");
+  try {
+    auto db = std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READONLY);
+    db->setBusyTimeout(15000);
+    Store s(std::move(db), path.string());
+    int v = s.SchemaVersion();
+    if (v != kSchemaVersion) {
+      throw std::runtime_error(fmt::format("{}: schema version {}, this clustermax reads {}; {}", path.string(), v, kSchemaVersion,
+                                           v < kSchemaVersion ? "run clustermax db list once to migrate it" : "upgrade clustermax"));
+    }
+    return s;
+  } catch (const SQLite::Exception& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+  }
+}
+
 int Store::SchemaVersion() const {
+  if (!db_->tableExists("meta")) return 0;
   SQLite::Statement q(*db_, "SELECT value FROM meta WHERE key = 'schema_version'");
   return q.executeStep() ? std::atoi(q.getColumn(0).getText()) : 0;
 }

@@ -1,0 +1,215 @@
+// The dashboard: hostile evidence is escaped in every view; the static page and the served pages
+// load in a real headless Chromium without console errors (the findings filter's script runs),
+// and screenshots land in BUILD/test-artifacts.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testutil.h"
+#include "util/files.h"
+#include "util/strings.h"
+#include "web/html.h"
+
+namespace clustermax::web {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kHostile = "<img src=x onerror=alert(1)>";
+const std::string kScript = "<script>alert('pwned')</script>";
+
+fs::path TempDir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("cm-web-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// The recorded single-node report turned into a three-node fleet report, one node named like an
+// attack, one finding carrying a script.
+json HostileFleetReport() {
+  json r = json::parse(clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json"));
+  std::vector<std::string> nodes = {"gpu-node-01", kHostile, "gpu-node-03"};
+  r["nodes"] = nodes;
+  json matrix = json::array();
+  for (auto& res : r["results"]) {
+    json v = json::object();
+    for (size_t i = 0; i < nodes.size(); ++i) v[nodes[i]] = i == 1 && res["status"] == "PASS" ? "FAIL" : res["status"];
+    matrix.push_back({{"check", res["id"]}, {"scope", "node"}, {"verdicts", v}});
+    if (res["id"] == "perf-access-paranoid") {
+      res["status"] = "FAIL";
+      res["message"] = "1 of 3 nodes FAIL: " + kHostile + " " + kScript;
+      res["details"] = {kHostile + ": perf_event_paranoid is 4"};
+    }
+  }
+  r["fleet"] = {{"nodes_expected", 3}, {"nodes_returned", 3}, {"unreachable", json::array()}, {"matrix", matrix}};
+  return r;
+}
+
+void ExpectEscaped(const std::string& html) {
+  EXPECT_EQ(html.find(kHostile), std::string::npos) << "raw hostile markup in the page";
+  EXPECT_EQ(html.find(kScript), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;img src=x onerror=alert(1)&gt;"), std::string::npos);
+}
+
+TEST(Web, EveryViewEscapesEvidence) {
+  EXPECT_EQ(Escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+  json report = HostileFleetReport();
+  ExpectEscaped(Findings(report, "f"));
+  ExpectEscaped(FleetMatrix(report));
+  json rating = {{"kind", "clustermax.rating"}, {"provider", kHostile}, {"cluster", kScript}, {"tier", "GOLD"}, {"tier_by_scores", "GOLD"},
+                 {"decided_by", kScript}, {"categories", json::array()}, {"next_tier", nullptr}, {"unknown_criteria", {kHostile}}};
+  ExpectEscaped(Scorecard(rating));
+  json board = json::array({{{"id", 1}, {"provider", kHostile}, {"cluster", kScript}, {"tier", "GOLD"}, {"summary", {{"score", 0.9}}},
+                             {"edition", "3.0"}, {"ingested_at", "x"}}});
+  ExpectEscaped(Leaderboard(board, [](const std::string& k, const std::string& a) { return "/" + k + "/" + a; }));
+  json runs = json::array({{{"id", 1}, {"kind", "run"}, {"provider", kHostile}, {"cluster", kScript}, {"target", "slurm"}, {"collected_at", "t"},
+                            {"nodes", 3}, {"summary", nullptr}, {"tier", nullptr}}});
+  ExpectEscaped(History(runs, nullptr));
+  ExpectEscaped(Document(kHostile, Findings(report, "f")));
+}
+
+bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }
+
+fs::path Artifacts() {
+  fs::path d = fs::path(CLUSTERMAX_BUILD_DIR) / "test-artifacts";
+  fs::create_directories(d);
+  return d;
+}
+
+struct Browser {
+  std::string dom, log;
+  int code = -1;
+};
+
+// Loads `url` in headless Chromium: the DOM after scripts ran, the console log, a screenshot.
+Browser Load(const std::string& url, const fs::path& profile, const fs::path& screenshot) {
+  std::string flags = "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+                      "--disable-component-update --disable-sync --enable-logging=stderr --log-level=0 --user-data-dir=" +
+                      profile.string();
+  Browser b;
+  fs::path log = profile.string() + ".log";
+  auto dom = clustermax::testing::RunShell("timeout 60 chromium " + flags + " --dump-dom '" + url + "' 2>" + log.string());
+  b.dom = dom.out;
+  b.code = dom.code;
+  b.log = util::ReadLocalFile(log).value_or("");
+  clustermax::testing::RunShell("timeout 60 chromium " + flags + " --window-size=1280,1600 --screenshot=" + screenshot.string() + " '" + url + "' 2>/dev/null");
+  return b;
+}
+
+void ExpectCleanConsole(const Browser& b) {
+  for (const auto& line : util::SplitLines(b.log)) {
+    if (line.find("CONSOLE") == std::string::npos) continue;
+    EXPECT_EQ(line.find("Uncaught"), std::string::npos) << line;
+    EXPECT_EQ(line.find("Error"), std::string::npos) << line;
+  }
+}
+
+int FreePort() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  int port = ntohs(a.sin_port);
+  close(s);
+  return port;
+}
+
+// A store with a hostile fleet run, the H200 benchmark and a rating of the example provider.
+fs::path MakeStore(const fs::path& d) {
+  fs::create_directories(d / "run" / "bench");
+  std::ofstream(d / "run" / "report.json") << HostileFleetReport().dump();
+  std::ofstream(d / "run" / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
+  std::string cli = CLUSTERMAX_BINARY;
+  std::string as = clustermax::testing::Fixture("rating/assessment-example.yaml").string();
+  fs::path db = d / "r.db";
+  auto r = clustermax::testing::RunShell(cli + " rate " + (d / "run").string() + " --assessment " + as + " --out " + (d / "rating.json").string() +
+                                         " >/dev/null && " + cli + " db --db " + db.string() + " ingest --provider 'Example Cloud' --cluster h200-lab " +
+                                         (d / "run").string() + " " + (d / "rating.json").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  return db;
+}
+
+TEST(WebBrowser, StaticPageLoadsWithoutConsoleErrors) {
+  fs::path d = TempDir("static");
+  fs::path db = MakeStore(d);
+  fs::path page = d / "page.html";
+  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " report --html " + page.string() + " --db " + db.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string html = *util::ReadLocalFile(page);
+  ExpectEscaped(html);
+  EXPECT_EQ(html.find("http://"), std::string::npos) << "the page fetches nothing";
+  EXPECT_EQ(html.find("https://"), html.find("https://example.com"));  // only the evidence links of the assessment
+  EXPECT_NE(html.find("Leaderboard"), std::string::npos);
+  EXPECT_NE(html.find("Scorecard: Example Cloud"), std::string::npos);
+  EXPECT_NE(html.find("Dense GEMM per precision"), std::string::npos);
+  EXPECT_NE(html.find("node by check"), std::string::npos);
+  if (!HaveChromium()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it)";
+  Browser b = Load("file://" + page.string(), d / "profile", Artifacts() / "static-page.png");
+  EXPECT_EQ(b.code, 0) << b.log;
+  ExpectCleanConsole(b);
+  EXPECT_NE(b.dom.find(" shown</span>"), std::string::npos) << "the findings filter did not run";
+  EXPECT_NE(b.dom.find("Scorecard: Example Cloud"), std::string::npos);
+  EXPECT_EQ(b.dom.find("<img"), std::string::npos);
+  EXPECT_TRUE(fs::exists(Artifacts() / "static-page.png"));
+  fs::remove_all(d);
+}
+
+TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
+  if (!HaveChromium()) GTEST_SKIP() << "chromium is not installed";
+  fs::path d = TempDir("serve");
+  fs::path db = MakeStore(d);
+  int port = FreePort();
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string listen = "127.0.0.1:" + std::to_string(port);
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    execl(CLUSTERMAX_BINARY, "clustermax", "serve", "--db", db.c_str(), "--listen", listen.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string base = "http://127.0.0.1:" + std::to_string(port);
+  bool up = false;
+  for (int i = 0; i < 100 && !up; ++i) {
+    up = clustermax::testing::RunShell("curl -sf -o /dev/null " + base + "/api/leaderboard").code == 0;
+    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(up) << "clustermax serve did not answer";
+  auto api = clustermax::testing::RunShell("curl -sf " + base + "/api/leaderboard");
+  json board = json::parse(api.out);
+  ASSERT_EQ(board.size(), 1u);
+  Browser home = Load(base + "/", d / "p1", Artifacts() / "leaderboard.png");
+  ExpectCleanConsole(home);
+  EXPECT_NE(home.dom.find("Example Cloud"), std::string::npos);
+  EXPECT_NE(home.dom.find("class=\"podium\""), std::string::npos);
+  Browser card = Load(base + "/rating/" + std::to_string(board[0]["id"].get<int64_t>()), d / "p2", Artifacts() / "scorecard.png");
+  ExpectCleanConsole(card);
+  EXPECT_NE(card.dom.find("Scorecard: Example Cloud"), std::string::npos);
+  EXPECT_NE(card.dom.find("To reach"), std::string::npos);
+  auto run = clustermax::testing::RunShell("curl -sf " + base + "/run/1");
+  ExpectEscaped(run.out);
+  EXPECT_EQ(clustermax::testing::RunShell("curl -s -o /dev/null -w '%{http_code}' " + base + "/run/999").out, "404");
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "serve did not stop cleanly on SIGTERM";
+  fs::remove_all(d);
+}
+
+}  // namespace
+}  // namespace clustermax::web
