@@ -6,6 +6,7 @@
 #include <fstream>
 #include <regex>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,11 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const Catalog& Cat() { return EmbeddedCatalog("3.0"); }
+
+json RatingOf(const std::string& provider, const std::string& tier, double score) {
+  return {{"kind", "clustermax.rating"}, {"edition", "3.0"}, {"provider", provider}, {"cluster", "c"}, {"tier", tier}, {"decided_by", "test"},
+          {"categories", {{{"id", "security"}, {"score", score}}, {{"id", "storage"}, {"score", score}}}}};
+}
 
 TEST(RatingCatalog, EveryCheckCountsTowardOneCriterionOrIsCliOnly) {
   std::map<std::string, std::string> owner;
@@ -88,6 +94,34 @@ std::string MiniCatalog(const std::string& criteria_override = "") {
   j["criteria"] = crits;
   if (!criteria_override.empty()) j["criteria"] = json::parse(criteria_override);
   return j.dump();
+}
+
+TEST(RatingCatalog, Edition20DerivesFrom30WithItsOwnLadder) {
+  const Catalog& c20 = EmbeddedCatalog("2.0");
+  EXPECT_EQ(c20.edition, "2.0");
+  EXPECT_EQ(c20.ladder, (std::vector<std::string>{"PLATINUM", "GOLD", "SILVER", "BRONZE", "UNDERPERFORMING", "UNAVAILABLE"}));
+  EXPECT_EQ(c20.below_lowest, "UNDERPERFORMING");
+  EXPECT_EQ(c20.criteria.size(), Cat().criteria.size());
+  EXPECT_NE(c20.FindCriterion("sec-attestation")->title.find("Type I"), std::string::npos);
+  EXPECT_TRUE(c20.unavailable_classes.count("sold-out"));
+  EXPECT_FALSE(c20.unavailable_classes.count("not-launched"));
+  // 2.0's published shares: 1 P, 5 G, 12 S, 19 B and 22 U among 59.
+  std::vector<json> ratings;
+  for (int i = 0; i < 59; ++i) {
+    json r = RatingOf(fmt::format("p{:02d}", i), "BRONZE", 1.0 - i / 100.0);
+    r["edition"] = "2.0";
+    ratings.push_back(r);
+  }
+  std::map<std::string, int> n;
+  const json cohort = Cohort(c20, ratings);
+  for (const auto& r : cohort["rows"]) n[r["relative_tier"]]++;
+  EXPECT_EQ(n["PLATINUM"], 1);
+  EXPECT_EQ(n["GOLD"], 5);
+  EXPECT_EQ(n["SILVER"], 12);
+  EXPECT_EQ(n["BRONZE"], 19);
+  EXPECT_EQ(n["UNDERPERFORMING"], 22);
+  EXPECT_THROW(ParseCatalog(R"({"base": "9.9"})", "x.json"), std::runtime_error);
+  EXPECT_THROW(ParseCatalog(R"({"base": "3.0", "criteria_overrides": {"nope": {}}})", "x.json"), std::runtime_error);
 }
 
 TEST(RatingCatalog, BadCatalogsAreRefusedWithTheReason) {
@@ -250,6 +284,22 @@ json RateMini(const std::map<std::string, std::string>& answers) {
   return Rate(mini, {Report({Result("pcie-acs", "PASS")})}, Answers(mini, all));
 }
 
+TEST(RatingLadder, Edition20HasNoRibbon) {
+  json j = json::parse(MiniCatalog());
+  json e20 = json::parse(clustermax::testing::ReadFixture("../../data/rating/2.0.json"));
+  for (const char* k : {"edition", "ladder", "below_lowest", "ribbon", "unavailable_classes", "cohort"}) j[k] = e20[k];
+  Catalog mini20 = ParseCatalog(j.dump(), "mini20");
+  std::map<std::string, std::string> all;
+  for (const auto& c : mini20.categories) all["k." + c.id] = "yes";
+  for (const char* k : {"k.storage", "k.pricing", "k.availability", "k.partnerships"}) all[k] = "no";
+  std::string y = "edition: \"2.0\"\nprovider: P\nanswers:\n";
+  for (const auto& [k, v] : all) y += "  " + k + ": " + v + "\n";
+  json r = Rate(mini20, {Report({Result("pcie-acs", "PASS")})}, ParseAssessment(y, "a.yaml", mini20));
+  EXPECT_EQ(r["tier"], "UNDERPERFORMING");  // 3.0 would give the ribbon
+  EXPECT_NE(r["decided_by"].get<std::string>().find("UNDERPERFORMING"), std::string::npos);
+  EXPECT_TRUE(r["gates"]["underperforming"].empty());  // the rule, not a critical failure
+}
+
 TEST(RatingLadder, TiersFollowTheCutOffs) {
   EXPECT_EQ(RateMini({})["tier"], "PLATINUM");
   json gold = RateMini({{"k.storage", "partial"}});
@@ -269,6 +319,32 @@ TEST(RatingLadder, TiersFollowTheCutOffs) {
   json under = RateMini({{"k.security", "no"}});
   EXPECT_EQ(under["tier"], "UNDERPERFORMING");
   EXPECT_EQ(under["tier_by_scores"], "GOLD");
+}
+
+TEST(RatingCohort, RelativeTiersFollowThePublishedShares) {
+  // 34 providers past the gates, as in 3.0: 2 Platinum, 2 Gold, 5 Silver, 10 Bronze, 15 ribbons.
+  std::vector<json> ratings;
+  for (int i = 0; i < 34; ++i) ratings.push_back(RatingOf(fmt::format("p{:02d}", i), "BRONZE", 1.0 - i / 100.0));
+  ratings.push_back(RatingOf("gated", "UNDERPERFORMING", 0.99));
+  json c = Cohort(Cat(), ratings);
+  EXPECT_EQ(c["ranked"], 34);
+  EXPECT_EQ(c["gated"], 1);
+  std::map<std::string, int> n;
+  for (const auto& r : c["rows"]) n[r["relative_tier"]]++;
+  EXPECT_EQ(n["PLATINUM"], 2);
+  EXPECT_EQ(n["GOLD"], 2);
+  EXPECT_EQ(n["SILVER"], 5);
+  EXPECT_EQ(n["BRONZE"], 10);
+  EXPECT_EQ(n["PARTICIPATION_RIBBON"], 15);
+  EXPECT_EQ(n["UNDERPERFORMING"], 1);  // a gate is never outranked by a score
+  EXPECT_EQ(c["rows"][0]["provider"], "p00");
+  EXPECT_EQ(c["rows"][0]["absolute_tier"], "BRONZE");  // shown side by side
+  EXPECT_EQ(c["rows"].back()["provider"], "gated");
+  json other = RatingOf("x", "GOLD", 0.5);
+  other["edition"] = "2.0";
+  EXPECT_THROW(Cohort(Cat(), {other}), std::invalid_argument);
+  EXPECT_THROW(Cohort(Cat(), {json{{"kind", "something"}}}), std::invalid_argument);
+  EXPECT_EQ(Cohort(Cat(), {})["rows"].size(), 0u);
 }
 
 fs::path TempDir(const std::string& name) {
@@ -323,6 +399,11 @@ TEST(RatingCommand, RecordedRunsGiveATierWithItsExplanation) {
   auto t = clustermax::testing::RunShell(cli + " rate --template");
   EXPECT_EQ(t.code, 0);
   EXPECT_NE(t.out.find("security.soc2_or_iso27001:"), std::string::npos);
+  std::ofstream(d / "other.json") << RatingOf("Other Cloud", "SILVER", 0.95).dump();
+  auto co = clustermax::testing::RunShell(cli + " rate --cohort " + (d / "rating.json").string() + " " + (d / "other.json").string());
+  EXPECT_EQ(co.code, 0) << co.out;
+  EXPECT_NE(co.out.find("2 providers ranked"), std::string::npos) << co.out;
+  EXPECT_NE(co.out.find("Other Cloud"), std::string::npos);
   auto bad = clustermax::testing::RunShell(cli + " rate " + d.string());
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("not a clustermax run directory"), std::string::npos) << bad.out;

@@ -15,6 +15,7 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
   static std::vector<std::string> dirs;
   static std::string assessment_file, edition = "3.0", catalog_file, out_file;
   static bool json_out = false, template_out = false;
+  static std::vector<std::string> cohort;
   static int verbosity = 0;
   auto* cmd = app.add_subcommand("rate", "Rate a provider from audit and benchmark runs and an assessment: criteria, categories, gates, tier");
   cmd->add_option("runs", dirs, "Run directories (report.json and/or bench/*.json), e.g. ~/.clustermax/runs/<timestamp>");
@@ -22,6 +23,8 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--edition", edition, "ClusterMAX edition whose criteria and ladder apply");
   cmd->add_option("--catalog", catalog_file, "Criteria catalog instead of the embedded data/rating/<edition>.json")->check(CLI::ExistingFile);
+  cmd->add_option("--cohort", cohort, "Rank several ratings (rate --out files) together: relative tiers beside the absolute ones")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("--template", template_out, "Print a commented blank assessment for the edition and exit");
   cmd->add_flag("--json", json_out, "Print the rating as JSON");
   cmd->add_option("--out", out_file, "Also write the rating JSON to FILE (atomically)");
@@ -44,6 +47,20 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
       } else {
         std::cout << t;
       }
+      return kExitOk;
+    }
+    if (!cohort.empty()) {
+      std::vector<json> ratings;
+      for (const auto& f : cohort) {
+        try {
+          ratings.push_back(json::parse(*util::ReadLocalFile(f)));
+        } catch (const json::exception& e) {
+          throw std::invalid_argument(f + ": not complete JSON (" + e.what() + ")");
+        }
+      }
+      json c = rating::Cohort(*cat, ratings);
+      if (!out_file.empty()) util::WriteFileAtomic(out_file, c.dump(2) + "\n");
+      std::cout << (json_out ? c.dump(2) + "\n" : rating::RenderCohort(c));
       return kExitOk;
     }
     if (dirs.empty() && assessment_file.empty()) {

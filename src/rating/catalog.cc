@@ -1,5 +1,6 @@
 #include "rating/catalog.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -7,6 +8,7 @@
 
 namespace clustermax::embedded {
 extern const std::string_view kRatingCatalog30Json;
+extern const std::string_view kRatingCatalog20Json;
 }
 
 namespace clustermax::rating {
@@ -41,6 +43,32 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
   } catch (const json::exception& e) {
     fail(std::string("not valid JSON: ") + e.what());
   }
+  // A catalog may derive from an embedded one: its top-level keys replace the base's, and
+  // criteria_overrides patch criteria by id (an edition that differs in a few places).
+  if (j.contains("base")) {
+    std::string base = j["base"];
+    json b;
+    if (base == "3.0") {
+      b = json::parse(embedded::kRatingCatalog30Json);
+    } else {
+      fail("unknown base catalog '" + base + "' (known: 3.0)");
+    }
+    for (const auto& [k, v] : j.items()) {
+      if (k != "base" && k != "criteria_overrides") b[k] = v;
+    }
+    const json overrides = j.value("criteria_overrides", json::object());
+    for (const auto& [id, patch] : overrides.items()) {
+      bool found = false;
+      for (auto& crit : b["criteria"]) {
+        if (crit["id"] == id) {
+          crit.update(patch);
+          found = true;
+        }
+      }
+      if (!found) fail("criteria_overrides names the unknown criterion " + id);
+    }
+    j = std::move(b);
+  }
   Catalog c;
   c.origin = origin;
   try {
@@ -48,6 +76,7 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
     c.version = j.at("version");
     c.about = j.value("about", "");
     c.ribbon = j.value("ribbon", "");
+    c.below_lowest = j.value("below_lowest", "PARTICIPATION_RIBBON");
     c.ladder = j.at("ladder").get<std::vector<std::string>>();
     c.unavailable_classes = j.at("unavailable_classes").get<std::map<std::string, std::string>>();
     for (const auto& k : j.at("categories")) c.categories.push_back({k.at("id"), k.at("title"), k.value("weight", 1.0)});
@@ -57,6 +86,10 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
     c.warn_no_credit = cr.at("warn_no_credit").get<std::vector<std::string>>();
     c.excluded_reasons = cr.at("excluded").get<std::vector<std::string>>();
     c.cli_only = j.value("cli_only", json::object()).get<std::map<std::string, std::string>>();
+    const json& co = j.at("cohort");
+    for (const auto& sh : co.at("shares")) c.cohort_shares.push_back({sh.at("tier"), sh.at("share")});
+    c.cohort_rest = co.at("rest");
+    c.cohort_about = co.value("about", "");
     for (const auto& x : j.at("criteria")) {
       Criterion k;
       k.id = x.at("id");
@@ -83,6 +116,14 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
       if (!checks.insert(ch).second) fail(fmt::format("check {} counts toward two criteria", ch));
     }
   }
+  if (std::find(c.ladder.begin(), c.ladder.end(), c.below_lowest) == c.ladder.end()) fail("below_lowest " + c.below_lowest + " is not on the ladder");
+  double total = 0;
+  for (const auto& [tier, share] : c.cohort_shares) {
+    if (std::find(c.ladder.begin(), c.ladder.end(), tier) == c.ladder.end()) fail("cohort tier " + tier + " is not on the ladder");
+    if (share < 0) fail("cohort share of " + tier + " is negative");
+    total += share;
+  }
+  if (total > 1 + 1e-9) fail("cohort shares add up to more than 1");
   for (size_t i = 0; i < c.tiers.size(); ++i) {
     if (std::find(c.ladder.begin(), c.ladder.end(), c.tiers[i].tier) == c.ladder.end()) fail("tier " + c.tiers[i].tier + " is not on the ladder");
     if (i > 0 && (c.tiers[i].min_score > c.tiers[i - 1].min_score || c.tiers[i].max_below < c.tiers[i - 1].max_below)) {
@@ -92,12 +133,14 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
   return c;
 }
 
-std::vector<std::string> EmbeddedEditions() { return {"3.0"}; }
+std::vector<std::string> EmbeddedEditions() { return {"2.0", "3.0"}; }
 
 const Catalog& EmbeddedCatalog(const std::string& edition) {
   static const Catalog c30 = ParseCatalog(std::string(embedded::kRatingCatalog30Json), "data/rating/3.0.json (embedded)");
+  static const Catalog c20 = ParseCatalog(std::string(embedded::kRatingCatalog20Json), "data/rating/2.0.json (embedded)");
   if (edition == "3.0") return c30;
-  throw std::invalid_argument(fmt::format("no criteria catalog for edition '{}' (known: 3.0)", edition));
+  if (edition == "2.0") return c20;
+  throw std::invalid_argument(fmt::format("no criteria catalog for edition '{}' (known: 2.0, 3.0)", edition));
 }
 
 }  // namespace clustermax::rating

@@ -38,6 +38,7 @@ struct TierRule {
 
 struct Catalog {
   std::string edition, origin, about, ribbon;
+  std::string below_lowest;  // the tier when no rung's rule is met (3.0: the ribbon)
   int version = 0;
   std::vector<std::string> ladder;
   std::map<std::string, std::string> unavailable_classes;
@@ -47,6 +48,9 @@ struct Catalog {
   std::map<std::string, double> status_credit;  // PASS, WARN, FAIL
   std::vector<std::string> warn_no_credit, excluded_reasons;
   std::map<std::string, std::string> cli_only;  // check id -> why it is not rated
+  // Relative tiers of a cohort: shares of the ranked providers per tier, best first, the rest.
+  std::vector<std::pair<std::string, double>> cohort_shares;
+  std::string cohort_rest, cohort_about;
 
   const Category* FindCategory(const std::string& id) const;
   const Criterion* FindCriterion(const std::string& id) const;
@@ -55,7 +59,7 @@ struct Catalog {
 // Throws std::runtime_error naming the origin and the problem (unknown category, duplicate id, a
 // criterion without a source, tiers out of order, ...).
 Catalog ParseCatalog(const std::string& text, const std::string& origin);
-// The catalog embedded for `edition` ("3.0"); throws std::invalid_argument for another edition.
+// The catalog embedded for `edition` ("2.0", "3.0"); throws std::invalid_argument for another edition.
 const Catalog& EmbeddedCatalog(const std::string& edition);
 std::vector<std::string> EmbeddedEditions();
 

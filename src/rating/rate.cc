@@ -307,7 +307,7 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     next = {{"tier", "the tier the scores give once no critical failure remains"}, {"fixes", fixes}};
   }
   // The tier the category scores give (also shown when a gate decided).
-  std::string by_scores = "PARTICIPATION_RIBBON";
+  std::string by_scores = cat.below_lowest;
   std::string rule_text;
   int rung = static_cast<int>(cat.tiers.size());
   for (size_t i = 0; i < cat.tiers.size(); ++i) {
@@ -328,7 +328,7 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     const TierRule& b = cat.tiers.back();
     int n = 0;
     for (const auto& c : cat.categories) n += score[c.id] < b.min_score;
-    rule_text = fmt::format("{}: {} categories under the {} cut-off of {} (at most {} allowed). {}", "PARTICIPATION_RIBBON", n, b.tier,
+    rule_text = fmt::format("{}: {} categories under the {} cut-off of {} (at most {} allowed). {}", cat.below_lowest, n, b.tier,
                             Short(b.min_score), b.max_below, cat.ribbon);
   }
   out["tier_by_scores"] = by_scores;
@@ -459,6 +459,73 @@ std::string RenderRating(const json& r, int verbosity) {
   }
   if (!r["unknown_criteria"].empty()) {
     out += fmt::format("\n  unknown, not credited ({}): {}\n", r["unknown_criteria"].size(), fmt::join(r["unknown_criteria"].get<std::vector<std::string>>(), ", "));
+  }
+  return out;
+}
+
+json Cohort(const Catalog& cat, const std::vector<json>& ratings) {
+  struct Row {
+    json r;
+    double score;
+  };
+  std::vector<Row> ranked, gated;
+  for (const auto& r : ratings) {
+    if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument("not a rating (clustermax rate --out FILE)");
+    if (r.value("edition", "") != cat.edition) {
+      throw std::invalid_argument(fmt::format("a rating of edition {} in a cohort of edition {}", r.value("edition", "?"), cat.edition));
+    }
+    double sum = 0;
+    size_t n = 0;
+    for (const auto& c : r.value("categories", json::array())) {
+      sum += c.value("score", 0.0);
+      ++n;
+    }
+    Row row{r, n ? sum / n : 0.0};
+    std::string t = r.value("tier", "");
+    (t == "UNAVAILABLE" || t == "UNDERPERFORMING" ? gated : ranked).push_back(std::move(row));
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Row& a, const Row& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.r.value("provider", json("")).dump() < b.r.value("provider", json("")).dump();
+  });
+  // Band limits: position i gets the first tier whose cumulative share covers it.
+  std::vector<std::pair<std::string, size_t>> bands;
+  double cum = 0;
+  for (const auto& [tier, share] : cat.cohort_shares) {
+    cum += share;
+    bands.push_back({tier, static_cast<size_t>(std::lround(cum * ranked.size()))});
+  }
+  json rows = json::array();
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    std::string rel = cat.cohort_rest;
+    for (const auto& [tier, limit] : bands) {
+      if (i < limit) {
+        rel = tier;
+        break;
+      }
+    }
+    const json& r = ranked[i].r;
+    rows.push_back({{"rank", i + 1}, {"provider", r["provider"]}, {"cluster", r["cluster"]}, {"score", Round(ranked[i].score)},
+                    {"percentile", Round(ranked.size() > 1 ? 1.0 - static_cast<double>(i) / (ranked.size() - 1) : 1.0)},
+                    {"relative_tier", rel}, {"absolute_tier", r["tier"]}});
+  }
+  for (const auto& g : gated) {
+    rows.push_back({{"rank", nullptr}, {"provider", g.r["provider"]}, {"cluster", g.r["cluster"]}, {"score", Round(g.score)}, {"percentile", nullptr},
+                    {"relative_tier", g.r["tier"]}, {"absolute_tier", g.r["tier"]}, {"gate", g.r["decided_by"]}});
+  }
+  return {{"kind", "clustermax.rating.cohort"}, {"edition", cat.edition}, {"about", cat.cohort_about}, {"ranked", ranked.size()},
+          {"gated", gated.size()}, {"rows", rows}};
+}
+
+std::string RenderCohort(const json& c) {
+  std::string out = fmt::format("clustermax rate --cohort: {} providers ranked, {} held by a gate (ClusterMAX {})\n  {}\n\n", c["ranked"].get<size_t>(),
+                                c["gated"].get<size_t>(), c["edition"].get<std::string>(), c["about"].get<std::string>());
+  out += fmt::format("  {:>4}  {:<28} {:<16} {:>6} {:>6}  {:<22} {}\n", "rank", "provider", "cluster", "score", "pctl", "relative tier", "absolute tier");
+  for (const auto& r : c["rows"]) {
+    auto s = [](const json& v) { return v.is_string() ? v.get<std::string>() : std::string("-"); };
+    out += fmt::format("  {:>4}  {:<28} {:<16} {:>6.2f} {:>6}  {:<22} {}\n", r["rank"].is_null() ? "-" : std::to_string(r["rank"].get<size_t>()), s(r["provider"]),
+                       s(r["cluster"]), r["score"].get<double>(), r["percentile"].is_null() ? "-" : fmt::format("{:.2f}", r["percentile"].get<double>()),
+                       s(r["relative_tier"]), s(r["absolute_tier"]));
   }
   return out;
 }

@@ -40,4 +40,11 @@ nlohmann::json Rate(const Catalog& catalog, const std::vector<RunInput>& runs, c
 
 std::string RenderRating(const nlohmann::json& rating, int verbosity = 0);
 
+// Cohort mode: several ratings (rate --out) of one edition ranked together. Providers past the
+// gates are ordered by mean category score and given relative tiers in the catalog's shares;
+// gated providers keep their gate. Each row shows the relative tier next to the absolute one.
+// Throws std::invalid_argument for a rating of another edition or kind.
+nlohmann::json Cohort(const Catalog& catalog, const std::vector<nlohmann::json>& ratings);
+std::string RenderCohort(const nlohmann::json& cohort);
+
 }  // namespace clustermax::rating
