@@ -3,7 +3,9 @@
 
 #include "checks/register.h"
 #include "collect/collector.h"
+#include "collect/parsers.h"
 #include "host/bundle.h"
+#include "testutil.h"
 #include "util/time.h"
 
 using namespace clustermax;
@@ -324,4 +326,81 @@ TEST(NodeChecks, AmdDriverBoundToTheLoadedModule) {
   EXPECT_EQ(stale.reason, core::Reason::kUnverified);
   EXPECT_EQ(JudgeBundle("security-rocm", AmdBundle("x", "31.40", "6.4.1")).verdict, Verdict::kFail);
   EXPECT_EQ(JudgeBundle("security-rocm", AmdBundle("x", "31.40", "6.4.2")).verdict, Verdict::kPass);
+}
+
+// vboost: `nvidia-smi boost-slider -l` as recorded on an H200 (driver 580.159.04, 2026-11-30).
+TEST(NodeChecks, VboostSliderParsedFromRecordedOutput) {
+  auto rows = collect::ParseBoostSliderList(clustermax::testing::ReadFixture("parsers/nvidia-smi-boost-slider-h200.txt"));
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0].gpu, 0);
+  EXPECT_EQ((*rows)[0].slider, "vboost");
+  EXPECT_EQ((*rows)[0].max_value, 4);
+  EXPECT_EQ((*rows)[0].current, 0);
+  EXPECT_FALSE(collect::ParseBoostSliderList("No devices were found\n"));
+}
+
+namespace {
+host::CommandResult Out(const std::string& out, int code = 0) {
+  host::CommandResult r;
+  r.status = host::IoStatus::kOk;
+  r.exit_code = code;
+  r.out = out;
+  return r;
+}
+std::string SliderTable(int current) {
+  return "+---+\n| GPU Boost Slider |\n| GPU     Slider       Max Value    Current Value |\n|===|\n"
+         "|   0     vboost           4              " + std::to_string(current) + "       |\n"
+         "|   1     vboost           4              " + std::to_string(current) + "       |\n+---+\n";
+}
+}  // namespace
+
+TEST(NodeChecks, VboostProbeSetsReadsBackAndRestores) {
+  // A replayed node where the change is accepted: list (0), set 2, list (2), restore both, list (0).
+  host::Bundle b;
+  b.PutWhich("nvidia-smi", {host::IoStatus::kOk, "/usr/bin/nvidia-smi"});
+  std::vector<host::CommandResult> lists = {Out(SliderTable(0)), Out(SliderTable(2)), Out(SliderTable(0))};
+  b.PutCommand({"nvidia-smi", "boost-slider", "-l"}, lists[0]);
+  b.PutCommand({"nvidia-smi", "boost-slider", "--vboost", "2"}, Out(""));
+  b.PutCommand({"nvidia-smi", "-i", "0", "boost-slider", "--vboost", "0"}, Out(""));
+  b.PutCommand({"nvidia-smi", "-i", "1", "boost-slider", "--vboost", "0"}, Out(""));
+  host::ReplayHost h(b);
+  collect::CollectOptions o;
+  o.probes = {"vboost-set"};
+  auto ev = collect::CollectEvidence(h, {"gpu.boost-slider", "probe.vboost-set"}, o);
+  ASSERT_TRUE(ev["gpu.boost-slider"].ok()) << ev["gpu.boost-slider"].error;
+  EXPECT_EQ(ev["gpu.boost-slider"].data["sliders"].size(), 2u);
+  const auto& p = ev["probe.vboost-set"];
+  ASSERT_TRUE(p.ok()) << p.error;
+  // A replay answers every read of the list with the first recording: the change does not show,
+  // which the probe reports as refused-or-partial, never as accepted.
+  EXPECT_NE(p.data["outcome"], "accepted");
+  EXPECT_EQ(p.data["steps"].size(), 3u);  // set, and one restore per GPU
+
+  // The judgement on each outcome.
+  core::EvidenceSet set = GpuNode();
+  set["gpu.boost-slider"] = Ok({{"supported", true}, {"sliders", json::array({{{"gpu", 0}, {"slider", "vboost"}, {"max", 4}, {"current", 0}}})}});
+  core::EvidenceSet off = set;
+  off["probe.vboost-set"].status = EvidenceStatus::kProbeDisabled;
+  auto skip = J("vboost-control", off);
+  EXPECT_EQ(skip.verdict, Verdict::kSkip);
+  EXPECT_EQ(skip.reason, core::Reason::kProbeDisabled);
+  EXPECT_NE(skip.message.find("vboost 0 of 4"), std::string::npos) << skip.message;
+  set["probe.vboost-set"] = Ok({{"outcome", "accepted"}, {"gpus", 1}, {"changed", 1}, {"restored", 1}, {"target", 2}, {"steps", json::array()}});
+  EXPECT_EQ(J("vboost-control", set).verdict, Verdict::kPass);
+  set["probe.vboost-set"] = Ok({{"outcome", "denied"}, {"gpus", 1}, {"changed", 0}, {"restored", 0}, {"target", 2},
+                                {"steps", json::array({{{"command", "nvidia-smi boost-slider --vboost 2"}, {"exit_code", 4}, {"output", "Insufficient Permissions"}}})}});
+  auto denied = J("vboost-control", set);
+  EXPECT_EQ(denied.verdict, Verdict::kWarn);
+  EXPECT_EQ(denied.details.size(), 1u);
+  set["probe.vboost-set"] = Ok({{"outcome", "not-reverted"}, {"gpus", 2}, {"changed", 2}, {"restored", 1}, {"target", 2}, {"steps", json::array()}});
+  EXPECT_NE(J("vboost-control", set).message.find("only 1 restored"), std::string::npos);
+  // B300 has no slider; a GPU the driver offers none on; no NVIDIA GPU at all.
+  core::EvidenceSet b300 = set;
+  b300["gpu.inventory"] = Ok({{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA B300 SXM6 AC"}}})}});
+  EXPECT_EQ(J("vboost-control", b300).reason, core::Reason::kNotApplicable);
+  set["gpu.boost-slider"] = Ok({{"supported", false}, {"output", "Not Supported"}});
+  EXPECT_EQ(J("vboost-control", set).reason, core::Reason::kNotApplicable);
+  core::EvidenceSet cpu = {{"pci.devices", Ok(Pci({ConnectX()}))}, {"gpu.inventory", Ok({{"device_count", 0}})}};
+  EXPECT_EQ(J("vboost-control", cpu).reason, core::Reason::kNotApplicable);
 }

@@ -78,6 +78,16 @@ TEST(Web, EveryViewEscapesEvidence) {
   json runs = json::array({{{"id", 1}, {"kind", "run"}, {"provider", kHostile}, {"cluster", kScript}, {"target", "slurm"}, {"collected_at", "t"},
                             {"nodes", 3}, {"summary", nullptr}, {"tier", nullptr}}});
   ExpectEscaped(History(runs, nullptr));
+  json bench = json::parse(clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json"));
+  bench["host"] = kHostile;
+  bench["gpus"][0]["name"] = kScript;
+  bench["grades"][0]["detail"] = kHostile;
+  ExpectEscaped(Benchmark(bench));
+  json diff = {{"from", {{"id", 1}, {"provider", kHostile}, {"cluster", "c"}, {"collected_at", "t"}}},
+               {"to", {{"id", 2}, {"provider", kHostile}, {"cluster", kScript}, {"collected_at", "t"}}},
+               {"checks", {{{"check", "x"}, {"from", "PASS"}, {"to", "FAIL"}, {"message", kHostile}}}},
+               {"metrics", {{{"metric", kScript}, {"from", nullptr}, {"to", {{"verdict", "PASS"}, {"value", 1}}}, {"unit", kHostile}}}}};
+  ExpectEscaped(DiffView(diff));
   ExpectEscaped(Document(kHostile, Findings(report, "f")));
 }
 

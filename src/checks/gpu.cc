@@ -1,5 +1,7 @@
 // GPU checks judged from the GPU snapshot (NVML or nvidia-smi) and the PCI inventory: generation,
 // counts, persistence, idle thermals, throttling, NVLink, and the GPUDirect / gdrcopy stack.
+#include <regex>
+
 #include <fmt/format.h>
 
 #include "checks/common.h"
@@ -395,6 +397,51 @@ Finding FabricManager(const JudgeContext& ctx) {
   return f.Observed(running ? "nv-fabricmanager running" : "not running").Expected("nv-fabricmanager running");
 }
 
+// vboost: the reference's control. B300/GB300 have no slider; the probe proves a change is
+// accepted (and is put back); without it the current value is shown and nothing is claimed.
+Finding VboostControl(const JudgeContext& ctx) {
+  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  const Evidence& inv = ctx.Get("gpu.inventory");
+  if (inv.ok()) {
+    static const std::regex b300(R"(\bg?b300\b)", std::regex::icase);
+    for (const auto& d : inv.data.value("devices", json::array())) {
+      std::string name = d.value("name", json("")).is_string() ? d["name"].get<std::string>() : "";
+      if (std::regex_search(name, b300)) return core::Skip(Reason::kNotApplicable, name + " has no boost slider");
+    }
+  }
+  const Evidence& list = ctx.Get("gpu.boost-slider");
+  if (auto p = core::EvidenceProblem(list, "nvidia-smi boost-slider -l")) return *p;
+  if (!list.data.value("supported", false)) {
+    return core::Skip(Reason::kNotApplicable, "the driver offers no boost slider on this GPU").Detail(list.data.value("output", std::string()));
+  }
+  std::vector<std::string> values;
+  for (const auto& sl : list.data["sliders"]) {
+    if (sl["slider"] == "vboost") values.push_back(fmt::format("GPU {}: vboost {} of {}", sl["gpu"].get<int>(), sl["current"].get<int>(), sl["max"].get<int>()));
+  }
+  if (values.empty()) return core::Skip(Reason::kNotApplicable, "no vboost slider among the GPU's sliders");
+  std::string observed = values.size() == 1 ? values[0] : fmt::format("{} GPUs; {}", values.size(), values[0]);
+  const Evidence& probe = ctx.Get("probe.vboost-set");
+  if (probe.status == core::EvidenceStatus::kProbeDisabled) {
+    Finding f = core::Skip(Reason::kProbeDisabled, "vboost readable (" + observed + "); whether it can be set needs the vboost-set probe");
+    for (const auto& v : values) f.Detail(v);
+    return f.Observed(observed).Expected("a vboost change accepted on every GPU (probe vboost-set)");
+  }
+  if (auto p = core::EvidenceProblem(probe, "vboost-set probe")) return *p;
+  std::string outcome = probe.data.value("outcome", "");
+  int n = probe.data.value("gpus", 0), changed = probe.data.value("changed", 0), restored = probe.data.value("restored", 0);
+  std::string target = std::to_string(probe.data.value("target", 0));
+  Finding f = outcome == "accepted"
+                  ? core::Pass(fmt::format("vboost set to {} on all {} GPU(s) and restored", target, n))
+              : outcome == "not-reverted"
+                  ? core::Warn(Reason::kConfig, fmt::format("vboost changed on {} of {} GPU(s) but only {} restored: check the slider by hand", changed, n, restored))
+              : outcome == "denied" ? core::Warn(Reason::kConfig, "setting vboost was refused (passive read only)")
+                                    : core::Warn(Reason::kConfig, fmt::format("vboost changed on {} of {} GPU(s)", changed, n));
+  for (const auto& st : probe.data.value("steps", json::array())) {
+    f.Detail(fmt::format("{} -> exit {} {}", st.value("command", ""), st.value("exit_code", -1), st.value("output", "")));
+  }
+  return f.Observed(fmt::format("{}; probe: {}", observed, outcome)).Expected("a vboost change accepted on every GPU, then reverted");
+}
+
 }  // namespace
 
 void RegisterGpuChecks(core::Registry& r) {
@@ -449,6 +496,13 @@ void RegisterGpuChecks(core::Registry& r) {
                    .targets = kS | kK | kSA | kV, .needs = {"pci.devices", "gpu.inventory", "nvidia.proc-version", "kernel.modules"},
                    .reproduce = "lsmod | grep nvidia_peermem"},
          PeermemLegacy});
+  r.Add({CheckInfo{.id = "vboost-control", .category = "hardware", .title = "The GPU boost slider (vboost) can be set",
+                   .rationale = "Memory-bound work gains from vboost; a provider that locks the slider takes that choice from the user.",
+                   .remediation = "Allow nvidia-smi boost-slider --vboost for the tenant (driver permissions, no management lock).",
+                   .criterion = "vboost-control", .targets = kS | kK | kSA | kV,
+                   .needs = {"pci.devices", "gpu.inventory", "gpu.boost-slider", "probe.vboost-set"}, .probe = "vboost-set",
+                   .reproduce = "nvidia-smi boost-slider -l; nvidia-smi boost-slider --vboost 2 (then back)"},
+         VboostControl});
   r.Add({CheckInfo{.id = "hbm-memory-exposure", .category = "hardware", .title = "Grace platforms keep GPU HBM out of system memory (CDMM)",
                    .rationale = "HBM onlined as NUMA memory lets the kernel place host allocations in GPU memory.",
                    .remediation = "Load the driver with CoherentGPUMemoryMode=driver (CDMM) and keep HBM offline.",

@@ -13,6 +13,7 @@ namespace {
 using core::Evidence;
 using core::EvidenceStatus;
 using nlohmann::json;
+using collect::BoostSlider;
 
 Evidence ProcNvidia(host::Host& h, const CollectOptions&) {
   Evidence e;
@@ -80,9 +81,117 @@ Evidence GpuInventory(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+json SliderJson(const std::vector<BoostSlider>& rows) {
+  json out = json::array();
+  for (const auto& r : rows) out.push_back({{"gpu", r.gpu}, {"slider", r.slider}, {"max", r.max_value}, {"current", r.current}});
+  return out;
+}
+
+// Reads the boost sliders; on success returns the rows, else marks `e` and returns nullopt.
+// `supported` is false (and e ok) when nvidia-smi says the GPU has no slider.
+std::optional<std::vector<BoostSlider>> ReadSliders(Evidence& e, host::Host& h, const CollectOptions& o, const std::string& id, bool* supported) {
+  *supported = true;
+  auto r = RunFor(e, h, {"nvidia-smi", "boost-slider", "-l"}, o, id);
+  if (!r) return std::nullopt;
+  std::string text = r->out + r->err;
+  auto rows = ParseBoostSliderList(r->out);
+  if (r->exit_code == 0 && rows) return rows;
+  if (util::ContainsIgnoreCase(text, "not supported") || util::ContainsIgnoreCase(text, "invalid combination") ||
+      util::ContainsIgnoreCase(text, "no sliders")) {
+    *supported = false;
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"supported", false}, {"output", util::Ellipsize(util::Trim(text), 300)}};
+    return std::nullopt;
+  }
+  e.status = r->exit_code == 0 ? EvidenceStatus::kParseError : EvidenceStatus::kError;
+  e.error = fmt::format("nvidia-smi boost-slider -l exit {}: {}", r->exit_code, util::Ellipsize(util::Trim(text), 300));
+  return std::nullopt;
+}
+
+Evidence BoostSliders(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources.push_back("which:nvidia-smi");
+  if (h.Which("nvidia-smi").status != host::IoStatus::kOk) {
+    e.status = EvidenceStatus::kNotFound;
+    e.error = "nvidia-smi not on PATH";
+    return e;
+  }
+  bool supported = true;
+  auto rows = ReadSliders(e, h, o, "gpu.boost-slider", &supported);
+  if (!rows) return e;
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"supported", true}, {"sliders", SliderJson(*rows)}};
+  return e;
+}
+
+// Probe vboost-set: the reference's change (vboost 2, or the maximum when lower), read back, and
+// every GPU's original value put back and read back again.
+Evidence VboostSet(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources.push_back("which:nvidia-smi");
+  if (h.Which("nvidia-smi").status != host::IoStatus::kOk) {
+    e.status = EvidenceStatus::kNotFound;
+    e.error = "nvidia-smi not on PATH";
+    return e;
+  }
+  bool supported = true;
+  auto before = ReadSliders(e, h, o, "probe.vboost-set", &supported);
+  if (!before) return e;
+  std::vector<BoostSlider> vb;
+  for (const auto& s : *before) {
+    if (s.slider == "vboost") vb.push_back(s);
+  }
+  e.status = EvidenceStatus::kOk;
+  if (vb.empty()) {
+    e.data = {{"outcome", "no-slider"}, {"before", SliderJson(*before)}};
+    return e;
+  }
+  int target = std::min(2, vb[0].max_value);
+  json steps = json::array();
+  auto run = [&](std::vector<std::string> argv) {
+    auto r = RunFor(e, h, argv, o, "probe.vboost-set");
+    e.status = EvidenceStatus::kOk;  // a refused command is an outcome here, not an evidence failure
+    int code = r ? r->exit_code : -1;
+    std::string text = r ? util::Ellipsize(util::Trim(r->out + r->err), 200) : e.error;
+    steps.push_back({{"command", util::JoinArgv(argv)}, {"exit_code", code}, {"output", text}});
+    return code == 0;
+  };
+  bool set_ok = run({"nvidia-smi", "boost-slider", "--vboost", std::to_string(target)});
+  Evidence tmp;
+  bool sup2 = true;
+  auto after = ReadSliders(tmp, h, o, "probe.vboost-set", &sup2);
+  bool restored_all = true;
+  for (const auto& s : vb) {
+    restored_all &= run({"nvidia-smi", "-i", std::to_string(s.gpu), "boost-slider", "--vboost", std::to_string(s.current)});
+  }
+  Evidence tmp2;
+  auto restored = ReadSliders(tmp2, h, o, "probe.vboost-set", &sup2);
+  int changed = 0, back = 0;
+  for (const auto& s : vb) {
+    if (after) {
+      for (const auto& a : *after) changed += a.gpu == s.gpu && a.slider == "vboost" && a.current == target;
+    }
+    if (restored) {
+      for (const auto& a : *restored) back += a.gpu == s.gpu && a.slider == "vboost" && a.current == s.current;
+    }
+  }
+  int n = static_cast<int>(vb.size());
+  std::string outcome = !set_ok && changed == 0 ? "denied" : changed < n ? "partial" : "accepted";
+  if (changed > 0 && (back < n || !restored_all)) outcome = "not-reverted";
+  e.data = {{"outcome", outcome}, {"target", target}, {"gpus", n}, {"changed", changed}, {"restored", back},
+            {"before", SliderJson(*before)}, {"after", after ? SliderJson(*after) : json(nullptr)},
+            {"after_restore", restored ? SliderJson(*restored) : json(nullptr)}, {"steps", steps}};
+  return e;
+}
+
 }  // namespace
 
 void RegisterGpuCollectors(std::vector<Collector>& out) {
+  out.push_back({{"gpu.boost-slider", "GPU boost sliders (vboost): current and allowed values", {"cmd:nvidia-smi boost-slider -l"}, ""},
+                 BoostSliders});
+  out.push_back({{"probe.vboost-set", "Set vboost, read it back, restore every GPU's original value",
+                  {"cmd:nvidia-smi boost-slider --vboost N", "cmd:nvidia-smi -i I boost-slider --vboost ORIGINAL"}, "vboost-set"},
+                 VboostSet});
   out.push_back({{"nvidia.proc-version", "Loaded NVIDIA kernel module version (/proc/driver/nvidia/version)",
                   {"file:/proc/driver/nvidia/version"}, ""},
                  ProcNvidia});

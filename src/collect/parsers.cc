@@ -50,6 +50,17 @@ std::optional<std::string> ParseDockerClientVersion(std::string_view text) {
   return Capture(t, re);
 }
 
+std::optional<std::vector<BoostSlider>> ParseBoostSliderList(std::string_view text) {
+  static const std::regex row(R"(^\|\s*(\d+)\s+([A-Za-z][\w-]*)\s+(\d+)\s+(\d+)\s*\|\s*$)");
+  std::vector<BoostSlider> out;
+  for (const auto& line : util::SplitLines(text)) {
+    std::smatch m;
+    if (std::regex_match(line, m, row)) out.push_back({std::stoi(m[1]), m[2], std::stoi(m[3]), std::stoi(m[4])});
+  }
+  if (out.empty()) return std::nullopt;
+  return out;
+}
+
 std::optional<std::string> ParseNvidiaCtkVersion(std::string_view text) {
   static const std::regex re(R"(NVIDIA Container (?:Toolkit|Runtime)[^\n]*?version\s+v?([0-9][0-9.]*[0-9a-z.~+-]*))",
                              std::regex::icase);

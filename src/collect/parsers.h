@@ -21,6 +21,15 @@ std::optional<std::string> ParseNvccRelease(std::string_view text);
 std::optional<std::string> ParseRuncVersion(std::string_view text);
 // "Docker version 28.2.2, build e6534b4" -> "28.2.2"; nullopt for podman/nerdctl shims.
 std::optional<std::string> ParseDockerClientVersion(std::string_view text);
+
+// `nvidia-smi boost-slider -l`: one row per GPU and slider ("|   0     vboost    4    0   |");
+// nullopt when no row parses.
+struct BoostSlider {
+  int gpu = 0;
+  std::string slider;
+  int max_value = 0, current = 0;
+};
+std::optional<std::vector<BoostSlider>> ParseBoostSliderList(std::string_view text);
 // "NVIDIA Container Toolkit CLI version 1.17.8" (also the runtime/hook banners) -> "1.17.8"
 std::optional<std::string> ParseNvidiaCtkVersion(std::string_view text);
 // "perf version 6.1.192" -> "6.1.192"

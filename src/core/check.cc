@@ -20,6 +20,8 @@ const std::vector<ProbeInfo>& Probes() {
       {"container-launch", "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs",
        "may pull an image from a registry; starts and removes a container", 600},
       {"dcgm-diag", "dcgmi diag -r 1 -j: DCGM's quick diagnostic on every GPU", "loads the GPUs for seconds; blocked under MIG", 90},
+      {"vboost-set", "nvidia-smi boost-slider --vboost 2 (or the maximum), read back, then every GPU's original value restored",
+       "changes a GPU power-management setting for a few seconds, then puts it back", 30},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };
