@@ -404,3 +404,37 @@ TEST(NodeChecks, VboostProbeSetsReadsBackAndRestores) {
   core::EvidenceSet cpu = {{"pci.devices", Ok(Pci({ConnectX()}))}, {"gpu.inventory", Ok({{"device_count", 0}})}};
   EXPECT_EQ(J("vboost-control", cpu).reason, core::Reason::kNotApplicable);
 }
+
+TEST(NodeChecks, NcclAutoconfigListsWhatIsPinned) {
+  host::Bundle b;
+  b.PutFile("/etc/nccl.conf", {host::IoStatus::kOk, "# site defaults\nNCCL_IB_HCA=mlx5\nNCCL_PROTO=Simple\n", false, ""});
+  b.PutFile("/etc/environment", {host::IoStatus::kOk, "PATH=\"/usr/bin\"\nNCCL_ALGO=Ring\n", false, ""});
+  b.PutEnv("NCCL_CONF_FILE", std::nullopt);
+  for (const char* k : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX",
+                        "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL"}) {
+    b.PutEnv(k, std::string(k) == "NCCL_MIN_NCHANNELS" ? std::optional<std::string>("4") : std::nullopt);
+  }
+  host::ReplayHost h(b);
+  auto ev = collect::CollectEvidence(h, {"nccl.config"}, {});
+  ASSERT_TRUE(ev["nccl.config"].ok()) << ev["nccl.config"].error;
+  EXPECT_TRUE(h.misses().empty());
+  core::EvidenceSet set = {{"nccl.config", ev["nccl.config"]}};
+  auto f = J("nccl-autoconfig", set);
+  EXPECT_EQ(f.verdict, Verdict::kWarn);
+  EXPECT_NE(f.message.find("NCCL_PROTO=Simple in /etc/nccl.conf"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("+2 more"), std::string::npos) << f.message;  // NCCL_ALGO, NCCL_MIN_NCHANNELS
+  EXPECT_EQ(f.details.size(), 4u);
+
+  // Only harmless settings: PASS with them listed; nothing at all and no NCCL: not applicable.
+  core::EvidenceSet clean = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", {{"NCCL_IB_HCA", "mlx5"}}}}})},
+                                                 {"env", json::object()}})}};
+  EXPECT_EQ(J("nccl-autoconfig", clean).verdict, Verdict::kPass);
+  core::EvidenceSet none = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", false}, {"vars", json::object()}}})},
+                                                {"env", json::object()}})},
+                            {"nccl.libraries", Ok({{"libraries", json::array()}, {"header", nullptr}, {"versions", json::array()}})}};
+  EXPECT_EQ(J("nccl-autoconfig", none).reason, core::Reason::kNotApplicable);
+  core::EvidenceSet denied = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", false}, {"vars", json::object()},
+                                                                         {"error", "permission-denied: EACCES"}}})},
+                                                  {"env", json::object()}})}};
+  EXPECT_EQ(J("nccl-autoconfig", denied).reason, core::Reason::kEvidenceError);
+}

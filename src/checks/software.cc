@@ -56,6 +56,40 @@ Finding PerfAccess(const JudgeContext& ctx) {
   return f.Observed(v + ", probe " + outcome).Expected("installed, sampling granted").Detail(probe.data.value("output", std::string()));
 }
 
+// nccl-autoconfig: NCCL tunes channels, protocol and algorithm per topology and message size;
+// pinning them system-wide trades that away for every job.
+Finding NcclAutoconfig(const JudgeContext& ctx) {
+  const Evidence& cfg = ctx.Get("nccl.config");
+  if (auto p = core::EvidenceProblem(cfg, "NCCL configuration")) return *p;
+  std::vector<std::string> pinned, seen, unreadable;
+  for (const auto& f : cfg.data["files"]) {
+    if (f.contains("error")) unreadable.push_back(f["path"].get<std::string>() + " (" + f["error"].get<std::string>() + ")");
+    for (const auto& [k, v] : f["vars"].items()) {
+      std::string where = fmt::format("{}={} in {}", k, v.get<std::string>(), f["path"].get<std::string>());
+      seen.push_back(where);
+      if (k == "NCCL_MIN_NCHANNELS" || k == "NCCL_PROTO" || k == "NCCL_ALGO") pinned.push_back(where);
+    }
+  }
+  for (const auto& [k, v] : cfg.data["env"].items()) {
+    std::string where = fmt::format("{}={} in the job environment", k, v.get<std::string>());
+    seen.push_back(where);
+    if (k == "NCCL_MIN_NCHANNELS" || k == "NCCL_PROTO" || k == "NCCL_ALGO") pinned.push_back(where);
+  }
+  if (seen.empty()) {
+    const Evidence& libs = ctx.Get("nccl.libraries");
+    bool nccl = libs.ok() && (!libs.data.value("libraries", json::array()).empty() || libs.data["header"].is_object());
+    if (!nccl && unreadable.empty()) return core::Skip(Reason::kNotApplicable, "no NCCL and no NCCL configuration on this node");
+  }
+  if (!unreadable.empty() && pinned.empty()) {
+    return core::Warn(Reason::kEvidenceError, "NCCL configuration unreadable: " + unreadable[0]).Details(unreadable);
+  }
+  Finding f = pinned.empty()
+                  ? core::Pass(seen.empty() ? "no NCCL overrides: NCCL tunes itself" : fmt::format("{} NCCL setting(s), none pins channels, protocol or algorithm", seen.size()))
+                  : core::Warn(Reason::kConfig, fmt::format("NCCL pinned system-wide: {}", pinned[0]) + (pinned.size() > 1 ? fmt::format(" (+{} more)", pinned.size() - 1) : ""));
+  return f.Details(seen).Observed(pinned.empty() ? fmt::format("{} setting(s)", seen.size()) : fmt::format("{} pinned", pinned.size()))
+      .Expected("NCCL_MIN_NCHANNELS, NCCL_PROTO, NCCL_ALGO unset");
+}
+
 Finding Sysctl(const JudgeContext& ctx, const char* key, int pass_max, int warn_max, const char* what) {
   const Evidence& e = ctx.Get("kernel.perf-sysctl");
   if (auto p = core::EvidenceProblem(e, "kernel sysctls")) return *p;
@@ -84,6 +118,18 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .reproduce = "ldconfig -p | grep libnccl",
          },
          NcclInstalled});
+  r.Add({CheckInfo{
+             .id = "nccl-autoconfig",
+             .category = "networking",
+             .title = "NCCL tunes itself: no channels, protocol or algorithm pinned system-wide",
+             .rationale = "NCCL picks channels, protocol and algorithm per topology and message size; pinning them in /etc/nccl.conf slows most jobs.",
+             .remediation = "Remove NCCL_MIN_NCHANNELS, NCCL_PROTO and NCCL_ALGO from /etc/nccl.conf, /etc/environment and modules; set them per job if ever.",
+             .criterion = "nccl-autoconfig",
+             .targets = core::kS | core::kK,
+             .needs = {"nccl.config", "nccl.libraries"},
+             .reproduce = "cat /etc/nccl.conf; grep NCCL_ /etc/environment; env | grep NCCL_",
+         },
+         NcclAutoconfig});
   r.Add({CheckInfo{
              .id = "perf-access",
              .category = "software",

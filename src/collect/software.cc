@@ -166,6 +166,41 @@ Evidence PerfSample(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// NCCL settings a job inherits: /etc/nccl.conf, the file NCCL_CONF_FILE names, NCCL_ lines of
+// /etc/environment, and NCCL_ variables of this process's environment (a Slurm step's on a node).
+Evidence NcclConfig(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json files = json::array();
+  auto read = [&](const std::string& path, bool environment_file) {
+    e.sources.push_back("file:" + path);
+    auto r = h.ReadFile(path, 1 << 20);
+    json f = {{"path", path}, {"found", r.status == host::IoStatus::kOk}, {"vars", json::object()}};
+    if (r.status == host::IoStatus::kOk) {
+      for (const auto& [k, v] : util::ParseKeyValueLines(r.content)) {
+        if (k.rfind("NCCL_", 0) == 0 || (environment_file && k.rfind("export NCCL_", 0) == 0)) {
+          f["vars"][k.rfind("export ", 0) == 0 ? k.substr(7) : k] = v;
+        }
+      }
+    } else if (r.status != host::IoStatus::kNotFound) {
+      f["error"] = fmt::format("{}: {}", host::ToString(r.status), r.error);
+    }
+    files.push_back(f);
+  };
+  read("/etc/nccl.conf", false);
+  e.sources.push_back("env:NCCL_CONF_FILE");
+  if (auto conf = h.GetEnv("NCCL_CONF_FILE"); conf && !conf->empty()) read(*conf, false);
+  read("/etc/environment", true);
+  json env = json::object();
+  for (const char* k : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX",
+                        "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL"}) {
+    e.sources.push_back(std::string("env:") + k);
+    if (auto v = h.GetEnv(k)) env[k] = *v;
+  }
+  e.data = {{"files", files}, {"env", env}};
+  return e;
+}
+
 Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
@@ -293,6 +328,9 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
   out.push_back({{"probe.perf-sample", "perf stat on cycles and instructions for 0.1 s",
                   {"cmd:perf stat -e cycles,instructions -- sleep 0.1"}, "perf-sample"},
                  PerfSample});
+  out.push_back({{"nccl.config", "NCCL settings: /etc/nccl.conf, NCCL_CONF_FILE, /etc/environment, NCCL_* in the environment",
+                  {"file:/etc/nccl.conf", "env:NCCL_CONF_FILE", "file:/etc/environment", "env:NCCL_*"}, ""},
+                 NcclConfig});
   out.push_back({{"nccl.libraries", "NCCL libraries (ldconfig cache, library dirs, link targets) and nccl.h",
                   {"cmd:ldconfig -p", "dir:/usr/lib/x86_64-linux-gnu", "dir:/usr/local/cuda*/lib64", "file:/usr/include/nccl.h"}, ""},
                  NcclLibraries});
