@@ -438,3 +438,27 @@ TEST(NodeChecks, NcclAutoconfigListsWhatIsPinned) {
                                                   {"env", json::object()}})}};
   EXPECT_EQ(J("nccl-autoconfig", denied).reason, core::Reason::kEvidenceError);
 }
+
+TEST(NodeChecks, DcgmHostEngineAndMetricsExporter) {
+  core::EvidenceSet ev = GpuNode();
+  ev["dcgm.version"] = Ok({{"installed", true}, {"version", "4.5.3"}});
+  ev["os.processes"] = Ok({{"names", {"systemd", "nv-hostengine", "dcgm-exporter"}}});
+  ev["net.listeners"] = Ok({{"listen", json::array({{{"port", 9400}, {"ipv6", false}, {"scope", "any"}}})}});
+  EXPECT_EQ(J("dcgm-healthchecks", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  auto exporter = J("monitoring-stack", ev, core::Target::kSlurm);
+  EXPECT_EQ(exporter.verdict, Verdict::kPass);
+  EXPECT_EQ(exporter.details.size(), 2u);
+  ev["os.processes"] = Ok({{"names", {"systemd"}}});
+  ev["net.listeners"] = Ok({{"listen", json::array()}});
+  auto stopped = J("dcgm-healthchecks", ev, core::Target::kSlurm);
+  EXPECT_EQ(stopped.verdict, Verdict::kWarn);
+  EXPECT_NE(stopped.message.find("not running"), std::string::npos);
+  auto none = J("monitoring-stack", ev, core::Target::kSlurm);
+  EXPECT_EQ(none.verdict, Verdict::kFail);
+  EXPECT_EQ(none.severity, core::Severity::kMissing);
+  ev["dcgm.version"] = Ok({{"installed", false}});
+  EXPECT_EQ(J("dcgm-healthchecks", ev, core::Target::kSlurm).verdict, Verdict::kFail);
+  core::EvidenceSet cpu = {{"pci.devices", Ok(Pci({ConnectX()}))}, {"gpu.inventory", Ok({{"device_count", 0}})}};
+  EXPECT_EQ(J("monitoring-stack", cpu, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+  EXPECT_EQ(J("dcgm-healthchecks", cpu, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+}

@@ -236,3 +236,44 @@ TEST(FanOutLines, RoundTripThroughLabelsAndNoise) {
   EXPECT_TRUE(audit::ParseBundleLines(partial, errors).empty());
   EXPECT_NE(errors["n7"].find("incomplete"), std::string::npos);
 }
+
+TEST(SlurmChecks, AutoRemediationNeedsDrainAndReturn) {
+  // Recorded config: HealthCheckProgram=/usr/sbin/nhc, ReturnToService=2. One bundle per case.
+  auto with = [](const std::string& nhc_conf, const std::string& return_to_service) {
+    host::Bundle b = Scheduler();
+    std::string cfg = ReadFixture("slurm/scontrol-show-config.txt");
+    cfg.replace(cfg.find("ReturnToService         = 2"), 27, "ReturnToService         = " + return_to_service);
+    b.PutCommand({"scontrol", "show", "config"}, Out(cfg));
+    b.PutFile("/etc/nhc/nhc.conf", {host::IoStatus::kOk, nhc_conf, false, ""});
+    return Judge("auto-remediation", b);
+  };
+  auto f = with("* || check_fs_mount_rw -f /\n", "2");
+  EXPECT_EQ(f.verdict, core::Verdict::kPass) << All(f);
+  EXPECT_NE(f.message.find("ReturnToService=2"), std::string::npos);
+  auto no_drain = with("* || export MARK_OFFLINE=0\n* || check_fs_mount_rw -f /\n", "2");
+  EXPECT_EQ(no_drain.verdict, core::Verdict::kWarn);
+  EXPECT_NE(no_drain.message.find("nothing drains"), std::string::npos) << All(no_drain);
+  auto by_hand = with("* || check_fs_mount_rw -f /\n", "1");
+  EXPECT_EQ(by_hand.verdict, core::Verdict::kWarn);
+  EXPECT_NE(by_hand.message.find("return only by hand"), std::string::npos) << All(by_hand);
+}
+
+TEST(SlurmChecks, DcgmWiredIntoTheHealthProgram) {
+  host::Bundle b = Scheduler();
+  b.PutFile("/etc/nhc/nhc.conf", {host::IoStatus::kOk, "* || check_fs_mount_rw -f /\n", false, ""});
+  auto none = Judge("dcgm-healthchecks-slurm", b);
+  EXPECT_EQ(none.verdict, core::Verdict::kWarn) << All(none);
+  b.PutFile("/etc/nhc/nhc.conf", {host::IoStatus::kOk, "* || check_fs_mount_rw -f /\n* || check_cmd_status -t 60 -r 0 dcgmi diag -r 1\n", false, ""});
+  auto wired = Judge("dcgm-healthchecks-slurm", b);
+  EXPECT_EQ(wired.verdict, core::Verdict::kPass) << All(wired);
+  EXPECT_NE(All(wired).find("dcgmi diag -r 1"), std::string::npos);
+  // No node of the fleet has DCGM: the prerequisite is missing, not a configuration finding.
+  const core::Check* c = checks::DefaultRegistry().Find("dcgm-healthchecks-slurm");
+  host::ReplayHost replay(b);
+  core::EvidenceSet ev = collect::CollectEvidence(replay, {"slurm.config", "nhc.install"}, {});
+  ev["fleet.summary"].status = core::EvidenceStatus::kOk;
+  ev["fleet.summary"].data = {{"nodes", json::array({{{"node", "n1"}, {"facts", {{"dcgm", nullptr}}}}, {{"node", "n2"}, {"facts", {{"dcgm", nullptr}}}}})}};
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  auto skip = c->judge(ctx);
+  EXPECT_EQ(skip.reason, core::Reason::kPrerequisiteMissing);
+}

@@ -298,6 +298,60 @@ Finding DcgmDiagQuick(const JudgeContext& ctx) {
   return f.Expected("every test passes").Details(fails).Details(warns);
 }
 
+bool Running(const Evidence& procs, std::string_view prefix) {
+  if (!procs.ok()) return false;
+  for (const auto& n : procs.data.value("names", json::array())) {
+    if (n.is_string() && n.get<std::string>().rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
+// dcgm-healthchecks: the DCGM host engine on a GPU node (what HealthCheckProgram, NHC and the
+// diagnostics talk to).
+Finding DcgmHealth(const JudgeContext& ctx) {
+  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  const Evidence& dcgm = ctx.Get("dcgm.version");
+  const Evidence& procs = ctx.Get("os.processes");
+  bool engine = Running(procs, "nv-hostengine");
+  if (NotInstalled(dcgm)) {
+    if (engine) return core::Pass("nv-hostengine runs (dcgmi not on PATH)").Observed("host engine running").Expected("DCGM host engine available");
+    return core::Fail(Severity::kMissing, "DCGM is not installed (no dcgmi, no nv-hostengine)").Observed("absent").Expected("DCGM host engine available");
+  }
+  if (auto p = core::EvidenceProblem(dcgm, "dcgmi --version")) return *p;
+  std::string v = dcgm.data.value("version", json("")).is_string() ? dcgm.data["version"].get<std::string>() : "";
+  if (!procs.ok()) return core::Warn(Reason::kEvidenceError, fmt::format("DCGM {} installed; the process list is unreadable", v));
+  Finding f = engine ? core::Pass(fmt::format("DCGM {} with nv-hostengine running", v))
+                     : core::Warn(Reason::kConfig, fmt::format("DCGM {} installed but nv-hostengine is not running (systemctl enable --now nvidia-dcgm)", v));
+  return f.Observed(fmt::format("dcgmi {}, host engine {}", v, engine ? "running" : "stopped")).Expected("DCGM host engine available");
+}
+
+// monitoring-stack: a GPU metrics exporter on the node (dcgm-exporter, or AMD's device metrics
+// exporter), by process or by its port (9400).
+Finding MonitoringStack(const JudgeContext& ctx) {
+  const Evidence& pci = ctx.Get("pci.devices");
+  const Evidence& gpu = ctx.Get("gpu.inventory");
+  bool amd = CountPciGpus(pci, "0x1002") > 0;
+  if (!amd) {
+    if (auto skip = SkipUnlessNvidia(pci, gpu)) return *skip;
+  }
+  const Evidence& procs = ctx.Get("os.processes");
+  const Evidence& net = ctx.Get("net.listeners");
+  if (!procs.ok() && !net.ok()) return core::Warn(Reason::kEvidenceError, "neither the process list nor the listening sockets are readable");
+  std::vector<std::string> seen;
+  if (Running(procs, "dcgm-exporter")) seen.push_back("dcgm-exporter process");
+  if (Running(procs, "device-metrics-")) seen.push_back("AMD device-metrics-exporter process");
+  if (net.ok()) {
+    for (const auto& l : net.data.value("listen", json::array())) {
+      if (l.value("port", 0) == 9400) seen.push_back(fmt::format("port 9400 listening ({})", l.value("scope", "")));
+    }
+  }
+  if (seen.empty()) {
+    return core::Fail(Severity::kMissing, "no GPU metrics exporter on this node (no dcgm-exporter process, nothing on port 9400)")
+        .Observed("none").Expected("dcgm-exporter (port 9400) or AMD device-metrics-exporter");
+  }
+  return core::Pass("GPU metrics exporter: " + seen[0]).Details(seen).Observed(seen[0]).Expected("a GPU metrics exporter");
+}
+
 }  // namespace
 
 void RegisterServiceChecks(core::Registry& r) {
@@ -305,6 +359,18 @@ void RegisterServiceChecks(core::Registry& r) {
   using core::kS;
   using core::kSA;
   using core::kV;
+  r.Add({CheckInfo{.id = "dcgm-healthchecks", .category = "health", .title = "DCGM host engine available on GPU nodes",
+                   .rationale = "DCGM's host engine serves health watches, diagnostics and the metrics exporters.",
+                   .remediation = "Install datacenter-gpu-manager and enable the nvidia-dcgm service.", .criterion = "dcgm-healthchecks",
+                   .targets = kS, .needs = {"pci.devices", "gpu.inventory", "dcgm.version", "os.processes"},
+                   .reproduce = "dcgmi --version; systemctl is-active nvidia-dcgm; pgrep nv-hostengine"},
+         DcgmHealth});
+  r.Add({CheckInfo{.id = "monitoring-stack", .category = "health", .title = "A GPU metrics exporter runs on the node",
+                   .rationale = "Without per-GPU metrics (dcgm-exporter on :9400) nobody sees a slow or throttling GPU.",
+                   .remediation = "Run dcgm-exporter (systemd unit or DaemonSet) on every GPU node and scrape it with Prometheus.",
+                   .criterion = "monitoring-stack", .targets = kS | kK, .needs = {"pci.devices", "gpu.inventory", "os.processes", "net.listeners"},
+                   .reproduce = "pgrep -a dcgm-exporter; ss -ltn | grep 9400"},
+         MonitoringStack});
   r.Add({CheckInfo{.id = "security-dcgm-exporter", .category = "versions", .title = "dcgm-exporter at or above 4.8.2 (embedded DCGM >= 4.5.3)",
                    .rationale = "dcgm-exporter runs privileged on GPU nodes and embeds DCGM.", .remediation = "Upgrade dcgm-exporter to 4.5.3-4.8.2 or newer.",
                    .references = {{"NVIDIA a_id 5857", "https://nvidia.custhelp.com/app/answers/detail/a_id/5857/"}},

@@ -191,6 +191,64 @@ Finding HealthCheckProgram(const JudgeContext& ctx) {
   return core::Pass(fmt::format("{} every {} s{}", prog, *secs, is_nhc ? " (NHC)" : is_dcgm ? " (DCGM)" : "")).Details(lines);
 }
 
+// dcgm-healthchecks-slurm: DCGM wired into the health program (NHC configuration) or the
+// prolog/epilog, on a cluster whose nodes have DCGM.
+Finding DcgmHealthSlurm(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  const Evidence& fleet = ctx.Get("fleet.summary");
+  if (fleet.ok()) {
+    int with = 0, known = 0;
+    for (const auto& n : fleet.data.value("nodes", json::array())) {
+      const json& f = n.value("facts", json::object());
+      if (!f.contains("dcgm")) continue;
+      ++known;
+      with += f["dcgm"].is_string();
+    }
+    if (known > 0 && with == 0) return core::Skip(Reason::kPrerequisiteMissing, fmt::format("DCGM is not installed on any of the {} nodes", known));
+  }
+  const Evidence& nhc = ctx.Get("nhc.install");
+  std::vector<std::string> wired;
+  for (const char* key : {"HealthCheckProgram", "Prolog", "Epilog", "TaskProlog"}) {
+    std::string v = Cfg(config, key);
+    if (!Unset(v) && (util::ContainsIgnoreCase(v, "dcgm") || util::Contains(v, "nv-hostengine"))) wired.push_back(fmt::format("{} = {}", key, v));
+  }
+  if (nhc.ok()) {
+    for (const auto& l : nhc.data.value("dcgm_lines", json::array())) wired.push_back("/etc/nhc/nhc.conf: " + l.get<std::string>());
+  }
+  std::vector<std::string> lines = {fmt::format("HealthCheckProgram = {}", Cfg(config, "HealthCheckProgram")),
+                                    fmt::format("Prolog = {}", Cfg(config, "Prolog")), fmt::format("Epilog = {}", Cfg(config, "Epilog"))};
+  if (!wired.empty()) return core::Pass(fmt::format("DCGM wired into the node health checks: {}", wired[0])).Details(wired);
+  return core::Warn(Reason::kConfig, "DCGM is not wired into the health program, NHC or the prolog/epilog").Details(lines)
+      .Expected("dcgmi in HealthCheckProgram, nhc.conf or the prolog/epilog");
+}
+
+// auto-remediation: a bad node is drained automatically, and comes back (or is replaced) without
+// a person: ReturnToService=2, a RebootProgram or a ResumeProgram.
+Finding AutoRemediation(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  const Evidence& nhc = ctx.Get("nhc.install");
+  std::string hc = Cfg(config, "HealthCheckProgram"), rts = Cfg(config, "ReturnToService");
+  bool nhc_marks = util::Contains(hc, "nhc") && !(nhc.ok() && nhc.data["mark_offline"] == json(false));
+  bool drain = !Unset(hc) && (nhc_marks || !util::Contains(hc, "nhc"));
+  std::vector<std::string> back;
+  if (rts == "2") back.push_back("ReturnToService=2");
+  for (const char* key : {"RebootProgram", "ResumeProgram"}) {
+    if (!Unset(Cfg(config, key))) back.push_back(fmt::format("{} = {}", key, Cfg(config, key)));
+  }
+  std::vector<std::string> lines = {fmt::format("HealthCheckProgram = {}", hc.empty() ? "(null)" : hc), fmt::format("ReturnToService = {}", rts),
+                                    fmt::format("RebootProgram = {}", Cfg(config, "RebootProgram")), fmt::format("ResumeProgram = {}", Cfg(config, "ResumeProgram")),
+                                    fmt::format("SuspendProgram = {}", Cfg(config, "SuspendProgram")),
+                                    fmt::format("UnkillableStepProgram = {}", Cfg(config, "UnkillableStepProgram"))};
+  std::string observed = fmt::format("drain {}, return {}", drain ? "automatic" : "manual", back.empty() ? "manual" : back[0]);
+  Finding f = drain && !back.empty() ? core::Pass("failing nodes are drained by the health program and return automatically (" + back[0] + ")")
+              : drain                ? core::Warn(Reason::kConfig, "failing nodes are drained automatically but return only by hand")
+              : !back.empty()        ? core::Warn(Reason::kConfig, "nodes return automatically, but nothing drains a failing node")
+                                     : core::Warn(Reason::kConfig, "no automated remediation: no health program draining nodes, no automatic return");
+  return f.Details(lines).Observed(observed).Expected("health program drains; ReturnToService=2, RebootProgram or ResumeProgram");
+}
+
 Finding TopologyConf(const JudgeContext& ctx) {
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
@@ -449,6 +507,18 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .criterion = "healthcheck-program", .targets = kS, .needs = {"slurm.config", "nhc.install"}, .cluster = true,
                    .reproduce = "scontrol show config | grep -i HealthCheck"},
          HealthCheckProgram});
+  r.Add({CheckInfo{.id = "dcgm-healthchecks-slurm", .category = "health", .title = "DCGM wired into Slurm's node health checks",
+                   .rationale = "DCGM catches GPU faults (ECC, PCIe, NVLink) between jobs only when the health program or prolog runs it.",
+                   .remediation = "Call dcgmi diag -r 1 (or a DCGM NHC check) from HealthCheckProgram/NHC or the prolog.",
+                   .criterion = "dcgm-healthchecks", .targets = kS, .needs = {"slurm.config", "nhc.install", "fleet.summary"}, .cluster = true,
+                   .reproduce = "scontrol show config | grep -Ei 'HealthCheck|Prolog|Epilog'; grep -i dcgm /etc/nhc/nhc.conf"},
+         DcgmHealthSlurm});
+  r.Add({CheckInfo{.id = "auto-remediation", .category = "health", .title = "Failing nodes are drained and returned automatically",
+                   .rationale = "At scale nodes fail daily; a person in the loop for every drain and return costs hours of capacity.",
+                   .remediation = "HealthCheckProgram (NHC with MARK_OFFLINE) to drain; ReturnToService=2, RebootProgram or ResumeProgram to return.",
+                   .criterion = "auto-remediation", .targets = kS, .needs = {"slurm.config", "nhc.install"}, .cluster = true,
+                   .reproduce = "scontrol show config | grep -Ei 'HealthCheck|ReturnToService|RebootProgram|ResumeProgram'"},
+         AutoRemediation});
   r.Add({CheckInfo{.id = "topology-conf", .category = "networking", .title = "Topology-aware scheduling covers every GPU node",
                    .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.", .remediation = "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
                    .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes"}, .cluster = true,

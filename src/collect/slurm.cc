@@ -159,13 +159,20 @@ Evidence Nhc(host::Host& h, const CollectOptions&) {
   e.sources.push_back("file:/etc/nhc/nhc.conf");
   auto f = h.ReadFile("/etc/nhc/nhc.conf", 1u << 20);
   int active = 0;
+  json dcgm_lines = json::array();
+  json mark_offline = nullptr;  // NHC's default (unset) marks failing nodes offline
   if (f.status == host::IoStatus::kOk) {
     for (const auto& line : util::SplitLines(f.content)) {
       std::string t(util::Trim(line));
-      if (!t.empty() && t[0] != '#') ++active;
+      if (t.empty() || t[0] == '#') continue;
+      ++active;
+      if (util::ContainsIgnoreCase(t, "dcgm") || util::Contains(t, "nv-hostengine")) dcgm_lines.push_back(util::Ellipsize(t, 160));
+      size_t at = t.find("MARK_OFFLINE=");
+      if (at != std::string::npos) mark_offline = t.compare(at + 13, 1, "0") != 0;
     }
   }
-  e.data = {{"binaries", bins}, {"conf_present", f.status == host::IoStatus::kOk}, {"active_lines", active}};
+  e.data = {{"binaries", bins}, {"conf_present", f.status == host::IoStatus::kOk}, {"active_lines", active}, {"dcgm_lines", dcgm_lines},
+            {"mark_offline", mark_offline}};
   return e;
 }
 
