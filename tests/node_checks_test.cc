@@ -462,3 +462,23 @@ TEST(NodeChecks, DcgmHostEngineAndMetricsExporter) {
   EXPECT_EQ(J("monitoring-stack", cpu, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
   EXPECT_EQ(J("dcgm-healthchecks", cpu, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
 }
+
+TEST(NodeChecks, HcaNamingExpectsMlx5OrNcclIbHca) {
+  auto rdma = [](std::vector<std::string> names) {
+    json devs = json::array();
+    for (const auto& n : names) devs.push_back({{"name", n}, {"ports", json::array()}});
+    return Ok({{"devices", devs}});
+  };
+  json no_conf = {{"files", json::array()}, {"env", json::object()}};
+  core::EvidenceSet ev = {{"rdma.devices", rdma({"mlx5_0", "mlx5_1"})}, {"nccl.config", Ok(no_conf)}};
+  EXPECT_EQ(J("hca-naming", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  ev["rdma.devices"] = rdma({"roce_p0_rail0", "roce_p1_rail1"});
+  auto custom = J("hca-naming", ev, core::Target::kSlurm);
+  EXPECT_EQ(custom.verdict, Verdict::kWarn);
+  EXPECT_NE(custom.message.find("without NCCL_IB_HCA"), std::string::npos);
+  ev["nccl.config"] = Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", {{"NCCL_IB_HCA", "=roce_p0_rail0,roce_p1_rail1"}}}}})},
+                          {"env", json::object()}});
+  EXPECT_EQ(J("hca-naming", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  ev["rdma.devices"] = rdma({});
+  EXPECT_EQ(J("hca-naming", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+}

@@ -277,3 +277,26 @@ TEST(SlurmChecks, DcgmWiredIntoTheHealthProgram) {
   auto skip = c->judge(ctx);
   EXPECT_EQ(skip.reason, core::Reason::kPrerequisiteMissing);
 }
+
+TEST(SlurmChecks, LmodInBothShellsWithTheToolchainModules) {
+  const std::string script = "type module >/dev/null 2>&1 || { echo CLUSTERMAX-NO-MODULE-COMMAND; exit 0; }; module -t avail 2>&1";
+  auto with = [&](const std::string& plain, const std::string& login) {
+    host::Bundle b;
+    b.PutCommand({"bash", "-c", script}, Out(plain));
+    b.PutCommand({"bash", "-lc", script}, Out(login));
+    b.PutEnv("LMOD_CMD", std::string("/usr/share/lmod/lmod/libexec/lmod"));
+    b.PutEnv("MODULEPATH", std::string("/opt/modulefiles"));
+    return Judge("lmod", b);
+  };
+  // `module -t avail` prints "/path:" headers and one module per line.
+  std::string avail = "/opt/modulefiles:\ncuda/12.8\ncuda/13.0\nhpcx/2.24\nnccl/2.28.9\npython/3.12\n";
+  auto ok = with(avail, avail);
+  EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
+  auto login_only = with("CLUSTERMAX-NO-MODULE-COMMAND\n", avail);
+  EXPECT_EQ(login_only.verdict, core::Verdict::kWarn);
+  EXPECT_NE(login_only.message.find("only in a login shell"), std::string::npos);
+  auto missing = with("/opt/modulefiles:\ncuda/13.0\npython/3.12\n", "/opt/modulefiles:\ncuda/13.0\npython/3.12\n");
+  EXPECT_NE(missing.message.find("hpcx/mpi, nccl"), std::string::npos) << missing.message;
+  auto none = with("CLUSTERMAX-NO-MODULE-COMMAND\n", "CLUSTERMAX-NO-MODULE-COMMAND\n");
+  EXPECT_NE(none.message.find("no module system"), std::string::npos);
+}

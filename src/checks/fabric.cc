@@ -1,5 +1,7 @@
 // Fabric checks judged from sysfs RDMA evidence: port error counters, partitions (PKeys), RoCE
 // tenancy, subnet-manager keys, SR-IOV VFs and the UFM security profile.
+#include <regex>
+
 #include <fmt/format.h>
 
 #include "checks/common.h"
@@ -149,6 +151,37 @@ Finding IbLinkErrors(const JudgeContext& ctx) {
   return f.Details(rising).Details(history);
 }
 
+// hca-naming: NCCL and the rail-aware tools expect mlx5_N; a custom scheme works only with
+// NCCL_IB_HCA set to it.
+Finding HcaNaming(const JudgeContext& ctx) {
+  const Evidence& rdma = ctx.Get("rdma.devices");
+  if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
+  std::vector<std::string> names, custom;
+  static const std::regex mlx(R"(^mlx5_\d+$)");
+  for (const auto& d : rdma.data.value("devices", json::array())) {
+    std::string n = d.value("name", "");
+    names.push_back(n);
+    if (!std::regex_match(n, mlx)) custom.push_back(n);
+  }
+  if (names.empty()) return core::Skip(Reason::kNotApplicable, "no RDMA device");
+  std::string hca;
+  const Evidence& cfg = ctx.Get("nccl.config");
+  if (cfg.ok()) {
+    if (cfg.data["env"].contains("NCCL_IB_HCA")) hca = cfg.data["env"]["NCCL_IB_HCA"];
+    for (const auto& f : cfg.data["files"]) {
+      if (hca.empty() && f["vars"].contains("NCCL_IB_HCA")) hca = f["vars"]["NCCL_IB_HCA"];
+    }
+  }
+  std::string observed = fmt::format("{}{}", fmt::join(names, ", "), hca.empty() ? "" : "; NCCL_IB_HCA=" + hca);
+  if (custom.empty()) return core::Pass(fmt::format("{} RDMA device(s) named mlx5_N", names.size())).Observed(observed).Expected("mlx5_N, or NCCL_IB_HCA matching a custom scheme");
+  if (!hca.empty()) {
+    return core::Pass(fmt::format("custom HCA names ({}) with NCCL_IB_HCA={}", custom[0], hca)).Observed(observed)
+        .Expected("mlx5_N, or NCCL_IB_HCA matching a custom scheme");
+  }
+  return core::Warn(Reason::kConfig, fmt::format("custom HCA names ({}) without NCCL_IB_HCA: NCCL may pick the wrong ports", fmt::join(custom, ", ")))
+      .Observed(observed).Expected("mlx5_N, or NCCL_IB_HCA matching a custom scheme");
+}
+
 }  // namespace
 
 void RegisterFabricChecks(core::Registry& r) {
@@ -156,6 +189,12 @@ void RegisterFabricChecks(core::Registry& r) {
   using core::kS;
   using core::kSA;
   using core::kV;
+  r.Add({CheckInfo{.id = "hca-naming", .category = "networking", .title = "RDMA devices named mlx5_N (or NCCL_IB_HCA set to the custom names)",
+                   .rationale = "NCCL, UCX and rail-aware launch scripts assume mlx5_N; custom names need NCCL_IB_HCA or NCCL may use the wrong ports.",
+                   .remediation = "Keep the kernel's mlx5_N names, or set NCCL_IB_HCA in /etc/nccl.conf to the custom names.",
+                   .criterion = "hca-naming", .targets = kS, .needs = {"rdma.devices", "nccl.config"},
+                   .reproduce = "ls /sys/class/infiniband; grep NCCL_IB_HCA /etc/nccl.conf"},
+         HcaNaming});
   r.Add({CheckInfo{.id = "ufm-secured-bare-metal-cloud", .category = "isolation", .title = "InfiniBand runs the UFM Secured Bare Metal Cloud profile",
                    .rationale = "Without M_Key protection and MAD controls a tenant can reconfigure the shared fabric.",
                    .remediation = "Enable the UFM Secured Bare Metal Cloud profile and provide an attestation.",

@@ -249,6 +249,38 @@ Finding AutoRemediation(const JudgeContext& ctx) {
   return f.Details(lines).Observed(observed).Expected("health program drains; ReturnToService=2, RebootProgram or ResumeProgram");
 }
 
+// lmod: a module system in both shells that offers CUDA, an MPI (HPC-X) and NCCL.
+Finding Lmod(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("modules.avail");
+  if (auto p = core::EvidenceProblem(e, "module -t avail")) return *p;
+  const json& sh = e.data["shells"];
+  auto works = [&](const char* s) { return sh.contains(s) && sh[s].value("module_command", false); };
+  bool plain = works("non-login"), login = works("login");
+  if (!plain && !login) return core::Warn(Reason::kConfig, "no module system (module command) in a login or a non-login shell").Expected("Lmod with cuda, hpcx and nccl modules");
+  const json& mods = sh[login ? "login" : "non-login"]["modules"];
+  auto has = [&](std::initializer_list<const char*> keys) {
+    for (const auto& m : mods) {
+      std::string n = util::ToLower(m.get<std::string>());
+      for (const char* k : keys) {
+        if (n.find(k) != std::string::npos) return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> missing;
+  if (!has({"cuda"})) missing.push_back("cuda");
+  if (!has({"hpcx", "hpc-x", "openmpi", "mpi"})) missing.push_back("hpcx/mpi");
+  if (!has({"nccl"})) missing.push_back("nccl");
+  std::string observed = fmt::format("{} module(s); {} shell{}", mods.size(), plain && login ? "both" : login ? "login only" : "non-login only",
+                                     plain && login ? "s" : "");
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < mods.size() && i < 20; ++i) shown.push_back(mods[i].get<std::string>());
+  Finding f = !plain ? core::Warn(Reason::kConfig, "modules work only in a login shell (batch scripts run non-login shells)")
+              : !missing.empty() ? core::Warn(Reason::kConfig, fmt::format("module families missing: {}", fmt::join(missing, ", ")))
+                                 : core::Pass(fmt::format("modules in both shells, with cuda, an MPI and nccl ({} modules)", mods.size()));
+  return f.Details(shown).Observed(observed).Expected("module in login and non-login shells; cuda, hpcx, nccl modules");
+}
+
 Finding TopologyConf(const JudgeContext& ctx) {
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
@@ -519,6 +551,12 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .criterion = "auto-remediation", .targets = kS, .needs = {"slurm.config", "nhc.install"}, .cluster = true,
                    .reproduce = "scontrol show config | grep -Ei 'HealthCheck|ReturnToService|RebootProgram|ResumeProgram'"},
          AutoRemediation});
+  r.Add({CheckInfo{.id = "lmod", .category = "software", .title = "Lmod offers cuda, an MPI (HPC-X) and nccl modules in every shell",
+                   .rationale = "Users pick toolkit, MPI and NCCL versions through modules; batch scripts run non-login shells.",
+                   .remediation = "Install Lmod, source it for non-login shells (BASH_ENV or /etc/bash.bashrc) and publish cuda, hpcx and nccl modules.",
+                   .criterion = "lmod", .targets = kS, .needs = {"modules.avail"}, .cluster = true,
+                   .reproduce = "bash -c 'module -t avail'; bash -lc 'module -t avail'"},
+         Lmod});
   r.Add({CheckInfo{.id = "topology-conf", .category = "networking", .title = "Topology-aware scheduling covers every GPU node",
                    .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.", .remediation = "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
                    .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes"}, .cluster = true,

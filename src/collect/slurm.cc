@@ -176,6 +176,42 @@ Evidence Nhc(host::Host& h, const CollectOptions&) {
   return e;
 }
 
+// Lmod (or Environment Modules): `module -t avail` in a non-login and in a login shell; the module
+// names, one per line on stderr ("/path:" headers skipped).
+Evidence Modules(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json shells = json::object();
+  const std::string script = "type module >/dev/null 2>&1 || { echo CLUSTERMAX-NO-MODULE-COMMAND; exit 0; }; module -t avail 2>&1";
+  for (const auto& [name, flag] : std::vector<std::pair<std::string, std::string>>{{"non-login", "-c"}, {"login", "-lc"}}) {
+    auto spec = Command({"bash", flag, script}, o, "modules.avail");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    json sh = {{"ran", r.status == host::IoStatus::kOk}};
+    if (r.status != host::IoStatus::kOk) {
+      sh["error"] = r.error;
+    } else {
+      std::string text = r.out + r.err;
+      bool missing = util::Contains(text, "CLUSTERMAX-NO-MODULE-COMMAND");
+      json mods = json::array();
+      if (!missing) {
+        for (const auto& line : util::SplitLines(text)) {
+          std::string t(util::Trim(line));
+          if (t.empty() || t.back() == ':' || t.find(' ') != std::string::npos) continue;
+          mods.push_back(t);
+        }
+      }
+      sh["module_command"] = !missing;
+      sh["modules"] = mods;
+    }
+    shells[name] = sh;
+  }
+  e.data = {{"shells", shells}, {"lmod_cmd", h.GetEnv("LMOD_CMD").value_or("")}, {"modulepath", h.GetEnv("MODULEPATH").value_or("")}};
+  e.sources.push_back("env:LMOD_CMD");
+  e.sources.push_back("env:MODULEPATH");
+  return e;
+}
+
 // The environment of the step the node collector runs in (fleet audits request the node's GPUs).
 Evidence StepEnv(host::Host& h, const CollectOptions&) {
   Evidence e;
@@ -212,6 +248,9 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
   out.push_back({{"slurm.sacct", "sacct -X -n -S now-1hours -o JobID", {"cmd:sacct -X -n -S now-1hours -o JobID"}, ""}, Sacct});
   out.push_back({{"slurm.cgroup-conf", "cgroup.conf beside the controller's slurm.conf", {"cmd:scontrol show config", "file:<dir of SLURM_CONF>/cgroup.conf"}, ""},
                  CgroupConf});
+  out.push_back({{"modules.avail", "Lmod/Environment Modules: module -t avail in a non-login and a login bash",
+                  {"cmd:bash -c 'module -t avail'", "cmd:bash -lc 'module -t avail'", "env:LMOD_CMD", "env:MODULEPATH"}, ""},
+                 Modules});
   out.push_back({{"nhc.install", "LBNL NHC binary and /etc/nhc/nhc.conf", {"stat:/usr/sbin/nhc", "file:/etc/nhc/nhc.conf"}, ""}, Nhc});
   out.push_back({{"slurm.step-env", "Environment of the Slurm step the node collector runs in", {"env:CUDA_VISIBLE_DEVICES, SLURM_*"}, ""}, StepEnv});
   out.push_back({{"fleet.summary", "Derived from every node's evidence: coverage, per-node facts, drift", {"(computed by the engine)"}, ""},
