@@ -300,3 +300,21 @@ TEST(SlurmChecks, LmodInBothShellsWithTheToolchainModules) {
   auto none = with("CLUSTERMAX-NO-MODULE-COMMAND\n", "CLUSTERMAX-NO-MODULE-COMMAND\n");
   EXPECT_NE(none.message.find("no module system"), std::string::npos);
 }
+
+TEST(SlurmChecks, SshFromEachNodeToTheNext) {
+  auto with = [](std::optional<std::string> nodelist, const host::CommandResult& ssh) {
+    host::Bundle b;
+    b.PutEnv("SLURM_JOB_NODELIST", nodelist);
+    b.PutEnv("SLURMD_NODENAME", std::string("n3"));
+    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", "n1", "hostname"}, ssh);
+    return Judge("ssh-between-nodes", b);
+  };
+  auto ok = with(std::string("n[1-3]"), Out("n1\n"));  // the last node wraps to the first
+  EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
+  EXPECT_NE(ok.message.find("n3 reaches n1"), std::string::npos);
+  auto denied = with(std::string("n[1-3]"), Out("", 255, "n1: Permission denied (publickey).\n"));
+  EXPECT_EQ(denied.verdict, core::Verdict::kWarn);
+  EXPECT_NE(denied.message.find("Permission denied"), std::string::npos) << denied.message;
+  auto alone = with(std::nullopt, Out(""));
+  EXPECT_EQ(alone.reason, core::Reason::kNotApplicable);
+}

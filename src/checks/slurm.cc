@@ -281,6 +281,19 @@ Finding Lmod(const JudgeContext& ctx) {
   return f.Details(shown).Observed(observed).Expected("module in login and non-login shells; cuda, hpcx, nccl modules");
 }
 
+// ssh-between-nodes: from each compute node to the next one of the step, without a password.
+Finding SshBetweenNodes(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("ssh.peer");
+  if (auto p = core::EvidenceProblem(e, "ssh to the next node")) return *p;
+  if (e.data["peer"].is_null()) return core::Skip(Reason::kNotApplicable, e.data.value("reason", std::string("no peer node")));
+  std::string to = e.data["peer"], from = e.data.value("from", "");
+  int code = e.data.value("exit_code", -1);
+  std::string out = e.data.value("output", "");
+  Finding f = code == 0 ? core::Pass(fmt::format("{} reaches {} by ssh without a password", from, to))
+                        : core::Warn(Reason::kConfig, fmt::format("ssh {} -> {} failed (exit {}): {}", from, to, code, util::Ellipsize(out, 120)));
+  return f.Observed(fmt::format("{} -> {}: exit {}", from, to, code)).Expected("key-based ssh between compute nodes");
+}
+
 Finding TopologyConf(const JudgeContext& ctx) {
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
@@ -557,6 +570,12 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .criterion = "lmod", .targets = kS, .needs = {"modules.avail"}, .cluster = true,
                    .reproduce = "bash -c 'module -t avail'; bash -lc 'module -t avail'"},
          Lmod});
+  r.Add({CheckInfo{.id = "ssh-between-nodes", .category = "access", .title = "Compute nodes reach each other by ssh without a password",
+                   .rationale = "MPI launchers, debuggers and users' tools ssh between the nodes of a job.",
+                   .remediation = "Host-based authentication or cluster-wide keys for users between compute nodes (pam_slurm_adopt to keep it to their jobs).",
+                   .criterion = "ssh-between-nodes", .targets = kS, .needs = {"ssh.peer"},
+                   .reproduce = "srun -N2 bash -c 'ssh -o BatchMode=yes <other node> hostname'"},
+         SshBetweenNodes});
   r.Add({CheckInfo{.id = "topology-conf", .category = "networking", .title = "Topology-aware scheduling covers every GPU node",
                    .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.", .remediation = "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
                    .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes"}, .cluster = true,

@@ -1,6 +1,8 @@
 // Collectors of the Slurm scheduler's view (run on the login node of a fleet audit) and of the
 // GPU step a node collector runs in. Slurm 22.05 has no `scontrol --json`: text output is parsed by
 // collect/slurm_parse.*.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "collect/collector.h"
@@ -212,6 +214,33 @@ Evidence Modules(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// ssh from this node to the next node of the job step (node i to node i+1, the last to the first),
+// key-based only: BatchMode, a 5 s connect timeout. Outside a multi-node step there is no peer.
+Evidence SshPeer(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources = {"env:SLURM_JOB_NODELIST", "env:SLURMD_NODENAME"};
+  auto list = h.GetEnv("SLURM_JOB_NODELIST");
+  auto self = h.GetEnv("SLURMD_NODENAME");
+  auto nodes = list ? util::ExpandHostlist(*list) : std::nullopt;
+  if (!nodes || !self || nodes->size() < 2) {
+    e.data = {{"peer", nullptr}, {"reason", "not in a multi-node Slurm step"}};
+    return e;
+  }
+  auto it = std::find(nodes->begin(), nodes->end(), *self);
+  if (it == nodes->end()) {
+    e.data = {{"peer", nullptr}, {"reason", "this node (" + *self + ") is not in SLURM_JOB_NODELIST"}};
+    return e;
+  }
+  std::string peer = (it + 1 == nodes->end()) ? nodes->front() : *(it + 1);
+  auto r = RunFor(e, h, {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", peer, "hostname"}, o, "ssh.peer");
+  e.status = EvidenceStatus::kOk;  // a refused or unreachable peer is the finding, not missing evidence
+  e.data = {{"from", *self}, {"peer", peer}, {"ran", r.has_value()}, {"exit_code", r ? r->exit_code : -1},
+            {"output", r ? util::Ellipsize(util::Trim(r->out + r->err), 300) : e.error}};
+  e.error.clear();
+  return e;
+}
+
 // The environment of the step the node collector runs in (fleet audits request the node's GPUs).
 Evidence StepEnv(host::Host& h, const CollectOptions&) {
   Evidence e;
@@ -252,6 +281,9 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
                   {"cmd:bash -c 'module -t avail'", "cmd:bash -lc 'module -t avail'", "env:LMOD_CMD", "env:MODULEPATH"}, ""},
                  Modules});
   out.push_back({{"nhc.install", "LBNL NHC binary and /etc/nhc/nhc.conf", {"stat:/usr/sbin/nhc", "file:/etc/nhc/nhc.conf"}, ""}, Nhc});
+  out.push_back({{"ssh.peer", "ssh (keys only, 5 s) from this node to the next node of the job step",
+                  {"env:SLURM_JOB_NODELIST", "env:SLURMD_NODENAME", "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <next node> hostname"}, ""},
+                 SshPeer});
   out.push_back({{"slurm.step-env", "Environment of the Slurm step the node collector runs in", {"env:CUDA_VISIBLE_DEVICES, SLURM_*"}, ""}, StepEnv});
   out.push_back({{"fleet.summary", "Derived from every node's evidence: coverage, per-node facts, drift", {"(computed by the engine)"}, ""},
                  FleetSummaryPlaceholder});
