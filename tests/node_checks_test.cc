@@ -482,3 +482,49 @@ TEST(NodeChecks, HcaNamingExpectsMlx5OrNcclIbHca) {
   ev["rdma.devices"] = rdma({});
   EXPECT_EQ(J("hca-naming", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
 }
+
+TEST(NodeChecks, HpcSdkReleaseCompilersAndPayload) {
+  auto dir = [](std::vector<std::pair<std::string, char>> names) {
+    host::DirResult d;
+    d.status = host::IoStatus::kOk;
+    for (const auto& [n, t] : names) d.entries.push_back({n, t});
+    return d;
+  };
+  auto bundle = [&](const std::string& fortran_version, bool with_nvshmem) {
+    host::Bundle b;
+    const std::string base = "/opt/nvidia/hpc_sdk/Linux_x86_64/26.9";
+    b.PutDir("/opt/nvidia/hpc_sdk", dir({{"Linux_x86_64", 'd'}, {"modulefiles", 'd'}}));
+    b.PutDir("/opt/nvidia/hpc_sdk/Linux_x86_64", dir({{"26.7", 'd'}, {"26.9", 'd'}, {"2026", 'd'}}));
+    for (const char* c : {"nvc", "nvc++"}) {
+      b.PutCommand({base + "/compilers/bin/" + c, "--version"}, Out(std::string("\n") + c + " 26.9-0 64-bit target on x86-64 Linux -tp znver3\n"));
+    }
+    b.PutCommand({base + "/compilers/bin/nvfortran", "--version"}, Out("\nnvfortran " + fortran_version + "-0 64-bit target on x86-64 Linux\n"));
+    b.PutDir(base + "/comm_libs", dir({{"13.0", 'd'}}));
+    std::vector<std::pair<std::string, char>> comm = {{"nccl", 'd'}, {"hpcx", 'd'}};
+    if (with_nvshmem) comm.push_back({"nvshmem", 'd'});
+    b.PutDir(base + "/comm_libs/13.0", dir(comm));
+    b.PutDir(base + "/math_libs", dir({{"13.0", 'd'}}));
+    b.PutDir(base + "/math_libs/13.0", dir({{"targets", 'd'}}));
+    b.PutDir(base + "/profilers", dir({{"Nsight_Compute", 'd'}, {"Nsight_Systems", 'd'}}));
+    b.PutDir(base + "/profilers/Nsight_Compute", dir({}));
+    b.PutDir(base + "/profilers/Nsight_Systems", dir({}));
+    host::ReplayHost h(b);
+    return collect::CollectEvidence(h, {"hpcsdk.install"}, {})["hpcsdk.install"];
+  };
+  core::EvidenceSet ev = GpuNode();
+  ev["hpcsdk.install"] = bundle("26.9", true);
+  ASSERT_TRUE(ev["hpcsdk.install"].ok()) << ev["hpcsdk.install"].error;
+  EXPECT_EQ(ev["hpcsdk.install"].data["release"], "26.9");  // the newest YY.M, not "2026"
+  auto ok = J("hpc-sdk", ev, core::Target::kSlurm);
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
+  ev["hpcsdk.install"] = bundle("26.7", true);
+  auto mismatch = J("hpc-sdk", ev, core::Target::kSlurm);
+  EXPECT_EQ(mismatch.verdict, Verdict::kFail);
+  EXPECT_NE(mismatch.message.find("nvfortran reports 26.7"), std::string::npos) << mismatch.message;
+  ev["hpcsdk.install"] = bundle("26.9", false);
+  auto missing = J("hpc-sdk", ev, core::Target::kSlurm);
+  EXPECT_EQ(missing.verdict, Verdict::kFail);
+  EXPECT_NE(missing.message.find("nvshmem"), std::string::npos) << missing.message;
+  ev["hpcsdk.install"] = Ok({{"installed", false}});
+  EXPECT_EQ(J("hpc-sdk", ev, core::Target::kSlurm).severity, core::Severity::kMissing);
+}

@@ -90,6 +90,37 @@ Finding NcclAutoconfig(const JudgeContext& ctx) {
       .Expected("NCCL_MIN_NCHANNELS, NCCL_PROTO, NCCL_ALGO unset");
 }
 
+// hpc-sdk: the NVIDIA HPC SDK in the release window, its compilers agreeing, its payload complete.
+Finding HpcSdkCheck(const JudgeContext& ctx) {
+  const Evidence& pci = ctx.Get("pci.devices");
+  if (CountPciGpus(pci, "0x1002") > 0 && CountPciGpus(pci, "0x10de") == 0) return core::Skip(Reason::kNotApplicable, "AMD GPUs only");
+  const Evidence& e = ctx.Get("hpcsdk.install");
+  if (auto p = core::EvidenceProblem(e, "HPC SDK search")) return *p;
+  if (!e.data.value("installed", false)) {
+    return core::Fail(Severity::kMissing, "the NVIDIA HPC SDK is not installed (/opt/nvidia/hpc_sdk)").Observed("absent").Expected("an HPC SDK release in the window");
+  }
+  std::string rel = e.data["release"];
+  std::vector<std::string> mismatch, missing;
+  for (const auto& [c, v] : e.data["compilers"].items()) {
+    if (!v.is_string() || v.get<std::string>() != rel) mismatch.push_back(fmt::format("{} reports {}", c, v.is_string() ? v.get<std::string>() : "nothing"));
+  }
+  for (const auto& [k, found] : e.data["payload"].items()) {
+    if (!found.get<bool>()) missing.push_back(k);
+  }
+  std::optional<Finding> problem;
+  const core::Component* c = Component(ctx, "nvhpc", problem);
+  if (!c) return *problem;
+  Finding f = FromComparison(core::Compare(*c, {.version = rel}, ctx.now(), ctx.minimums().grace_period_days), "HPC SDK", rel);
+  if (f.verdict != core::Verdict::kFail && !mismatch.empty()) {
+    f = core::Fail(Severity::kConfig, fmt::format("HPC SDK {}: compiler versions disagree ({})", rel, mismatch[0]));
+  }
+  if (f.verdict != core::Verdict::kFail && !missing.empty()) {
+    f = core::Fail(Severity::kMissing, fmt::format("HPC SDK {} is missing: {}", rel, fmt::join(missing, ", ")));
+  }
+  return f.Details(mismatch).Observed(fmt::format("{} ({}), {} of {} payload families", rel, e.data.value("arch", ""),
+                                                  e.data["payload"].size() - missing.size(), e.data["payload"].size()));
+}
+
 Finding Sysctl(const JudgeContext& ctx, const char* key, int pass_max, int warn_max, const char* what) {
   const Evidence& e = ctx.Get("kernel.perf-sysctl");
   if (auto p = core::EvidenceProblem(e, "kernel sysctls")) return *p;
@@ -118,6 +149,18 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .reproduce = "ldconfig -p | grep libnccl",
          },
          NcclInstalled});
+  r.Add({CheckInfo{
+             .id = "hpc-sdk",
+             .category = "software",
+             .title = "NVIDIA HPC SDK in the release window, compilers agreeing, payload complete",
+             .rationale = "The HPC SDK brings matching compilers, MPI (HPC-X), NCCL, NVSHMEM, math libraries and profilers.",
+             .remediation = "Install a current NVIDIA HPC SDK under /opt/nvidia/hpc_sdk on the compute nodes.",
+             .criterion = "hpc-sdk",
+             .targets = core::kS,
+             .needs = {"pci.devices", "hpcsdk.install"},
+             .reproduce = "ls /opt/nvidia/hpc_sdk/Linux_x86_64; nvc --version",
+         },
+         HpcSdkCheck});
   r.Add({CheckInfo{
              .id = "nccl-autoconfig",
              .category = "networking",

@@ -5,11 +5,14 @@
 #include <optional>
 #include <set>
 
+#include <regex>
+
 #include <fmt/format.h>
 
 #include "collect/collector.h"
 #include "collect/parsers.h"
 #include "util/strings.h"
+#include "util/version.h"
 
 namespace clustermax::collect {
 namespace {
@@ -163,6 +166,77 @@ Evidence PerfSample(host::Host& h, const CollectOptions& o) {
                         : r->exit_code == 0                ? "partial"
                                                            : "error";
   e.data = {{"outcome", outcome}, {"exit_code", r->exit_code}, {"output", util::Ellipsize(util::Trim(text), 600)}};
+  return e;
+}
+
+// NVIDIA HPC SDK under /opt/nvidia/hpc_sdk: the newest <arch>/<YY.M> release, what its nvc,
+// nvc++ and nvfortran report, and which payload families it carries.
+Evidence HpcSdk(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  const std::string root = "/opt/nvidia/hpc_sdk";
+  e.sources.push_back("dir:" + root);
+  auto top = h.ListDir(root);
+  if (top.status == host::IoStatus::kNotFound) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"installed", false}};
+    return e;
+  }
+  if (MarkFailed(e, top.status, top.error)) return e;
+  static const std::regex release_re(R"(^\d{2}\.\d{1,2}$)");
+  std::string arch, release;
+  for (const auto& a : top.entries) {
+    if (a.name.rfind("Linux_", 0) != 0) continue;
+    auto rels = h.ListDir(root + "/" + a.name);
+    e.sources.push_back("dir:" + root + "/" + a.name);
+    for (const auto& r : rels.entries) {
+      if (!std::regex_match(r.name, release_re)) continue;
+      if (release.empty() || *util::ParseNumericVersion(r.name) > *util::ParseNumericVersion(release)) {
+        release = r.name;
+        arch = a.name;
+      }
+    }
+  }
+  e.status = EvidenceStatus::kOk;
+  if (release.empty()) {
+    e.data = {{"installed", false}, {"note", "no <arch>/<YY.M> release under " + root}};
+    return e;
+  }
+  std::string base = root + "/" + arch + "/" + release;
+  json compilers = json::object();
+  for (const char* c : {"nvc", "nvc++", "nvfortran"}) {
+    auto spec = Command({base + "/compilers/bin/" + c, "--version"}, o, "hpcsdk.install");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    std::smatch m;
+    std::string text = r.out + r.err;
+    static const std::regex ver(R"((?:nvc|nvc\+\+|nvfortran)\s+(\d{2}\.\d{1,2}))");
+    compilers[c] = r.status == host::IoStatus::kOk && r.exit_code == 0 && std::regex_search(text, m, ver) ? json(m[1].str()) : json(nullptr);
+  }
+  // Payload families, looked for two levels down (layouts move between releases).
+  json payload = json::object();
+  auto find = [&](const std::string& dir, const std::vector<std::string>& keys) {
+    std::vector<std::string> names;
+    auto l1 = h.ListDir(base + "/" + dir);
+    e.sources.push_back("dir:" + base + "/" + dir);
+    for (const auto& x : l1.entries) {
+      names.push_back(x.name);
+      if (x.type == 'd') {
+        auto l2 = h.ListDir(base + "/" + dir + "/" + x.name);
+        for (const auto& y : l2.entries) names.push_back(y.name);
+      }
+    }
+    for (const auto& k : keys) {
+      bool found = std::any_of(names.begin(), names.end(), [&](const std::string& n) { return util::ContainsIgnoreCase(n, k); });
+      payload[k] = found;
+    }
+  };
+  find("comm_libs", {"nccl", "hpcx", "nvshmem"});
+  // math_libs/<cuda>/targets/... holds cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE: present or not.
+  auto math = h.ListDir(base + "/math_libs");
+  e.sources.push_back("dir:" + base + "/math_libs");
+  payload["math_libs"] = math.status == host::IoStatus::kOk && !math.entries.empty();
+  find("profilers", {"Nsight_Compute", "Nsight_Systems"});
+  e.data = {{"installed", true}, {"root", root}, {"arch", arch}, {"release", release}, {"compilers", compilers}, {"payload", payload}};
   return e;
 }
 
@@ -328,6 +402,9 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
   out.push_back({{"probe.perf-sample", "perf stat on cycles and instructions for 0.1 s",
                   {"cmd:perf stat -e cycles,instructions -- sleep 0.1"}, "perf-sample"},
                  PerfSample});
+  out.push_back({{"hpcsdk.install", "NVIDIA HPC SDK: newest release under /opt/nvidia/hpc_sdk, its compilers and payload",
+                  {"dir:/opt/nvidia/hpc_sdk/Linux_*", "cmd:<release>/compilers/bin/{nvc,nvc++,nvfortran} --version", "dir:<release>/{comm_libs,math_libs,profilers}"}, ""},
+                 HpcSdk});
   out.push_back({{"nccl.config", "NCCL settings: /etc/nccl.conf, NCCL_CONF_FILE, /etc/environment, NCCL_* in the environment",
                   {"file:/etc/nccl.conf", "env:NCCL_CONF_FILE", "file:/etc/environment", "env:NCCL_*"}, ""},
                  NcclConfig});
