@@ -318,3 +318,31 @@ TEST(SlurmChecks, SshFromEachNodeToTheNext) {
   auto alone = with(std::nullopt, Out(""));
   EXPECT_EQ(alone.reason, core::Reason::kNotApplicable);
 }
+
+TEST(SlurmChecks, PrologFastTimesAGpuStep) {
+  auto with = [](double gpu_seconds, int gpu_exit, bool probe) {
+    host::Bundle b = Scheduler();
+    host::CommandResult cpu = Out("");
+    cpu.duration_ms = 800;
+    host::CommandResult gpu = Out("", gpu_exit, gpu_exit ? "srun: error: Unable to allocate resources: Requested node configuration is not available" : "");
+    gpu.duration_ms = gpu_seconds * 1000;
+    b.PutCommand({"srun", "-N1", "-n1", "--time=1", "--job-name=clustermax-probe", "true"}, cpu);
+    b.PutCommand({"srun", "-N1", "-n1", "--time=1", "--job-name=clustermax-probe", "--gres=gpu:1", "true"}, gpu);
+    const core::Check* c = checks::DefaultRegistry().Find("prolog-fast");
+    host::ReplayHost replay(b);
+    collect::CollectOptions o;
+    if (probe) o.probes = {"slurm-job"};
+    core::EvidenceSet ev = collect::CollectEvidence(replay, c->info.needs, o);
+    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+    return c->judge(ctx);
+  };
+  EXPECT_EQ(with(2.5, 0, false).reason, core::Reason::kProbeDisabled);
+  auto fast = with(2.5, 0, true);
+  EXPECT_EQ(fast.verdict, core::Verdict::kPass) << All(fast);
+  EXPECT_NE(fast.observed.find("CPU step 0.8 s"), std::string::npos) << fast.observed;
+  EXPECT_EQ(with(45, 0, true).verdict, core::Verdict::kWarn);
+  EXPECT_EQ(with(150, 0, true).verdict, core::Verdict::kFail);
+  auto failed = with(0.2, 1, true);
+  EXPECT_EQ(failed.reason, core::Reason::kUnverified);
+  EXPECT_NE(failed.message.find("Requested node configuration"), std::string::npos) << failed.message;
+}

@@ -155,6 +155,16 @@ TEST(SlurmFleet, PlantedConfigurationsAreGraded) {
   Up();
 }
 
+TEST(SlurmFleet, TheSlurmJobProbeTimesARealGpuStep) {
+  // Opt-in only: without the probe the check says so; with it two real one-node steps run.
+  json off = Audit("--check prolog-fast");
+  EXPECT_EQ(Result(off, "prolog-fast")["reason"], "probe-disabled");
+  json r = Audit("--check prolog-fast --probe slurm-job");
+  const json& p = Result(r, "prolog-fast");
+  EXPECT_EQ(p["status"], "PASS") << p.dump();
+  EXPECT_NE(p["observed"].get<std::string>().find("GPU step"), std::string::npos) << p.dump();
+}
+
 TEST(SlurmFleet, DriftOnOneNodeIsNamed) {
   json r = Audit("", nullptr, "FAKE_NVML_DRIVER_ON=n2=570.86.10");
   ASSERT_FALSE(r["fleet"].is_null());

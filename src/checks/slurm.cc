@@ -294,6 +294,35 @@ Finding SshBetweenNodes(const JudgeContext& ctx) {
   return f.Observed(fmt::format("{} -> {}: exit {}", from, to, code)).Expected("key-based ssh between compute nodes");
 }
 
+// prolog-fast: a GPU job step starts within 30 s, prolog included (the reference's "fast" line);
+// over 120 s is our FAIL line.
+Finding PrologFast(const JudgeContext& ctx) {
+  const Evidence& config = ctx.Get("slurm.config");
+  if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
+  std::vector<std::string> lines;
+  for (const char* key : {"Prolog", "Epilog", "TaskProlog", "PrologFlags", "PrologEpilogTimeout"}) lines.push_back(fmt::format("{} = {}", key, Cfg(config, key)));
+  const Evidence& probe = ctx.Get("probe.slurm-job");
+  if (probe.status == core::EvidenceStatus::kProbeDisabled) {
+    return core::Skip(Reason::kProbeDisabled, fmt::format("start time not measured (probe slurm-job); Prolog = {}", Cfg(config, "Prolog"))).Details(lines);
+  }
+  if (auto p = core::EvidenceProblem(probe, "slurm-job probe")) return *p;
+  const json& gpu = probe.data["steps"]["gpu"];
+  const json& cpu = probe.data["steps"]["cpu"];
+  for (const json* s : {&cpu, &gpu}) lines.push_back(fmt::format("{} -> exit {} in {:.1f} s {}", s->value("command", ""), s->value("exit_code", -1),
+                                                                 s->value("seconds", 0.0), s->value("output", "")));
+  if (gpu.value("exit_code", -1) != 0) {
+    return core::Warn(Reason::kUnverified, gpu.value("timed_out", false) ? "the GPU job step did not start within the probe's budget (queue?)"
+                                                                          : "the GPU job step failed: " + gpu.value("output", std::string()))
+        .Details(lines);
+  }
+  double t = gpu.value("seconds", 0.0), base = cpu.value("exit_code", -1) == 0 ? cpu.value("seconds", 0.0) : -1;
+  std::string observed = base >= 0 ? fmt::format("GPU step {:.1f} s, CPU step {:.1f} s", t, base) : fmt::format("GPU step {:.1f} s", t);
+  Finding f = t < 30    ? core::Pass(fmt::format("a GPU job step runs in {:.1f} s, prolog included", t))
+              : t <= 120 ? core::Warn(Reason::kConfig, fmt::format("a GPU job step takes {:.0f} s to run, prolog included", t))
+                         : core::Fail(Severity::kConfig, fmt::format("a GPU job step takes {:.0f} s to run, prolog included", t));
+  return f.Details(lines).Observed(observed).Expected("< 30 s");
+}
+
 Finding TopologyConf(const JudgeContext& ctx) {
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
@@ -576,6 +605,12 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .criterion = "ssh-between-nodes", .targets = kS, .needs = {"ssh.peer"},
                    .reproduce = "srun -N2 bash -c 'ssh -o BatchMode=yes <other node> hostname'"},
          SshBetweenNodes});
+  r.Add({CheckInfo{.id = "prolog-fast", .category = "orchestration", .title = "A GPU job step starts quickly (prolog included)",
+                   .rationale = "A slow prolog (health checks, image pulls, cleanup) taxes every job and every restart.",
+                   .remediation = "Move heavy work out of Prolog (HealthCheckProgram, async cleanup); keep Prolog under a few seconds.",
+                   .criterion = "prolog-fast", .targets = kS, .needs = {"slurm.config", "probe.slurm-job"}, .probe = "slurm-job", .cluster = true,
+                   .reproduce = "time srun -N1 --gres=gpu:1 --time=1 true"},
+         PrologFast});
   r.Add({CheckInfo{.id = "topology-conf", .category = "networking", .title = "Topology-aware scheduling covers every GPU node",
                    .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.", .remediation = "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
                    .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes"}, .cluster = true,

@@ -241,6 +241,27 @@ Evidence SshPeer(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// Probe slurm-job: a GPU step and a CPU-only baseline step, each `true`, timed end to end (queue,
+// allocation, prolog, launch, epilog). A step that does not run within its timeout is reported.
+Evidence SlurmJob(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json steps = json::object();
+  for (const auto& [name, extra] : std::vector<std::pair<std::string, std::vector<std::string>>>{{"cpu", {}}, {"gpu", {"--gres=gpu:1"}}}) {
+    std::vector<std::string> argv = {"srun", "-N1", "-n1", "--time=1", "--job-name=clustermax-probe"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    argv.push_back("true");
+    auto spec = Command(argv, o, "probe.slurm-job");
+    e.sources.push_back(Source(spec));
+    auto r = h.Run(spec);
+    steps[name] = {{"command", util::JoinArgv(argv)}, {"ran", r.status == host::IoStatus::kOk}, {"timed_out", r.timed_out},
+                   {"exit_code", r.status == host::IoStatus::kOk ? r.exit_code : -1}, {"seconds", r.duration_ms / 1000.0},
+                   {"output", util::Ellipsize(util::Trim(r.out + r.err + (r.status == host::IoStatus::kOk ? "" : r.error)), 300)}};
+  }
+  e.data = {{"steps", steps}};
+  return e;
+}
+
 // The environment of the step the node collector runs in (fleet audits request the node's GPUs).
 Evidence StepEnv(host::Host& h, const CollectOptions&) {
   Evidence e;
@@ -284,6 +305,9 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
   out.push_back({{"ssh.peer", "ssh (keys only, 5 s) from this node to the next node of the job step",
                   {"env:SLURM_JOB_NODELIST", "env:SLURMD_NODENAME", "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <next node> hostname"}, ""},
                  SshPeer});
+  out.push_back({{"probe.slurm-job", "srun -N1 --time=1 true with and without --gres=gpu:1, timed",
+                  {"cmd:srun -N1 -n1 --time=1 --job-name=clustermax-probe [--gres=gpu:1] true"}, "slurm-job"},
+                 SlurmJob});
   out.push_back({{"slurm.step-env", "Environment of the Slurm step the node collector runs in", {"env:CUDA_VISIBLE_DEVICES, SLURM_*"}, ""}, StepEnv});
   out.push_back({{"fleet.summary", "Derived from every node's evidence: coverage, per-node facts, drift", {"(computed by the engine)"}, ""},
                  FleetSummaryPlaceholder});

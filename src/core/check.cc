@@ -22,6 +22,8 @@ const std::vector<ProbeInfo>& Probes() {
       {"dcgm-diag", "dcgmi diag -r 1 -j: DCGM's quick diagnostic on every GPU", "loads the GPUs for seconds; blocked under MIG", 90},
       {"vboost-set", "nvidia-smi boost-slider --vboost 2 (or the maximum), read back, then every GPU's original value restored",
        "changes a GPU power-management setting for a few seconds, then puts it back", 30},
+      {"slurm-job", "srun -N1 --time=1 true, once with --gres=gpu:1 and once without: how long a job step takes to start, prolog included",
+       "submits two one-node jobs to the scheduler", 150},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };
