@@ -528,3 +528,37 @@ TEST(NodeChecks, HpcSdkReleaseCompilersAndPayload) {
   ev["hpcsdk.install"] = Ok({{"installed", false}});
   EXPECT_EQ(J("hpc-sdk", ev, core::Target::kSlurm).severity, core::Severity::kMissing);
 }
+
+TEST(NodeChecks, XidMonitoringNeedsCaptureAndShipping) {
+  host::Bundle b;
+  b.PutFile("/etc/dcgm-exporter/default-counters.csv", {host::IoStatus::kOk, "# Format\nDCGM_FI_DEV_SM_CLOCK, gauge, SM clock\nDCGM_FI_DEV_XID_ERRORS, gauge, Last Xid\n", false, ""});
+  host::ReplayHost h(b);
+  auto mon = collect::CollectEvidence(h, {"xid.monitors"}, {})["xid.monitors"];
+  ASSERT_TRUE(mon.ok());
+  EXPECT_EQ(mon.data["exporter_counters"][0]["xid_errors"], true);
+  core::EvidenceSet ev = GpuNode();
+  ev["xid.monitors"] = mon;
+  ev["os.processes"] = Ok({{"names", {"dcgm-exporter", "promtail"}}});
+  EXPECT_EQ(J("xid-monitoring", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  ev["os.processes"] = Ok({{"names", {"dcgm-exporter"}}});
+  EXPECT_NE(J("xid-monitoring", ev, core::Target::kSlurm).message.find("no kernel-log shipper"), std::string::npos);
+  ev["xid.monitors"] = Ok({{"exporter_counters", json::array({{{"path", "/etc/dcgm-exporter/default-counters.csv"}, {"xid_errors", false}}})}});
+  ev["os.processes"] = Ok({{"names", {"dcgm-exporter", "fluent-bit"}}});
+  EXPECT_NE(J("xid-monitoring", ev, core::Target::kSlurm).message.find("nothing captures"), std::string::npos);  // Xid counter removed
+}
+
+TEST(NodeChecks, SharedFsWantsAParallelFilesystemAndSharedHome) {
+  auto mounts = [](std::vector<std::pair<std::string, std::string>> m) {
+    json list = json::array();
+    for (const auto& [mp, fs] : m) list.push_back({{"mount_point", mp}, {"fstype", fs}, {"source", "srv:/x"}, {"stat", "ok"}});
+    return Ok({{"expected", json::array()}, {"mounted", list}});
+  };
+  core::EvidenceSet ev = {{"storage.shared-mounts", mounts({{"/lustre", "lustre"}, {"/home", "nfs4"}})}};
+  EXPECT_EQ(J("shared-fs", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  ev["storage.shared-mounts"] = mounts({{"/lustre", "lustre"}});
+  EXPECT_NE(J("shared-fs", ev, core::Target::kSlurm).message.find("home is local"), std::string::npos);
+  ev["storage.shared-mounts"] = mounts({{"/home", "nfs4"}});
+  EXPECT_EQ(J("shared-fs", ev, core::Target::kSlurm).verdict, Verdict::kWarn);
+  ev["storage.shared-mounts"] = mounts({});
+  EXPECT_EQ(J("shared-fs", ev, core::Target::kSlurm).verdict, Verdict::kFail);
+}

@@ -352,6 +352,63 @@ Finding MonitoringStack(const JudgeContext& ctx) {
   return core::Pass("GPU metrics exporter: " + seen[0]).Details(seen).Observed(seen[0]).Expected("a GPU metrics exporter");
 }
 
+// xid-monitoring: something captures Xid events (dcgm-exporter with the Xid counter, a GPU
+// health agent, NHC with DCGM) and the kernel log leaves the node (a log shipper).
+Finding XidMonitoring(const JudgeContext& ctx) {
+  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  const Evidence& procs = ctx.Get("os.processes");
+  const Evidence& mon = ctx.Get("xid.monitors");
+  if (!procs.ok()) return core::Warn(Reason::kEvidenceError, "the process list is unreadable");
+  std::vector<std::string> capture, shipping;
+  bool exporter = Running(procs, "dcgm-exporter");
+  bool counter_listed = false, counters_file = false;
+  if (mon.ok()) {
+    for (const auto& c : mon.data.value("exporter_counters", json::array())) {
+      counters_file = true;
+      counter_listed |= c.value("xid_errors", false);
+    }
+  }
+  if (exporter && (counter_listed || !counters_file)) capture.push_back(counters_file ? "dcgm-exporter with DCGM_FI_DEV_XID_ERRORS" : "dcgm-exporter (default counters include Xid errors)");
+  for (const char* agent : {"node-problem-de", "gpud", "nvsentinel", "nv-hostengine"}) {
+    if (Running(procs, agent)) capture.push_back(std::string(agent) + " running");
+  }
+  for (const char* shipper : {"promtail", "fluent-bit", "fluentd", "vector", "filebeat", "otelcol", "alloy", "datadog-agent"}) {
+    if (Running(procs, shipper)) shipping.push_back(std::string(shipper) + " running");
+  }
+  std::vector<std::string> lines = capture;
+  lines.insert(lines.end(), shipping.begin(), shipping.end());
+  std::string observed = fmt::format("capture: {}; log shipping: {}", capture.empty() ? "none" : capture[0], shipping.empty() ? "none" : shipping[0]);
+  Finding f = !capture.empty() && !shipping.empty() ? core::Pass("Xid events are captured and kernel logs shipped")
+              : !capture.empty() ? core::Warn(Reason::kConfig, "Xid events are captured, but no kernel-log shipper runs")
+              : !shipping.empty() ? core::Warn(Reason::kConfig, "kernel logs are shipped, but nothing captures Xid events (no dcgm-exporter, no GPU health agent)")
+                                  : core::Warn(Reason::kConfig, "nothing captures Xid events and no kernel-log shipper runs");
+  return f.Details(lines).Observed(observed).Expected("an Xid monitor and a kernel-log shipper");
+}
+
+// shared-fs: a parallel or network filesystem on the node, home on shared storage.
+Finding SharedFs(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("storage.shared-mounts");
+  if (auto p = core::EvidenceProblem(e, "mounts")) return *p;
+  static const std::set<std::string> parallel = {"lustre", "gpfs", "wekafs", "fuse.weka", "beegfs", "ceph", "glusterfs"};
+  std::vector<std::string> par, net, lines;
+  bool home = false;
+  for (const auto& m : e.data["mounted"]) {
+    std::string mp = m["mount_point"], fs = m["fstype"];
+    lines.push_back(fmt::format("{} ({}) from {}", mp, fs, m.value("source", "")));
+    (parallel.count(fs) ? par : net).push_back(mp + " (" + fs + ")");
+    if (mp == "/home" || mp.rfind("/home/", 0) == 0) home = true;
+  }
+  if (par.empty() && net.empty()) {
+    return core::Fail(Severity::kMissing, "no shared filesystem mounted on this node").Observed("local filesystems only").Expected("a parallel filesystem, home on shared storage");
+  }
+  std::string observed = fmt::format("{} parallel, {} network mount(s); home {}", par.size(), net.size(), home ? "shared" : "local");
+  Finding f = !par.empty() && home ? core::Pass(fmt::format("parallel filesystem {}; home on shared storage", par[0]))
+              : !par.empty()       ? core::Warn(Reason::kConfig, fmt::format("parallel filesystem {}, but home is local", par[0]))
+              : home               ? core::Warn(Reason::kConfig, fmt::format("network filesystem only ({}): throughput is graded by bench storage", net[0]))
+                                   : core::Warn(Reason::kConfig, fmt::format("network filesystem only ({}) and home is local", net[0]));
+  return f.Details(lines).Observed(observed).Expected("a parallel filesystem, home on shared storage");
+}
+
 }  // namespace
 
 void RegisterServiceChecks(core::Registry& r) {
@@ -371,6 +428,18 @@ void RegisterServiceChecks(core::Registry& r) {
                    .criterion = "monitoring-stack", .targets = kS | kK, .needs = {"pci.devices", "gpu.inventory", "os.processes", "net.listeners"},
                    .reproduce = "pgrep -a dcgm-exporter; ss -ltn | grep 9400"},
          MonitoringStack});
+  r.Add({CheckInfo{.id = "xid-monitoring", .category = "health", .title = "Xid events are captured and kernel logs shipped",
+                   .rationale = "An Xid nobody records is a GPU fault nobody acts on: it must reach a monitor and a log store.",
+                   .remediation = "Keep DCGM_FI_DEV_XID_ERRORS in dcgm-exporter's counters (or run a GPU health agent) and ship kernel logs (promtail, Fluent Bit).",
+                   .criterion = "xid-monitoring", .targets = kS | kK, .needs = {"pci.devices", "gpu.inventory", "os.processes", "xid.monitors"},
+                   .reproduce = "grep XID /etc/dcgm-exporter/default-counters.csv; pgrep -a 'promtail|fluent-bit|node-problem'"},
+         XidMonitoring});
+  r.Add({CheckInfo{.id = "shared-fs", .category = "storage", .title = "A parallel filesystem is mounted, with home on shared storage",
+                   .rationale = "Multi-node training needs one namespace for code, data and checkpoints on every node.",
+                   .remediation = "Mount the parallel filesystem (Lustre, GPFS, Weka, VAST, BeeGFS) on every node at the same path; put home on it.",
+                   .criterion = "shared-fs", .targets = kS, .needs = {"storage.shared-mounts"},
+                   .reproduce = "findmnt -t lustre,gpfs,wekafs,beegfs,ceph,nfs,nfs4"},
+         SharedFs});
   r.Add({CheckInfo{.id = "security-dcgm-exporter", .category = "versions", .title = "dcgm-exporter at or above 4.8.2 (embedded DCGM >= 4.5.3)",
                    .rationale = "dcgm-exporter runs privileged on GPU nodes and embeds DCGM.", .remediation = "Upgrade dcgm-exporter to 4.5.3-4.8.2 or newer.",
                    .references = {{"NVIDIA a_id 5857", "https://nvidia.custhelp.com/app/answers/detail/a_id/5857/"}},

@@ -180,6 +180,27 @@ Evidence SharedMounts(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// What would capture a GPU Xid: the dcgm-exporter counters file (DCGM_FI_DEV_XID_ERRORS), and
+// the agents that ship kernel logs or watch GPUs (read from the process list by the check).
+Evidence XidMonitors(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json counters = json::array();
+  for (const char* p : {"/etc/dcgm-exporter/default-counters.csv", "/etc/dcgm-exporter/dcp-metrics-included.csv"}) {
+    e.sources.push_back(std::string("file:") + p);
+    auto f = h.ReadFile(p, 1u << 20);
+    if (f.status != host::IoStatus::kOk) continue;
+    bool xid = false;
+    for (const auto& line : util::SplitLines(f.content)) {
+      std::string t(util::Trim(line));
+      if (!t.empty() && t[0] != '#' && util::Contains(t, "DCGM_FI_DEV_XID_ERRORS")) xid = true;
+    }
+    counters.push_back({{"path", p}, {"xid_errors", xid}});
+  }
+  e.data = {{"exporter_counters", counters}};
+  return e;
+}
+
 }  // namespace
 
 void RegisterServiceCollectors(std::vector<Collector>& out) {
@@ -187,6 +208,9 @@ void RegisterServiceCollectors(std::vector<Collector>& out) {
   out.push_back({{"qemu.virtio", "QEMU virtio-serial ports in a guest; the host's qemu-system-x86 package",
                   {"dir:/dev/virtio-ports", "cmd:dpkg-query -W qemu-system-x86"}, ""},
                  QemuVirtio});
+  out.push_back({{"xid.monitors", "dcgm-exporter counters files (DCGM_FI_DEV_XID_ERRORS)",
+                  {"file:/etc/dcgm-exporter/default-counters.csv", "file:/etc/dcgm-exporter/dcp-metrics-included.csv"}, ""},
+                 XidMonitors});
   out.push_back({{"net.listeners", "Listening TCP sockets and their bind scope", {"file:/proc/net/tcp", "file:/proc/net/tcp6"}, ""}, Listeners});
   out.push_back({{"arm.smmu", "aarch64 CPU identity, SMMU units and the CMDQV driver",
                   {"file:/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "dir:/sys/class/iommu", "stat:/sys/module/tegra241_cmdqv"}, ""},
