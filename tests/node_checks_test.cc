@@ -562,3 +562,27 @@ TEST(NodeChecks, SharedFsWantsAParallelFilesystemAndSharedHome) {
   ev["storage.shared-mounts"] = mounts({});
   EXPECT_EQ(J("shared-fs", ev, core::Target::kSlurm).verdict, Verdict::kFail);
 }
+
+TEST(NodeChecks, NcclRoceGidIndexPointsAtARoutableV2Gid) {
+  // A RoCE port as sysfs shows it: GID 0/1 link-local (v1, v2), GID 2/3 the fabric address (v1, v2).
+  json port = {{"port", "1"}, {"link_layer", "Ethernet"},
+               {"gid_types", {"IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2", nullptr, nullptr, nullptr, nullptr}},
+               {"gids", {"fe80:0000:0000:0000:5aa2:e1ff:fe11:2233", "fe80:0000:0000:0000:5aa2:e1ff:fe11:2233",
+                         "0000:0000:0000:0000:0000:ffff:0a00:0011", "0000:0000:0000:0000:0000:ffff:0a00:0011", nullptr, nullptr, nullptr, nullptr}}};
+  core::EvidenceSet ev = {{"rdma.devices", Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({port})}}})}})}};
+  auto conf = [](std::optional<std::string> idx) {
+    json vars = json::object();
+    if (idx) vars["NCCL_IB_GID_INDEX"] = *idx;
+    return Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}, {"env", json::object()}});
+  };
+  ev["nccl.config"] = conf("3");
+  EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  ev["nccl.config"] = conf("1");  // v2 but link-local
+  EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).verdict, Verdict::kWarn);
+  ev["nccl.config"] = conf("2");  // routable but RoCE v1
+  EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).verdict, Verdict::kWarn);
+  ev["nccl.config"] = conf(std::nullopt);
+  EXPECT_NE(J("nccl-roce-gid-index", ev, core::Target::kSlurm).message.find("unset"), std::string::npos);
+  ev["rdma.devices"] = Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"}}})}}})}});
+  EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+}

@@ -182,6 +182,50 @@ Finding HcaNaming(const JudgeContext& ctx) {
       .Observed(observed).Expected("mlx5_N, or NCCL_IB_HCA matching a custom scheme");
 }
 
+// nccl-roce-gid-index: on RoCE, NCCL_IB_GID_INDEX must point at a RoCE v2 GID with a routable
+// address (commonly index 3); otherwise NCCL may pick RoCE v1 or a link-local GID.
+Finding NcclRoceGidIndex(const JudgeContext& ctx) {
+  const Evidence& rdma = ctx.Get("rdma.devices");
+  if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
+  std::vector<std::pair<std::string, json>> roce;  // copies: the ports outlive no temporary
+  for (const auto& d : rdma.data.value("devices", json::array())) {
+    for (const auto& p : d.value("ports", json::array())) {
+      if (p.value("link_layer", json()) == "Ethernet") roce.push_back({d.value("name", "") + "/" + p.value("port", ""), p});
+    }
+  }
+  if (roce.empty()) return core::Skip(Reason::kNotApplicable, "no RoCE port");
+  std::string idx;
+  const Evidence& cfg = ctx.Get("nccl.config");
+  if (cfg.ok()) {
+    if (cfg.data["env"].contains("NCCL_IB_GID_INDEX")) idx = cfg.data["env"]["NCCL_IB_GID_INDEX"];
+    for (const auto& f : cfg.data["files"]) {
+      if (idx.empty() && f["vars"].contains("NCCL_IB_GID_INDEX")) idx = f["vars"]["NCCL_IB_GID_INDEX"];
+    }
+  }
+  if (idx.empty()) {
+    return core::Warn(Reason::kConfig, fmt::format("NCCL_IB_GID_INDEX is unset on a RoCE node ({} port(s)): NCCL may pick a RoCE v1 or link-local GID", roce.size()))
+        .Observed("unset").Expected("NCCL_IB_GID_INDEX pointing at a RoCE v2 GID (commonly 3)");
+  }
+  auto n = util::ParseInt(idx);
+  if (!n || *n < 0 || *n > 7) return core::Warn(Reason::kConfig, "NCCL_IB_GID_INDEX = " + idx + " is not an index this audit reads (0-7)");
+  std::vector<std::string> bad, lines;
+  for (const auto& [name, p] : roce) {
+    const json types = p.value("gid_types", json::array());
+    const json gids = p.value("gids", json::array());
+    std::string type = *n < static_cast<long long>(types.size()) && types[*n].is_string() ? types[*n].get<std::string>() : "";
+    std::string gid = *n < static_cast<long long>(gids.size()) && gids[*n].is_string() ? gids[*n].get<std::string>() : "";
+    lines.push_back(fmt::format("{}: GID {} = {} ({})", name, *n, gid.empty() ? "none" : gid, type.empty() ? "no type" : type));
+    bool v2 = util::ContainsIgnoreCase(type, "v2");
+    bool link_local = gid.rfind("fe80:", 0) == 0;
+    bool empty = gid.empty() || gid == "0000:0000:0000:0000:0000:0000:0000:0000";
+    if (!v2 || link_local || empty) bad.push_back(lines.back());
+  }
+  Finding f = bad.empty() ? core::Pass(fmt::format("NCCL_IB_GID_INDEX={} is a routable RoCE v2 GID on all {} port(s)", *n, roce.size()))
+                          : core::Warn(Reason::kConfig, fmt::format("NCCL_IB_GID_INDEX={} is not a routable RoCE v2 GID on {} of {} port(s): {}", *n, bad.size(),
+                                                                    roce.size(), bad[0]));
+  return f.Details(lines).Observed("NCCL_IB_GID_INDEX=" + idx).Expected("a RoCE v2 GID with a routable address (commonly 3)");
+}
+
 }  // namespace
 
 void RegisterFabricChecks(core::Registry& r) {
@@ -189,6 +233,12 @@ void RegisterFabricChecks(core::Registry& r) {
   using core::kS;
   using core::kSA;
   using core::kV;
+  r.Add({CheckInfo{.id = "nccl-roce-gid-index", .category = "networking", .title = "NCCL_IB_GID_INDEX points at a routable RoCE v2 GID",
+                   .rationale = "On RoCE, the wrong GID index makes NCCL use RoCE v1 or a link-local address: no routing across the fabric.",
+                   .remediation = "Set NCCL_IB_GID_INDEX in /etc/nccl.conf to the RoCE v2 GID of the fabric address (commonly 3).",
+                   .criterion = "nccl-autoconfig", .targets = kS | kK, .needs = {"rdma.devices", "nccl.config"},
+                   .reproduce = "cat /sys/class/infiniband/*/ports/1/gid_attrs/types/3 /sys/class/infiniband/*/ports/1/gids/3; grep GID /etc/nccl.conf"},
+         NcclRoceGidIndex});
   r.Add({CheckInfo{.id = "hca-naming", .category = "networking", .title = "RDMA devices named mlx5_N (or NCCL_IB_HCA set to the custom names)",
                    .rationale = "NCCL, UCX and rail-aware launch scripts assume mlx5_N; custom names need NCCL_IB_HCA or NCCL may use the wrong ports.",
                    .remediation = "Keep the kernel's mlx5_N names, or set NCCL_IB_HCA in /etc/nccl.conf to the custom names.",

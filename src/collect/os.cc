@@ -344,8 +344,20 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
             json n = rd(("gid_attrs/ndevs/" + std::to_string(i)).c_str());
             if (n.is_string()) ndevs.push_back(n);
           }
-          ports.push_back({{"port", p.name}, {"state", rd("state")}, {"phys_state", rd("phys_state")}, {"rate", rd("rate")},
-                           {"link_layer", rd("link_layer")}, {"pkeys", pkeys}, {"gid_ndevs", ndevs}});
+          json link_layer = rd("link_layer");
+          json port = {{"port", p.name}, {"state", rd("state")}, {"phys_state", rd("phys_state")}, {"rate", rd("rate")},
+                       {"link_layer", link_layer}, {"pkeys", pkeys}, {"gid_ndevs", ndevs}};
+          // RoCE: the type (RoCE v1 / v2) and address of the first 8 GIDs, for NCCL_IB_GID_INDEX.
+          if (link_layer == "Ethernet") {
+            json types = json::array(), gids = json::array();
+            for (int i = 0; i < 8; ++i) {
+              types.push_back(rd(("gid_attrs/types/" + std::to_string(i)).c_str()));
+              gids.push_back(rd(("gids/" + std::to_string(i)).c_str()));
+            }
+            port["gid_types"] = types;
+            port["gids"] = gids;
+          }
+          ports.push_back(port);
         }
       }
       devices.push_back({{"name", d.name},
