@@ -91,6 +91,23 @@ TEST(Web, EveryViewEscapesEvidence) {
   ExpectEscaped(Document(kHostile, Findings(report, "f")));
 }
 
+TEST(Web, StorageAndS3ResultsBecomeCharts) {
+  json storage = {{"kind", "clustermax.bench.storage"}, {"host", "n1"}, {"started", "t"}, {"seconds", 60}, {"verdict", "PASS"},
+                  {"workloads", json::array({{{"id", "seq-read-1m-direct"}, {"threads", 8}, {"bw_bytes_per_s", 6.5e9}},
+                                             {{"id", "rand-read-4k-buffered"}, {"threads", 16}, {"bw_bytes_per_s", 0.9e9}}})},
+                  {"checkpoint", {{"write_gbps_mean", 2.4}, {"read_gbps_mean", 5.1}}},
+                  {"metadata", {{"phases", json::array({{{"id", "create"}, {"ops_per_s", 12000.0}}, {{"id", "open-read"}, {"ops_per_s", 48000.0}}})}}},
+                  {"grades", json::array()}};
+  std::string html = Benchmark(storage);
+  EXPECT_NE(html.find("seq-read-1m-direct"), std::string::npos);
+  EXPECT_NE(html.find(">6.5<"), std::string::npos);  // GB/s printed on the bar
+  EXPECT_NE(html.find("checkpoint load"), std::string::npos);
+  EXPECT_NE(html.find("Small-file metadata"), std::string::npos);
+  json s3 = {{"kind", "clustermax.bench.s3"}, {"host", "n1"}, {"started", "t"}, {"seconds", 30}, {"verdict", "WARN"},
+             {"transfers", json::array({{{"op", "GET"}, {"object", "64M"}, {"concurrency", 32}, {"aggregate_gbps", 1.7}}})}, {"grades", json::array()}};
+  EXPECT_NE(Benchmark(s3).find("GET 64M x32"), std::string::npos);
+}
+
 bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }
 
 fs::path Artifacts() {

@@ -248,16 +248,32 @@ std::string GpuCharts(const json& b) {
 }
 
 std::string StorageCharts(const json& b) {
+  // bench storage: workloads[] (bytes per second), the checkpoint means, metadata phases (ops/s);
+  // bench s3: transfers[] (aggregate GB/s).
   std::vector<Bar> bars;
-  for (const auto& w : b.value("io", json::array())) {
-    if (w.contains("gbps") && w["gbps"].is_number()) bars.push_back({w.value("id", ""), w["gbps"].get<double>(), std::nullopt, "", ""});
+  for (const auto& w : b.value("workloads", json::array())) {
+    if (w.contains("bw_bytes_per_s") && w["bw_bytes_per_s"].is_number()) {
+      bars.push_back({w.value("id", ""), w["bw_bytes_per_s"].get<double>() / 1e9, std::nullopt, "", fmt::format("{} threads", S(w["threads"]))});
+    }
+  }
+  if (b.contains("checkpoint") && b["checkpoint"].is_object()) {
+    const json& c = b["checkpoint"];
+    if (c.contains("write_gbps_mean") && c["write_gbps_mean"].is_number()) bars.push_back({"checkpoint save (fsync)", c["write_gbps_mean"].get<double>(), std::nullopt, "", ""});
+    if (c.contains("read_gbps_mean") && c["read_gbps_mean"].is_number()) bars.push_back({"checkpoint load", c["read_gbps_mean"].get<double>(), std::nullopt, "", ""});
   }
   for (const auto& t : b.value("transfers", json::array())) {
-    if (t.contains("aggregate_gbps")) {
+    if (t.contains("aggregate_gbps") && t["aggregate_gbps"].is_number()) {
       bars.push_back({fmt::format("{} {} x{}", S(t["op"]), S(t["object"]), S(t["concurrency"])), t["aggregate_gbps"].get<double>(), std::nullopt, "", ""});
     }
   }
-  return BarChart("Throughput (GB/s)", bars, "GB/s");
+  std::string out = BarChart("Throughput (GB/s)", bars, "GB/s");
+  std::vector<Bar> meta;
+  if (b.contains("metadata") && b["metadata"].is_object()) {
+    for (const auto& p : b["metadata"].value("phases", json::array())) {
+      if (p.contains("ops_per_s") && p["ops_per_s"].is_number()) meta.push_back({p.value("id", ""), p["ops_per_s"].get<double>(), std::nullopt, "", ""});
+    }
+  }
+  return out + BarChart("Small-file metadata (operations per second)", meta, "ops/s");
 }
 
 }  // namespace
