@@ -9,20 +9,13 @@
 
 Usage: bench/dashboard_bench.py [--binary build/clustermax] [--providers 100] [--runs 10]
 """
-import argparse, copy, json, os, socket, statistics, subprocess, sys, tempfile, time, urllib.request
+import argparse, copy, json, os, statistics, subprocess, sys, tempfile, time, urllib.request
 
 from audit_bench import run  # wall time and peak RSS of one command (same measurement for every bench)
+from storage_compare import free_port  # a loopback port nothing listens on
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TIERS = ["PLATINUM", "GOLD", "SILVER", "BRONZE", "PARTICIPATION_RIBBON", "UNDERPERFORMING"]
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def fleet_report(nodes):

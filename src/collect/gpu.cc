@@ -108,14 +108,18 @@ std::optional<std::vector<BoostSlider>> ReadSliders(Evidence& e, host::Host& h, 
   return std::nullopt;
 }
 
+// Notes the nvidia-smi lookup in `e`; false (e marked not-found) when it is not on PATH.
+bool HaveNvidiaSmi(Evidence& e, host::Host& h) {
+  e.sources.push_back("which:nvidia-smi");
+  if (h.Which("nvidia-smi").status == host::IoStatus::kOk) return true;
+  e.status = EvidenceStatus::kNotFound;
+  e.error = "nvidia-smi not on PATH";
+  return false;
+}
+
 Evidence BoostSliders(host::Host& h, const CollectOptions& o) {
   Evidence e;
-  e.sources.push_back("which:nvidia-smi");
-  if (h.Which("nvidia-smi").status != host::IoStatus::kOk) {
-    e.status = EvidenceStatus::kNotFound;
-    e.error = "nvidia-smi not on PATH";
-    return e;
-  }
+  if (!HaveNvidiaSmi(e, h)) return e;
   bool supported = true;
   auto rows = ReadSliders(e, h, o, "gpu.boost-slider", &supported);
   if (!rows) return e;
@@ -128,12 +132,7 @@ Evidence BoostSliders(host::Host& h, const CollectOptions& o) {
 // every GPU's original value put back and read back again.
 Evidence VboostSet(host::Host& h, const CollectOptions& o) {
   Evidence e;
-  e.sources.push_back("which:nvidia-smi");
-  if (h.Which("nvidia-smi").status != host::IoStatus::kOk) {
-    e.status = EvidenceStatus::kNotFound;
-    e.error = "nvidia-smi not on PATH";
-    return e;
-  }
+  if (!HaveNvidiaSmi(e, h)) return e;
   bool supported = true;
   auto before = ReadSliders(e, h, o, "probe.vboost-set", &supported);
   if (!before) return e;
