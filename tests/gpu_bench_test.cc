@@ -107,7 +107,7 @@ TEST(GpuPlan, MamfSweepsAndRefinement) {
     EXPECT_EQ(it["iters"], 100);
     EXPECT_EQ(it["dtype"], "bf16");
   }
-  EXPECT_NE(Find(r, "mamf.bf16.9984x3840x7936"), nullptr);
+  EXPECT_NE(Find(r, "mamf.bf16.9984x3840x7936.stage2"), nullptr);
   EXPECT_TRUE(PlanMamfRefine(json::array(), "bf16", Hopper()).empty());
 }
 

@@ -535,23 +535,9 @@ json RunGpuBench(const GpuBenchOptions& o) {
       for (auto& t : threads) t.join();
       // Stage-2 rows are per GPU (their shapes differ): one row per (GPU, shape).
       for (size_t g = 0; g < gpus.size(); ++g) {
-        json mine = refine[g];
-        for (auto& r : mine) {
-          r["id"] = r["id"].get<std::string>() + ".stage2";
-          r["gpus"] = json::array();
-        }
-        std::vector<JobOutcome> single = {outcomes[g]};
-        for (auto& r : mine) {
-          // The helper reports stage-2 items under their plain ids.
-          std::string plain = r["id"].get<std::string>();
-          plain = plain.substr(0, plain.size() - std::string(".stage2").size());
-          json tmp = r;
-          tmp["id"] = plain;
-          json tmp_rows = json::array({tmp});
-          Collect(tmp_rows, {gpus[g]}, single);
-          tmp_rows[0]["id"] = r["id"];
-          rows.push_back(tmp_rows[0]);
-        }
+        for (auto& r : refine[g]) r["gpus"] = json::array();
+        Collect(refine[g], {gpus[g]}, {outcomes[g]});
+        for (auto& r : refine[g]) rows.push_back(std::move(r));
       }
       json summary = json::object();
       for (const auto& p : precisions) {

@@ -291,7 +291,7 @@ json PlanMamfRefine(const json& rows, const std::string& precision, const GpuPla
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   auto add = [&](int64_t m, int64_t n, int64_t k) {
     if (m <= 0 || n <= 0 || k <= 0 || !seen.insert({m, n, k}).second) return;
-    json it = GemmItem(fmt::format("mamf.{}.{}", precision, Shape(m, n, k)), precision, m, n, k, 50, 100, 4, o);
+    json it = GemmItem(fmt::format("mamf.{}.{}.stage2", precision, Shape(m, n, k)), precision, m, n, k, 50, 100, 4, o);
     it["precision"] = precision;
     it["stage"] = 2;
     items.push_back(std::move(it));

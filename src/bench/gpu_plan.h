@@ -47,7 +47,8 @@ struct GpuPlanOptions {
 // pcie, p2p (all ordered pairs, uni and bidirectional), launch.
 nlohmann::json PlanSuite(const std::string& suite, const GpuPlanOptions& o);
 // MAMF stage 2: the best `keep` shapes of stage 1 and the neighbours of the best one (+-256 in
-// every dimension) measured again with the full protocol (50 warm-ups, 100 timed).
+// every dimension) measured again with the full protocol (50 warm-ups, 100 timed); their ids end
+// in ".stage2", so they stand beside the stage-1 rows of the same shape.
 nlohmann::json PlanMamfRefine(const nlohmann::json& stage1_rows, const std::string& precision, const GpuPlanOptions& o,
                               int keep = 6);
 

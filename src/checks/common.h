@@ -32,6 +32,9 @@ const core::Component* Component(const JudgeContext& ctx, std::string_view id, s
 
 // True when the evidence says the tool was looked up and is absent ({"installed": false}).
 bool NotInstalled(const core::Evidence& e);
+// Whether a process whose name (comm, cut at 15 characters) starts with `prefix` runs; false when
+// the process list was not read.
+bool Running(const core::Evidence& procs, std::string_view prefix);
 
 void RegisterVersionChecks(core::Registry& r);
 void RegisterIsolationChecks(core::Registry& r);

@@ -151,6 +151,17 @@ Finding IbLinkErrors(const JudgeContext& ctx) {
   return f.Details(rising).Details(history);
 }
 
+// An NCCL variable as a job sees it: the step's environment first, then the configuration files in
+// the order nccl.config read them; "" when unset or unreadable.
+std::string NcclSetting(const Evidence& cfg, const char* key) {
+  if (!cfg.ok()) return "";
+  if (cfg.data["env"].contains(key)) return cfg.data["env"][key];
+  for (const auto& f : cfg.data["files"]) {
+    if (f["vars"].contains(key)) return f["vars"][key];
+  }
+  return "";
+}
+
 // hca-naming: NCCL and the rail-aware tools expect mlx5_N; a custom scheme works only with
 // NCCL_IB_HCA set to it.
 Finding HcaNaming(const JudgeContext& ctx) {
@@ -164,14 +175,7 @@ Finding HcaNaming(const JudgeContext& ctx) {
     if (!std::regex_match(n, mlx)) custom.push_back(n);
   }
   if (names.empty()) return core::Skip(Reason::kNotApplicable, "no RDMA device");
-  std::string hca;
-  const Evidence& cfg = ctx.Get("nccl.config");
-  if (cfg.ok()) {
-    if (cfg.data["env"].contains("NCCL_IB_HCA")) hca = cfg.data["env"]["NCCL_IB_HCA"];
-    for (const auto& f : cfg.data["files"]) {
-      if (hca.empty() && f["vars"].contains("NCCL_IB_HCA")) hca = f["vars"]["NCCL_IB_HCA"];
-    }
-  }
+  std::string hca = NcclSetting(ctx.Get("nccl.config"), "NCCL_IB_HCA");
   std::string observed = fmt::format("{}{}", fmt::join(names, ", "), hca.empty() ? "" : "; NCCL_IB_HCA=" + hca);
   if (custom.empty()) return core::Pass(fmt::format("{} RDMA device(s) named mlx5_N", names.size())).Observed(observed).Expected("mlx5_N, or NCCL_IB_HCA matching a custom scheme");
   if (!hca.empty()) {
@@ -194,14 +198,7 @@ Finding NcclRoceGidIndex(const JudgeContext& ctx) {
     }
   }
   if (roce.empty()) return core::Skip(Reason::kNotApplicable, "no RoCE port");
-  std::string idx;
-  const Evidence& cfg = ctx.Get("nccl.config");
-  if (cfg.ok()) {
-    if (cfg.data["env"].contains("NCCL_IB_GID_INDEX")) idx = cfg.data["env"]["NCCL_IB_GID_INDEX"];
-    for (const auto& f : cfg.data["files"]) {
-      if (idx.empty() && f["vars"].contains("NCCL_IB_GID_INDEX")) idx = f["vars"]["NCCL_IB_GID_INDEX"];
-    }
-  }
+  std::string idx = NcclSetting(ctx.Get("nccl.config"), "NCCL_IB_GID_INDEX");
   if (idx.empty()) {
     return core::Warn(Reason::kConfig, fmt::format("NCCL_IB_GID_INDEX is unset on a RoCE node ({} port(s)): NCCL may pick a RoCE v1 or link-local GID", roce.size()))
         .Observed("unset").Expected("NCCL_IB_GID_INDEX pointing at a RoCE v2 GID (commonly 3)");

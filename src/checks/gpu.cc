@@ -74,10 +74,7 @@ Finding PersistenceMode(const JudgeContext& ctx) {
   const Evidence* gpu = nullptr;
   if (auto f = NeedDevices(ctx, gpu)) return *f;
   const Evidence& procs = ctx.Get("os.processes");
-  bool daemon = false;
-  if (procs.ok()) {
-    for (const auto& n : procs.data["names"]) daemon |= n == "nvidia-persiste";  // comm is cut at 15 characters
-  }
+  bool daemon = Running(procs, "nvidia-persiste");  // nvidia-persistenced, as comm shows it
   std::vector<std::string> off, unknown;
   for (const auto& d : gpu->data["devices"]) {
     const json& pm = d.value("persistence_mode", json());
@@ -390,8 +387,7 @@ Finding FabricManager(const JudgeContext& ctx) {
   }
   if (nvswitch == 0) return core::Skip(Reason::kNotApplicable, "no NVSwitch on the PCI bus");
   if (auto p = core::EvidenceProblem(procs, "process list")) return *p;
-  bool running = false;
-  for (const auto& n : procs.data["names"]) running |= n.get<std::string>().rfind("nv-fabricmanage", 0) == 0;
+  bool running = Running(procs, "nv-fabricmanage");
   Finding f = running ? core::Pass(fmt::format("NVIDIA Fabric Manager runs for {} NVSwitch(es)", nvswitch))
                       : core::Fail(Severity::kMissing, fmt::format("{} NVSwitch(es) but Fabric Manager is not running: CUDA reports 'system not yet initialized'", nvswitch));
   return f.Observed(running ? "nv-fabricmanager running" : "not running").Expected("nv-fabricmanager running");

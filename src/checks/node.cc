@@ -57,10 +57,7 @@ Finding Vmscape(const JudgeContext& ctx) {
   bool guest = ctx.target() == core::Target::kVm;
   if (guest) return core::Warn(Reason::kAttestationRequired, "x86_64 guest: the hypervisor host must carry the VMScape mitigation");
   const json& state = kvm.data["vmscape"];
-  bool runs_guests = false;
-  if (procs.ok()) {
-    for (const auto& n : procs.data["names"]) runs_guests |= n.get<std::string>().rfind("qemu", 0) == 0;
-  }
+  bool runs_guests = Running(procs, "qemu");
   if (state.is_string()) {
     std::string s = state;
     if (s.rfind("Vulnerable", 0) == 0 && runs_guests) {

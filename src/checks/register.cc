@@ -97,6 +97,14 @@ const core::Component* Component(const JudgeContext& ctx, std::string_view id, s
   return c;
 }
 
+bool Running(const core::Evidence& procs, std::string_view prefix) {
+  if (!procs.ok()) return false;
+  for (const auto& n : procs.data.value("names", json::array())) {
+    if (n.is_string() && n.get<std::string>().rfind(prefix, 0) == 0) return true;
+  }
+  return false;
+}
+
 bool NotInstalled(const core::Evidence& e) { return e.ok() && e.data.contains("installed") && !e.data["installed"].get<bool>(); }
 
 }  // namespace clustermax::checks

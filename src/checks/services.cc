@@ -298,14 +298,6 @@ Finding DcgmDiagQuick(const JudgeContext& ctx) {
   return f.Expected("every test passes").Details(fails).Details(warns);
 }
 
-bool Running(const Evidence& procs, std::string_view prefix) {
-  if (!procs.ok()) return false;
-  for (const auto& n : procs.data.value("names", json::array())) {
-    if (n.is_string() && n.get<std::string>().rfind(prefix, 0) == 0) return true;
-  }
-  return false;
-}
-
 // dcgm-healthchecks: the DCGM host engine on a GPU node (what HealthCheckProgram, NHC and the
 // diagnostics talk to).
 Finding DcgmHealth(const JudgeContext& ctx) {

@@ -230,8 +230,9 @@ Finding AutoRemediation(const JudgeContext& ctx) {
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
   const Evidence& nhc = ctx.Get("nhc.install");
   std::string hc = Cfg(config, "HealthCheckProgram"), rts = Cfg(config, "ReturnToService");
-  bool nhc_marks = util::Contains(hc, "nhc") && !(nhc.ok() && nhc.data["mark_offline"] == json(false));
-  bool drain = !Unset(hc) && (nhc_marks || !util::Contains(hc, "nhc"));
+  // Any health program drains, except NHC told not to (MARK_OFFLINE=0).
+  bool nhc_told_not_to = util::Contains(hc, "nhc") && nhc.ok() && nhc.data["mark_offline"] == json(false);
+  bool drain = !Unset(hc) && !nhc_told_not_to;
   std::vector<std::string> back;
   if (rts == "2") back.push_back("ReturnToService=2");
   for (const char* key : {"RebootProgram", "ResumeProgram"}) {
