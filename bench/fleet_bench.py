@@ -22,6 +22,7 @@ def main():
     ap.add_argument("--binary", default="build/clustermax")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--bundles", type=int, default=1000)
+    ap.add_argument("--keep", help="copy the generated bundles (login.json, gpuNNNN.json) into this directory for profiling")
     a = ap.parse_args()
     binary = os.path.abspath(a.binary)
     fake_nvml = os.path.join(os.path.dirname(binary), "tests", "fake_nvml")
@@ -56,6 +57,10 @@ def main():
             p = os.path.join(tmp, f"gpu{i:04d}.json")
             json.dump(b, open(p, "w"))
             paths.append(p)
+        if a.keep:
+            os.makedirs(a.keep, exist_ok=True)
+            for p in paths:
+                shutil.copy(p, a.keep)
         jw, jr = [], []
         for _ in range(3):
             w, r, code = run([binary, "audit", "--replay", *paths, "--json", "--exit-zero"], env)

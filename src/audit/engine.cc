@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -131,22 +132,18 @@ NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const coll
   return n;
 }
 
-std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
-                                      const collect::CollectOptions& opts) {
-  std::vector<NodeEvidence> out(paths.size());
-  collect::CollectOptions one = opts;
-  one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+namespace {
+// Runs fn(0..n-1) on up to `threads` threads (the calling one included). The first exception, by
+// index, is rethrown after every worker has stopped.
+void ParallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& fn) {
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::exception_ptr first_error;
-  size_t first_error_index = paths.size();
+  size_t first_error_index = n;
   auto worker = [&] {
-    while (true) {
-      size_t i = next.fetch_add(1);
-      if (i >= paths.size()) return;
+    for (size_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
       try {
-        host::Bundle b = host::Bundle::Load(paths[i]);
-        out[i] = ReplayNode(b, plan, one);
+        fn(i);
       } catch (...) {
         std::lock_guard lock(mu);
         if (i < first_error_index) {
@@ -156,11 +153,33 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
       }
     }
   };
-  unsigned n = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(paths.size())));
-  std::vector<std::thread> threads;
-  for (unsigned t = 0; t < n; ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  threads = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::min<size_t>(n, 64))));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
   if (first_error) std::rethrow_exception(first_error);
+}
+
+unsigned Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
+}  // namespace
+
+std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
+                                      const collect::CollectOptions& opts) {
+  std::vector<NodeEvidence> out(paths.size());
+  collect::CollectOptions one = opts;
+  one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+  // Each bundle is loaded, replayed and dropped by one worker, so at most one per core is in memory.
+  ParallelFor(paths.size(), Cores(), [&](size_t i) { out[i] = ReplayNode(host::Bundle::Load(paths[i]), plan, one); });
+  return out;
+}
+
+std::vector<NodeEvidence> ReplayBundles(const std::vector<host::Bundle>& bundles, const Plan& plan,
+                                        const collect::CollectOptions& opts) {
+  std::vector<NodeEvidence> out(bundles.size());
+  collect::CollectOptions one = opts;
+  one.threads = 1;
+  ParallelFor(bundles.size(), Cores(), [&](size_t i) { out[i] = ReplayNode(bundles[i], plan, one); });
   return out;
 }
 
@@ -201,8 +220,12 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
       login_views.push_back(std::move(v));
     }
   }
-  for (const auto& pc : plan.checks) {
-    CheckResult cr;
+  // Checks are pure and independent: judge them on all cores (1,000 nodes × 100 checks is the
+  // bulk of a fleet judgement), each into its own slot so the report keeps the plan's order.
+  r.results.resize(plan.checks.size());
+  auto judge_check = [&](size_t index) {
+    const auto& pc = plan.checks[index];
+    CheckResult& cr = r.results[index];
     cr.info = &pc.check->info;
     bool on_login = fleet && pc.check->info.cluster;
     std::vector<const NodeEvidence*> targets;
@@ -213,6 +236,7 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
     } else {
       for (const auto& n : nodes) targets.push_back(&n);
     }
+    cr.nodes.reserve(targets.size());
     for (const auto* np : targets) {
       const NodeEvidence& n = *np;
       Finding f;
@@ -234,8 +258,9 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
     } else {
       cr.finding = RollUp(cr.nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
     }
-    r.results.push_back(std::move(cr));
-  }
+  };
+  size_t work = plan.checks.size() * std::max<size_t>(1, nodes.size());
+  ParallelFor(plan.checks.size(), work < 2000 ? 1u : Cores(), judge_check);
   return r;
 }
 

@@ -68,6 +68,9 @@ NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const coll
 // the first unreadable file.
 std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
                                       const collect::CollectOptions& opts);
+// The same for bundles already in memory (a fleet audit's srun output), in parallel.
+std::vector<NodeEvidence> ReplayBundles(const std::vector<host::Bundle>& bundles, const Plan& plan,
+                                        const collect::CollectOptions& opts);
 
 // Pure judgement of all nodes. `now` is the collection time (the first node's manifest start).
 // In a fleet (nodes with roles), node checks are judged on the compute nodes and cluster checks on

@@ -22,7 +22,8 @@ std::optional<Finding> NeedDevices(const JudgeContext& ctx, const Evidence*& gpu
   gpu = &ctx.Get("gpu.inventory");
   if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), *gpu)) return skip;
   if (auto p = core::EvidenceProblem(*gpu, "GPU inventory")) return p;
-  if (gpu->data.value("devices", json::array()).empty()) return core::Skip(Reason::kNotApplicable, "no GPU visible to the management library");
+  auto devices = gpu->data.find("devices");
+  if (devices == gpu->data.end() || !devices->is_array() || devices->empty()) return core::Skip(Reason::kNotApplicable, "no GPU visible to the management library");
   return std::nullopt;
 }
 

@@ -204,7 +204,11 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
       std::cerr << fmt::format("clustermax: warning: {} request(s) not in the evidence bundle(s); see the report header\n",
                                report.replay_misses.size());
     }
-    return EmitReport(report, a);
+    // A thousand nodes' evidence is hundreds of megabytes: free it beside the report, not after.
+    std::thread release([n = std::move(nodes)]() mutable { n.clear(); });
+    int code = EmitReport(report, a);
+    release.join();
+    return code;
   }
 
   host::LocalHost local(a.sysroot);
@@ -296,7 +300,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     audit::FanOutResult fr = audit::FanOutThroughSlurm(local, fo);
     std::cerr << fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s\n", fr.bundles.size(), fr.in_scope.size(), fr.seconds);
     if (!fr.srun_error.empty() && a.verbosity >= 1) std::cerr << "  srun:     " << fr.srun_error << "\n";
-    for (auto& b : fr.bundles) nodes.push_back(audit::ReplayNode(b, plan, opts));
+    for (auto& n : audit::ReplayBundles(fr.bundles, plan, opts)) nodes.push_back(std::move(n));
     fleet_bundles = std::move(fr.bundles);
     unreachable = fr.unreachable;
     if (fr.in_scope.empty()) std::cerr << "clustermax: warning: no node in scope (check --partition / --nodelist)\n";

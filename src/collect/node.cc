@@ -347,7 +347,7 @@ Evidence KernelLogXid(host::Host& h, const CollectOptions& o) {
   static const std::regex xid(R"((?:NVRM: |nvidia-nvswitch\d+: )(S?Xid) \(PCI:([0-9a-fA-F:.]+)\): (\d+))");
   for (const auto& line : util::SplitLines(text)) {
     std::smatch m;
-    if (!std::regex_search(line, m, xid)) continue;
+    if (line.find("Xid") == std::string::npos || !std::regex_search(line, m, xid)) continue;  // cheap filter first
     events.push_back({{"kind", m[1].str()}, {"pci", m[2].str()}, {"code", std::stoi(m[3].str())},
                       {"line", util::Ellipsize(line, 240)}});
     if (events.size() >= 500) break;

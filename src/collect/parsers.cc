@@ -120,26 +120,38 @@ std::optional<CpuInfo> ParseCpuinfo(std::string_view text) {
 }
 
 std::vector<LdconfigEntry> ParseLdconfig(std::string_view text) {
+  // `ldconfig -p` lists thousands of lines on a full node: walk them as views, copying only entries.
   std::vector<LdconfigEntry> out;
-  for (const auto& line : util::SplitLines(text)) {
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    std::string_view line = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
     size_t arrow = line.find(" => ");
-    if (arrow == std::string::npos) continue;
-    std::string_view left = util::Trim(std::string_view(line).substr(0, arrow));
+    if (arrow == std::string_view::npos) continue;
+    std::string_view left = util::Trim(line.substr(0, arrow));
     size_t paren = left.find(" (");
-    LdconfigEntry e;
-    e.soname = std::string(paren == std::string_view::npos ? left : left.substr(0, paren));
-    e.path = std::string(util::Trim(std::string_view(line).substr(arrow + 4)));
-    out.push_back(std::move(e));
+    out.push_back({std::string(paren == std::string_view::npos ? left : left.substr(0, paren)),
+                   std::string(util::Trim(line.substr(arrow + 4)))});
   }
   return out;
 }
 
 std::optional<std::string> ParseNcclHeaderVersion(std::string_view text) {
-  static const std::regex major(R"(#define\s+NCCL_MAJOR\s+(\d+))"), minor(R"(#define\s+NCCL_MINOR\s+(\d+))"),
-      patch(R"(#define\s+NCCL_PATCH\s+(\d+))");
-  auto a = Capture(text, major), b = Capture(text, minor), c = Capture(text, patch);
-  if (!a || !b || !c) return std::nullopt;
-  return *a + "." + *b + "." + *c;
+  // nccl.h is tens of kilobytes: scan its "#define NCCL_MAJOR 2" lines instead of regex-searching it.
+  std::optional<std::string> major, minor, patch;
+  while (!text.empty()) {
+    size_t eol = text.find('\n');
+    std::string_view line = util::Trim(text.substr(0, eol));
+    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    if (line.rfind("#define", 0) != 0) continue;
+    auto words = util::SplitWhitespace(line.substr(7));
+    if (words.size() < 2 || !util::ParseInt(words[1])) continue;
+    if (words[0] == "NCCL_MAJOR") major = words[1];
+    else if (words[0] == "NCCL_MINOR") minor = words[1];
+    else if (words[0] == "NCCL_PATCH") patch = words[1];
+  }
+  if (!major || !minor || !patch) return std::nullopt;
+  return *major + "." + *minor + "." + *patch;
 }
 
 std::optional<std::string> VersionFromSoname(std::string_view filename, std::string_view stem) {

@@ -382,7 +382,7 @@ FileResult ReplayHost::ReadFileSample(const std::string& path, int sample, size_
 }
 
 DirResult ReplayHost::ListDir(const std::string& path) {
-  if (auto r = bundle_.Dir(path)) return *r;
+  if (auto r = bundle_.Dir(path)) return std::move(*r);
   Miss("dir " + path);
   DirResult r;
   r.status = IoStatus::kNotRecorded;
@@ -391,7 +391,7 @@ DirResult ReplayHost::ListDir(const std::string& path) {
 }
 
 StatResult ReplayHost::Stat(const std::string& path) {
-  if (auto r = bundle_.StatOf(path)) return *r;
+  if (auto r = bundle_.StatOf(path)) return std::move(*r);
   Miss("stat " + path);
   StatResult r;
   r.status = IoStatus::kNotRecorded;
@@ -400,7 +400,7 @@ StatResult ReplayHost::Stat(const std::string& path) {
 }
 
 CommandResult ReplayHost::Run(const CommandSpec& spec) {
-  if (auto r = bundle_.Command(spec.argv)) return *r;
+  if (auto r = bundle_.Command(spec.argv)) return std::move(*r);
   std::string cmd = util::JoinArgv(spec.argv);
   Miss("command " + cmd);
   CommandResult r;
@@ -410,19 +410,19 @@ CommandResult ReplayHost::Run(const CommandSpec& spec) {
 }
 
 WhichResult ReplayHost::Which(const std::string& name) {
-  if (auto r = bundle_.WhichOf(name)) return *r;
+  if (auto r = bundle_.WhichOf(name)) return std::move(*r);
   Miss("which " + name);
   return {IoStatus::kNotRecorded, ""};
 }
 
 std::optional<std::string> ReplayHost::GetEnv(const std::string& name) {
-  if (auto r = bundle_.Env(name)) return *r;
+  if (auto r = bundle_.Env(name)) return std::move(*r);
   Miss("env " + name);
   return std::nullopt;
 }
 
 NvmlResult ReplayHost::QueryNvml(std::chrono::milliseconds) {
-  if (auto r = bundle_.Nvml()) return *r;
+  if (auto r = bundle_.Nvml()) return std::move(*r);
   Miss("nvml");
   NvmlResult r;
   r.status = IoStatus::kNotRecorded;

@@ -135,9 +135,11 @@ nlohmann::json FleetJson(const audit::Report& r) {
   for (const auto& res : r.results) {
     json cells = json::object();
     for (const auto& n : res.nodes) cells[n.node] = core::ToString(n.finding.verdict);
-    matrix.push_back({{"check", res.info->id}, {"scope", res.info->cluster ? "cluster" : "node"}, {"verdicts", cells}});
+    json row = {{"check", res.info->id}, {"scope", res.info->cluster ? "cluster" : "node"}};
+    row["verdicts"] = std::move(cells);
+    matrix.push_back(std::move(row));
   }
-  f["matrix"] = matrix;
+  f["matrix"] = std::move(matrix);
   return f;
 }
 }  // namespace
@@ -158,12 +160,13 @@ nlohmann::json ToJson(const audit::Report& r) {
     for (const auto& n : res.nodes) {
       json nj = n.finding;
       nj["node"] = n.node;
-      nodes.push_back(nj);
+      nodes.push_back(std::move(nj));
     }
-    j["nodes"] = nodes;
-    results.push_back(j);
+    j["nodes"] = std::move(nodes);
+    results.push_back(std::move(j));
   }
-  return {{"schema_version", audit::kReportSchemaVersion},
+  // Built without the two large members, which are moved in: a braced list would copy them.
+  json out = {{"schema_version", audit::kReportSchemaVersion},
           {"tool", {{"name", "clustermax"}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
           {"mode", r.mode},
           {"collected_at", r.collected_at},
@@ -178,9 +181,10 @@ nlohmann::json ToJson(const audit::Report& r) {
             {"warn", r.Count(core::Verdict::kWarn)},
             {"fail", r.Count(core::Verdict::kFail)},
             {"skip", r.Count(core::Verdict::kSkip)}}},
-          {"replay_misses", r.replay_misses},
-          {"fleet", FleetJson(r)},
-          {"results", results}};
+          {"replay_misses", r.replay_misses}};
+  out["fleet"] = FleetJson(r);
+  out["results"] = std::move(results);
+  return out;
 }
 
 }  // namespace clustermax::report
