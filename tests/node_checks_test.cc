@@ -586,3 +586,64 @@ TEST(NodeChecks, NcclRoceGidIndexPointsAtARoutableV2Gid) {
   ev["rdma.devices"] = Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"}}})}}})}});
   EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
 }
+
+TEST(NodeChecks, FabricClassOneNicPerGpuAtTheGenerationsRate) {
+  auto port = [](const std::string& layer, const std::string& rate, const std::string& state) {
+    return json{{"port", "1"}, {"link_layer", layer}, {"rate", rate}, {"state", state}, {"phys_state", "5: LinkUp"}};
+  };
+  auto rdma = [&](int n, const std::string& rate, int down = 0, bool frontend = true) {
+    json devs = json::array();
+    for (int i = 0; i < n; ++i) {
+      devs.push_back({{"name", "mlx5_" + std::to_string(i)}, {"vendor", "0x15b3"},
+                      {"ports", json::array({port("InfiniBand", rate, i < down ? "1: DOWN" : "4: ACTIVE")})}});
+    }
+    if (frontend) devs.push_back({{"name", "mlx5_bond_0"}, {"vendor", "0x15b3"}, {"ports", json::array({port("Ethernet", "25 Gb/sec (1X EDR)", "4: ACTIVE")})}});
+    return Ok({{"devices", devs}});
+  };
+  auto gpus = [](int n, const std::string& name) {
+    json d = json::array();
+    for (int i = 0; i < n; ++i) d.push_back({{"index", i}, {"name", name}});
+    return Ok({{"devices", d}});
+  };
+  core::EvidenceSet ev = {{"pci.devices", Ok(Pci({NvidiaGpu(), ConnectX()}))}, {"gpu.inventory", gpus(8, "NVIDIA H100 80GB HBM3")},
+                          {"rdma.devices", rdma(8, "400 Gb/sec (4X NDR)")}};
+  auto ok = J("fabric-class", ev, core::Target::kSlurm);
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
+  EXPECT_NE(ok.message.find("8 active InfiniBand fabric port(s), 3200 Gb/s for 8 GPU(s)"), std::string::npos) << ok.message;
+  bool frontend_named = false;
+  for (const auto& d : ok.details) frontend_named |= d.find("mlx5_bond_0/1: RoCE 25 Gb/s") != std::string::npos && d.find("storage/frontend") != std::string::npos;
+  EXPECT_TRUE(frontend_named);
+  // Half the rate (HDR on H100), a missing NIC, a port down: each a WARN naming the cause.
+  ev["rdma.devices"] = rdma(8, "200 Gb/sec (4X HDR)");
+  auto slow = J("fabric-class", ev, core::Target::kSlurm);
+  EXPECT_EQ(slow.verdict, Verdict::kWarn);
+  EXPECT_NE(slow.message.find("1600 Gb/s of active fabric for 8 GPU(s), below 8 x 400 Gb/s"), std::string::npos) << slow.message;
+  ev["rdma.devices"] = rdma(7, "400 Gb/sec (4X NDR)");
+  EXPECT_NE(J("fabric-class", ev, core::Target::kSlurm).message.find("7 fabric port(s) for 8 GPU(s)"), std::string::npos);
+  ev["rdma.devices"] = rdma(8, "400 Gb/sec (4X NDR)", 1);
+  auto down = J("fabric-class", ev, core::Target::kSlurm);
+  EXPECT_EQ(down.verdict, Verdict::kWarn);
+  EXPECT_NE(down.message.find("mlx5_0/1 1: DOWN"), std::string::npos) << down.message;
+  // A100 expects 200 Gb/s per GPU.
+  ev["gpu.inventory"] = gpus(8, "NVIDIA A100-SXM4-80GB");
+  ev["rdma.devices"] = rdma(8, "200 Gb/sec (4X HDR)");
+  EXPECT_EQ(J("fabric-class", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  // No RDMA at all on a cluster GPU node: TCP only.
+  ev["rdma.devices"] = Ok({{"devices", json::array()}});
+  auto tcp = J("fabric-class", ev, core::Target::kSlurm);
+  EXPECT_EQ(tcp.verdict, Verdict::kFail);
+  EXPECT_EQ(tcp.severity, core::Severity::kMissing);
+  // EFA (vendor 0x1d0f): 32 x 100 Gb/s for 8 GPUs is 400 Gb/s per GPU.
+  json efa = json::array();
+  for (int i = 0; i < 32; ++i) efa.push_back({{"name", "rdmap" + std::to_string(i)}, {"vendor", "0x1d0f"}, {"ports", json::array({port("Unspecified", "100 Gb/sec", "4: ACTIVE")})}});
+  ev["gpu.inventory"] = gpus(8, "NVIDIA H100 80GB HBM3");
+  ev["rdma.devices"] = Ok({{"devices", efa}});
+  auto aws = J("fabric-class", ev, core::Target::kSlurm);
+  EXPECT_EQ(aws.verdict, Verdict::kPass) << aws.message;
+  EXPECT_NE(aws.message.find("EFA"), std::string::npos);
+  // A CPU node: not applicable; an unreadable RDMA listing: an evidence problem, never a verdict.
+  core::EvidenceSet cpu = {{"pci.devices", Ok(Pci({ConnectX()}))}, {"gpu.inventory", Ok({{"devices", json::array()}})}, {"rdma.devices", rdma(1, "400 Gb/sec")}};
+  EXPECT_EQ(J("fabric-class", cpu, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+  ev["rdma.devices"].status = EvidenceStatus::kPermissionDenied;
+  EXPECT_NE(J("fabric-class", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+}

@@ -346,3 +346,90 @@ TEST(SlurmChecks, PrologFastTimesAGpuStep) {
   EXPECT_EQ(failed.reason, core::Reason::kUnverified);
   EXPECT_NE(failed.message.find("Requested node configuration"), std::string::npos) << failed.message;
 }
+
+namespace {
+// A compute node for the fabric facts: its RDMA ports, its NCCL configuration and its processes.
+audit::NodeEvidence FabricNode(const std::string& name, const std::string& qps, const std::string& gpu_name = "NVIDIA H100 80GB HBM3",
+                               bool imex = false) {
+  audit::NodeEvidence n = Node(name, "580.95.05");
+  n.evidence["gpu.inventory"].data["devices"] = json::array({{{"name", gpu_name}}});
+  core::Evidence rdma;
+  rdma.status = core::EvidenceStatus::kOk;
+  rdma.data = {{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"},
+                                                                                      {"rate", "400 Gb/sec (4X NDR)"}, {"state", "4: ACTIVE"}}})}}})}};
+  n.evidence["rdma.devices"] = rdma;
+  core::Evidence cfg;
+  cfg.status = core::EvidenceStatus::kOk;
+  json vars = json::object();
+  if (!qps.empty()) vars["NCCL_IB_QPS_PER_CONNECTION"] = qps;
+  cfg.data = {{"env", json::object()}, {"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}};
+  n.evidence["nccl.config"] = cfg;
+  core::Evidence procs;
+  procs.status = core::EvidenceStatus::kOk;
+  procs.data = {{"names", imex ? json::array({"systemd", "nvidia-imex"}) : json::array({"systemd"})}};
+  n.evidence["os.processes"] = procs;
+  return n;
+}
+
+// Judges a cluster check on the login node: scheduler evidence from the recorded bundle, the fleet
+// summary from the given compute nodes.
+core::Finding JudgeFleet(const std::string& check, const host::Bundle& b, std::vector<audit::NodeEvidence> nodes) {
+  const core::Check* c = checks::DefaultRegistry().Find(check);
+  EXPECT_NE(c, nullptr) << check;
+  std::vector<std::string> needs;
+  for (const auto& n : c->info.needs) {
+    if (n != "fleet.summary") needs.push_back(n);
+  }
+  host::ReplayHost replay(b);
+  core::EvidenceSet ev = collect::CollectEvidence(replay, needs, {});
+  std::vector<const audit::NodeEvidence*> ptrs;
+  for (const auto& n : nodes) ptrs.push_back(&n);
+  ev["fleet.summary"] = audit::FleetSummary(ptrs, {});
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  return c->judge(ctx);
+}
+}  // namespace
+
+TEST(SlurmChecks, QpsPerConnectionOnAMultiTierFabric) {
+  host::Bundle b = Scheduler();  // the recorded topology has a spine at Level=1: two tiers
+  auto low = JudgeFleet("nccl-ib-qps-entropy", b, {FabricNode("n1", "4"), FabricNode("n2", ""), FabricNode("n3", "1")});
+  EXPECT_EQ(low.verdict, core::Verdict::kWarn) << All(low);
+  EXPECT_NE(low.message.find("2 switch levels"), std::string::npos) << low.message;
+  EXPECT_NE(low.message.find("2 of 3"), std::string::npos) << low.message;
+  EXPECT_NE(All(low).find("NCCL_IB_QPS_PER_CONNECTION=unset: 1 node(s) (n2)"), std::string::npos) << All(low);
+  auto ok = JudgeFleet("nccl-ib-qps-entropy", b, {FabricNode("n1", "4"), FabricNode("n2", "2"), FabricNode("n3", "2")});
+  EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
+  // One switch level: one QP is enough.
+  host::Bundle flat = Scheduler();
+  flat.PutCommand({"scontrol", "show", "topology"}, Out("SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=n[1-3]\n"));
+  EXPECT_EQ(JudgeFleet("nccl-ib-qps-entropy", flat, {FabricNode("n1", ""), FabricNode("n2", "")}).verdict, core::Verdict::kPass);
+  // No RDMA anywhere: not applicable.
+  auto tcp = FabricNode("n1", "");
+  tcp.evidence["rdma.devices"].data = {{"devices", json::array()}};
+  EXPECT_EQ(JudgeFleet("nccl-ib-qps-entropy", b, {tcp}).reason, core::Reason::kNotApplicable);
+  // The plan collects the NCCL configuration and RDMA ports on every node even when this check is alone.
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm, .checks = {"nccl-ib-qps-entropy"}});
+  for (const char* id : {"nccl.config", "rdma.devices"}) {
+    EXPECT_NE(std::find(plan.node_collectors.begin(), plan.node_collectors.end(), id), plan.node_collectors.end()) << id;
+  }
+  EXPECT_EQ(std::find(plan.node_collectors.begin(), plan.node_collectors.end(), "slurm.topology"), plan.node_collectors.end());
+}
+
+TEST(SlurmChecks, Nvl72NeedsImexOnEveryNodeAndBlockTopology) {
+  host::Bundle b = Scheduler();  // TopologyPlugin=topology/tree in the recorded configuration
+  auto h100 = JudgeFleet("mnnvl-compute-domain", b, {FabricNode("n1", "2"), FabricNode("n2", "2")});
+  EXPECT_EQ(h100.reason, core::Reason::kNotApplicable);
+  auto partial = JudgeFleet("mnnvl-compute-domain", b, {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", false)});
+  EXPECT_EQ(partial.verdict, core::Verdict::kWarn);
+  EXPECT_NE(All(partial).find("not running on 1 of 2 NVL72 node(s): n2"), std::string::npos) << All(partial);
+  EXPECT_NE(All(partial).find("not topology/block"), std::string::npos) << All(partial);
+  host::Bundle block = Scheduler();
+  std::string cfg = ReadFixture("slurm/scontrol-show-config.txt");
+  size_t at = cfg.find("TopologyPlugin");
+  ASSERT_NE(at, std::string::npos);
+  size_t eol = cfg.find('\n', at);
+  cfg.replace(at, eol - at, "TopologyPlugin          = topology/block");
+  block.PutCommand({"scontrol", "show", "config"}, Out(cfg));
+  auto ok = JudgeFleet("mnnvl-compute-domain", block, {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", true)});
+  EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
+}

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "checks/common.h"
+
 namespace clustermax::audit {
 using nlohmann::json;
 
@@ -86,6 +88,33 @@ const std::vector<std::pair<std::string, Fact>>& Facts() {
          std::set<std::string> v;
          for (const auto& t : (*d)["devices"]) v.insert(Str(t, "fw_ver"));
          return Joined(v);
+       }},
+      {"rdma ports", [](const NodeEvidence& n) -> std::string {
+         // "8 x InfiniBand 400 Gb/s, 2 x Ethernet 100 Gb/s": a node with a missing or slow port stands out.
+         const json* d = Data(n, "rdma.devices");
+         if (!d) return "";
+         std::map<std::string, int> kinds;
+         for (const auto& dev : d->value("devices", json::array())) {
+           for (const auto& p : dev.value("ports", json::array())) {
+             auto rate = checks::PortRateGbps(p.value("rate", json()));
+             std::string layer = Str(p, "link_layer");
+             ++kinds[fmt::format("{} {}", layer.empty() ? "?" : layer, rate ? fmt::format("{:g} Gb/s", *rate) : "rate ?")];
+           }
+         }
+         std::vector<std::string> parts;
+         for (const auto& [k, c] : kinds) parts.push_back(fmt::format("{} x {}", c, k));
+         return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+       }},
+      {"nccl ib qps", [](const NodeEvidence& n) -> std::string {
+         auto it = n.evidence.find("nccl.config");
+         if (it == n.evidence.end() || !it->second.ok()) return "";
+         std::string v = checks::NcclSetting(it->second, "NCCL_IB_QPS_PER_CONNECTION");
+         return v.empty() ? "unset" : v;
+       }},
+      {"nvidia-imex", [](const NodeEvidence& n) -> std::string {
+         auto it = n.evidence.find("os.processes");
+         if (it == n.evidence.end() || !it->second.ok()) return "";
+         return checks::Running(it->second, "nvidia-imex") ? "running" : "not running";
        }},
       {"container toolkit", [](const NodeEvidence& n) { const json* d = Data(n, "container-toolkit.version"); return d ? Str(*d, "version") : ""; }},
       {"runc", [](const NodeEvidence& n) { const json* d = Data(n, "runc.version"); return d ? Str(*d, "version") : ""; }},

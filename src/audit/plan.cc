@@ -60,6 +60,8 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
     if (pc.state == PlanState::kRun) {
       collectors.insert(c.info.needs.begin(), c.info.needs.end());
       (c.info.cluster ? cluster_collectors : node_collectors).insert(c.info.needs.begin(), c.info.needs.end());
+      collectors.insert(c.info.node_needs.begin(), c.info.node_needs.end());
+      node_collectors.insert(c.info.node_needs.begin(), c.info.node_needs.end());
     }
     plan.checks.push_back(pc);
   }

@@ -35,6 +35,11 @@ bool NotInstalled(const core::Evidence& e);
 // Whether a process whose name (comm, cut at 15 characters) starts with `prefix` runs; false when
 // the process list was not read.
 bool Running(const core::Evidence& procs, std::string_view prefix);
+// An NCCL variable as a job sees it ("nccl.config"): the step's environment first, then the
+// configuration files in the order they were read; "" when unset or unreadable.
+std::string NcclSetting(const core::Evidence& cfg, const char* key);
+// The first number of a sysfs RDMA port rate ("400 Gb/sec (4X NDR)" -> 400); nullopt if none.
+std::optional<double> PortRateGbps(const nlohmann::json& rate);
 
 void RegisterVersionChecks(core::Registry& r);
 void RegisterIsolationChecks(core::Registry& r);

@@ -1,10 +1,12 @@
 // Fabric checks judged from sysfs RDMA evidence: port error counters, partitions (PKeys), RoCE
 // tenancy, subnet-manager keys, SR-IOV VFs and the UFM security profile.
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "checks/common.h"
+#include "core/thresholds.h"
 #include "util/strings.h"
 
 namespace clustermax::checks {
@@ -151,17 +153,6 @@ Finding IbLinkErrors(const JudgeContext& ctx) {
   return f.Details(rising).Details(history);
 }
 
-// An NCCL variable as a job sees it: the step's environment first, then the configuration files in
-// the order nccl.config read them; "" when unset or unreadable.
-std::string NcclSetting(const Evidence& cfg, const char* key) {
-  if (!cfg.ok()) return "";
-  if (cfg.data["env"].contains(key)) return cfg.data["env"][key];
-  for (const auto& f : cfg.data["files"]) {
-    if (f["vars"].contains(key)) return f["vars"][key];
-  }
-  return "";
-}
-
 // hca-naming: NCCL and the rail-aware tools expect mlx5_N; a custom scheme works only with
 // NCCL_IB_HCA set to it.
 Finding HcaNaming(const JudgeContext& ctx) {
@@ -223,6 +214,78 @@ Finding NcclRoceGidIndex(const JudgeContext& ctx) {
   return f.Details(lines).Observed("NCCL_IB_GID_INDEX=" + idx).Expected("a RoCE v2 GID with a routable address (commonly 3)");
 }
 
+
+// fabric-class: the GPU-to-GPU fabric, one RDMA NIC per GPU at the GPU generation's rate. A port is
+// a fabric candidate at >= 100 Gb/s (or EFA); slower ones are storage or frontend.
+Finding FabricClass(const JudgeContext& ctx) {
+  const Evidence& pci = ctx.Get("pci.devices");
+  const Evidence& gpu = ctx.Get("gpu.inventory");
+  const Evidence& rdma = ctx.Get("rdma.devices");
+  int gpus = gpu.ok() ? static_cast<int>(gpu.data.value("devices", json::array()).size()) : 0;
+  if (gpus == 0 && pci.ok()) gpus = CountPciGpus(pci);
+  if (gpus == 0) {
+    if (!gpu.ok() && !pci.ok()) return core::Warn(Reason::kEvidenceError, "neither the GPU inventory nor the PCI bus could be read");
+    return core::Skip(Reason::kNotApplicable, "no GPU on this node");
+  }
+  if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
+  const json& fabric = core::EmbeddedThresholds().data()["fabric"];
+  double min_gbps = fabric.value("fabric_min_gbps", 100.0);
+  std::string model_name;
+  if (gpu.ok() && !gpu.data["devices"].empty()) model_name = gpu.data["devices"][0].value("name", json()).is_string() ? gpu.data["devices"][0]["name"].get<std::string>() : "";
+  auto model = core::EmbeddedThresholds().Model(model_name);
+  std::optional<double> per_gpu;
+  if (model && fabric["per_gpu_gbps"].contains(model->pattern)) per_gpu = fabric["per_gpu_gbps"][model->pattern].get<double>();
+  auto generation = [&](double gbps) {
+    std::string g;
+    for (const auto& row : fabric["ib_generations"]) {
+      if (gbps >= row[1].get<double>()) g = row[0].get<std::string>();
+    }
+    return g;
+  };
+  std::vector<std::string> lines, inactive;
+  int fabric_ports = 0;
+  double active_gbps = 0;
+  std::set<std::string> kinds;
+  for (const auto& d : rdma.data.value("devices", json::array())) {
+    bool efa = d.value("vendor", json()) == "0x1d0f";
+    for (const auto& p : d.value("ports", json::array())) {
+      std::string name = d.value("name", "") + "/" + p.value("port", "");
+      std::string layer = p.value("link_layer", json()).is_string() ? p["link_layer"].get<std::string>() : "";
+      std::string state = p.value("state", json()).is_string() ? p["state"].get<std::string>() : "";
+      auto rate = PortRateGbps(p.value("rate", json()));
+      std::string kind = efa ? "EFA" : layer == "InfiniBand" ? "InfiniBand" : layer == "Ethernet" ? "RoCE" : layer.empty() ? "?" : layer;
+      bool is_fabric = efa || ((kind == "InfiniBand" || kind == "RoCE") && rate && *rate >= min_gbps);
+      bool active = state.find("ACTIVE") != std::string::npos;
+      lines.push_back(fmt::format("{}: {} {}{} {} — {}", name, kind, rate ? fmt::format("{:g} Gb/s", *rate) : "rate ?",
+                                  kind == "InfiniBand" && rate ? " (" + generation(*rate) + ")" : "", state.empty() ? "state ?" : state,
+                                  is_fabric ? "fabric" : "storage/frontend"));
+      if (!is_fabric) continue;
+      ++fabric_ports;
+      kinds.insert(kind);
+      if (active) active_gbps += rate.value_or(0);
+      else inactive.push_back(name + " " + (state.empty() ? "state unread" : state));
+    }
+  }
+  std::string expected = per_gpu ? fmt::format("one active IB/RoCE/EFA NIC per GPU, {} x {:g} Gb/s", gpus, *per_gpu)
+                                  : fmt::format("one active IB/RoCE/EFA NIC per GPU ({} GPUs)", gpus);
+  if (rdma.data.value("devices", json::array()).empty()) {
+    // A cluster offering whose GPU nodes have no RDMA NIC runs multi-node NCCL over TCP.
+    return core::Fail(Severity::kMissing, fmt::format("no RDMA device on a node with {} GPU(s): multi-node traffic falls back to TCP sockets", gpus))
+        .Observed("no /sys/class/infiniband device").Expected(expected);
+  }
+  std::vector<std::string> problems;
+  if (fabric_ports < gpus) problems.push_back(fmt::format("{} fabric port(s) for {} GPU(s)", fabric_ports, gpus));
+  if (!inactive.empty()) problems.push_back(fmt::format("{} fabric port(s) not ACTIVE ({})", inactive.size(), fmt::join(inactive, ", ")));
+  if (per_gpu && fabric_ports > 0 && active_gbps < gpus * *per_gpu) {
+    problems.push_back(fmt::format("{:g} Gb/s of active fabric for {} GPU(s), below {} x {:g} Gb/s", active_gbps, gpus, gpus, *per_gpu));
+  }
+  std::string observed = fmt::format("{} fabric port(s) ({}), {:g} Gb/s active, {} GPU(s)", fabric_ports, fmt::join(kinds, "+"), active_gbps, gpus);
+  Finding f = !problems.empty() ? core::Warn(Reason::kConfig, fmt::format("{}", fmt::join(problems, "; ")))
+              : !per_gpu ? core::Warn(Reason::kUnverified, fmt::format("{} fabric port(s) for {} GPU(s); no expected per-GPU rate for '{}'", fabric_ports, gpus, model_name))
+                         : core::Pass(fmt::format("{} active {} fabric port(s), {:g} Gb/s for {} GPU(s)", fabric_ports, fmt::join(kinds, "+"), active_gbps, gpus));
+  return f.Observed(observed).Expected(expected).Details(lines);
+}
+
 }  // namespace
 
 void RegisterFabricChecks(core::Registry& r) {
@@ -230,6 +293,12 @@ void RegisterFabricChecks(core::Registry& r) {
   using core::kS;
   using core::kSA;
   using core::kV;
+  r.Add({CheckInfo{.id = "fabric-class", .category = "networking", .title = "One RDMA fabric NIC per GPU at the GPU generation's rate",
+                   .rationale = "Multi-node training moves gradients over the GPU fabric: fewer or slower NICs than GPUs cap every collective; none means TCP.",
+                   .remediation = "Provide one InfiniBand, RoCEv2 or EFA NIC per GPU at the expected rate (400 Gb/s for H100-class) and bring every port ACTIVE.",
+                   .criterion = "fabric-class", .targets = kS | kK, .needs = {"rdma.devices", "gpu.inventory", "pci.devices"},
+                   .reproduce = "grep -H '' /sys/class/infiniband/*/ports/*/{rate,state,link_layer}; nvidia-smi -L"},
+         FabricClass});
   r.Add({CheckInfo{.id = "nccl-roce-gid-index", .category = "networking", .title = "NCCL_IB_GID_INDEX points at a routable RoCE v2 GID",
                    .rationale = "On RoCE, the wrong GID index makes NCCL use RoCE v1 or a link-local address: no routing across the fabric.",
                    .remediation = "Set NCCL_IB_GID_INDEX in /etc/nccl.conf to the RoCE v2 GID of the fabric address (commonly 3).",

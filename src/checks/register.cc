@@ -1,5 +1,7 @@
 #include "checks/register.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "checks/common.h"
@@ -103,6 +105,25 @@ bool Running(const core::Evidence& procs, std::string_view prefix) {
     if (n.is_string() && n.get<std::string>().rfind(prefix, 0) == 0) return true;
   }
   return false;
+}
+
+std::string NcclSetting(const core::Evidence& cfg, const char* key) {
+  if (!cfg.ok()) return "";
+  const json& env = cfg.data.value("env", json::object());
+  if (env.contains(key) && env[key].is_string()) return env[key];
+  for (const auto& f : cfg.data.value("files", json::array())) {
+    if (f.contains("vars") && f["vars"].contains(key) && f["vars"][key].is_string()) return f["vars"][key];
+  }
+  return "";
+}
+
+std::optional<double> PortRateGbps(const json& rate) {
+  if (!rate.is_string()) return std::nullopt;
+  const std::string& s = rate.get_ref<const std::string&>();
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || v <= 0) return std::nullopt;
+  return v;
 }
 
 bool NotInstalled(const core::Evidence& e) { return e.ok() && e.data.contains("installed") && !e.data["installed"].get<bool>(); }

@@ -2,6 +2,7 @@
 // judged once per fleet), the GPU step's environment on each node, and the fleet's coverage and
 // drift (from the derived evidence "fleet.summary").
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -555,10 +556,126 @@ Finding HeadWorkerConsistency(const JudgeContext& ctx) {
   return f.Details(diffs).Details(lines);
 }
 
+
+// A per-node fact of the fleet summary: node -> value, for the nodes that reported it.
+std::map<std::string, std::string> FleetFact(const Evidence& summary, const char* fact) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : summary.data.value("nodes", json::array())) {
+    const json& facts = n.value("facts", json::object());
+    if (facts.contains(fact) && facts[fact].is_string()) out[n.value("node", "")] = facts[fact].get<std::string>();
+  }
+  return out;
+}
+
+// nccl-ib-qps-entropy: on a multi-tier Clos, one queue pair per connection hashes every flow of a
+// ring onto one path (ECMP/adaptive routing has nothing to spread); NCCL_IB_QPS_PER_CONNECTION >= 2
+// gives it entropy. Tiers from `scontrol show topology` (switch Level), else the node count.
+Finding NcclIbQps(const JudgeContext& ctx) {
+  const Evidence& fleet = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(fleet)) return *p;
+  auto ports = FleetFact(fleet, "rdma ports");
+  auto qps = FleetFact(fleet, "nccl ib qps");
+  std::vector<std::string> rdma_nodes;
+  for (const auto& [node, v] : ports) {
+    if (util::Contains(v, "InfiniBand") || util::Contains(v, "Ethernet")) rdma_nodes.push_back(node);
+  }
+  if (ports.empty()) return core::Warn(Reason::kEvidenceError, "no node reported its RDMA ports");
+  if (rdma_nodes.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no InfiniBand or RoCE port on any of the {} node(s)", ports.size()));
+  // Tiers: the highest switch Level (0 = leaf) in the topology, else the GPU node count.
+  const Evidence& topo = ctx.Get("slurm.topology");
+  const Evidence& nodes_e = ctx.Get("slurm.nodes");
+  int max_level = -1;
+  if (topo.ok()) {
+    for (const auto& u : topo.data.value("units", json::array())) {
+      if (auto l = util::ParseInt(u.value("Level", ""))) max_level = std::max<int>(max_level, static_cast<int>(*l));
+    }
+  }
+  long long threshold = SlurmThresholds().value("multi_tier_node_threshold", 64);
+  size_t gpu_nodes = 0;
+  if (nodes_e.ok()) {
+    for (const auto& n : Nodes(nodes_e)) gpu_nodes += n.gpus > 0;
+  }
+  size_t node_count = std::max(gpu_nodes, ports.size());
+  bool multi_tier;
+  std::string why;
+  if (max_level >= 1) {
+    multi_tier = true;
+    why = fmt::format("topology has {} switch levels", max_level + 1);
+  } else if (max_level == 0) {
+    multi_tier = false;
+    why = "topology has one switch level";
+  } else {
+    multi_tier = static_cast<long long>(node_count) > threshold;
+    why = fmt::format("no switch levels in the topology; {} GPU node(s) {} {}", node_count, multi_tier ? ">" : "<=", threshold);
+  }
+  std::vector<std::string> low, lines;
+  std::map<std::string, std::vector<std::string>> by_value;
+  for (const auto& node : rdma_nodes) {
+    auto it = qps.find(node);
+    std::string v = it == qps.end() ? "unknown" : it->second;
+    by_value[v].push_back(node);
+    auto n = util::ParseInt(v);
+    if (!n || *n < 2) low.push_back(node);
+  }
+  for (const auto& [v, ns] : by_value) lines.push_back(fmt::format("NCCL_IB_QPS_PER_CONNECTION={}: {} node(s) ({})", v, ns.size(), util::Ellipsize(fmt::format("{}", fmt::join(ns, ", ")), 200)));
+  Finding f = !multi_tier ? core::Pass(fmt::format("single-tier fabric ({}): one QP per connection is enough", why))
+              : low.empty() ? core::Pass(fmt::format("NCCL_IB_QPS_PER_CONNECTION >= 2 on all {} RDMA node(s) of a multi-tier fabric", rdma_nodes.size()))
+                            : core::Warn(Reason::kConfig, fmt::format("multi-tier fabric ({}) and NCCL_IB_QPS_PER_CONNECTION unset or 1 on {} of {} RDMA node(s): "
+                                                                      "flows cannot spread over the spine (sweep 2-8 with nccl-tests)",
+                                                                      why, low.size(), rdma_nodes.size()));
+  return f.Observed(why).Expected(">= 2 on a multi-tier Clos (set in /etc/nccl.conf)").Details(lines);
+}
+
+// mnnvl-compute-domain: GB200/GB300 NVL72 racks share one NVLink domain across nodes only through
+// IMEX (nvidia-imex on every node), and Slurm must place jobs inside a rack (topology/block).
+Finding MnnvlComputeDomain(const JudgeContext& ctx) {
+  const Evidence& fleet = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(fleet)) return *p;
+  auto gpus = FleetFact(fleet, "gpus");
+  auto imex = FleetFact(fleet, "nvidia-imex");
+  std::vector<std::string> rack_nodes;
+  for (const auto& [node, v] : gpus) {
+    if (util::Contains(v, "GB200") || util::Contains(v, "GB300")) rack_nodes.push_back(node);
+  }
+  if (rack_nodes.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no GB200/GB300 (NVL72) node among the {} node(s)", gpus.size()));
+  std::vector<std::string> without, unknown;
+  for (const auto& n : rack_nodes) {
+    auto it = imex.find(n);
+    if (it == imex.end()) unknown.push_back(n);
+    else if (it->second != "running") without.push_back(n);
+  }
+  const Evidence& config = ctx.Get("slurm.config");
+  std::string plugin = config.ok() ? Cfg(config, "TopologyPlugin") : "";
+  std::vector<std::string> problems;
+  if (!without.empty()) problems.push_back(fmt::format("nvidia-imex not running on {} of {} NVL72 node(s): {}", without.size(), rack_nodes.size(),
+                                                       util::Ellipsize(fmt::format("{}", fmt::join(without, ", ")), 200)));
+  if (config.ok() && plugin != "topology/block") problems.push_back(fmt::format("TopologyPlugin is {}, not topology/block: jobs can span racks", plugin.empty() ? "unset" : plugin));
+  std::vector<std::string> lines = {fmt::format("NVL72 nodes: {}", rack_nodes.size()), "TopologyPlugin = " + (config.ok() ? (plugin.empty() ? std::string("(unset)") : plugin) : std::string("(unread)"))};
+  if (!unknown.empty()) lines.push_back(fmt::format("process list unread on {} node(s)", unknown.size()));
+  Finding f = !problems.empty() ? core::Warn(Reason::kConfig, problems.front())
+              : !unknown.empty() || !config.ok() ? core::Warn(Reason::kUnverified, "IMEX or the topology plugin could not be read on every NVL72 node")
+                                                 : core::Pass(fmt::format("nvidia-imex on all {} NVL72 node(s), topology/block placement", rack_nodes.size()));
+  return f.Expected("nvidia-imex on every NVL72 node and TopologyPlugin=topology/block").Details(problems).Details(lines);
+}
+
 }  // namespace
 
 void RegisterSlurmChecks(core::Registry& r) {
   using core::CheckInfo;
+  r.Add({CheckInfo{.id = "nccl-ib-qps-entropy", .category = "networking", .title = "NCCL_IB_QPS_PER_CONNECTION >= 2 on a multi-tier fabric",
+                   .rationale = "With one queue pair per connection every flow of a ring hashes to one spine path; more QPs give ECMP and adaptive routing entropy.",
+                   .remediation = "Set NCCL_IB_QPS_PER_CONNECTION=2 (or 4) in /etc/nccl.conf on every node; sweep 2-8 with nccl-tests.",
+                   .criterion = "nccl-ib-qps-entropy", .targets = kS | kK, .needs = {"fleet.summary", "slurm.topology", "slurm.nodes"}, .cluster = true,
+                   .node_needs = {"nccl.config", "rdma.devices"},
+                   .reproduce = "scontrol show topology | grep -o 'Level=[0-9]*' | sort -u; grep QPS /etc/nccl.conf"},
+         NcclIbQps});
+  r.Add({CheckInfo{.id = "mnnvl-compute-domain", .category = "networking", .title = "NVL72 racks usable as one NVLink domain (IMEX, block topology)",
+                   .rationale = "A GB200/GB300 NVL72 rack shares NVLink across its nodes only through IMEX, and jobs must stay inside a rack to use it.",
+                   .remediation = "Run nvidia-imex on every NVL72 node (one IMEX domain per rack) and set TopologyPlugin=topology/block with one block per rack.",
+                   .criterion = "topology-conf", .targets = kS | kK, .needs = {"fleet.summary", "slurm.config"}, .cluster = true,
+                   .node_needs = {"gpu.inventory", "os.processes"},
+                   .reproduce = "systemctl is-active nvidia-imex; scontrol show config | grep TopologyPlugin"},
+         MnnvlComputeDomain});
   r.Add({CheckInfo{.id = "slurm-commands", .category = "access", .title = "Slurm client commands respond",
                    .rationale = "Users submit, watch and account for work through these commands; a missing one breaks workflows.",
                    .remediation = "Install the Slurm client package on the login nodes and fix the controller address.", .criterion = "slurm-commands",
@@ -575,7 +692,8 @@ void RegisterSlurmChecks(core::Registry& r) {
   r.Add({CheckInfo{.id = "slurm-gres-gpu", .category = "orchestration", .title = "GPUs declared as typed GRES matching the hardware",
                    .rationale = "GPUs not declared as GRES cannot be requested; a wrong count over- or under-allocates.",
                    .remediation = "Declare Gres=gpu:<type>:N per node (gres.conf with AutoDetect=nvml or File=/dev/nvidia*), GresTypes=gpu.",
-                   .targets = kS, .needs = {"slurm.config", "slurm.nodes", "fleet.summary"}, .cluster = true, .reproduce = "scontrol show node -o | grep -o 'Gres=[^ ]*'"},
+                   .targets = kS, .needs = {"slurm.config", "slurm.nodes", "fleet.summary"}, .cluster = true,
+                   .node_needs = {"gpu.inventory"}, .reproduce = "scontrol show node -o | grep -o 'Gres=[^ ]*'"},
          GresGpu});
   r.Add({CheckInfo{.id = "healthcheck-program", .category = "health", .title = "Slurm HealthCheckProgram wired (NHC or DCGM)",
                    .rationale = "Without a periodic node health check, jobs land on broken GPUs.", .remediation = "Install LBNL NHC (or a DCGM-based check) and set HealthCheckProgram and HealthCheckInterval.",
@@ -586,6 +704,7 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .rationale = "DCGM catches GPU faults (ECC, PCIe, NVLink) between jobs only when the health program or prolog runs it.",
                    .remediation = "Call dcgmi diag -r 1 (or a DCGM NHC check) from HealthCheckProgram/NHC or the prolog.",
                    .criterion = "dcgm-healthchecks", .targets = kS, .needs = {"slurm.config", "nhc.install", "fleet.summary"}, .cluster = true,
+                   .node_needs = {"dcgm.version"},
                    .reproduce = "scontrol show config | grep -Ei 'HealthCheck|Prolog|Epilog'; grep -i dcgm /etc/nhc/nhc.conf"},
          DcgmHealthSlurm});
   r.Add({CheckInfo{.id = "auto-remediation", .category = "health", .title = "Failing nodes are drained and returned automatically",
@@ -652,12 +771,17 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .rationale = "Users compile on the login node and run on workers: different CUDA, NCCL or MPI versions break binaries.",
                    .remediation = "Install the same toolkit versions on the login node as on the GPU nodes.", .targets = kS,
                    .needs = {"fleet.summary", "cuda.toolkits", "nccl.libraries", "container-toolkit.version", "enroot.version", "mpi.hpcx"},
-                   .cluster = true, .reproduce = "nvcc --version; enroot version (login node and a worker)"},
+                   .cluster = true, .node_needs = {"cuda.toolkits", "nccl.libraries", "container-toolkit.version", "enroot.version", "mpi.hpcx"},
+                   .reproduce = "nvcc --version; enroot version (login node and a worker)"},
          HeadWorkerConsistency});
   r.Add({CheckInfo{.id = "fleet-version-drift", .category = "software", .title = "One version of each component across the nodes",
                    .rationale = "One node on another driver, kernel or firmware is the node that fails jobs in a way the others do not.",
                    .remediation = "Bring the odd nodes to the majority version (or the fleet to the newest).", .targets = kS | kK, .needs = {"fleet.summary"},
-                   .cluster = true, .reproduce = "clustermax audit --slurm --json | jq .fleet.drift"},
+                   .cluster = true,
+                   // every fact the fleet summary compares
+                   .node_needs = {"os.kernel", "os.release", "gpu.inventory", "cuda.toolkits", "nccl.libraries", "nccl.config", "rdma.devices",
+                                  "os.processes", "container-toolkit.version", "runc.version", "dcgm.version", "enroot.version", "mpi.hpcx"},
+                   .reproduce = "clustermax audit --slurm --json | jq .fleet.drift"},
          FleetDrift});
 }
 

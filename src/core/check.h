@@ -50,6 +50,9 @@ struct CheckInfo {
   // Judged once, on the scheduler's view from the login node (fleet audits), instead of on every
   // node: Slurm configuration, coverage and drift across nodes.
   bool cluster = false;
+  // Cluster checks that compare the nodes: evidence every compute node collects so the fleet
+  // summary's per-node facts hold it (a selection of this check alone still collects it).
+  std::vector<std::string> node_needs;
   std::string reproduce;           // a command an operator can run to see the evidence
 
   // "P", "P + A:perf-sample" or "A:container-launch".
