@@ -647,3 +647,58 @@ TEST(NodeChecks, FabricClassOneNicPerGpuAtTheGenerationsRate) {
   ev["rdma.devices"].status = EvidenceStatus::kPermissionDenied;
   EXPECT_NE(J("fabric-class", ev, core::Target::kSlurm).verdict, Verdict::kPass);
 }
+
+TEST(NodeChecks, SharedHomeQuotaReadsTheHomeFilesystemsTool) {
+  const std::string mountinfo =
+      "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
+      "40 22 0:45 / /home rw,relatime shared:20 - nfs4 nfs1:/export/home rw,vers=4.2\n"
+      "41 22 0:46 / /lustre rw,relatime shared:21 - lustre 10.0.0.1@o2ib:/scratch rw\n";
+  auto collect = [&](const std::string& home, const std::string& user, std::optional<host::CommandResult> answer,
+                     std::vector<std::string> argv) {
+    host::Bundle b;
+    b.PutFile("/proc/self/mountinfo", {host::IoStatus::kOk, mountinfo, false, ""});
+    b.PutEnv("HOME", home);
+    b.PutEnv("USER", user);
+    if (answer) b.PutCommand(argv, *answer);
+    host::ReplayHost h(b);
+    return collect::CollectEvidence(h, {"storage.home-quota"}, {})["storage.home-quota"];
+  };
+  const std::string nfs_report =
+      "Disk quotas for user alice (uid 1000): \n     Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
+      "nfs1:/export/home   1024M   5120M   6144M            12345       0       0\n";
+  core::EvidenceSet ev;
+  ev["storage.home-quota"] = collect("/home/alice", "alice", Out(nfs_report), {"quota", "-s", "-w"});
+  ASSERT_TRUE(ev["storage.home-quota"].ok()) << ev["storage.home-quota"].error;
+  EXPECT_EQ(ev["storage.home-quota"].data["mount_point"], "/home");
+  EXPECT_EQ(ev["storage.home-quota"].data["fstype"], "nfs4");
+  auto ok = J("shared-home-quota", ev, core::Target::kSlurm);
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
+  EXPECT_NE(ok.message.find("quota 5120M, limit 6144M"), std::string::npos) << ok.message;
+  // No quota for this user: WARN naming the home; `quota` prints nothing and exits 1 when no filesystem has quotas.
+  ev["storage.home-quota"] = collect("/home/alice", "alice", Out("", 1), {"quota", "-s", "-w"});
+  auto none = J("shared-home-quota", ev, core::Target::kSlurm);
+  EXPECT_EQ(none.verdict, Verdict::kWarn);
+  EXPECT_EQ(none.reason, core::Reason::kConfig);
+  EXPECT_NE(none.message.find("/home/alice on /home (nfs4)"), std::string::npos) << none.message;
+  // Lustre home: lfs quota on the mount, as the user.
+  ev["storage.home-quota"] = collect("/lustre/home/alice", "alice",
+                                     Out("Disk quotas for usr alice (uid 1000):\n     Filesystem  kbytes   quota   limit   grace   files   quota   limit   grace\n"
+                                         "        /lustre    4096       0 104857600       -      12       0       0       -\n"),
+                                     {"lfs", "quota", "-u", "alice", "/lustre"});
+  EXPECT_EQ(J("shared-home-quota", ev, core::Target::kSlurm).verdict, Verdict::kPass);
+  // The tool is not installed: unverified, never a PASS.
+  host::CommandResult missing;
+  missing.status = host::IoStatus::kNotFound;
+  ev["storage.home-quota"] = collect("/home/alice", "alice", missing, {"quota", "-s", "-w"});
+  auto unverified = J("shared-home-quota", ev, core::Target::kSlurm);
+  EXPECT_EQ(unverified.reason, core::Reason::kUnverified);
+  // Root has no quota by design: said so.
+  ev["storage.home-quota"] = collect("/home/root", "root", Out("", 1), {"quota", "-s", "-w"});
+  auto root = J("shared-home-quota", ev, core::Target::kSlurm);
+  bool noted = false;
+  for (const auto& d : root.details) noted |= d.find("audited as root") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // A local home: not applicable.
+  ev["storage.home-quota"] = collect("/root", "root", std::nullopt, {});
+  EXPECT_EQ(J("shared-home-quota", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+}

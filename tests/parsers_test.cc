@@ -104,3 +104,50 @@ TEST(Parsers, AcsControlFromConfigSpace) {
   ASSERT_EQ(chain.size(), 3u);
   EXPECT_EQ(chain[2], "0000:19:00.0");
 }
+
+// Layouts from the tools' own printf formats: quota-tools (`quota -s -w`), lfs quota (old "kbytes
+// quota limit" and newer "bquota blimit" headers, long mount names wrapped) and GPFS mmlsquota.
+TEST(Parsers, QuotaReports) {
+  auto q = ParseQuotaReport(
+      "Disk quotas for user alice (uid 1000): \n"
+      "     Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
+      "nfs1:/export/home   1024M   5120M   6144M            12345       0       0        \n"
+      "      /dev/sdb1      4K      0K      0K               1       0       0        \n");
+  ASSERT_EQ(q.rows.size(), 2u);
+  EXPECT_FALSE(q.none);
+  EXPECT_EQ(q.rows[0].filesystem, "nfs1:/export/home");
+  EXPECT_EQ(q.rows[0].soft, "5120M");
+  EXPECT_EQ(q.rows[0].hard, "6144M");
+  EXPECT_TRUE(q.rows[0].limited);
+  EXPECT_FALSE(q.rows[1].limited);
+  auto over = ParseQuotaReport("Disk quotas for user bob (uid 1001): \n     Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
+                               "nfs1:/export/home   5200M*  5120M   6144M   6days   100  0  0\n");
+  ASSERT_EQ(over.rows.size(), 1u);
+  EXPECT_EQ(over.rows[0].used, "5200M*");
+  EXPECT_TRUE(over.rows[0].limited);
+  EXPECT_TRUE(ParseQuotaReport("Disk quotas for user carol (uid 1002): none\n").none);
+  EXPECT_TRUE(ParseQuotaReport("").rows.empty());
+  auto lustre = ParseQuotaReport(
+      "Disk quotas for usr alice (uid 1000):\n"
+      "     Filesystem  kbytes   quota   limit   grace   files   quota   limit   grace\n"
+      "/lustre/scratch/projects\n"
+      "                  4096       0 104857600       -      12       0       0       -\n");
+  ASSERT_EQ(lustre.rows.size(), 1u);
+  EXPECT_EQ(lustre.rows[0].filesystem, "/lustre/scratch/projects");
+  EXPECT_EQ(lustre.rows[0].hard, "104857600");
+  EXPECT_TRUE(lustre.rows[0].limited);
+  auto unlimited = ParseQuotaReport(
+      "Disk quotas for usr alice (uid 1000):\n"
+      "      Filesystem  kbytes  bquota  blimit  bgrace   files  iquota  ilimit  igrace\n"
+      "         /lustre       4       0       0       -       1       0       0       -\n");
+  ASSERT_EQ(unlimited.rows.size(), 1u);
+  EXPECT_FALSE(unlimited.rows[0].limited);
+  auto gpfs = ParseQuotaReport(
+      "                         Block Limits                                    |     File Limits\n"
+      "Filesystem type             KB      quota      limit   in_doubt    grace |    files   quota    limit in_doubt    grace  Remarks\n"
+      "gpfs1      USR           1000   10485760   12582912          0     none |       10       0        0        0     none\n");
+  ASSERT_EQ(gpfs.rows.size(), 1u);
+  EXPECT_EQ(gpfs.rows[0].filesystem, "gpfs1");
+  EXPECT_EQ(gpfs.rows[0].soft, "10485760");
+  EXPECT_TRUE(gpfs.rows[0].limited);
+}

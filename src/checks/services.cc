@@ -378,6 +378,42 @@ Finding XidMonitoring(const JudgeContext& ctx) {
 }
 
 // shared-fs: a parallel or network filesystem on the node, home on shared storage.
+// shared-home-quota: a shared home without per-user quotas lets one user fill it for everyone.
+Finding SharedHomeQuota(const JudgeContext& ctx) {
+  const Evidence& e = ctx.Get("storage.home-quota");
+  if (auto p = core::EvidenceProblem(e, "home quota")) return *p;
+  if (!e.data["home"].is_string()) return core::Warn(Reason::kEvidenceError, "HOME is unset: the home filesystem is unknown");
+  static const std::set<std::string> shared = {"nfs", "nfs4", "lustre", "gpfs", "ceph", "fuse.ceph-fuse", "glusterfs", "wekafs", "fuse.weka", "beegfs", "cifs"};
+  std::string home = e.data["home"], fstype = e.data.value("fstype", json()).is_string() ? e.data["fstype"].get<std::string>() : "";
+  std::string mp = e.data.value("mount_point", json()).is_string() ? e.data["mount_point"].get<std::string>() : "";
+  std::string where = fmt::format("{} on {} ({})", home, mp.empty() ? "?" : mp, fstype.empty() ? "?" : fstype);
+  if (!shared.count(fstype)) return core::Skip(Reason::kNotApplicable, "home is not on a shared filesystem: " + where);
+  const json& q = e.data.value("quota", json());
+  std::string user = e.data["user"].is_string() ? e.data["user"].get<std::string>() : "";
+  std::vector<std::string> notes;
+  if (user == "root") notes.push_back("audited as root, which normally has no quota: run the audit as a regular user");
+  if (!q.is_object()) return core::Warn(Reason::kUnverified, "no user name to ask the quota tool for: " + where).Details(notes);
+  std::string tool = q.value("tool", "");
+  if (q.value("status", "") == "not-found") {
+    return core::Warn(Reason::kUnverified, fmt::format("{} is not installed: the per-user quota on {} cannot be read (provider documentation may state it)", tool, where))
+        .Details(notes);
+  }
+  if (q.value("status", "") != "ok") {
+    return core::Warn(Reason::kEvidenceError, fmt::format("{} did not answer ({}): {}", q.value("command", tool), q.value("status", ""), q.value("stderr", "")));
+  }
+  std::vector<std::string> limited, rows;
+  for (const auto& r : q.value("rows", json::array())) {
+    std::string line = fmt::format("{}: used {}, quota {}, limit {}", r.value("filesystem", ""), r.value("used", ""), r.value("soft", ""), r.value("hard", ""));
+    rows.push_back(line);
+    if (r.value("limited", false)) limited.push_back(line);
+  }
+  Finding f = !limited.empty() ? core::Pass(fmt::format("per-user quota on the shared home ({}): {}", fstype, limited[0]))
+                               : core::Warn(Reason::kConfig, fmt::format("no per-user quota reported for {} on the shared home {}: one user can fill it for everyone",
+                                                                         user.empty() ? "this user" : user, where));
+  if (rows.empty() && !q.value("output", "").empty()) rows.push_back(util::Ellipsize(q.value("output", ""), 300));
+  return f.Observed(q.value("command", tool)).Expected("a per-user block quota on the shared home").Details(rows).Details(notes);
+}
+
 Finding SharedFs(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("storage.shared-mounts");
   if (auto p = core::EvidenceProblem(e, "mounts")) return *p;
@@ -426,6 +462,12 @@ void RegisterServiceChecks(core::Registry& r) {
                    .criterion = "xid-monitoring", .targets = kS | kK, .needs = {"pci.devices", "gpu.inventory", "os.processes", "xid.monitors"},
                    .reproduce = "grep XID /etc/dcgm-exporter/default-counters.csv; pgrep -a 'promtail|fluent-bit|node-problem'"},
          XidMonitoring});
+  r.Add({CheckInfo{.id = "shared-home-quota", .category = "storage", .title = "Per-user quota on the shared home",
+                   .rationale = "Without per-user quotas one runaway job or checkpoint fills the shared home and stops every user's work.",
+                   .remediation = "Enable user quotas on the home filesystem (Lustre/GPFS/XFS project or user quotas, rquotad for NFS) and document them.",
+                   .criterion = "shared-fs", .targets = kS, .needs = {"storage.home-quota"},
+                   .reproduce = "quota -s; lfs quota -u $USER <mount>; mmlsquota -u $USER"},
+         SharedHomeQuota});
   r.Add({CheckInfo{.id = "shared-fs", .category = "storage", .title = "A parallel filesystem is mounted, with home on shared storage",
                    .rationale = "Multi-node training needs one namespace for code, data and checkpoints on every node.",
                    .remediation = "Mount the parallel filesystem (Lustre, GPFS, Weka, VAST, BeeGFS) on every node at the same path; put home on it.",

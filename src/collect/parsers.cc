@@ -136,6 +136,44 @@ std::vector<LdconfigEntry> ParseLdconfig(std::string_view text) {
   return out;
 }
 
+QuotaReport ParseQuotaReport(std::string_view text) {
+  QuotaReport out;
+  // "5120M", "0", "1.5G", "4*" (over the soft quota): positive when its number is.
+  auto positive = [](std::string s) {
+    while (!s.empty() && (s.back() == '*' || std::isalpha(static_cast<unsigned char>(s.back())))) s.pop_back();
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    return end != s.c_str() && v > 0;
+  };
+  bool in_table = false;
+  std::string wrapped;
+  for (const auto& line : util::SplitLines(text)) {
+    std::string lower = util::ToLower(line);
+    if (lower.find("disk quotas for") != std::string::npos && util::Trim(lower).ends_with(": none")) {
+      out.none = true;
+      continue;
+    }
+    if (lower.find("quota") != std::string::npos && lower.find("limit") != std::string::npos && lower.find("filesystem") != std::string::npos) {
+      in_table = true;  // the column header ("Filesystem space quota limit", "kbytes bquota blimit", "type KB quota limit")
+      continue;
+    }
+    if (!in_table) continue;
+    auto t = util::SplitWhitespace(line);
+    if (t.size() == 1) {
+      wrapped = t[0];  // a long filesystem name on its own line, its numbers on the next
+      continue;
+    }
+    std::string fs = wrapped.empty() ? t[0] : wrapped;
+    size_t off = !wrapped.empty() ? 0 : (t.size() > 1 && (t[1] == "USR" || t[1] == "GRP" || t[1] == "FILESET")) ? 2 : 1;  // mmlsquota's type column
+    wrapped.clear();
+    if (t.size() < off + 3) continue;
+    QuotaRow r{fs, t[off], t[off + 1], t[off + 2]};
+    r.limited = positive(r.soft) || positive(r.hard);
+    out.rows.push_back(r);
+  }
+  return out;
+}
+
 std::optional<std::string> ParseNcclHeaderVersion(std::string_view text) {
   // nccl.h is tens of kilobytes: scan its "#define NCCL_MAJOR 2" lines instead of regex-searching it.
   std::optional<std::string> major, minor, patch;

@@ -59,6 +59,19 @@ struct LdconfigEntry {
 // `ldconfig -p` lines "\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2"
 std::vector<LdconfigEntry> ParseLdconfig(std::string_view text);
 
+// Per-user quota reports: `quota -s -w` (ext4, XFS, NFS through rquotad), `lfs quota -u` (Lustre) and
+// `mmlsquota -u` (GPFS). Each row is one filesystem's block usage, soft quota and hard limit as
+// printed ("5120M", "10485760", "0"); `none` when the tool says the user has no quota.
+struct QuotaRow {
+  std::string filesystem, used, soft, hard;
+  bool limited = false;  // soft or hard > 0
+};
+struct QuotaReport {
+  bool none = false;
+  std::vector<QuotaRow> rows;
+};
+QuotaReport ParseQuotaReport(std::string_view text);
+
 // NCCL_MAJOR / NCCL_MINOR / NCCL_PATCH from nccl.h -> "2.27.3"
 std::optional<std::string> ParseNcclHeaderVersion(std::string_view text);
 // The version in a library file name: "libnccl.so.2.27.3" -> "2.27.3" (needs 3 components).

@@ -1,5 +1,6 @@
 // Collectors for services and platform facts: dcgm-exporter, QEMU virtio-serial, listening
 // sockets, ARM SMMU, HPC-X/MPI and shared mounts.
+#include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
@@ -180,6 +181,67 @@ Evidence SharedMounts(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+
+// The shared home's per-user quota: the mount holding $HOME (longest mount-point prefix in
+// mountinfo), then the filesystem's own quota tool, run as the auditing user.
+Evidence HomeQuota(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources = {"env:HOME", "env:USER", "file:/proc/self/mountinfo"};
+  auto home = h.GetEnv("HOME");
+  auto user = h.GetEnv("USER");
+  if (!user || user->empty()) user = h.GetEnv("LOGNAME");
+  auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
+  if (MarkFailed(e, mi.status, mi.error)) return e;
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"home", home ? json(*home) : json(nullptr)}, {"user", user ? json(*user) : json(nullptr)}, {"mount_point", nullptr}, {"fstype", nullptr}};
+  if (!home || home->empty() || (*home)[0] != '/') return e;
+  std::string best, fstype, source;
+  for (const auto& line : util::SplitLines(mi.content)) {
+    auto parts = util::SplitWhitespace(line);
+    size_t sep = std::find(parts.begin(), parts.end(), "-") - parts.begin();
+    if (parts.size() < 5 || sep + 2 >= parts.size()) continue;
+    const std::string& mp = parts[4];
+    bool contains = mp == "/" || *home == mp || (home->rfind(mp, 0) == 0 && (*home)[mp.size()] == '/');
+    if (contains && mp.size() >= best.size()) {
+      best = mp;
+      fstype = parts[sep + 1];
+      source = parts[sep + 2];
+    }
+  }
+  e.data["mount_point"] = best;
+  e.data["fstype"] = fstype;
+  e.data["source"] = source;
+  // The quota tool of the filesystem; ext4, XFS and NFS (rquotad) answer `quota`.
+  std::vector<std::string> argv;
+  std::string u = user.value_or("");
+  if (fstype == "lustre") argv = {"lfs", "quota", "-u", u, best};
+  else if (fstype == "gpfs") argv = {"mmlsquota", "-u", u};
+  else if (fstype == "ceph" || fstype == "fuse.ceph-fuse") argv = {"getfattr", "-n", "ceph.quota.max_bytes", "--only-values", *home};
+  else argv = {"quota", "-s", "-w"};
+  if (u.empty() && argv[0] != "quota" && argv[0] != "getfattr") return e;
+  auto spec = Command(argv, o, "storage.home-quota");
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  json q = {{"tool", argv[0]}, {"command", util::JoinArgv(argv)}, {"status", ToString(r.status)}, {"exit_code", r.exit_code},
+            {"output", util::Ellipsize(util::Trim(r.out), 2000)}, {"stderr", util::Ellipsize(util::Trim(r.err + r.error), 300)}};
+  if (r.status == host::IoStatus::kOk) {
+    if (argv[0] == "getfattr") {
+      auto bytes = util::ParseInt(util::Trim(r.out));
+      q["none"] = r.exit_code != 0 || !bytes || *bytes == 0;
+      q["rows"] = bytes && *bytes > 0 ? json::array({{{"filesystem", best}, {"used", ""}, {"soft", ""}, {"hard", std::to_string(*bytes)}, {"limited", true}}})
+                                      : json::array();
+    } else {
+      QuotaReport rep = ParseQuotaReport(r.out);
+      json rows = json::array();
+      for (const auto& row : rep.rows) rows.push_back({{"filesystem", row.filesystem}, {"used", row.used}, {"soft", row.soft}, {"hard", row.hard}, {"limited", row.limited}});
+      q["none"] = rep.none;
+      q["rows"] = rows;
+    }
+  }
+  e.data["quota"] = q;
+  return e;
+}
+
 // What would capture a GPU Xid: the dcgm-exporter counters file (DCGM_FI_DEV_XID_ERRORS), and
 // the agents that ship kernel logs or watch GPUs (read from the process list by the check).
 Evidence XidMonitors(host::Host& h, const CollectOptions&) {
@@ -216,6 +278,9 @@ void RegisterServiceCollectors(std::vector<Collector>& out) {
                   {"file:/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "dir:/sys/class/iommu", "stat:/sys/module/tegra241_cmdqv"}, ""},
                  ArmSmmu});
   out.push_back({{"mpi.hpcx", "HPC-X and MPI with UCX", {"env:HPCX_DIR", "dir:/opt", "which:mpirun", "cmd:ompi_info --parsable"}, ""}, MpiHpcx});
+  out.push_back({{"storage.home-quota", "The per-user quota on the filesystem holding $HOME (quota, lfs quota, mmlsquota, CephFS xattr)",
+                  {"env:HOME", "file:/proc/self/mountinfo", "cmd:quota -s -w | lfs quota -u USER MOUNT | mmlsquota -u USER"}, ""},
+                 HomeQuota});
   out.push_back({{"storage.shared-mounts", "Network filesystems in fstab vs mounted, each stat'ed with a 2 s deadline",
                   {"file:/etc/fstab", "file:/proc/self/mountinfo", "cmd:stat -c %n <mount point>"}, ""},
                  SharedMounts});
