@@ -702,3 +702,54 @@ TEST(NodeChecks, SharedHomeQuotaReadsTheHomeFilesystemsTool) {
   ev["storage.home-quota"] = collect("/root", "root", std::nullopt, {});
   EXPECT_EQ(J("shared-home-quota", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
 }
+
+TEST(NodeChecks, GpuJobAttributionFromTheExportersFlagsEnvironmentOrUnit) {
+  auto bundle = [](const std::string& cmdline, std::optional<std::string> environ, const std::string& unit) {
+    host::Bundle b;
+    host::DirResult proc;
+    proc.status = host::IoStatus::kOk;
+    proc.entries = {{"1", 'd'}, {"812", 'd'}, {"self", 'l'}};
+    b.PutDir("/proc", proc);
+    b.PutFile("/proc/1/comm", {host::IoStatus::kOk, "systemd\n", false, ""});
+    b.PutFile("/proc/812/comm", {host::IoStatus::kOk, "dcgm-exporter\n", false, ""});
+    b.PutFile("/proc/812/cmdline", {host::IoStatus::kOk, cmdline, false, ""});
+    if (environ) b.PutFile("/proc/812/environ", {host::IoStatus::kOk, *environ, false, ""});
+    else b.PutFile("/proc/812/environ", {host::IoStatus::kPermissionDenied, "", false, "Permission denied"});
+    if (!unit.empty()) b.PutFile("/etc/systemd/system/dcgm-exporter.service", {host::IoStatus::kOk, unit, false, ""});
+    host::ReplayHost h(b);
+    auto ev = collect::CollectEvidence(h, {"gpu-exporter.config", "os.processes"}, {});
+    return ev;
+  };
+  using namespace std::string_literals;
+  core::EvidenceSet ev = GpuNode();
+  auto with = [&](core::EvidenceSet more) {
+    for (auto& [k, v] : more) ev[k] = v;
+    return ev;
+  };
+  // Flag on the command line (NUL-separated, as /proc shows it).
+  auto flag = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0--hpc-job-mapping-dir\0/run/dcgm-job-map\0"s, std::nullopt, "")), core::Target::kSlurm);
+  EXPECT_EQ(flag.verdict, Verdict::kPass) << flag.message;
+  EXPECT_NE(flag.message.find("--hpc-job-mapping-dir /run/dcgm-job-map"), std::string::npos) << flag.message;
+  // The environment variable (readable as root).
+  auto env = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "PATH=/usr/bin\0DCGM_HPC_JOB_MAPPING_DIR=/var/run/jobs\0"s, "")), core::Target::kSlurm);
+  EXPECT_EQ(env.verdict, Verdict::kPass) << env.message;
+  // The unit file's Environment= line.
+  auto unit = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, std::nullopt,
+                                                   "[Service]\nEnvironment=DCGM_HPC_JOB_MAPPING_DIR=/run/dcgm-job-map\nExecStart=/usr/bin/dcgm-exporter\n")),
+                core::Target::kSlurm);
+  EXPECT_EQ(unit.verdict, Verdict::kPass) << unit.message;
+  // Nothing set, environment unreadable: unverified; readable and absent: WARN config.
+  auto hidden = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0-f\0/etc/dcgm-exporter/default-counters.csv\0"s, std::nullopt, "")), core::Target::kSlurm);
+  EXPECT_EQ(hidden.reason, core::Reason::kUnverified) << hidden.message;
+  auto none = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "PATH=/usr/bin\0"s, "")), core::Target::kSlurm);
+  EXPECT_EQ(none.verdict, Verdict::kWarn);
+  EXPECT_EQ(none.reason, core::Reason::kConfig);
+  // Kubernetes mode.
+  auto k8s = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "DCGM_EXPORTER_KUBERNETES=true\0"s, "")), core::Target::kK8s);
+  EXPECT_EQ(k8s.verdict, Verdict::kPass) << k8s.message;
+  // No exporter at all: the prerequisite is missing (monitoring-stack grades that).
+  ev = GpuNode();
+  ev["gpu-exporter.config"] = Ok({{"processes", json::array()}, {"units", json::array()}});
+  ev["os.processes"] = Ok({{"names", {"systemd"}}});
+  EXPECT_EQ(J("gpu-job-attribution", ev, core::Target::kSlurm).reason, core::Reason::kPrerequisiteMissing);
+}

@@ -433,3 +433,33 @@ TEST(SlurmChecks, Nvl72NeedsImexOnEveryNodeAndBlockTopology) {
   auto ok = JudgeFleet("mnnvl-compute-domain", block, {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", true)});
   EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
 }
+
+TEST(SlurmChecks, MonitoringReadinessScoresTenParts) {
+  using namespace std::string_literals;
+  auto node = [](const std::string& name, std::vector<std::string> procs, bool job_labels) {
+    audit::NodeEvidence n = FabricNode(name, "2");
+    n.evidence["os.processes"].data = {{"names", procs}};
+    core::Evidence cfg;
+    cfg.status = core::EvidenceStatus::kOk;
+    json argv = job_labels ? json::array({"/usr/bin/dcgm-exporter", "--hpc-job-mapping-dir", "/run/dcgm-job-map"}) : json::array({"/usr/bin/dcgm-exporter"});
+    cfg.data = {{"processes", json::array({{{"pid", "812"}, {"argv", argv}, {"env", json::object()}, {"environ_status", "ok"}}})}, {"units", json::array()}};
+    n.evidence["gpu-exporter.config"] = cfg;
+    return n;
+  };
+  host::Bundle b = Scheduler();  // sacct is disabled in the recorded cluster: one part missing
+  std::vector<std::string> agents = {"systemd", "dcgm-exporter", "node_exporter", "promtail"};
+  std::vector<std::string> server = agents;
+  for (const char* s : {"prometheus", "grafana", "alertmanager", "prometheus-slur"}) server.push_back(s);
+  auto production = JudgeFleet("monitoring-readiness", b, {node("n1", server, true), node("n2", agents, true)});
+  EXPECT_EQ(production.verdict, core::Verdict::kPass) << All(production);
+  EXPECT_NE(production.message.find("8/10"), std::string::npos) << production.message;
+  EXPECT_NE(All(production).find("[x] Slurm exporter: on n1"), std::string::npos) << All(production);
+  EXPECT_NE(All(production).find("[ ] alerting rules"), std::string::npos);
+  auto partial = JudgeFleet("monitoring-readiness", b, {node("n1", {"dcgm-exporter", "node_exporter", "promtail", "prometheus", "grafana"}, false),
+                                                        node("n2", {"dcgm-exporter", "node_exporter", "promtail"}, false)});
+  EXPECT_EQ(partial.verdict, core::Verdict::kWarn) << All(partial);
+  EXPECT_NE(partial.message.find("5/10"), std::string::npos) << partial.message;
+  auto minimal = JudgeFleet("monitoring-readiness", b, {node("n1", {"dcgm-exporter"}, false), node("n2", {"systemd"}, false)});
+  EXPECT_EQ(minimal.verdict, core::Verdict::kFail) << All(minimal);
+  EXPECT_NE(All(minimal).find("missing on n2"), std::string::npos) << All(minimal);  // n2 has no GPU exporter
+}

@@ -116,6 +116,15 @@ const std::vector<std::pair<std::string, Fact>>& Facts() {
          if (it == n.evidence.end() || !it->second.ok()) return "";
          return checks::Running(it->second, "nvidia-imex") ? "running" : "not running";
        }},
+      {"monitoring agents", [](const NodeEvidence& n) -> std::string {
+         auto procs = n.evidence.find("os.processes"), net = n.evidence.find("net.listeners"), cfg = n.evidence.find("gpu-exporter.config");
+         bool procs_ok = procs != n.evidence.end() && procs->second.ok(), net_ok = net != n.evidence.end() && net->second.ok();
+         if (!procs_ok && !net_ok) return "";
+         static const core::Evidence kNone;
+         std::set<std::string> agents = checks::MonitoringAgents(procs == n.evidence.end() ? kNone : procs->second, net == n.evidence.end() ? kNone : net->second);
+         if (cfg != n.evidence.end() && !checks::ExporterAttribution(cfg->second, true).empty()) agents.insert("gpu job labels");
+         return agents.empty() ? "none" : Joined(agents);
+       }},
       {"container toolkit", [](const NodeEvidence& n) { const json* d = Data(n, "container-toolkit.version"); return d ? Str(*d, "version") : ""; }},
       {"runc", [](const NodeEvidence& n) { const json* d = Data(n, "runc.version"); return d ? Str(*d, "version") : ""; }},
       {"dcgm", [](const NodeEvidence& n) { const json* d = Data(n, "dcgm.version"); return d ? Str(*d, "version") : ""; }},

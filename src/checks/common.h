@@ -2,6 +2,7 @@
 // minimum-table comparison to a finding. Pure functions of evidence.
 #pragma once
 #include <optional>
+#include <set>
 #include <string>
 
 #include "core/check.h"
@@ -38,6 +39,13 @@ bool Running(const core::Evidence& procs, std::string_view prefix);
 // An NCCL variable as a job sees it ("nccl.config"): the step's environment first, then the
 // configuration files in the order they were read; "" when unset or unreadable.
 std::string NcclSetting(const core::Evidence& cfg, const char* key);
+// How dcgm-exporter ("gpu-exporter.config") labels GPU series with the workload: the flag, variable
+// or unit-file line that sets --hpc-job-mapping-dir (Slurm) or Kubernetes mode; empty when none.
+std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slurm);
+// Monitoring agents running on a node, by process name (comm) or well-known port: "gpu exporter",
+// "node exporter", "log shipper", "slurm exporter", "prometheus", "grafana", "alertmanager",
+// "log store".
+std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::Evidence& listeners);
 // The first number of a sysfs RDMA port rate ("400 Gb/sec (4X NDR)" -> 400); nullopt if none.
 std::optional<double> PortRateGbps(const nlohmann::json& rate);
 

@@ -6,6 +6,7 @@
 
 #include "checks/common.h"
 #include "core/thresholds.h"
+#include "util/strings.h"
 
 namespace clustermax::checks {
 
@@ -115,6 +116,72 @@ std::string NcclSetting(const core::Evidence& cfg, const char* key) {
     if (f.contains("vars") && f["vars"].contains(key) && f["vars"][key].is_string()) return f["vars"][key];
   }
   return "";
+}
+
+std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slurm) {
+  std::vector<std::string> found;
+  if (!cfg.ok()) return found;
+  const std::string flag = slurm ? "--hpc-job-mapping-dir" : "--kubernetes";
+  const std::string env_key = slurm ? "DCGM_HPC_JOB_MAPPING_DIR" : "DCGM_EXPORTER_KUBERNETES";
+  for (const auto& p : cfg.data.value("processes", json::array())) {
+    std::vector<std::string> argv = p.value("argv", std::vector<std::string>{});
+    for (size_t i = 0; i < argv.size(); ++i) {
+      const std::string& a = argv[i];
+      if (a.rfind(flag, 0) == 0 || (!slurm && a == "-k")) {
+        std::string value = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : slurm && i + 1 < argv.size() ? argv[i + 1] : "";
+        found.push_back(value.empty() ? flag : flag + " " + value);
+      }
+    }
+    const json& env = p.value("env", json::object());
+    if (env.contains(env_key) && env[env_key].is_string()) {
+      std::string v = env[env_key];
+      if (slurm ? !v.empty() : (v == "true" || v == "1")) found.push_back(env_key + "=" + v);
+    }
+  }
+  for (const auto& u : cfg.data.value("units", json::array())) {
+    for (const auto& l : u.value("lines", json::array())) {
+      std::string line = l.is_string() ? l.get<std::string>() : "";
+      if (util::Contains(line, flag) || util::Contains(line, env_key)) found.push_back(u.value("path", "") + ": " + util::Ellipsize(line, 160));
+    }
+  }
+  return found;
+}
+
+std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::Evidence& listeners) {
+  // comm names are cut at 15 characters: "prometheus-slur" is prometheus-slurm-exporter.
+  static const std::vector<std::pair<const char*, const char*>> by_name = {
+      {"dcgm-exporter", "gpu exporter"}, {"device-metrics-", "gpu exporter"}, {"node_exporter", "node exporter"}, {"node-exporter", "node exporter"},
+      {"promtail", "log shipper"},       {"fluent-bit", "log shipper"},       {"fluentd", "log shipper"},          {"filebeat", "log shipper"},
+      {"vector", "log shipper"},         {"alloy", "log shipper"},            {"grafana-agent", "log shipper"},    {"otelcol", "log shipper"},
+      {"prometheus-slur", "slurm exporter"}, {"slurm_exporter", "slurm exporter"}, {"slurm-exporter", "slurm exporter"},
+      {"prometheus", "prometheus"},      {"vmagent", "prometheus"},           {"victoria-metric", "prometheus"},   {"grafana", "grafana"},
+      {"alertmanager", "alertmanager"},  {"vmalert", "alertmanager"},         {"loki", "log store"},               {"elasticsearch", "log store"},
+      {"opensearch", "log store"}};
+  static const std::vector<std::pair<int, const char*>> by_port = {{9400, "gpu exporter"}, {9100, "node exporter"}, {9090, "prometheus"},
+                                                                   {3000, "grafana"},      {9093, "alertmanager"},  {3100, "log store"}};
+  std::set<std::string> out;
+  if (procs.ok()) {
+    for (const auto& n : procs.data.value("names", json::array())) {
+      if (!n.is_string()) continue;
+      const std::string& name = n.get_ref<const std::string&>();
+      for (const auto& [prefix, agent] : by_name) {
+        // "prometheus" must not swallow "prometheus-slur": the longer names come first in the table.
+        if (name.rfind(prefix, 0) == 0) {
+          out.insert(agent);
+          break;
+        }
+      }
+    }
+  }
+  if (listeners.ok()) {
+    for (const auto& l : listeners.data.value("listen", json::array())) {
+      int port = l.value("port", 0);
+      for (const auto& [p, agent] : by_port) {
+        if (port == p) out.insert(agent);
+      }
+    }
+  }
+  return out;
 }
 
 std::optional<double> PortRateGbps(const json& rate) {

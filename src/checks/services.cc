@@ -344,6 +344,40 @@ Finding MonitoringStack(const JudgeContext& ctx) {
   return core::Pass("GPU metrics exporter: " + seen[0]).Details(seen).Observed(seen[0]).Expected("a GPU metrics exporter");
 }
 
+// gpu-job-attribution: GPU series carry the Slurm job (dcgm-exporter --hpc-job-mapping-dir /
+// DCGM_HPC_JOB_MAPPING_DIR, fed by a prolog) or the pod (--kubernetes / DCGM_EXPORTER_KUBERNETES),
+// so a slow GPU can be tied to the job that saw it.
+Finding GpuJobAttribution(const JudgeContext& ctx) {
+  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  const Evidence& cfg = ctx.Get("gpu-exporter.config");
+  const Evidence& procs = ctx.Get("os.processes");
+  if (auto p = core::EvidenceProblem(cfg, "GPU exporter configuration")) return *p;
+  const json& ps = cfg.data["processes"];
+  if (ps.empty() && !Running(procs, "dcgm-exporter")) {
+    return core::Skip(Reason::kPrerequisiteMissing, "no GPU metrics exporter runs on this node (monitoring-stack)");
+  }
+  bool slurm = ctx.target() == core::Target::kSlurm;
+  const char* flag = slurm ? "--hpc-job-mapping-dir" : "--kubernetes";
+  const char* env_key = slurm ? "DCGM_HPC_JOB_MAPPING_DIR" : "DCGM_EXPORTER_KUBERNETES";
+  std::vector<std::string> found = ExporterAttribution(cfg, slurm), lines;
+  bool environ_unread = false;
+  for (const auto& p : ps) {
+    std::vector<std::string> argv = p["argv"].get<std::vector<std::string>>();
+    lines.push_back(fmt::format("pid {}: {}", p["pid"].get<std::string>(), util::Ellipsize(fmt::format("{}", fmt::join(argv, " ")), 200)));
+    environ_unread |= p.value("environ_status", "") != "ok";
+  }
+  std::string what = slurm ? "Slurm job (hpc_job label)" : "pod and namespace";
+  if (!found.empty()) {
+    return core::Pass(fmt::format("dcgm-exporter labels GPU series with the {}: {}", what, found[0])).Details(found).Details(lines).Expected(std::string(flag) + " or " + env_key);
+  }
+  if (environ_unread) {
+    return core::Warn(Reason::kUnverified, fmt::format("dcgm-exporter's command line and unit files do not set {}; its environment is root-only (run the audit as root)", flag))
+        .Details(lines).Expected(std::string(flag) + " or " + env_key);
+  }
+  return core::Warn(Reason::kConfig, fmt::format("dcgm-exporter runs without {} / {}: GPU metrics cannot be tied to the {}", flag, env_key, what))
+      .Details(lines).Expected(std::string(flag) + " or " + env_key);
+}
+
 // xid-monitoring: something captures Xid events (dcgm-exporter with the Xid counter, a GPU
 // health agent, NHC with DCGM) and the kernel log leaves the node (a log shipper).
 Finding XidMonitoring(const JudgeContext& ctx) {
@@ -456,6 +490,12 @@ void RegisterServiceChecks(core::Registry& r) {
                    .criterion = "monitoring-stack", .targets = kS | kK, .needs = {"pci.devices", "gpu.inventory", "os.processes", "net.listeners"},
                    .reproduce = "pgrep -a dcgm-exporter; ss -ltn | grep 9400"},
          MonitoringStack});
+  r.Add({CheckInfo{.id = "gpu-job-attribution", .category = "health", .title = "GPU metrics carry the job (Slurm) or pod (Kubernetes) that used the GPU",
+                   .rationale = "A slow or failing GPU is actionable only when its series say which job saw it.",
+                   .remediation = "Slurm: run dcgm-exporter with --hpc-job-mapping-dir (a prolog writes one file per GPU with the job id). Kubernetes: DCGM_EXPORTER_KUBERNETES=true with the pod-resources socket mounted.",
+                   .criterion = "gpu-job-attribution", .targets = kS | kK, .needs = {"pci.devices", "gpu.inventory", "os.processes", "gpu-exporter.config"},
+                   .reproduce = "tr '\\0' ' ' < /proc/$(pgrep -o dcgm-exporter)/cmdline; grep -r hpc-job-mapping /etc/systemd/system/dcgm-exporter.service"},
+         GpuJobAttribution});
   r.Add({CheckInfo{.id = "xid-monitoring", .category = "health", .title = "Xid events are captured and kernel logs shipped",
                    .rationale = "An Xid nobody records is a GPU fault nobody acts on: it must reach a monitor and a log store.",
                    .remediation = "Keep DCGM_FI_DEV_XID_ERRORS in dcgm-exporter's counters (or run a GPU health agent) and ship kernel logs (promtail, Fluent Bit).",

@@ -658,6 +658,96 @@ Finding MnnvlComputeDomain(const JudgeContext& ctx) {
   return f.Expected("nvidia-imex on every NVL72 node and TopologyPlugin=topology/block").Details(problems).Details(lines);
 }
 
+// monitoring-readiness: ten parts of a production monitoring stack, seen from the login node and
+// every compute node: >= 8 production, 5-7 partial, < 5 minimal.
+Finding MonitoringReadiness(const JudgeContext& ctx) {
+  const Evidence& fleet = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(fleet)) return *p;
+  auto agents = FleetFact(fleet, "monitoring agents");
+  auto gpus = FleetFact(fleet, "gpus");
+  if (agents.empty()) return core::Warn(Reason::kEvidenceError, "no node reported its processes or listening ports");
+  std::set<std::string> login = MonitoringAgents(ctx.Get("os.processes"), ctx.Get("net.listeners"));
+  if (!ExporterAttribution(ctx.Get("gpu-exporter.config"), true).empty()) login.insert("gpu job labels");
+  auto has = [](const std::string& list, const char* agent) { return util::Contains(list, agent); };
+  // Nodes with GPUs, and how many of them (or of all nodes) run an agent.
+  std::vector<std::string> gpu_nodes;
+  for (const auto& [node, v] : gpus) {
+    if (!v.empty() && v != "0") gpu_nodes.push_back(node);
+  }
+  auto on_all = [&](const std::vector<std::string>& nodes, const char* agent, std::vector<std::string>& missing) {
+    for (const auto& n : nodes) {
+      auto it = agents.find(n);
+      if (it == agents.end() || !has(it->second, agent)) missing.push_back(n);
+    }
+    return !nodes.empty() && missing.empty();
+  };
+  auto anywhere = [&](const char* agent) {
+    if (login.count(agent)) return std::string("login node");
+    for (const auto& [node, v] : agents) {
+      if (has(v, agent)) return node;
+    }
+    return std::string();
+  };
+  std::vector<std::string> all_nodes;
+  for (const auto& [node, v] : agents) all_nodes.push_back(node);
+  struct Part {
+    std::string name;
+    bool ok;
+    std::string where;
+  };
+  std::vector<Part> parts;
+  auto names = [](const std::vector<std::string>& v) { return util::Ellipsize(fmt::format("{}", fmt::join(v, ", ")), 120); };
+  {
+    std::vector<std::string> missing;
+    bool ok = on_all(gpu_nodes, "gpu exporter", missing);
+    parts.push_back({"GPU exporter (dcgm-exporter, :9400) on every GPU node", ok,
+                     gpu_nodes.empty() ? "no GPU node reported" : ok ? fmt::format("{} GPU node(s)", gpu_nodes.size()) : "missing on " + names(missing)});
+  }
+  {
+    std::vector<std::string> missing;
+    bool ok = on_all(all_nodes, "node exporter", missing);
+    parts.push_back({"node-exporter (:9100) on every node", ok, ok ? fmt::format("{} node(s)", all_nodes.size()) : "missing on " + names(missing)});
+  }
+  for (const auto& [agent, title] : std::vector<std::pair<const char*, const char*>>{{"prometheus", "Prometheus (or VictoriaMetrics) server (:9090)"},
+                                                                                       {"grafana", "Grafana (:3000)"},
+                                                                                       {"slurm exporter", "Slurm exporter"},
+                                                                                       {"alertmanager", "Alertmanager (:9093)"}}) {
+    std::string where = anywhere(agent);
+    parts.push_back({title, !where.empty(), where.empty() ? "not seen on the login or compute nodes" : "on " + where});
+  }
+  const Evidence& rules = ctx.Get("prometheus.rules");
+  int alerts = rules.ok() ? rules.data.value("alerts", 0) : 0;
+  parts.push_back({"alerting rules", alerts > 0, rules.ok() ? fmt::format("{} alert rule(s) in {} file(s) under /etc/prometheus", alerts, rules.data["files"].size())
+                                                            : "rules unread: " + rules.error});
+  {
+    std::vector<std::string> missing;
+    bool shippers = on_all(all_nodes, "log shipper", missing);
+    std::string store = anywhere("log store");
+    parts.push_back({"log aggregation (a shipper on every node, or Loki/Elasticsearch)", shippers || !store.empty(),
+                     shippers ? "log shipper on every node" : !store.empty() ? "log store on " + store : "no shipper on " + names(missing)});
+  }
+  const Evidence& sacct = ctx.Get("slurm.sacct");
+  bool sacct_ok = sacct.ok() && sacct.data.value("exit_code", 1) == 0;
+  parts.push_back({"job accounting (sacct answers)", sacct_ok, sacct_ok ? "sacct answers" : "sacct does not answer"});
+  {
+    std::vector<std::string> missing;
+    bool ok = on_all(gpu_nodes, "gpu job labels", missing);
+    parts.push_back({"GPU metrics labelled with the Slurm job", ok, ok ? "dcgm-exporter --hpc-job-mapping-dir on every GPU node" : gpu_nodes.empty() ? "no GPU node" : "not on " + names(missing)});
+  }
+  int score = 0;
+  std::vector<std::string> lines, absent;
+  for (const auto& p : parts) {
+    score += p.ok;
+    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : " ", p.name, p.where));
+    if (!p.ok) absent.push_back(p.name);
+  }
+  std::string summary = fmt::format("monitoring readiness {}/10", score);
+  Finding f = score >= 8 ? core::Pass(summary + " (production)")
+              : score >= 5 ? core::Warn(Reason::kConfig, fmt::format("{} (partial): missing {}", summary, util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240)))
+                           : core::Fail(Severity::kMissing, fmt::format("{} (minimal): missing {}", summary, util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240)));
+  return f.Observed(summary).Expected(">= 8 of 10; a stack on a separate monitoring host is not visible from the cluster's nodes").Details(lines);
+}
+
 }  // namespace
 
 void RegisterSlurmChecks(core::Registry& r) {
@@ -669,6 +759,15 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .node_needs = {"nccl.config", "rdma.devices"},
                    .reproduce = "scontrol show topology | grep -o 'Level=[0-9]*' | sort -u; grep QPS /etc/nccl.conf"},
          NcclIbQps});
+  r.Add({CheckInfo{.id = "monitoring-readiness", .category = "health", .title = "A production monitoring stack (10 parts, >= 8 present)",
+                   .rationale = "Exporters without a server, dashboards, alerts, logs and per-job labels still leave failures unseen.",
+                   .remediation = "dcgm-exporter and node-exporter on every node, Prometheus with alert rules and Alertmanager, Grafana, a Slurm exporter, "
+                                  "a log shipper, accounting, and --hpc-job-mapping-dir for per-job GPU series.",
+                   .criterion = "monitoring-stack", .targets = kS,
+                   .needs = {"fleet.summary", "os.processes", "net.listeners", "gpu-exporter.config", "prometheus.rules", "slurm.sacct"}, .cluster = true,
+                   .node_needs = {"os.processes", "net.listeners", "gpu-exporter.config", "gpu.inventory"},
+                   .reproduce = "ss -ltn | grep -E ':(9400|9100|9090|3000|9093) '; grep -rc 'alert:' /etc/prometheus"},
+         MonitoringReadiness});
   r.Add({CheckInfo{.id = "mnnvl-compute-domain", .category = "networking", .title = "NVL72 racks usable as one NVLink domain (IMEX, block topology)",
                    .rationale = "A GB200/GB300 NVL72 rack shares NVLink across its nodes only through IMEX, and jobs must stay inside a rack to use it.",
                    .remediation = "Run nvidia-imex on every NVL72 node (one IMEX domain per rack) and set TopologyPlugin=topology/block with one block per rack.",

@@ -242,6 +242,83 @@ Evidence HomeQuota(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// The running GPU metrics exporter's configuration: its command line and environment
+// (/proc/<pid>/environ is root-only: permission-denied is recorded, not fatal), the systemd unit
+// and defaults files that start it, and the HPC job-mapping directory when one is configured.
+Evidence GpuExporterConfig(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.sources = {"dir:/proc", "file:/proc/*/comm", "file:/proc/<dcgm-exporter>/cmdline", "file:/proc/<dcgm-exporter>/environ"};
+  auto d = h.ListDir("/proc");
+  if (MarkFailed(e, d.status, d.error)) return e;
+  json procs = json::array();
+  for (const auto& ent : d.entries) {
+    if (!util::ParseInt(ent.name)) continue;
+    auto c = h.ReadFile("/proc/" + ent.name + "/comm", 256);
+    if (c.status != host::IoStatus::kOk || util::Trim(c.content).rfind("dcgm-exporter", 0) != 0) continue;
+    json p = {{"pid", ent.name}, {"argv", json::array()}, {"env", json::object()}};
+    auto cmd = h.ReadFile("/proc/" + ent.name + "/cmdline", 64 * 1024);
+    if (cmd.status == host::IoStatus::kOk) {
+      for (const auto& a : util::Split(cmd.content, '\0')) p["argv"].push_back(a);
+    }
+    auto env = h.ReadFile("/proc/" + ent.name + "/environ", 256 * 1024);
+    p["environ_status"] = ToString(env.status);
+    if (env.status == host::IoStatus::kOk) {
+      for (const auto& kv : util::Split(env.content, '\0')) {
+        if (kv.rfind("DCGM_", 0) == 0 && kv.find('=') != std::string::npos) p["env"][kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+      }
+    }
+    procs.push_back(p);
+    if (procs.size() >= 4) break;
+  }
+  json units = json::array();
+  for (const char* path : {"/etc/systemd/system/dcgm-exporter.service", "/lib/systemd/system/dcgm-exporter.service", "/usr/lib/systemd/system/dcgm-exporter.service",
+                           "/etc/default/dcgm-exporter", "/etc/sysconfig/dcgm-exporter"}) {
+    e.sources.push_back(std::string("file:") + path);
+    auto f = h.ReadFile(path, 64 * 1024);
+    if (f.status != host::IoStatus::kOk) continue;
+    json lines = json::array();
+    for (const auto& line : util::SplitLines(f.content)) {
+      std::string_view t = util::Trim(line);
+      if (util::Contains(t, "ExecStart") || util::Contains(t, "DCGM_") || util::Contains(t, "--")) lines.push_back(std::string(t));
+    }
+    units.push_back({{"path", path}, {"lines", lines}});
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"processes", procs}, {"units", units}};
+  return e;
+}
+
+// Prometheus alerting rules on this host: rule files under /etc/prometheus (and its rules
+// directories), each with its count of "alert:" rules.
+Evidence PrometheusRules(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  json files = json::array();
+  int alerts = 0;
+  for (const char* dir : {"/etc/prometheus", "/etc/prometheus/rules", "/etc/prometheus/rules.d", "/etc/prometheus/alerts"}) {
+    e.sources.push_back(std::string("dir:") + dir);
+    auto d = h.ListDir(dir);
+    if (d.status != host::IoStatus::kOk) continue;
+    for (const auto& ent : d.entries) {
+      const std::string& n = ent.name;
+      bool yaml = n.ends_with(".yml") || n.ends_with(".yaml") || n.ends_with(".rules");
+      if (!yaml || ent.type == 'd' || files.size() >= 64) continue;
+      auto f = h.ReadFile(std::string(dir) + "/" + n, 1u << 20);
+      if (f.status != host::IoStatus::kOk) continue;
+      int count = 0;
+      for (const auto& line : util::SplitLines(f.content)) {
+        std::string_view t = util::Trim(line);
+        if (t.rfind("- alert:", 0) == 0 || t.rfind("alert:", 0) == 0) ++count;
+      }
+      if (count == 0) continue;
+      alerts += count;
+      files.push_back({{"path", std::string(dir) + "/" + n}, {"alerts", count}});
+    }
+  }
+  e.data = {{"files", files}, {"alerts", alerts}};
+  return e;
+}
+
 // What would capture a GPU Xid: the dcgm-exporter counters file (DCGM_FI_DEV_XID_ERRORS), and
 // the agents that ship kernel logs or watch GPUs (read from the process list by the check).
 Evidence XidMonitors(host::Host& h, const CollectOptions&) {
@@ -278,6 +355,12 @@ void RegisterServiceCollectors(std::vector<Collector>& out) {
                   {"file:/sys/devices/system/cpu/cpu0/regs/identification/midr_el1", "dir:/sys/class/iommu", "stat:/sys/module/tegra241_cmdqv"}, ""},
                  ArmSmmu});
   out.push_back({{"mpi.hpcx", "HPC-X and MPI with UCX", {"env:HPCX_DIR", "dir:/opt", "which:mpirun", "cmd:ompi_info --parsable"}, ""}, MpiHpcx});
+  out.push_back({{"gpu-exporter.config", "dcgm-exporter's command line, environment and unit files (HPC job mapping, Kubernetes mode)",
+                  {"dir:/proc", "file:/proc/<pid>/cmdline", "file:/proc/<pid>/environ", "file:/etc/systemd/system/dcgm-exporter.service"}, ""},
+                 GpuExporterConfig});
+  out.push_back({{"prometheus.rules", "Prometheus alerting rule files under /etc/prometheus and their alert counts",
+                  {"dir:/etc/prometheus", "dir:/etc/prometheus/rules", "dir:/etc/prometheus/rules.d"}, ""},
+                 PrometheusRules});
   out.push_back({{"storage.home-quota", "The per-user quota on the filesystem holding $HOME (quota, lfs quota, mmlsquota, CephFS xattr)",
                   {"env:HOME", "file:/proc/self/mountinfo", "cmd:quota -s -w | lfs quota -u USER MOUNT | mmlsquota -u USER"}, ""},
                  HomeQuota});
