@@ -753,3 +753,39 @@ TEST(NodeChecks, GpuJobAttributionFromTheExportersFlagsEnvironmentOrUnit) {
   ev["os.processes"] = Ok({{"names", {"systemd"}}});
   EXPECT_EQ(J("gpu-job-attribution", ev, core::Target::kSlurm).reason, core::Reason::kPrerequisiteMissing);
 }
+
+TEST(NodeChecks, SharpOnInfinibandIsAtBestUnverifiedWithoutAProbe) {
+  auto rdma = [](const std::string& layer) {
+    return Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", layer}, {"state", "4: ACTIVE"}}})}}})}});
+  };
+  auto collect = [](bool with_sharp) {
+    host::Bundle b;
+    host::DirResult opt;
+    opt.status = host::IoStatus::kOk;
+    if (with_sharp) opt.entries = {{"hpcx-v2.24-gcc-doca_ofed-ubuntu24.04-cuda13-x86_64", 'd'}};
+    b.PutDir("/opt", opt);
+    if (with_sharp) {
+      host::StatResult st;
+      st.status = host::IoStatus::kOk;
+      st.type = 'd';
+      b.PutStat("/opt/hpcx-v2.24-gcc-doca_ofed-ubuntu24.04-cuda13-x86_64/sharp", st);
+    }
+    b.PutCommand({"ldconfig", "-p"}, Out(std::string("\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n") +
+                                         (with_sharp ? "\tlibnccl-net.so (libc6,x86-64) => /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n" : "")));
+    host::ReplayHost h(b);
+    return collect::CollectEvidence(h, {"sharp.install", "nccl.libraries"}, {});
+  };
+  core::EvidenceSet ev = collect(true);
+  ASSERT_EQ(ev["nccl.libraries"].data["net_plugins"].size(), 1u) << ev["nccl.libraries"].data.dump();
+  ev["rdma.devices"] = rdma("InfiniBand");
+  auto present = J("sharp-enabled", ev, core::Target::kSlurm);
+  EXPECT_EQ(present.verdict, Verdict::kWarn);
+  EXPECT_EQ(present.reason, core::Reason::kUnverified) << present.message;
+  EXPECT_NE(present.message.find("NCCL plugin"), std::string::npos) << present.message;
+  ev = collect(false);
+  ev["rdma.devices"] = rdma("InfiniBand");
+  auto absent = J("sharp-enabled", ev, core::Target::kSlurm);
+  EXPECT_EQ(absent.reason, core::Reason::kConfig) << absent.message;
+  ev["rdma.devices"] = rdma("Ethernet");
+  EXPECT_EQ(J("sharp-enabled", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
+}

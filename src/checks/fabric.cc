@@ -286,6 +286,43 @@ Finding FabricClass(const JudgeContext& ctx) {
   return f.Observed(observed).Expected(expected).Details(lines);
 }
 
+// sharp-enabled: SHARP offloads all-reduce into InfiniBand switches (NCCL CollNet through the
+// nccl-rdma-sharp plugin). Usable only when the Aggregation Manager answers: that needs the
+// ib-fabric-query probe (sharp_hello) or an NCCL run that chose CollNet, neither of which a passive
+// read proves, so the best passive verdict is "components present".
+Finding SharpEnabled(const JudgeContext& ctx) {
+  const Evidence& rdma = ctx.Get("rdma.devices");
+  if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
+  bool ib = false;
+  for (const auto& d : rdma.data.value("devices", json::array())) {
+    for (const auto& p : d.value("ports", json::array())) ib |= p.value("link_layer", json()) == "InfiniBand";
+  }
+  if (!ib) return core::Skip(Reason::kNotApplicable, "no InfiniBand port (SHARP is an InfiniBand switch feature)");
+  const Evidence& sharp = ctx.Get("sharp.install");
+  const Evidence& nccl = ctx.Get("nccl.libraries");
+  if (auto p = core::EvidenceProblem(sharp, "SHARP installation")) return *p;
+  std::vector<std::string> parts;
+  for (const auto& d : sharp.data["hpcx_sharp"]) parts.push_back("HPC-X SHARP " + d.get<std::string>());
+  for (const auto& [k, v] : sharp.data["env"].items()) parts.push_back(k + "=" + v.get<std::string>());
+  for (const auto& f : sharp.data["config_files"]) parts.push_back("AM configuration " + f.get<std::string>());
+  bool plugin = false;
+  if (nccl.ok()) {
+    for (const auto& p : nccl.data.value("net_plugins", json::array())) {
+      std::string path = p;
+      parts.push_back("NCCL net plugin " + path);
+      plugin |= util::Contains(path, "sharp") || util::Contains(path, "libnccl-net.so");
+    }
+  }
+  if (parts.empty()) {
+    return core::Warn(Reason::kConfig, "InfiniBand fabric without SHARP: no HPC-X SHARP, no NCCL SHARP plugin, no SHARP configuration")
+        .Expected("HPC-X SHARP and the NCCL SHARP (CollNet) plugin, with the Aggregation Manager running");
+  }
+  return core::Warn(Reason::kUnverified, fmt::format("SHARP components present ({}{}); whether the Aggregation Manager answers needs the ib-fabric-query probe "
+                                                     "(sharp_hello) or an NCCL run using CollNet, not part of this build",
+                                                     parts[0], plugin ? ", NCCL plugin" : ", no NCCL SHARP plugin"))
+      .Details(parts).Expected("SHARP usable: sharp_hello answers, or NCCL uses CollNet");
+}
+
 }  // namespace
 
 void RegisterFabricChecks(core::Registry& r) {
@@ -293,6 +330,12 @@ void RegisterFabricChecks(core::Registry& r) {
   using core::kS;
   using core::kSA;
   using core::kV;
+  r.Add({CheckInfo{.id = "sharp-enabled", .category = "networking", .title = "SHARP in-network reductions available on InfiniBand",
+                   .rationale = "SHARP reduces all-reduce traffic in the switches: up to twice the bus bandwidth for large collectives.",
+                   .remediation = "Enable SHARP in UFM/OpenSM (Aggregation Manager), install HPC-X SHARP and the nccl-rdma-sharp plugin, set NCCL_COLLNET_ENABLE=1.",
+                   .targets = kS | kK, .needs = {"rdma.devices", "sharp.install", "nccl.libraries"},
+                   .reproduce = "ls -d /opt/hpcx*/sharp; ldconfig -p | grep libnccl-net; ls /etc/sharp"},
+         SharpEnabled});
   r.Add({CheckInfo{.id = "fabric-class", .category = "networking", .title = "One RDMA fabric NIC per GPU at the GPU generation's rate",
                    .rationale = "Multi-node training moves gradients over the GPU fabric: fewer or slower NICs than GPUs cap every collective; none means TCP.",
                    .remediation = "Provide one InfiniBand, RoCEv2 or EFA NIC per GPU at the expected rate (400 Gb/s for H100-class) and bring every port ACTIVE.",

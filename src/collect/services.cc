@@ -319,6 +319,38 @@ Evidence PrometheusRules(host::Host& h, const CollectOptions&) {
   return e;
 }
 
+// SHARP (in-network reductions on InfiniBand): HPC-X's SHARP directory, the SHARP environment, the
+// Aggregation Manager's configuration files and a running sharp_am / sharpd.
+Evidence SharpInstall(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  e.sources = {"dir:/opt", "stat:/opt/hpcx*/sharp", "env:HPCX_SHARP_DIR", "env:SHARP_HOME", "stat:/etc/sharp/sharp_am_auth.conf", "stat:/etc/sharp/sharp_am.cfg"};
+  json dirs = json::array();
+  auto d = h.ListDir("/opt");
+  if (d.status == host::IoStatus::kOk) {
+    for (const auto& ent : d.entries) {
+      if (ent.name.rfind("hpcx", 0) != 0) continue;
+      for (const std::string sub : {"/sharp", "/sharp/lib/libsharp.so"}) {
+        std::string path = "/opt/" + ent.name + sub;
+        if (h.Stat(path).status == host::IoStatus::kOk) {
+          dirs.push_back(path);
+          break;
+        }
+      }
+    }
+  }
+  json env = json::object();
+  for (const char* k : {"HPCX_SHARP_DIR", "SHARP_HOME", "NCCL_COLLNET_ENABLE", "SHARP_COLL_ENABLE_SAT"}) {
+    if (auto v = h.GetEnv(k)) env[k] = *v;
+  }
+  json am = json::array();
+  for (const char* f : {"/etc/sharp/sharp_am_auth.conf", "/etc/sharp/sharp_am.cfg", "/etc/sharp/sharpd.cfg"}) {
+    if (h.Stat(f).status == host::IoStatus::kOk) am.push_back(f);
+  }
+  e.data = {{"hpcx_sharp", dirs}, {"env", env}, {"config_files", am}};
+  return e;
+}
+
 // What would capture a GPU Xid: the dcgm-exporter counters file (DCGM_FI_DEV_XID_ERRORS), and
 // the agents that ship kernel logs or watch GPUs (read from the process list by the check).
 Evidence XidMonitors(host::Host& h, const CollectOptions&) {
@@ -361,6 +393,9 @@ void RegisterServiceCollectors(std::vector<Collector>& out) {
   out.push_back({{"prometheus.rules", "Prometheus alerting rule files under /etc/prometheus and their alert counts",
                   {"dir:/etc/prometheus", "dir:/etc/prometheus/rules", "dir:/etc/prometheus/rules.d"}, ""},
                  PrometheusRules});
+  out.push_back({{"sharp.install", "SHARP: HPC-X SHARP directory, SHARP environment, Aggregation Manager configuration",
+                  {"dir:/opt", "env:HPCX_SHARP_DIR", "env:SHARP_HOME", "stat:/etc/sharp/sharp_am.cfg"}, ""},
+                 SharpInstall});
   out.push_back({{"storage.home-quota", "The per-user quota on the filesystem holding $HOME (quota, lfs quota, mmlsquota, CephFS xattr)",
                   {"env:HOME", "file:/proc/self/mountinfo", "cmd:quota -s -w | lfs quota -u USER MOUNT | mmlsquota -u USER"}, ""},
                  HomeQuota});

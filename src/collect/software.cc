@@ -278,7 +278,7 @@ Evidence NcclConfig(host::Host& h, const CollectOptions&) {
 Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
-  std::set<std::string> libs;
+  std::set<std::string> libs, plugins;  // plugins: NCCL network plugins (libnccl-net*.so: SHARP/CollNet, EFA, ...)
   auto spec = Command({"ldconfig", "-p"}, o, "nccl.libraries");
   e.sources.push_back(Source(spec));
   auto r = h.Run(spec);
@@ -286,6 +286,7 @@ Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
   if (ldconfig_ok) {
     for (const auto& ent : ParseLdconfig(r.out)) {
       if (ent.soname.rfind("libnccl.so", 0) == 0) libs.insert(ent.path);
+      else if (ent.soname.rfind("libnccl-net", 0) == 0) plugins.insert(ent.path);
     }
   }
   std::vector<std::string> dirs = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
@@ -306,6 +307,7 @@ Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
     auto d = h.ListDir(dir);
     if (d.status != host::IoStatus::kOk) continue;
     for (const auto& ent : d.entries) {
+      if (ent.name.rfind("libnccl-net", 0) == 0) plugins.insert(dir + "/" + ent.name);
       if (ent.name.rfind("libnccl.so", 0) != 0) continue;
       libs.insert(dir + "/" + ent.name);
       if (auto v = VersionFromSoname(ent.name, "libnccl")) versions.push_back({{"path", dir + "/" + ent.name}, {"version", *v}});
@@ -331,6 +333,7 @@ Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
     }
   }
   e.data["libraries"] = found;
+  e.data["net_plugins"] = plugins;
   e.data["versions"] = versions;
   e.data["header"] = header;
   e.data["ldconfig_ok"] = ldconfig_ok;
