@@ -789,3 +789,41 @@ TEST(NodeChecks, SharpOnInfinibandIsAtBestUnverifiedWithoutAProbe) {
   ev["rdma.devices"] = rdma("Ethernet");
   EXPECT_EQ(J("sharp-enabled", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
 }
+
+TEST(NodeChecks, EnrootImportProbePullsIntoItsOwnFileAndRemovesIt) {
+  const std::string file = "/scratch/tmp/clustermax-enroot-import-alice.sqsh";
+  auto collect = [&](std::optional<host::CommandResult> import, bool installed = true) {
+    host::Bundle b;
+    b.PutWhich("enroot", installed ? host::WhichResult{host::IoStatus::kOk, "/usr/bin/enroot"} : host::WhichResult{});
+    b.PutEnv("TMPDIR", "/scratch/tmp");
+    b.PutEnv("USER", "alice");
+    b.PutCommand({"rm", "-f", "--", file}, Out(""));
+    if (import) b.PutCommand({"enroot", "import", "-o", file, "docker://busybox:1.36"}, *import);
+    host::ReplayHost h(b);
+    collect::CollectOptions o;
+    o.probes = {"enroot-import"};
+    auto ev = collect::CollectEvidence(h, {"probe.enroot-import"}, o);
+    EXPECT_TRUE(h.misses().empty()) << h.misses().front();  // exactly these commands, this file
+    return ev;
+  };
+  auto ok = Out("[INFO] Querying registry for permission grant\n[INFO] Fetching image manifest list\n[INFO] Creating squashfs filesystem...\n");
+  ok.duration_ms = 4200;
+  auto pass = J("enroot-import", collect(ok), core::Target::kSlurm);
+  EXPECT_EQ(pass.verdict, Verdict::kPass) << pass.message;
+  EXPECT_NE(pass.message.find("in 4.2 s"), std::string::npos) << pass.message;
+  host::CommandResult denied = Out("", 1);
+  denied.err = "[INFO] Querying registry for permission grant\n[ERROR] URL https://auth.docker.io/token returned error code: 401 Unauthorized\n";
+  auto fail = J("enroot-import", collect(denied), core::Target::kSlurm);
+  EXPECT_EQ(fail.verdict, Verdict::kWarn);
+  EXPECT_NE(fail.details.at(0).find("401 Unauthorized"), std::string::npos);
+  host::CommandResult slow;
+  slow.status = host::IoStatus::kTimeout;
+  EXPECT_NE(J("enroot-import", collect(slow), core::Target::kSlurm).message.find("did not finish within 30 s"), std::string::npos);
+  EXPECT_EQ(J("enroot-import", collect(std::nullopt, false), core::Target::kSlurm).reason, core::Reason::kPrerequisiteMissing);
+  // Without --probe enroot-import nothing runs.
+  host::Bundle empty;
+  host::ReplayHost h(empty);
+  auto off = collect::CollectEvidence(h, {"probe.enroot-import"}, {});
+  EXPECT_EQ(off["probe.enroot-import"].status, EvidenceStatus::kProbeDisabled);
+  EXPECT_TRUE(h.misses().empty());
+}

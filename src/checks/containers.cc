@@ -27,6 +27,28 @@ Finding ContainerGpuLaunch(const JudgeContext& ctx) {
   return f;
 }
 
+// enroot-import: the pull path pyxis jobs use (registry, credentials, temporary space) works.
+Finding EnrootImport(const JudgeContext& ctx) {
+  const core::Evidence& e = ctx.Get("probe.enroot-import");
+  if (auto p = core::EvidenceProblem(e, "enroot import")) return *p;
+  if (!e.data.value("installed", false)) return core::Skip(Reason::kPrerequisiteMissing, "enroot is not installed on this node");
+  std::string image = e.data.value("image", ""), status = e.data.value("status", "");
+  std::vector<std::string> details;
+  if (!e.data.value("output_tail", "").empty()) details.push_back(e.data.value("output_tail", ""));
+  if (!e.data.value("cleaned_up", true)) details.push_back("could not remove " + e.data.value("file", "") + ": remove it by hand");
+  if (status == "timeout") {
+    return core::Warn(Reason::kConfig, fmt::format("enroot import of {} did not finish within {:g} s (registry reachability or bandwidth)", image,
+                                                   e.data.value("timeout_s", 30.0)))
+        .Details(details).Expected("the import finishes");
+  }
+  if (status != "ok" || e.data.value("exit_code", 1) != 0) {
+    return core::Warn(Reason::kConfig, fmt::format("enroot import of {} failed (exit {}): registry, credentials or temporary space", image,
+                                                   e.data.value("exit_code", -1)))
+        .Details(details).Expected("the import succeeds");
+  }
+  return core::Pass(fmt::format("enroot imported {} in {:.1f} s", image, e.data.value("seconds", 0.0))).Details(details).Expected("the import succeeds");
+}
+
 // Worker tools of a Slurm cluster: installed (PASS) or not (FAIL missing), from each node's evidence.
 Finding WorkerTool(const JudgeContext& ctx, const char* id, const std::string& name, const std::string& why_missing) {
   const core::Evidence& e = ctx.Get(id);
@@ -66,6 +88,12 @@ void RegisterContainerChecks(core::Registry& r) {
                          .remediation = "Install Docker Engine (not a podman shim) on the workers.", .criterion = "docker-workers",
                          .targets = core::kS, .needs = {"docker.version"}, .reproduce = "docker --version"},
          DockerWorkers});
+  r.Add({core::CheckInfo{.id = "enroot-import", .category = "containers", .title = "enroot imports an image from a registry",
+                         .rationale = "pyxis jobs start by importing their image: a blocked registry, missing credentials or a full temp dir fail every job.",
+                         .remediation = "Open the registry (or run a local mirror), put credentials in ~/.config/enroot/.credentials, size ENROOT_CACHE_PATH/TMPDIR.",
+                         .criterion = "enroot", .targets = core::kS, .needs = {"probe.enroot-import"}, .probe = "enroot-import", .probe_required = true,
+                         .reproduce = "enroot import -o /tmp/probe.sqsh docker://busybox:1.36 && rm /tmp/probe.sqsh"},
+         EnrootImport});
   r.Add({core::CheckInfo{
              .id = "container-gpu-launch",
              .category = "containers",

@@ -35,7 +35,7 @@ struct AuditOptions {
   bool yes = false, show = false, dry_run = false, active = false, exit_zero = false, json_out = false;
   bool no_color = false;
   std::vector<std::string> profiles, checks, probes, replay, timeouts;
-  std::string out_dir, sysroot, minimums_file, probe_image, record;
+  std::string out_dir, sysroot, minimums_file, probe_image, enroot_image, record;
   std::string s3_endpoint, s3_bucket, s3_region, s3_addressing;
   // Slurm fleet (--slurm): scope, limits, broadcast.
   bool local_only = false;
@@ -89,6 +89,7 @@ collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::S
   o.probes = sel.probes;
   o.counter_interval = std::chrono::milliseconds(static_cast<long long>(a.counter_interval_s * 1000));
   if (!a.probe_image.empty()) o.probe_image = a.probe_image;
+  if (!a.enroot_image.empty()) o.enroot_image = a.enroot_image;
   // The s3-probe reads its endpoint from the environment (through the host, so a replay sees it).
   auto set = [](const char* k, const std::string& v) {
     if (!v.empty()) ::setenv(k, v.c_str(), 1);
@@ -163,6 +164,7 @@ std::vector<std::string> CollectArgs(const AuditOptions& a, const audit::Selecti
   out.push_back(fmt::format("--counter-interval={}", a.counter_interval_s));
   for (const auto& t : a.timeouts) out.push_back("--timeout=" + t);
   if (!a.probe_image.empty()) out.push_back("--probe-image=" + a.probe_image);
+  if (!a.enroot_image.empty()) out.push_back("--enroot-image=" + a.enroot_image);
   out.push_back(fmt::format("--node-timeout={}", a.node_timeout_s));
   return out;
 }
@@ -327,7 +329,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
 struct CollectCmd {
   std::string role = "compute", target = "slurm", out;
   std::vector<std::string> profiles, checks, probes, timeouts;
-  std::string probe_image;
+  std::string probe_image, enroot_image;
   double command_timeout_s = 10, counter_interval_s = 10;
   double node_timeout_s = 0;  // > 0: send what was collected by then and stop
   int step_gpus = 0;
@@ -347,6 +349,7 @@ int RunCollect(const CollectCmd& c, const std::vector<std::string>& argv) {
   a.counter_interval_s = c.counter_interval_s;
   a.timeouts = c.timeouts;
   a.probe_image = c.probe_image;
+  a.enroot_image = c.enroot_image;
   auto opts = MakeCollectOptions(a, sel);
   // The GPU count the step asked for, read back by the slurm.step-env collector (through the host).
   ::setenv("CLUSTERMAX_STEP_GPUS", std::to_string(c.step_gpus).c_str(), 1);
@@ -429,7 +432,8 @@ int Main(int argc, char** argv) {
   audit_cmd->add_flag("--dry-run", a.dry_run, "Print the plan (JSON), then exit");
   audit_cmd->add_flag("--active", a.active, "Enable every active probe (they change state, start containers or load GPUs)");
   audit_cmd->add_option("--probe", a.probes, "Enable one active probe by name");
-  audit_cmd->add_option("--probe-image", a.probe_image, "Container image for the container-launch probe");
+  audit_cmd->add_option("--probe-image", a.probe_image, "Container image for the container-launch probe (docker and pyxis)");
+  audit_cmd->add_option("--enroot-image", a.enroot_image, "Image the enroot-import probe pulls (default docker://busybox:1.36)");
   audit_cmd->add_option("--s3-endpoint", a.s3_endpoint, "Object storage endpoint for the s3-probe (or CLUSTERMAX_S3_ENDPOINT)");
   audit_cmd->add_option("--s3-bucket", a.s3_bucket, "Bucket for the s3-probe (or CLUSTERMAX_S3_BUCKET; credentials: AWS_* or ~/.aws/credentials)");
   audit_cmd->add_option("--s3-region", a.s3_region, "Signing region for the s3-probe (or CLUSTERMAX_S3_REGION, AWS_REGION; default us-east-1)");
@@ -491,6 +495,7 @@ int Main(int argc, char** argv) {
   collect_cmd->add_option("--check", cc.checks, "Check ids");
   collect_cmd->add_option("--probe", cc.probes, "Active probes");
   collect_cmd->add_option("--probe-image", cc.probe_image, "Image of the container-launch probe");
+  collect_cmd->add_option("--enroot-image", cc.enroot_image, "Image of the enroot-import probe");
   collect_cmd->add_option("--timeout", cc.timeouts, "ID=SECONDS");
   collect_cmd->add_option("--command-timeout", cc.command_timeout_s, "Seconds per command");
   collect_cmd->add_option("--counter-interval", cc.counter_interval_s, "Seconds between RDMA counter reads");

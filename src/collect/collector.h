@@ -21,6 +21,8 @@ struct CollectOptions {
   std::map<std::string, std::chrono::milliseconds> timeouts;
   std::set<std::string> probes;  // active probes enabled by name
   std::string probe_image = "nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04";
+  // A small image for the enroot-import probe (enroot's URI form: docker://[REGISTRY#]IMAGE).
+  std::string enroot_image = "docker://busybox:1.36";
   int threads = 8;
   // Time between the two reads of the RDMA error counters (live errors vs history); 0: one read.
   std::chrono::milliseconds counter_interval{10'000};

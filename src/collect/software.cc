@@ -344,6 +344,47 @@ Evidence Dcgm(host::Host& h, const CollectOptions& o) {
   return ToolVersion(h, o, "dcgm.version", {"dcgmi", "--version"}, ParseToolVersionLine);
 }
 
+// Probe enroot-import: pull a small image with enroot into a file of ours under $TMPDIR, then delete
+// it. The file name is fixed per user (a replay asks for the same commands); a leftover from an
+// interrupted run is removed first, and only that file is ever removed.
+Evidence EnrootImport(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources.push_back("which:enroot");
+  if (h.Which("enroot").status != host::IoStatus::kOk) {
+    e.status = EvidenceStatus::kOk;
+    e.data = {{"installed", false}};
+    return e;
+  }
+  auto tmp = h.GetEnv("TMPDIR");
+  auto user = h.GetEnv("USER");
+  std::string dir = tmp && !tmp->empty() && (*tmp)[0] == '/' ? *tmp : "/tmp";
+  std::string file = dir + "/clustermax-enroot-import-" + (user && !user->empty() ? *user : "user") + ".sqsh";
+  auto rm = Command({"rm", "-f", "--", file}, o, "probe.enroot-import");
+  rm.timeout = std::chrono::seconds(10);
+  h.Run(rm);
+  auto spec = Command({"enroot", "import", "-o", file, o.enroot_image}, o, "probe.enroot-import");
+  if (!o.timeouts.count("probe.enroot-import")) spec.timeout = std::chrono::seconds(30);
+  e.sources.push_back(Source(spec));
+  auto started = std::chrono::steady_clock::now();
+  auto r = h.Run(spec);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  auto cleanup = h.Run(rm);
+  e.status = EvidenceStatus::kOk;
+  // enroot prints "[ERROR] ..." lines on failure; keep the last lines of both streams.
+  std::string tail = util::Trim(r.err).empty() ? std::string(util::Trim(r.out)) : std::string(util::Trim(r.err));
+  if (tail.size() > 600) tail = "..." + tail.substr(tail.size() - 600);
+  e.data = {{"installed", true},
+            {"image", o.enroot_image},
+            {"file", file},
+            {"status", ToString(r.status)},
+            {"exit_code", r.exit_code},
+            {"seconds", r.status == host::IoStatus::kOk ? json(r.duration_ms > 0 ? r.duration_ms / 1000.0 : seconds) : json(nullptr)},
+            {"timeout_s", std::chrono::duration<double>(spec.timeout).count()},
+            {"output_tail", tail},
+            {"cleaned_up", cleanup.status == host::IoStatus::kOk && cleanup.exit_code == 0}};
+  return e;
+}
+
 Evidence ContainerLaunch(host::Host& h, const CollectOptions& o) {
   Evidence e;
   auto w = h.Which("docker");
@@ -415,6 +456,9 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
                   {"cmd:ldconfig -p", "dir:/usr/lib/x86_64-linux-gnu", "dir:/usr/local/cuda*/lib64", "file:/usr/include/nccl.h"}, ""},
                  NcclLibraries});
   out.push_back({{"dcgm.version", "DCGM (dcgmi) version", {"cmd:dcgmi --version"}, ""}, Dcgm});
+  out.push_back({{"probe.enroot-import", "enroot import -o $TMPDIR/clustermax-enroot-import-$USER.sqsh docker://IMAGE, then rm -f of that file",
+                  {"which:enroot", "cmd:enroot import -o FILE IMAGE", "cmd:rm -f FILE"}, "enroot-import"},
+                 EnrootImport});
   out.push_back({{"probe.container-launch", "docker run --rm --gpus all IMAGE nvidia-smi -L",
                   {"cmd:docker run --rm --gpus all IMAGE nvidia-smi -L"}, "container-launch"},
                  ContainerLaunch});

@@ -24,6 +24,8 @@ const std::vector<ProbeInfo>& Probes() {
        "changes a GPU power-management setting for a few seconds, then puts it back", 30},
       {"slurm-job", "srun -N1 --time=1 true, once with --gres=gpu:1 and once without: how long a job step takes to start, prolog included",
        "submits two one-node jobs to the scheduler", 150},
+      {"enroot-import", "enroot import docker://IMAGE into a temporary file, then delete it (--enroot-image, default docker://busybox:1.36)",
+       "pulls an image from a registry (the internet unless a local registry is given) and writes a file under $TMPDIR", 30},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };
