@@ -202,13 +202,14 @@ const json& CriterionOf(const json& rating, const std::string& id) {
 }
 
 TEST(RatingScore, ItemCreditFollowsTheRules) {
-  // orch-containers: pyxis, enroot, singularity, docker-workers, container-gpu-launch.
+  // orch-containers: pyxis, enroot, enroot-import, singularity, docker-workers, container-gpu-launch.
   json r = Rate(Cat(), {Report({Result("pyxis", "PASS"), Result("enroot", "WARN", "config"), Result("singularity", "FAIL"),
                                 Result("docker-workers", "SKIP", "not-applicable"), Result("container-gpu-launch", "SKIP", "probe-disabled")})},
                 std::nullopt);
   const json& k = CriterionOf(r, "orch-containers");
-  // (1 + 0.5 + 0) / 4 items that count (the not-applicable one is left out, the probe-disabled one is unknown).
-  EXPECT_NEAR(k["credit"].get<double>(), 1.5 / 4, 1e-3);
+  // (1 + 0.5 + 0) / 5 items that count (the not-applicable one is left out; the probe-disabled one and
+  // enroot-import, absent from the report, are unknown).
+  EXPECT_NEAR(k["credit"].get<double>(), 1.5 / 5, 1e-3);
   EXPECT_EQ(k["verdict"], "partly-met");
   // WARN on evidence we could not read: unknown, not half credit.
   json u = Rate(Cat(), {Report({Result("mpi-srun-pmix", "WARN", "unverified")})}, std::nullopt);
