@@ -827,3 +827,60 @@ TEST(NodeChecks, EnrootImportProbePullsIntoItsOwnFileAndRemovesIt) {
   EXPECT_EQ(off["probe.enroot-import"].status, EvidenceStatus::kProbeDisabled);
   EXPECT_TRUE(h.misses().empty());
 }
+
+TEST(NodeChecks, NcclTopologyFileOnTheHostAndInsideAPyxisContainer) {
+  const std::string xml = "<system version=\"1\">\n  <cpu numaid=\"0\" affinity=\"ffff\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n"
+                          "    <pci busid=\"0000:17:00.0\" class=\"0x060400\"/>\n  </cpu>\n</system>\n";
+  const std::string host_sum = std::string(64, 'a');
+  std::vector<std::string> srun = {"srun", "--overlap", "-N1", "-n1", "--jobid=42", "--nodelist=n1", "--container-image=nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04",
+                                   "--no-container-mount-home", "--container-remap-root", "--no-container-entrypoint", "sha256sum", "/etc/nccl/topo.xml"};
+  auto collect = [&](bool with_file, std::optional<host::CommandResult> inside, bool probe = true) {
+    host::Bundle b;
+    b.PutEnv("NCCL_TOPO_FILE", std::nullopt);
+    b.PutFile("/etc/nccl.conf", {host::IoStatus::kOk, with_file ? "NCCL_TOPO_FILE=/etc/nccl/topo.xml\nNCCL_IB_QPS_PER_CONNECTION=2\n" : "", false, ""});
+    host::DirResult etc;
+    etc.status = host::IoStatus::kOk;
+    if (with_file) etc.entries = {{"topo.xml", 'f'}};
+    b.PutDir("/etc/nccl", etc);
+    if (with_file) {
+      host::StatResult st;
+      st.status = host::IoStatus::kOk;
+      st.type = 'f';
+      st.size = xml.size();
+      b.PutStat("/etc/nccl/topo.xml", st);
+      b.PutFile("/etc/nccl/topo.xml", {host::IoStatus::kOk, xml, false, ""});
+      b.PutCommand({"sha256sum", "/etc/nccl/topo.xml"}, Out(host_sum + "  /etc/nccl/topo.xml\n"));
+    }
+    b.PutWhich("srun", {host::IoStatus::kOk, "/usr/bin/srun"});
+    b.PutEnv("SLURM_JOB_ID", "42");
+    b.PutEnv("SLURMD_NODENAME", "n1");
+    if (inside) b.PutCommand(srun, *inside);
+    host::ReplayHost h(b);
+    collect::CollectOptions o;
+    if (probe) o.probes = {"container-launch"};
+    return collect::CollectEvidence(h, {"nccl.topo-file", "probe.nccl-topo-container"}, o);
+  };
+  auto with_virt = [](core::EvidenceSet ev, const std::string& vm) {
+    ev["os.virtualization"] = Ok({{"vm", vm}});
+    return ev;
+  };
+  auto same = J("nccl-topo-file-container", with_virt(collect(true, Out(host_sum + "  /etc/nccl/topo.xml\n")), "kvm"), core::Target::kSlurm);
+  EXPECT_EQ(same.verdict, Verdict::kPass) << same.message;
+  host::CommandResult gone = Out("", 1);
+  gone.err = "sha256sum: /etc/nccl/topo.xml: No such file or directory\nsrun: error: n1: task 0: Exited with exit code 1\n";
+  auto missing = J("nccl-topo-file-container", with_virt(collect(true, gone), "kvm"), core::Target::kSlurm);
+  EXPECT_EQ(missing.verdict, Verdict::kWarn);
+  EXPECT_NE(missing.message.find("missing inside the container"), std::string::npos) << missing.message;
+  auto differs = J("nccl-topo-file-container", with_virt(collect(true, Out(std::string(64, 'b') + "  /etc/nccl/topo.xml\n")), "kvm"), core::Target::kSlurm);
+  EXPECT_NE(differs.message.find("differs inside the container"), std::string::npos) << differs.message;
+  host::CommandResult no_pyxis = Out("", 1);
+  no_pyxis.err = "srun: unrecognized option '--container-image=nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04'\n";
+  EXPECT_EQ(J("nccl-topo-file-container", with_virt(collect(true, no_pyxis), "kvm"), core::Target::kSlurm).reason, core::Reason::kPrerequisiteMissing);
+  auto disabled = J("nccl-topo-file-container", with_virt(collect(true, std::nullopt, false), "kvm"), core::Target::kSlurm);
+  EXPECT_EQ(disabled.reason, core::Reason::kProbeDisabled) << disabled.message;
+  // No file: fine on bare metal, a WARN in a VM.
+  EXPECT_EQ(J("nccl-topo-file-container", with_virt(collect(false, std::nullopt), "none"), core::Target::kSlurm).verdict, Verdict::kPass);
+  auto vm = J("nccl-topo-file-container", with_virt(collect(false, std::nullopt), "kvm"), core::Target::kSlurm);
+  EXPECT_EQ(vm.verdict, Verdict::kWarn);
+  EXPECT_NE(vm.message.find("VM (kvm)"), std::string::npos) << vm.message;
+}

@@ -323,6 +323,64 @@ Finding SharpEnabled(const JudgeContext& ctx) {
       .Details(parts).Expected("SHARP usable: sharp_hello answers, or NCCL uses CollNet");
 }
 
+// nccl-topo-file-container: a VM (or any node whose PCI view is not the real one) needs an NCCL
+// topology file, and a job in a container sees it only if the runtime mounts it.
+Finding NcclTopoFileContainer(const JudgeContext& ctx) {
+  const Evidence& topo = ctx.Get("nccl.topo-file");
+  if (auto p = core::EvidenceProblem(topo, "NCCL topology files")) return *p;
+  const json& files = topo.data["files"];
+  const json* host_file = nullptr;
+  for (const auto& f : files) {
+    if (f.value("exists", false)) {
+      host_file = &f;
+      break;
+    }
+  }
+  std::string setting = topo.data["setting"].is_string() ? topo.data["setting"].get<std::string>() : "";
+  if (!setting.empty() && (files.empty() || !files[0].value("exists", false))) {
+    return core::Warn(Reason::kConfig, fmt::format("NCCL_TOPO_FILE={} (from {}) does not exist on the node: NCCL falls back to what it detects", setting,
+                                                   topo.data.value("setting_source", "")))
+        .Observed("missing").Expected("the topology file NCCL_TOPO_FILE names");
+  }
+  if (!host_file) {
+    const Evidence& virt = ctx.Get("os.virtualization");
+    std::string vm = virt.ok() && virt.data.value("vm", json()).is_string() ? virt.data["vm"].get<std::string>() : "";
+    if (vm == "none") return core::Pass("bare metal without a topology file: NCCL reads the real PCI topology").Observed("no file").Expected("no file needed on bare metal");
+    if (vm.empty()) return core::Warn(Reason::kUnverified, "no NCCL topology file, and whether this is a VM is unknown").Observed("no file");
+    return core::Warn(Reason::kConfig, fmt::format("VM ({}) without an NCCL topology file: NCCL sees the flat virtual PCI topology and picks poor rings", vm))
+        .Observed("no file").Expected("NCCL_TOPO_FILE pointing at the provider's topology XML");
+  }
+  std::string path = (*host_file)["path"];
+  std::string sha = (*host_file)["sha256"].is_string() ? (*host_file)["sha256"].get<std::string>() : "";
+  if (host_file->value("xml_ok", json()) == false) {
+    return core::Warn(Reason::kConfig, fmt::format("{} is not valid XML: NCCL ignores it", path)).Observed(path);
+  }
+  std::string observed = fmt::format("{} ({} bytes, sha256 {})", path, host_file->value("size", json()).dump(), sha.empty() ? "?" : sha.substr(0, 12));
+  const Evidence& probe = ctx.Get("probe.nccl-topo-container");
+  if (probe.status == core::EvidenceStatus::kProbeDisabled) {
+    return core::Skip(Reason::kProbeDisabled, fmt::format("host topology file {}: comparing it inside a container needs --probe container-launch", path))
+        .Observed(observed);
+  }
+  if (auto p = core::EvidenceProblem(probe, "container launch")) return *p;
+  if (!probe.data.value("launched", false)) {
+    if (probe.data.value("pyxis_absent", false) || probe.data.contains("reason")) {
+      return core::Skip(Reason::kPrerequisiteMissing, "no pyxis container launcher: " + probe.data.value("reason", probe.data.value("stderr", ""))).Observed(observed);
+    }
+    return core::Warn(Reason::kUnverified, fmt::format("the pyxis container did not start (exit {}): {}", probe.data.value("exit_code", -1), probe.data.value("stderr", "")))
+        .Observed(observed);
+  }
+  if (probe.data.value("missing", false)) {
+    return core::Warn(Reason::kConfig, fmt::format("{} is missing inside the container: jobs in containers run with NCCL's own (virtual) view", path))
+        .Observed(observed).Expected("the same file inside the container (an enroot mount hook or pyxis --container-mounts)");
+  }
+  std::string inside = probe.data.value("sha256", json()).is_string() ? probe.data["sha256"].get<std::string>() : "";
+  if (inside != sha) {
+    return core::Warn(Reason::kConfig, fmt::format("{} differs inside the container (sha256 {} vs {} on the host)", path, inside.substr(0, 12), sha.substr(0, 12)))
+        .Observed(observed).Expected("the same file inside the container");
+  }
+  return core::Pass(fmt::format("{} is identical inside the pyxis container ({})", path, probe.data.value("image", ""))).Observed(observed);
+}
+
 }  // namespace
 
 void RegisterFabricChecks(core::Registry& r) {
@@ -330,6 +388,13 @@ void RegisterFabricChecks(core::Registry& r) {
   using core::kS;
   using core::kSA;
   using core::kV;
+  r.Add({CheckInfo{.id = "nccl-topo-file-container", .category = "networking", .title = "NCCL topology file present where needed, and the same inside containers",
+                   .rationale = "In a VM NCCL sees a flat virtual PCI tree unless given the real topology; a containerised job sees the file only if it is mounted.",
+                   .remediation = "Install the provider's topology XML, set NCCL_TOPO_FILE in /etc/nccl.conf, and mount it into containers (enroot mount hook).",
+                   .criterion = "nccl-topo-file-container", .targets = kS, .needs = {"nccl.topo-file", "probe.nccl-topo-container", "os.virtualization"},
+                   .probe = "container-launch",
+                   .reproduce = "echo $NCCL_TOPO_FILE; ls /etc/nccl; srun --container-image=IMAGE sha256sum $NCCL_TOPO_FILE"},
+         NcclTopoFileContainer});
   r.Add({CheckInfo{.id = "sharp-enabled", .category = "networking", .title = "SHARP in-network reductions available on InfiniBand",
                    .rationale = "SHARP reduces all-reduce traffic in the switches: up to twice the bus bandwidth for large collectives.",
                    .remediation = "Enable SHARP in UFM/OpenSM (Aggregation Manager), install HPC-X SHARP and the nccl-rdma-sharp plugin, set NCCL_COLLNET_ENABLE=1.",

@@ -8,6 +8,7 @@
 #include <regex>
 
 #include <fmt/format.h>
+#include <pugixml.hpp>
 
 #include "collect/collector.h"
 #include "collect/parsers.h"
@@ -347,6 +348,125 @@ Evidence Dcgm(host::Host& h, const CollectOptions& o) {
 // Probe enroot-import: pull a small image with enroot into a file of ours under $TMPDIR, then delete
 // it. The file name is fixed per user (a replay asks for the same commands); a leftover from an
 // interrupted run is removed first, and only that file is ever removed.
+// NCCL topology files on the host: NCCL_TOPO_FILE (environment, then /etc/nccl.conf) and the usual
+// places providers install them (/etc/nccl/*.xml, /opt/microsoft/*.xml). The first is what NCCL
+// reads: the setting when there is one, else the first file found.
+struct TopoCandidates {
+  std::optional<std::string> setting;  // NCCL_TOPO_FILE
+  std::string setting_source;
+  std::vector<std::string> paths;
+};
+
+TopoCandidates FindTopoFiles(host::Host& h) {
+  TopoCandidates c;
+  if (auto v = h.GetEnv("NCCL_TOPO_FILE"); v && !v->empty()) {
+    c.setting = *v;
+    c.setting_source = "environment";
+  } else if (auto f = h.ReadFile("/etc/nccl.conf", 1 << 20); f.status == host::IoStatus::kOk) {
+    for (const auto& [k, val] : util::ParseKeyValueLines(f.content)) {
+      if (k == "NCCL_TOPO_FILE" && !val.empty()) {
+        c.setting = val;
+        c.setting_source = "/etc/nccl.conf";
+      }
+    }
+  }
+  if (c.setting) c.paths.push_back(*c.setting);
+  for (const char* dir : {"/etc/nccl", "/opt/microsoft"}) {
+    auto d = h.ListDir(dir);
+    if (d.status != host::IoStatus::kOk) continue;
+    std::vector<std::string> names;
+    for (const auto& ent : d.entries) {
+      if (ent.name.ends_with(".xml") && ent.type != 'd') names.push_back(std::string(dir) + "/" + ent.name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      if (std::find(c.paths.begin(), c.paths.end(), n) == c.paths.end()) c.paths.push_back(n);
+    }
+  }
+  return c;
+}
+
+// The first word of `sha256sum FILE`'s output, when it is a hash.
+std::optional<std::string> Sha256Of(const host::CommandResult& r) {
+  if (r.status != host::IoStatus::kOk || r.exit_code != 0) return std::nullopt;
+  auto words = util::SplitWhitespace(r.out);
+  if (words.empty() || words[0].size() != 64) return std::nullopt;
+  return words[0];
+}
+
+Evidence NcclTopoFile(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.sources = {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "dir:/opt/microsoft", "cmd:sha256sum FILE"};
+  TopoCandidates c = FindTopoFiles(h);
+  json files = json::array();
+  for (const auto& path : c.paths) {
+    auto st = h.Stat(path);
+    json f = {{"path", path}, {"exists", st.status == host::IoStatus::kOk}, {"size", st.status == host::IoStatus::kOk ? json(st.size) : json(nullptr)}};
+    if (st.status == host::IoStatus::kOk) {
+      auto content = h.ReadFile(path, 4u << 20);
+      if (content.status == host::IoStatus::kOk) {
+        pugi::xml_document doc;
+        auto parsed = doc.load_buffer(content.content.data(), content.content.size());
+        f["xml_ok"] = static_cast<bool>(parsed);
+        f["root"] = parsed ? json(doc.document_element().name()) : json(nullptr);
+      } else {
+        f["xml_ok"] = nullptr;
+        f["read_error"] = std::string(ToString(content.status));
+      }
+      auto sum = h.Run(Command({"sha256sum", path}, o, "nccl.topo-file"));
+      auto hash = Sha256Of(sum);
+      f["sha256"] = hash ? json(*hash) : json(nullptr);
+    }
+    files.push_back(f);
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = {{"setting", c.setting ? json(*c.setting) : json(nullptr)}, {"setting_source", c.setting_source}, {"files", files}};
+  return e;
+}
+
+// Probe (container-launch): the same topology file inside a pyxis container on this node, as a job
+// would see it (home not mounted, no entrypoint): its sha256, or its absence.
+Evidence NcclTopoInContainer(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  TopoCandidates c = FindTopoFiles(h);
+  std::string path = c.setting ? *c.setting : c.paths.empty() ? "" : c.paths.front();
+  if (path.empty()) {
+    e.data = {{"launched", false}, {"reason", "no topology file on the host"}};
+    return e;
+  }
+  e.sources.push_back("which:srun");
+  if (h.Which("srun").status != host::IoStatus::kOk) {
+    e.data = {{"launched", false}, {"path", path}, {"reason", "no srun (pyxis launches through Slurm)"}};
+    return e;
+  }
+  std::vector<std::string> argv = {"srun", "--overlap", "-N1", "-n1"};
+  if (auto job = h.GetEnv("SLURM_JOB_ID"); job && !job->empty()) argv.push_back("--jobid=" + *job);
+  if (auto node = h.GetEnv("SLURMD_NODENAME"); node && !node->empty()) argv.push_back("--nodelist=" + *node);
+  for (const std::string a : {"--container-image=" + o.probe_image, std::string("--no-container-mount-home"), std::string("--container-remap-root"),
+                              std::string("--no-container-entrypoint"), std::string("sha256sum"), path}) {
+    argv.push_back(a);
+  }
+  auto spec = Command(argv, o, "probe.nccl-topo-container");
+  if (!o.timeouts.count("probe.nccl-topo-container")) spec.timeout = std::chrono::seconds(600);
+  e.sources.push_back(Source(spec));
+  auto r = h.Run(spec);
+  std::string err = std::string(util::Trim(r.err));
+  bool missing = r.status == host::IoStatus::kOk && r.exit_code == 1 && util::Contains(err, "No such file");
+  bool pyxis_absent = util::Contains(err, "unrecognized option") && util::Contains(err, "container-image");
+  auto hash = Sha256Of(r);
+  e.data = {{"launched", r.status == host::IoStatus::kOk && (hash || missing)},
+            {"path", path},
+            {"image", o.probe_image},
+            {"status", ToString(r.status)},
+            {"exit_code", r.exit_code},
+            {"sha256", hash ? json(*hash) : json(nullptr)},
+            {"missing", missing},
+            {"pyxis_absent", pyxis_absent},
+            {"stderr", util::Ellipsize(err, 400)}};
+  return e;
+}
+
 Evidence EnrootImport(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.sources.push_back("which:enroot");
@@ -456,6 +576,13 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
                   {"cmd:ldconfig -p", "dir:/usr/lib/x86_64-linux-gnu", "dir:/usr/local/cuda*/lib64", "file:/usr/include/nccl.h"}, ""},
                  NcclLibraries});
   out.push_back({{"dcgm.version", "DCGM (dcgmi) version", {"cmd:dcgmi --version"}, ""}, Dcgm});
+  out.push_back({{"nccl.topo-file", "NCCL topology files: NCCL_TOPO_FILE, /etc/nccl/*.xml, /opt/microsoft/*.xml; size, sha256, XML parse",
+                  {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "cmd:sha256sum FILE"}, ""},
+                 NcclTopoFile});
+  out.push_back({{"probe.nccl-topo-container", "srun --overlap --container-image=IMAGE (pyxis) sha256sum FILE: the host's NCCL topology file inside a container",
+                  {"cmd:srun --overlap -N1 --container-image=IMAGE --no-container-mount-home --container-remap-root --no-container-entrypoint sha256sum FILE"},
+                  "container-launch"},
+                 NcclTopoInContainer});
   out.push_back({{"probe.enroot-import", "enroot import -o $TMPDIR/clustermax-enroot-import-$USER.sqsh docker://IMAGE, then rm -f of that file",
                   {"which:enroot", "cmd:enroot import -o FILE IMAGE", "cmd:rm -f FILE"}, "enroot-import"},
                  EnrootImport});
