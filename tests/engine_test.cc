@@ -247,6 +247,10 @@ TEST(Cli, ChecksListAndMinimumsShow) {
   auto desc = RunCli("checks describe cuda-toolkit-security");
   EXPECT_EQ(desc.code, 0);
   EXPECT_NE(desc.out.find("evidence: cuda.toolkits"), std::string::npos);
+  auto probes = RunCli("checks probes");
+  EXPECT_EQ(probes.code, 0);
+  EXPECT_NE(probes.out.find("enroot-import\n  does:     enroot import"), std::string::npos) << probes.out;
+  EXPECT_NE(probes.out.find("checks:   container-gpu-launch, nccl-topo-file-container"), std::string::npos) << probes.out;
   auto mins = RunCli("minimums show");
   EXPECT_EQ(mins.code, 0);
   EXPECT_NE(mins.out.find("nvidiaDriver"), std::string::npos);

@@ -468,6 +468,7 @@ int Main(int argc, char** argv) {
   std::string describe_id;
   auto* describe_cmd = checks_cmd->add_subcommand("describe", "Describe one check");
   describe_cmd->add_option("id", describe_id, "Check id")->required();
+  auto* probes_cmd = checks_cmd->add_subcommand("probes", "List the active probes (--probe NAME), what they do and change, and the checks using them");
 
   auto* minimums_cmd = app.add_subcommand("minimums", "The minimum-version table");
   minimums_cmd->require_subcommand(1);
@@ -548,6 +549,17 @@ int Main(int argc, char** argv) {
           std::cout << fmt::format("{:<36} {:<12} {:<14} {}\n", c.info.id, c.info.category, core::MaskToString(c.info.targets), c.info.title);
         }
         std::cout << fmt::format("{} checks\n", reg.all().size());
+      }
+      return kExitOk;
+    }
+    if (probes_cmd->parsed()) {
+      for (const auto& p : core::Probes()) {
+        std::vector<std::string> users;
+        for (const auto& c : checks::DefaultRegistry().all()) {
+          if (c.info.probe == p.name) users.push_back(c.info.id);
+        }
+        std::cout << fmt::format("{}\n  does:     {}\n  changes:  {}\n  budget:   {} s\n  checks:   {}\n", p.name, p.description, p.side_effects, p.budget_s,
+                                 users.empty() ? "-" : fmt::format("{}", fmt::join(users, ", ")));
       }
       return kExitOk;
     }

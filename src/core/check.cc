@@ -17,8 +17,9 @@ const std::vector<ProbeInfo>& Probes() {
   static const std::vector<ProbeInfo> k{
       {"perf-sample", "perf stat -e cycles,instructions -- sleep 0.1: can this user sample CPU counters?",
        "short CPU sampling on this node", 5},
-      {"container-launch", "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs",
-       "may pull an image from a registry; starts and removes a container", 600},
+      {"container-launch", "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs; on Slurm nodes with a topology "
+       "file, also a pyxis container on the node (srun --overlap --container-image=IMAGE sha256sum FILE)",
+       "may pull an image from a registry; starts and removes containers (docker; a pyxis job step on Slurm)", 600},
       {"dcgm-diag", "dcgmi diag -r 1 -j: DCGM's quick diagnostic on every GPU", "loads the GPUs for seconds; blocked under MIG", 90},
       {"vboost-set", "nvidia-smi boost-slider --vboost 2 (or the maximum), read back, then every GPU's original value restored",
        "changes a GPU power-management setting for a few seconds, then puts it back", 30},
