@@ -301,24 +301,6 @@ TEST(SlurmChecks, LmodInBothShellsWithTheToolchainModules) {
   EXPECT_NE(none.message.find("no module system"), std::string::npos);
 }
 
-TEST(SlurmChecks, SshFromEachNodeToTheNext) {
-  auto with = [](std::optional<std::string> nodelist, const host::CommandResult& ssh) {
-    host::Bundle b;
-    b.PutEnv("SLURM_JOB_NODELIST", nodelist);
-    b.PutEnv("SLURMD_NODENAME", std::string("n3"));
-    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", "n1", "hostname"}, ssh);
-    return Judge("ssh-between-nodes", b);
-  };
-  auto ok = with(std::string("n[1-3]"), Out("n1\n"));  // the last node wraps to the first
-  EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
-  EXPECT_NE(ok.message.find("n3 reaches n1"), std::string::npos);
-  auto denied = with(std::string("n[1-3]"), Out("", 255, "n1: Permission denied (publickey).\n"));
-  EXPECT_EQ(denied.verdict, core::Verdict::kWarn);
-  EXPECT_NE(denied.message.find("Permission denied"), std::string::npos) << denied.message;
-  auto alone = with(std::nullopt, Out(""));
-  EXPECT_EQ(alone.reason, core::Reason::kNotApplicable);
-}
-
 TEST(SlurmChecks, PrologFastTimesAGpuStep) {
   auto with = [](double gpu_seconds, int gpu_exit, bool probe) {
     host::Bundle b = Scheduler();
@@ -462,4 +444,44 @@ TEST(SlurmChecks, MonitoringReadinessScoresTenParts) {
   auto minimal = JudgeFleet("monitoring-readiness", b, {node("n1", {"dcgm-exporter"}, false), node("n2", {"systemd"}, false)});
   EXPECT_EQ(minimal.verdict, core::Verdict::kFail) << All(minimal);
   EXPECT_NE(All(minimal).find("missing on n2"), std::string::npos) << All(minimal);  // n2 has no GPU exporter
+}
+
+TEST(SlurmChecks, SshFromEachNodeToTheNext) {
+  // Each compute node's ssh.peer collector: node i to node i+1, the last wrapping to the first.
+  auto peer = [](const std::string& self, const std::string& next, const host::CommandResult& ssh) {
+    host::Bundle b;
+    b.PutEnv("SLURM_JOB_NODELIST", std::string("n[1-3]"));
+    b.PutEnv("SLURMD_NODENAME", self);
+    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", next, "hostname"}, ssh);
+    host::ReplayHost h(b);
+    audit::NodeEvidence n = Node(self, "580.95.05");
+    n.evidence["ssh.peer"] = collect::CollectEvidence(h, {"ssh.peer"}, {})["ssh.peer"];
+    return n;
+  };
+  // The login node's ssh.login collector: sinfo's first responsive node, then ssh to it.
+  auto login = [](const host::CommandResult& ssh) {
+    host::Bundle b = Scheduler();
+    b.PutCommand({"sinfo", "-h", "-N", "-o", "%N", "-t", "idle,mixed,allocated"}, Out("n1\nn2\nn3\n"));
+    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", "n1", "hostname"}, ssh);
+    return b;
+  };
+  auto ok = JudgeFleet("ssh-between-nodes", login(Out("n1\n")), {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("n3\n")), peer("n3", "n1", Out("n1\n"))});
+  EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
+  EXPECT_NE(ok.message.find("between all 3 compute node(s)"), std::string::npos) << ok.message;
+  auto denied = JudgeFleet("ssh-between-nodes", login(Out("n1\n")),
+                           {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("", 255, "n3: Permission denied (publickey).\n")), peer("n3", "n1", Out("n1\n"))});
+  EXPECT_EQ(denied.verdict, core::Verdict::kWarn);
+  EXPECT_NE(denied.message.find("n2 -> next node: fails (exit 255)"), std::string::npos) << denied.message;
+  auto from_login = JudgeFleet("ssh-between-nodes", login(Out("", 255, "n1: Permission denied (publickey).\n")),
+                               {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("n3\n")), peer("n3", "n1", Out("n1\n"))});
+  EXPECT_EQ(from_login.verdict, core::Verdict::kWarn);
+  EXPECT_NE(from_login.message.find("login -> n1: exit 255"), std::string::npos) << from_login.message;
+  // A one-node step has no peer: the login direction alone is unverified.
+  host::Bundle solo_env;
+  solo_env.PutEnv("SLURM_JOB_NODELIST", std::string("n1"));
+  solo_env.PutEnv("SLURMD_NODENAME", std::string("n1"));
+  host::ReplayHost h(solo_env);
+  audit::NodeEvidence solo = Node("n1", "580.95.05");
+  solo.evidence["ssh.peer"] = collect::CollectEvidence(h, {"ssh.peer"}, {})["ssh.peer"];
+  EXPECT_EQ(JudgeFleet("ssh-between-nodes", login(Out("n1\n")), {solo}).reason, core::Reason::kUnverified);
 }

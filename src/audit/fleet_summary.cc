@@ -125,6 +125,12 @@ const std::vector<std::pair<std::string, Fact>>& Facts() {
          if (cfg != n.evidence.end() && !checks::ExporterAttribution(cfg->second, true).empty()) agents.insert("gpu job labels");
          return agents.empty() ? "none" : Joined(agents);
        }},
+      {"ssh to next node", [](const NodeEvidence& n) -> std::string {
+         const json* d = Data(n, "ssh.peer");
+         if (!d || !d->contains("peer") || !(*d)["peer"].is_string()) return "";
+         int code = d->value("exit_code", -1);
+         return code == 0 ? "ok" : fmt::format("fails (exit {})", code);
+       }},
       {"container toolkit", [](const NodeEvidence& n) { const json* d = Data(n, "container-toolkit.version"); return d ? Str(*d, "version") : ""; }},
       {"runc", [](const NodeEvidence& n) { const json* d = Data(n, "runc.version"); return d ? Str(*d, "version") : ""; }},
       {"dcgm", [](const NodeEvidence& n) { const json* d = Data(n, "dcgm.version"); return d ? Str(*d, "version") : ""; }},

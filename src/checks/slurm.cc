@@ -73,6 +73,16 @@ std::optional<Finding> NotAFleet(const Evidence& summary) {
   return core::EvidenceProblem(summary, "fleet summary");
 }
 
+// A per-node fact of the fleet summary: node -> value, for the nodes that reported it.
+std::map<std::string, std::string> FleetFact(const Evidence& summary, const char* fact) {
+  std::map<std::string, std::string> out;
+  for (const auto& n : summary.data.value("nodes", json::array())) {
+    const json& facts = n.value("facts", json::object());
+    if (facts.contains(fact) && facts[fact].is_string()) out[n.value("node", "")] = facts[fact].get<std::string>();
+  }
+  return out;
+}
+
 Finding SlurmCommands(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("slurm.commands");
   if (auto p = core::EvidenceProblem(e, "Slurm commands")) return *p;
@@ -284,16 +294,34 @@ Finding Lmod(const JudgeContext& ctx) {
 }
 
 // ssh-between-nodes: from each compute node to the next one of the step, without a password.
+// ssh-between-nodes: from the login node to a compute node, and from every compute node to the
+// next one of the step (the last to the first): keys only, 5 s.
 Finding SshBetweenNodes(const JudgeContext& ctx) {
-  const Evidence& e = ctx.Get("ssh.peer");
-  if (auto p = core::EvidenceProblem(e, "ssh to the next node")) return *p;
-  if (e.data["peer"].is_null()) return core::Skip(Reason::kNotApplicable, e.data.value("reason", std::string("no peer node")));
-  std::string to = e.data["peer"], from = e.data.value("from", "");
-  int code = e.data.value("exit_code", -1);
-  std::string out = e.data.value("output", "");
-  Finding f = code == 0 ? core::Pass(fmt::format("{} reaches {} by ssh without a password", from, to))
-                        : core::Warn(Reason::kConfig, fmt::format("ssh {} -> {} failed (exit {}): {}", from, to, code, util::Ellipsize(out, 120)));
-  return f.Observed(fmt::format("{} -> {}: exit {}", from, to, code)).Expected("key-based ssh between compute nodes");
+  const Evidence& login = ctx.Get("ssh.login");
+  const Evidence& fleet = ctx.Get("fleet.summary");
+  if (auto p = NotAFleet(fleet)) return *p;
+  std::vector<std::string> failed, lines;
+  bool login_known = false;
+  if (login.ok() && login.data["target"].is_string()) {
+    login_known = true;
+    std::string to = login.data["target"];
+    int code = login.data.value("exit_code", -1);
+    lines.push_back(fmt::format("login -> {}: {}", to, code == 0 ? "ok" : fmt::format("exit {} {}", code, util::Ellipsize(login.data.value("output", ""), 120))));
+    if (code != 0) failed.push_back(lines.back());
+  } else {
+    lines.push_back("login -> compute: not tried (" + (login.ok() ? login.data.value("reason", std::string("no node")) : login.error) + ")");
+  }
+  auto peers = FleetFact(fleet, "ssh to next node");
+  for (const auto& [node, v] : peers) {
+    if (v != "ok") failed.push_back(fmt::format("{} -> next node: {}", node, v));
+  }
+  size_t reached = std::count_if(peers.begin(), peers.end(), [](const auto& p) { return p.second == "ok"; });
+  lines.push_back(fmt::format("compute -> compute: {} of {} node(s) reached the next node", reached, peers.size()));
+  if (!login_known && peers.empty()) return core::Skip(Reason::kNotApplicable, "no compute node to ssh to (single node, or not in a multi-node step)").Details(lines);
+  Finding f = !failed.empty() ? core::Warn(Reason::kConfig, fmt::format("{} ssh path(s) need a password or fail: {}", failed.size(), failed.front()))
+              : !login_known || peers.empty() ? core::Warn(Reason::kUnverified, fmt::format("only {} tested", login_known ? "login -> compute" : "compute -> compute"))
+                                              : core::Pass(fmt::format("ssh without a password from the login node and between all {} compute node(s)", peers.size()));
+  return f.Expected("key-based ssh login -> compute and compute -> compute").Details(failed).Details(lines);
 }
 
 // prolog-fast: a GPU job step starts within 30 s, prolog included (the reference's "fast" line);
@@ -557,16 +585,6 @@ Finding HeadWorkerConsistency(const JudgeContext& ctx) {
 }
 
 
-// A per-node fact of the fleet summary: node -> value, for the nodes that reported it.
-std::map<std::string, std::string> FleetFact(const Evidence& summary, const char* fact) {
-  std::map<std::string, std::string> out;
-  for (const auto& n : summary.data.value("nodes", json::array())) {
-    const json& facts = n.value("facts", json::object());
-    if (facts.contains(fact) && facts[fact].is_string()) out[n.value("node", "")] = facts[fact].get<std::string>();
-  }
-  return out;
-}
-
 // nccl-ib-qps-entropy: on a multi-tier Clos, one queue pair per connection hashes every flow of a
 // ring onto one path (ECMP/adaptive routing has nothing to spread); NCCL_IB_QPS_PER_CONNECTION >= 2
 // gives it entropy. Tiers from `scontrol show topology` (switch Level), else the node count.
@@ -818,10 +836,11 @@ void RegisterSlurmChecks(core::Registry& r) {
                    .criterion = "lmod", .targets = kS, .needs = {"modules.avail"}, .cluster = true,
                    .reproduce = "bash -c 'module -t avail'; bash -lc 'module -t avail'"},
          Lmod});
-  r.Add({CheckInfo{.id = "ssh-between-nodes", .category = "access", .title = "Compute nodes reach each other by ssh without a password",
+  r.Add({CheckInfo{.id = "ssh-between-nodes", .category = "access", .title = "ssh without a password: login node to compute nodes, and between compute nodes",
                    .rationale = "MPI launchers, debuggers and users' tools ssh between the nodes of a job.",
                    .remediation = "Host-based authentication or cluster-wide keys for users between compute nodes (pam_slurm_adopt to keep it to their jobs).",
-                   .criterion = "ssh-between-nodes", .targets = kS, .needs = {"ssh.peer"},
+                   .criterion = "ssh-between-nodes", .targets = kS, .needs = {"ssh.login", "fleet.summary"}, .cluster = true,
+                   .node_needs = {"ssh.peer"},
                    .reproduce = "srun -N2 bash -c 'ssh -o BatchMode=yes <other node> hostname'"},
          SshBetweenNodes});
   r.Add({CheckInfo{.id = "prolog-fast", .category = "orchestration", .title = "A GPU job step starts quickly (prolog included)",

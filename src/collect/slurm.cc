@@ -241,6 +241,26 @@ Evidence SshPeer(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// ssh from the login node to a compute node (the first responsive one sinfo lists), keys only.
+Evidence SshLogin(host::Host& h, const CollectOptions& o) {
+  Evidence e;
+  auto list = RunFor(e, h, {"sinfo", "-h", "-N", "-o", "%N", "-t", "idle,mixed,allocated"}, o, "ssh.login");
+  if (!list) return e;
+  e.status = EvidenceStatus::kOk;
+  auto names = util::SplitWhitespace(list->out);
+  if (list->exit_code != 0 || names.empty()) {
+    e.data = {{"target", nullptr}, {"reason", list->exit_code != 0 ? "sinfo failed: " + util::Ellipsize(util::Trim(list->err), 200) : "no idle, mixed or allocated node"}};
+    return e;
+  }
+  std::string target = names.front();
+  auto r = RunFor(e, h, {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", target, "hostname"}, o, "ssh.login");
+  e.status = EvidenceStatus::kOk;  // a refused or unreachable node is the finding, not missing evidence
+  e.data = {{"target", target}, {"ran", r.has_value()}, {"exit_code", r ? r->exit_code : -1},
+            {"output", r ? util::Ellipsize(util::Trim(r->out + r->err), 300) : e.error}};
+  e.error.clear();
+  return e;
+}
+
 // Probe slurm-job: a GPU step and a CPU-only baseline step, each `true`, timed end to end (queue,
 // allocation, prolog, launch, epilog). A step that does not run within its timeout is reported.
 Evidence SlurmJob(host::Host& h, const CollectOptions& o) {
@@ -302,6 +322,9 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
                   {"cmd:bash -c 'module -t avail'", "cmd:bash -lc 'module -t avail'", "env:LMOD_CMD", "env:MODULEPATH"}, ""},
                  Modules});
   out.push_back({{"nhc.install", "LBNL NHC binary and /etc/nhc/nhc.conf", {"stat:/usr/sbin/nhc", "file:/etc/nhc/nhc.conf"}, ""}, Nhc});
+  out.push_back({{"ssh.login", "ssh (keys only, 5 s) from the login node to the first idle, mixed or allocated compute node",
+                  {"cmd:sinfo -h -N -o %N -t idle,mixed,allocated", "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <node> hostname"}, ""},
+                 SshLogin});
   out.push_back({{"ssh.peer", "ssh (keys only, 5 s) from this node to the next node of the job step",
                   {"env:SLURM_JOB_NODELIST", "env:SLURMD_NODENAME", "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <next node> hostname"}, ""},
                  SshPeer});
