@@ -23,6 +23,7 @@
 #include "bench/s3.h"
 #include "bench/s3_bench.h"
 #include "bench/storage.h"
+#include "bench/storage_scaling.h"
 #include "bench/workspace.h"
 #include "test_server.h"
 #include "testutil.h"
@@ -445,4 +446,66 @@ TEST(BenchCli, BadOptionsAreUsageErrors) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(text.find("unknown storage test 'nope'"), std::string::npos) << text;
   EXPECT_TRUE(Entries(dir).empty());
+}
+
+TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
+  EXPECT_EQ(ScalingCounts(1), std::vector<int>({1}));
+  EXPECT_EQ(ScalingCounts(3), std::vector<int>({1, 2, 3}));
+  EXPECT_EQ(ScalingCounts(8), std::vector<int>({1, 2, 4, 8}));
+  EXPECT_EQ(ScalingCounts(12), std::vector<int>({1, 2, 4, 8, 12}));
+  // Real per-node results (a one-pass run on a scratch directory), with the bandwidth of one node
+  // scaled to make a slow node in the two-node step.
+  fs::path dir = Scratch("storage-scaling");
+  StorageOptions o;
+  o.path = dir;
+  o.files = 2;
+  o.size = 8u << 20;
+  o.duration_s = 0;
+  o.tests = {"seq-write-1m-direct", "seq-read-1m-direct", "metadata"};  // 8 MiB fits the page cache: only direct I/O is graded
+  o.meta_threads = 2;
+  o.meta_dirs = 2;
+  o.meta_files = 20;
+  json one = RunStorageBench(o);
+  ASSERT_FALSE(one.contains("error")) << one.dump();
+  json slow = one;
+  for (auto& w : slow["workloads"]) {
+    if (w["status"] == "ok") w["bw_bytes_per_s"] = w["bw_bytes_per_s"].get<double>() / 2;
+  }
+  double read1 = 0;
+  for (const auto& m : StorageMetrics(one)) {
+    if (m.id == "storage.seq-read") read1 = m.value.value_or(0);
+  }
+  ASSERT_GT(read1, 0);
+  ScalingStep s1{1, {"n1"}, {{"n1", one}}, {}, 2.0, ""};
+  ScalingStep s2{2, {"n1", "n2"}, {{"n1", one}, {"n2", slow}}, {}, 2.5, ""};
+  ScalingStep s3{3, {"n1", "n2", "n3"}, {{"n1", one}, {"n2", one}}, {{"n3", "srun: error: n3: task 2: Exited"}}, 3.0, ""};
+  json r = ScalingResult({s1, s2, s3}, {{"path", dir.string()}, {"tests", "io"}, {"size", "8 MiB"}, {"duration_s", 0}});
+  const json& a2 = r["steps"][1]["aggregate"]["storage.seq-read"];
+  EXPECT_NEAR(a2["sum"].get<double>(), 1.5 * read1, 1e-9);
+  EXPECT_EQ(a2["worst_node"], "n2");
+  EXPECT_NEAR(a2["worst_value"].get<double>(), read1 / 2, 1e-9);
+  EXPECT_NEAR(a2["efficiency"].get<double>(), 0.75, 1e-9);
+  // Latency: the worst node, and how much slower than one node alone (same results: x1.00).
+  const json& open2 = r["steps"][1]["aggregate"]["storage.small-file-open"];
+  EXPECT_FALSE(open2.contains("sum"));
+  EXPECT_NEAR(open2["slowdown"].get<double>(), 1.0, 1e-9);
+  // The three-node step lost a node: named, and the grades come from the largest complete step.
+  EXPECT_EQ(r["steps"][2]["returned"], 2);
+  EXPECT_EQ(r["steps"][2]["missing"][0]["node"], "n3");
+  EXPECT_EQ(r["largest_complete_step"], 2);
+  for (const auto& m : ScalingMetrics(r)) {
+    if (m.id == "storage.seq-read") {
+      ASSERT_TRUE(m.value);
+      EXPECT_NEAR(*m.value, read1 / 2, 1e-9);
+      EXPECT_NE(m.detail.find("worst of 2 nodes at once (n2)"), std::string::npos) << m.detail;
+    }
+    if (m.id == "storage.checkpoint-write") EXPECT_FALSE(m.value);  // not run: SKIP, never PASS
+  }
+  std::string table = RenderScaling(r);
+  EXPECT_NE(table.find("seq read GB/s (sum | worst | eff.)"), std::string::npos) << table;
+  EXPECT_NE(table.find("0.75"), std::string::npos) << table;
+  EXPECT_NE(table.find("n3: srun: error"), std::string::npos) << table;
+  json none = ScalingResult({ScalingStep{1, {"n1"}, {}, {{"n1", "returned nothing"}}, 1.0, "srun: error: Unable to allocate resources"}}, json::object());
+  EXPECT_TRUE(none["largest_complete_step"].is_null());
+  for (const auto& m : ScalingMetrics(none)) EXPECT_FALSE(m.value);
 }

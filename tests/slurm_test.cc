@@ -213,6 +213,44 @@ TEST(SlurmFleet, ANodeDeadlineSendsWhatItHas) {
   EXPECT_NE(Result(r, "gpu-ecc-health")["status"], "PASS");
 }
 
+TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
+  // The storage benchmark from 1, 2 and 3 nodes at once on a shared directory (here all three
+  // slurmd share this machine's disk), each node in its own workspace, everything removed after.
+  fs::path shared = kDir / "shared-storage";
+  fs::remove_all(shared);
+  fs::create_directories(shared);
+  fs::path out = kDir / "runs" / "scaling";
+  Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --path " + shared.string() + " --out " + out.string() +
+              " --size 32M --files 2 --duration 1 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
+              (kDir / "scale.stderr").string());
+  ASSERT_EQ(p.code, 0) << p.out;
+  json r = JsonFrom(p.out);
+  EXPECT_EQ(r["kind"], "clustermax.bench.storage-scaling");
+  ASSERT_EQ(r["steps"].size(), 3u) << r.dump();
+  for (int k = 1; k <= 3; ++k) {
+    const json& s = r["steps"][k - 1];
+    EXPECT_EQ(s["nodes"], k);
+    EXPECT_EQ(s["returned"], k) << s.dump();
+    const json& w = s["aggregate"]["storage.seq-write"];
+    EXPECT_EQ(w["nodes"], k) << s.dump();
+    EXPECT_GT(w["sum"].get<double>(), 0.0);
+    EXPECT_LE(w["worst_value"].get<double>(), w["sum"].get<double>());
+    if (k > 1) EXPECT_TRUE(w.contains("efficiency")) << w.dump();
+  }
+  EXPECT_EQ(r["largest_complete_step"], 3);
+  EXPECT_FALSE(r["grades"].empty());
+  EXPECT_TRUE(fs::exists(out / "bench" / "storage-scaling.json"));
+  // Every node's workspace is gone.
+  size_t left = 0;
+  for (const auto& e : fs::directory_iterator(shared)) left += e.path().filename().string().rfind("clustermax-bench-", 0) == 0;
+  EXPECT_EQ(left, 0u);
+  // The table names every step.
+  Proc table = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --nodes 2 --path " + shared.string() + " --out " + out.string() +
+                  "-2 --size 16M --files 1 --duration 0.5 --ramp 0 --tests seq-write-1m-direct --exit-zero -q");
+  EXPECT_NE(table.out.find("seq write GB/s (sum | worst | eff.)"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("2/2"), std::string::npos) << table.out;
+}
+
 // Last: it kills a node.
 TEST(SlurmFleet, AKilledNodeIsReportedAndTheRestKept) {
   std::ifstream pidf(kDir / "slurmd-n3.pid");

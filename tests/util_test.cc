@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "util/line_frames.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -42,4 +43,24 @@ TEST(Time, Rfc3339RoundTrip) {
   EXPECT_EQ(FormatCompact(*t), "20260925T040323Z");
   EXPECT_FALSE(ParseRfc3339("yesterday"));
   EXPECT_NEAR(DaysBetween(*t, *ParseRfc3339("2026-10-05T04:03:23Z")), 10.0, 1e-9);
+}
+
+TEST(LineFrames, RoundTripThroughInterleavedLabelledOutput) {
+  std::string a(2500, 'a'), b = "{\"k\": \"v w\"}";
+  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000), lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
+  ASSERT_EQ(la.size(), 3u);
+  // srun --label prefixes "0: "; other output and other markers are ignored.
+  std::string text = "noise\n0: " + la[2] + "\n1: " + lb[0] + "\nCM-Y n9 0 1 x\n0: " + la[0] + "\r\n0: " + la[1] + "\n";
+  std::map<std::string, std::string> errors;
+  auto docs = clustermax::util::UnframeLines("CM-X", text, errors);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(docs["n1"], a);
+  EXPECT_EQ(docs["n2"], b);
+  EXPECT_EQ(docs.count("n9"), 0u);
+  // A missing part, and parts that disagree on the count: named, never half a document.
+  errors.clear();
+  auto partial = clustermax::util::UnframeLines("CM-X", la[0] + "\n" + la[2] + "\n" + "CM-X n2 0 2 {\nCM-X n2 1 3 }\n", errors);
+  EXPECT_TRUE(partial.empty());
+  EXPECT_NE(errors["n1"].find("incomplete (2 of 3 parts arrived)"), std::string::npos) << errors["n1"];
+  EXPECT_NE(errors["n2"].find("disagree"), std::string::npos);
 }

@@ -106,6 +106,13 @@ TEST(Web, StorageAndS3ResultsBecomeCharts) {
   json s3 = {{"kind", "clustermax.bench.s3"}, {"host", "n1"}, {"started", "t"}, {"seconds", 30}, {"verdict", "WARN"},
              {"transfers", json::array({{{"op", "GET"}, {"object", "64M"}, {"concurrency", 32}, {"aggregate_gbps", 1.7}}})}, {"grades", json::array()}};
   EXPECT_NE(Benchmark(s3).find("GET 64M x32"), std::string::npos);
+  // bench storage --scale: a table of node counts; a result without host/started/seconds still renders.
+  json scaling = {{"kind", "clustermax.bench.storage-scaling"}, {"verdict", "WARN"}, {"grades", json::array()},
+                  {"steps", json::array({{{"nodes", 1}, {"returned", 1}, {"aggregate", {{"storage.seq-write", {{"sum", 2.4}, {"worst_value", 2.4}, {"worst_node", "n1"}, {"efficiency", 1.0}}}}}},
+                                         {{"nodes", 2}, {"returned", 2}, {"aggregate", {{"storage.seq-write", {{"sum", 3.6}, {"worst_value", 1.2}, {"worst_node", "<n2>"}, {"efficiency", 0.75}}}}}}})}};
+  std::string table = Benchmark(scaling);
+  EXPECT_NE(table.find("storage.seq-write (sum / worst node / eff.)"), std::string::npos) << table;
+  EXPECT_NE(table.find("3.6 / 1.2 (&lt;n2&gt;) / 0.75"), std::string::npos) << table;
 }
 
 bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }

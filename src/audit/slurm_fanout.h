@@ -4,6 +4,7 @@
 // short self-describing lines on stdout, and srun forwards them here. Nodes that are down, drained,
 // not responding, busy or silent are reported with the reason; whatever the others returned is kept.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,30 @@ struct FanOutResult {
   int gpus_per_node = 0;                       // GPUs the step requested per node
   double seconds = 0;
 };
+
+// The nodes a fleet step can run on now: sinfo once over the scope (partition, nodelist, or the
+// caller's allocation); down, drained, not-responding and (outside an allocation) busy nodes are
+// listed as unreachable with the reason; at most `nodes` targets.
+struct NodeScope {
+  std::vector<std::string> targets;           // schedulable now, in sinfo's order
+  std::vector<std::string> in_scope;          // every node asked for
+  std::vector<UnreachableNode> unreachable;
+  bool inside_allocation = false;
+  int gpus_per_node = 0;                      // the fewest GPUs (GRES) among the targets
+};
+NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o);
+
+// One srun step, one task per node of `nodes`, each running `self_exe program...` and printing its
+// document as framed lines (util/line_frames.h) under `marker`, keyed by its Slurm node name.
+struct FramedStep {
+  std::map<std::string, std::string> documents;  // node -> document
+  std::map<std::string, std::string> missing;    // node of `nodes` without a document -> why
+  std::vector<std::string> argv;
+  std::string srun_error;                        // srun's stderr (trimmed) when it failed
+  double seconds = 0;
+};
+FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes, const SlurmFanOutOptions& o,
+                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node);
 
 // The line format of a bundle on stdout: "CLUSTERMAX-BUNDLE <node> <index> <count> <chunk>", the
 // bundle's ASCII-only JSON cut into chunks short enough that no line is ever split in transit.

@@ -16,6 +16,10 @@
 #include "bench/s3_bench.h"
 #include "bench/s3_probe.h"
 #include "bench/storage.h"
+#include "bench/storage_scaling.h"
+#include "audit/slurm_fanout.h"
+#include "host/local_host.h"
+#include "util/line_frames.h"
 #include "bench/workspace.h"
 #include "cli/cli.h"
 #include "util/files.h"
@@ -76,6 +80,106 @@ int Finish(json result, const Common& c, const std::string& suite, std::string (
     return kExitDeclined;
   }
   return result["verdict"] == "FAIL" && !c.exit_zero ? kExitFail : kExitOk;
+}
+
+
+constexpr const char* kBenchMarker = "CLUSTERMAX-BENCH";
+
+// `bench storage` flags that reproduce `so` on another node (sizes in bytes, --quick already applied).
+std::vector<std::string> StorageArgs(const bench::StorageOptions& so) {
+  std::vector<std::string> a = {"--path=" + so.path.string(), fmt::format("--size={}", so.size), fmt::format("--files={}", so.files),
+                                fmt::format("--duration={}", so.duration_s), fmt::format("--ramp={}", so.ramp_s), "--engine=" + so.engine,
+                                fmt::format("--checkpoint-size={}", so.ckpt_size), fmt::format("--checkpoint-ranks={}", so.ckpt_ranks),
+                                fmt::format("--checkpoint-shards={}", so.ckpt_shards), fmt::format("--checkpoint-runs={}", so.ckpt_runs),
+                                fmt::format("--meta-files={}", so.meta_files), fmt::format("--meta-dirs={}", so.meta_dirs),
+                                fmt::format("--meta-threads={}", so.meta_threads), fmt::format("--meta-file-size={}", so.meta_file_size)};
+  if (so.threads) a.push_back(fmt::format("--threads={}", *so.threads));
+  if (so.iodepth) a.push_back(fmt::format("--iodepth={}", *so.iodepth));
+  if (!so.tests.empty()) a.push_back(fmt::format("--tests={}", fmt::join(so.tests, ",")));
+  return a;
+}
+
+// `bench storage --scale`: the node-level storage run repeated from 1, 2, 4 ... nodes at once, one
+// srun step per count, the nodes taken in sinfo's order. Each task runs this binary's `bench storage`
+// on its node (a fresh directory of its own under the shared path) and frames its JSON result on
+// stdout; a node whose result does not arrive is named with the reason and the others are kept.
+int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions o, const Common& c) {
+  host::LocalHost login;
+  o.self_exe = SelfExe();
+  audit::NodeScope scope = audit::SelectNodes(login, o);
+  if (scope.targets.empty()) {
+    std::string why;
+    for (const auto& u : scope.unreachable) why += fmt::format("\n  {}: {}", u.node, u.reason);
+    throw std::runtime_error("bench storage --scale: no node to run on" + (why.empty() ? std::string(" (check --partition / --nodelist)") : why));
+  }
+  // Every node writes its own data at the same time: the shared path must hold all of it.
+  uint64_t need = bench::StorageFootprint(so) * scope.targets.size();
+  std::error_code ec;
+  auto space = std::filesystem::space(so.path, ec);
+  if (!ec && space.available < need + need / 10) {
+    throw std::runtime_error(fmt::format("{} has {:.1f} GiB free; {} nodes at once need {:.1f} GiB (lower --size or --checkpoint-size, or --nodes)",
+                                         so.path.string(), space.available / 1073741824.0, scope.targets.size(), need * 1.1 / 1073741824.0));
+  }
+  auto started = std::chrono::system_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<bench::ScalingStep> steps;
+  for (int k : bench::ScalingCounts(static_cast<int>(scope.targets.size()))) {
+    if (bench::Cancelled()) break;
+    std::vector<std::string> nodes(scope.targets.begin(), scope.targets.begin() + k);
+    if (!c.quiet) std::cerr << fmt::format("  scale: {} node(s) at once ({})\n", k, util::Ellipsize(fmt::format("{}", fmt::join(nodes, ",")), 120));
+    std::vector<std::string> program = {"bench", "storage", "--emit-frames"};
+    for (auto& arg : StorageArgs(so)) program.push_back(arg);
+    audit::FramedStep step = audit::RunFramedStep(login, scope, nodes, o, "clustermax-bench-storage", program, kBenchMarker, 0);
+    bench::ScalingStep s;
+    s.nodes = k;
+    s.asked = nodes;
+    s.seconds = step.seconds;
+    s.error = step.srun_error;
+    s.missing = step.missing;
+    for (const auto& [node, doc] : step.documents) {
+      try {
+        json r = json::parse(doc);
+        if (r.contains("error")) s.missing[node] = r["error"].get<std::string>();
+        else s.results[node] = std::move(r);
+      } catch (const std::exception& e) {
+        s.missing[node] = std::string("result unreadable: ") + e.what();
+      }
+    }
+    steps.push_back(std::move(s));
+  }
+  json options = {{"path", so.path.string()},
+                  {"tests", so.tests.empty() ? std::string("all") : fmt::format("{}", fmt::join(so.tests, ","))},
+                  {"size", fmt::format("{:.0f} MiB", so.size / 1048576.0)},
+                  {"duration_s", so.duration_s},
+                  {"nodes_in_scope", scope.in_scope},
+                  {"inside_allocation", scope.inside_allocation}};
+  json result = bench::ScalingResult(steps, options);
+  char host[256] = {0};
+  result["host"] = ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string();
+  result["started"] = util::FormatRfc3339(started);
+  result["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result["unreachable"] = json::array();
+  for (const auto& u : scope.unreachable) result["unreachable"].push_back({{"node", u.node}, {"reason", u.reason}});
+  if (bench::Cancelled()) result["interrupted"] = true;
+  return Finish(std::move(result), c, "storage-scaling", bench::RenderScaling,
+                [&c](const json& x) { return bench::Grade(bench::ScalingMetrics(x), BarsFor(c)); });
+}
+
+// The task side of a scaling step: the node's result (or its error) as framed lines, keyed by the
+// node's Slurm name, and nothing else on stdout.
+int EmitStorageFrames(const bench::StorageOptions& so) {
+  const char* node = std::getenv("SLURMD_NODENAME");
+  char host[256] = {0};
+  if (!node || !*node) node = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  json r;
+  try {
+    r = bench::RunStorageBench(so);
+  } catch (const std::exception& e) {
+    r = {{"error", e.what()}};
+  }
+  for (const auto& line : util::FrameLines(kBenchMarker, node, r.dump(-1, ' ', true))) std::cout << line << "\n";
+  std::cout.flush();
+  return kExitOk;
 }
 
 }  // namespace
@@ -162,6 +266,16 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
   st->add_option("--meta-threads", so.meta_threads, "Threads of the metadata test");
   st->add_option("--meta-file-size", so.meta_file_size, "Bytes per small file");
   st->add_flag("--quick", quick, "Short run: 512M data, 3 s per workload, 256M checkpoint, 2000 small files");
+  static bool scale = false, emit_frames = false;
+  static audit::SlurmFanOutOptions scale_slurm;
+  st->add_flag("--scale", scale, "Through Slurm: the same run from 1, 2, 4 ... nodes at once on the shared --path (aggregate, per node, efficiency)");
+  st->add_option("--partition", scale_slurm.partition, "--scale: the partition to take nodes from");
+  st->add_option("--nodelist", scale_slurm.nodelist, "--scale: these nodes (Slurm hostlist)");
+  st->add_option("--nodes", scale_slurm.nodes, "--scale: at most this many nodes");
+  st->add_option("--time", scale_slurm.time_limit, "--scale: srun --time per step (minutes) when asking for an allocation");
+  st->add_option("--step-timeout", scale_slurm.timeout_s, "--scale: seconds before a step is stopped (what arrived is kept)");
+  st->add_option("--bcast", scale_slurm.bcast, "--scale: copy this binary to the nodes first (srun --bcast=PATH)");
+  st->add_flag("--emit-frames", emit_frames, "(internal) print the result as framed lines for a --scale step")->group("");
   AddCommon(st, sc);
   b.storage = st;
   b.run_storage = [st]() -> int {
@@ -177,8 +291,16 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     }
     if (threads) so.threads = threads;
     if (iodepth) so.iodepth = iodepth;
-    if (!sc.quiet) so.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
     bench::InstallCancelHandlers();
+    if (emit_frames) return EmitStorageFrames(so);
+    if (scale) {
+      if (scale_slurm.timeout_s == 300) {
+        // Default step budget: the run's own length, three times over, plus scheduling.
+        scale_slurm.timeout_s = 120 + 3 * (6 * (so.duration_s + so.ramp_s) + so.ckpt_runs * 60.0 + 60.0);
+      }
+      return RunStorageScaling(so, scale_slurm, sc);
+    }
+    if (!sc.quiet) so.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
     json r = bench::RunStorageBench(so);
     return Finish(std::move(r), sc, "storage", bench::RenderStorage,
                   [](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(sc)); });

@@ -147,12 +147,6 @@ int EmitReport(const audit::Report& report, const AuditOptions& a) {
   return audit::ExitCodeFor(report, a.exit_zero);
 }
 
-std::string SelfExe() {
-  char buf[4096];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe");
-  return std::string(buf, static_cast<size_t>(n));
-}
 
 // The selection as `collect` arguments, so every node collects exactly what the plan needs.
 std::vector<std::string> CollectArgs(const AuditOptions& a, const audit::Selection& sel) {
@@ -598,6 +592,13 @@ int Main(int argc, char** argv) {
     return kExitToolError;
   }
   return kExitToolError;
+}
+
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
 }
 
 }  // namespace clustermax::cli

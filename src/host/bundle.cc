@@ -343,16 +343,22 @@ json FromSimd(simdjson::dom::element e) {
 }
 }  // namespace
 
+json ParseJson(std::string_view text) {
+  thread_local simdjson::dom::parser parser;  // one per thread: its buffers are reused
+  simdjson::dom::element root;
+  auto error = parser.parse(text.data(), text.size()).get(root);
+  if (error) throw BundleError(fmt::format("not valid JSON ({})", simdjson::error_message(error)));
+  return FromSimd(root);
+}
+
 Bundle Bundle::Load(const std::filesystem::path& path) {
   auto text = util::ReadLocalFile(path);
   if (!text) throw BundleError(fmt::format("cannot read evidence bundle {}", path.string()));
   json j;
-  {
-    thread_local simdjson::dom::parser parser;  // one per replay worker: its buffers are reused
-    simdjson::dom::element root;
-    auto error = parser.parse(*text).get(root);
-    if (error) throw BundleError(fmt::format("{}: not valid JSON ({})", path.string(), simdjson::error_message(error)));
-    j = FromSimd(root);
+  try {
+    j = ParseJson(*text);
+  } catch (const BundleError& e) {
+    throw BundleError(fmt::format("{}: {}", path.string(), e.what()));
   }
   try {
     return FromJson(j);

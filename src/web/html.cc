@@ -247,6 +247,38 @@ std::string GpuCharts(const json& b) {
   return out;
 }
 
+// bench storage --scale: one row per node count, per metric the nodes' sum, the worst node and the
+// efficiency against one node alone.
+std::string ScalingTable(const json& b) {
+  std::vector<std::string> metrics;
+  for (const auto& s : b.value("steps", json::array())) {
+    const json agg = s.value("aggregate", json::object());  // a named copy: items() of a temporary dangles
+    for (const auto& [id, a] : agg.items()) {
+      if (std::find(metrics.begin(), metrics.end(), id) == metrics.end()) metrics.push_back(id);
+    }
+  }
+  std::string out = "<table class=\"scaling\"><thead><tr><th class=\"num\">nodes</th><th class=\"num\">answered</th>";
+  for (const auto& m : metrics) out += fmt::format("<th>{} (sum / worst node / eff.)</th>", Escape(m));
+  out += "</tr></thead><tbody>";
+  for (const auto& s : b.value("steps", json::array())) {
+    out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td>", E(s.value("nodes", json())), E(s.value("returned", json())));
+    const json agg = s.value("aggregate", json::object());
+    for (const auto& m : metrics) {
+      if (!agg.contains(m)) {
+        out += "<td>-</td>";
+        continue;
+      }
+      const json& a = agg[m];
+      std::string ratio = a.contains("efficiency") ? fmt::format("{:.2f}", a["efficiency"].get<double>())
+                          : a.contains("slowdown") ? fmt::format("x{:.2f}", a["slowdown"].get<double>()) : "-";
+      out += fmt::format("<td>{} / {} ({}) / {}</td>", a.contains("sum") ? fmt::format("{:.3g}", a["sum"].get<double>()) : "-",
+                         fmt::format("{:.3g}", a.value("worst_value", 0.0)), E(a.value("worst_node", json())), ratio);
+    }
+    out += "</tr>";
+  }
+  return out + "</tbody></table>";
+}
+
 std::string StorageCharts(const json& b) {
   // bench storage: workloads[] (bytes per second), the checkpoint means, metadata phases (ops/s);
   // bench s3: transfers[] (aggregate GB/s).
@@ -416,11 +448,14 @@ std::string Benchmark(const json& b) {
   std::string kind = b.value("kind", "");
   std::string out = fmt::format("<section class=\"bench\"><h2>Benchmark: {}</h2>", Escape(kind));
   if (b.value("status", "ok") == "skip") return out + fmt::format("<p>{} {}</p></section>", Status("SKIP"), E(b["reason"]));
-  out += fmt::format("<p>host {}, started {}, {} s; verdict {}</p>", E(b["host"]), E(b["started"]), E(b["seconds"]), Status(b.value("verdict", "SKIP")));
+  out += fmt::format("<p>host {}, started {}, {} s; verdict {}</p>", E(b.value("host", json())), E(b.value("started", json())), E(b.value("seconds", json())),
+                     Status(b.value("verdict", "SKIP")));
   if (kind == "clustermax.bench.gpu") {
     std::string gpus;
     for (const auto& g : b.value("gpus", json::array())) gpus += fmt::format("<li>GPU {}: {} ({}), sm_{}</li>", E(g["index"]), E(g["name"]), E(g["uuid"]), E(g["compute_capability"]));
     out += "<ul class=\"small\">" + gpus + "</ul>" + GpuCharts(b);
+  } else if (kind == "clustermax.bench.storage-scaling") {
+    out += ScalingTable(b);
   } else {
     out += StorageCharts(b);
   }
