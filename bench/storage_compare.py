@@ -141,7 +141,10 @@ def main():
     ap.add_argument("--s3-duration", type=float, default=30)
     ap.add_argument("--s3-reps", type=int, default=3)
     ap.add_argument("--md")
+    ap.add_argument("--workloads", help="comma-separated workload ids (default: all six)")
+    ap.add_argument("--no-s3", action="store_true", help="storage rows only")
     a = ap.parse_args()
+    selected = [w for w in WORKLOADS if not a.workloads or w[0] in a.workloads.split(",")]
     a.s3_cases = [(1 << 20, 200, 8), (64 << 20, 8, 4)]
     ensure_tools()
     d = tempfile.mkdtemp(prefix="cmaxcmp-", dir=a.dir)
@@ -150,7 +153,7 @@ def main():
         # Each workload runs ours, then fio's equivalent, back to back (the order alternates per
         # rep), so drift of a shared disk hits both sides alike.
         print(f"storage rep {rep + 1}/{a.reps}", file=sys.stderr)
-        for wid, rw, bs, direct in WORKLOADS:
+        for wid, rw, bs, direct in selected:
             pair = [("ours", lambda: ours_storage(d, a, wid)), ("fio", lambda: fio_storage(d, a, wid, rw, bs, direct))]
             for who, fn in (pair if rep % 2 == 0 else pair[::-1]):
                 v = fn()
@@ -174,11 +177,12 @@ def main():
             rows.append((f"{wid} (IOPS)", med(ours[wid]), med(fio[wid]), f"fio {rw} bs={bs} direct={direct}", "IOPS", ratio, spread))
         else:
             rows.append((f"{wid} (GB/s)", med(ours[wid]) / 1e9, med(fio[wid]) / 1e9, f"fio {rw} bs={bs} direct={direct}", "GB/s", ratio, spread))
-    print("s3 comparison", file=sys.stderr)
-    try:
-        s3_compare(a, rows)
-    except subprocess.CalledProcessError as e:  # keep the storage rows; say what failed
-        print(f"S3 comparison failed: {e}\n{e.stderr}", file=sys.stderr)
+    if not a.no_s3:
+        print("s3 comparison", file=sys.stderr)
+        try:
+            s3_compare(a, rows)
+        except subprocess.CalledProcessError as e:  # keep the storage rows; say what failed
+            print(f"S3 comparison failed: {e}\n{e.stderr}", file=sys.stderr)
     head = (f"Machine: {os.uname().nodename}, {os.cpu_count()} CPUs; directory {a.dir}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}\n"
             f"Storage: {a.size} in {a.jobs} files, {a.jobs} threads, io_uring QD{a.iodepth}, {a.runtime} s after {a.ramp} s ramp; "
             f"{a.reps} runs, ours and fio back to back per workload, order alternating; ratio = median of the per-pair ratios. S3: s3rver 3.7.1 on loopback, {a.s3_reps} runs.\n\n")
