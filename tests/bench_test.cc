@@ -171,6 +171,15 @@ TEST(StorageBench, TimeBasedRunCountsOnlyAfterTheRampAndStopsOnTime) {
   EXPECT_EQ(r["workloads"].size(), 1u);
   EXPECT_FALSE(r.contains("checkpoint"));
   EXPECT_TRUE(Entries(dir).empty());
+  // A window so short that no request is counted: an error with the reason, never 0 GB/s.
+  o.duration_s = 1e-9;
+  o.ramp_s = 0;
+  json none = RunStorageBench(o);
+  const json& z = Workload(none, "rand-read-4k-buffered");
+  EXPECT_EQ(z["status"], "error") << z.dump();
+  EXPECT_NE(z.value("reason", "").find("no I/O completed"), std::string::npos) << z.dump();
+  for (const auto& m : StorageMetrics(none)) EXPECT_FALSE(m.value && m.id == "storage.seq-read");
+  EXPECT_TRUE(Entries(dir).empty());
 }
 
 TEST(StorageBench, RefusesBeforeWritingWhenTheSizeDoesNotFit) {

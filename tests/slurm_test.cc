@@ -221,7 +221,7 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
   fs::create_directories(shared);
   fs::path out = kDir / "runs" / "scaling";
   Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --path " + shared.string() + " --out " + out.string() +
-              " --size 32M --files 2 --duration 1 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
+              " --size 32M --files 2 --duration 2 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
               (kDir / "scale.stderr").string());
   ASSERT_EQ(p.code, 0) << p.out;
   json r = JsonFrom(p.out);
@@ -231,9 +231,11 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
     const json& s = r["steps"][k - 1];
     EXPECT_EQ(s["nodes"], k);
     EXPECT_EQ(s["returned"], k) << s.dump();
+    ASSERT_TRUE(s["aggregate"].contains("storage.seq-write")) << s.dump();
     const json& w = s["aggregate"]["storage.seq-write"];
     EXPECT_EQ(w["nodes"], k) << s.dump();
-    EXPECT_GT(w["sum"].get<double>(), 0.0);
+    ASSERT_TRUE(w.contains("sum")) << s.dump();
+    EXPECT_GT(w["sum"].get<double>(), 0.0) << s.dump();
     EXPECT_LE(w["worst_value"].get<double>(), w["sum"].get<double>());
     if (k > 1) EXPECT_TRUE(w.contains("efficiency")) << w.dump();
   }

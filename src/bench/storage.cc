@@ -395,6 +395,11 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
     out["errors"] = errors;
   } else if (Cancelled()) {
     out["status"] = "interrupted";
+  } else if (ops == 0) {
+    // Nothing was measured (a time-based run whose deadline passed before any request counted):
+    // an error, never a 0 GB/s figure to grade.
+    out["status"] = "error";
+    out["reason"] = fmt::format("no I/O completed in the measured window ({}): raise --duration", out["mode"].get<std::string>());
   } else {
     out["status"] = "ok";
   }
