@@ -508,7 +508,9 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
       EXPECT_NEAR(*m.value, read1 / 2, 1e-9);
       EXPECT_NE(m.detail.find("worst of 2 nodes at once (n2)"), std::string::npos) << m.detail;
     }
-    if (m.id == "storage.checkpoint-write") EXPECT_FALSE(m.value);  // not run: SKIP, never PASS
+    if (m.id == "storage.checkpoint-write") {
+      EXPECT_FALSE(m.value);  // not run: SKIP, never PASS
+    }
   }
   std::string table = RenderScaling(r);
   EXPECT_NE(table.find("seq read GB/s (sum | worst | eff.)"), std::string::npos) << table;

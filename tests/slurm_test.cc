@@ -237,7 +237,9 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
     ASSERT_TRUE(w.contains("sum")) << s.dump();
     EXPECT_GT(w["sum"].get<double>(), 0.0) << s.dump();
     EXPECT_LE(w["worst_value"].get<double>(), w["sum"].get<double>());
-    if (k > 1) EXPECT_TRUE(w.contains("efficiency")) << w.dump();
+    if (k > 1) {
+      EXPECT_TRUE(w.contains("efficiency")) << w.dump();
+    }
   }
   EXPECT_EQ(r["largest_complete_step"], 3);
   EXPECT_FALSE(r["grades"].empty());

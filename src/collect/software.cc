@@ -443,10 +443,8 @@ Evidence NcclTopoInContainer(host::Host& h, const CollectOptions& o) {
   std::vector<std::string> argv = {"srun", "--overlap", "-N1", "-n1"};
   if (auto job = h.GetEnv("SLURM_JOB_ID"); job && !job->empty()) argv.push_back("--jobid=" + *job);
   if (auto node = h.GetEnv("SLURMD_NODENAME"); node && !node->empty()) argv.push_back("--nodelist=" + *node);
-  for (const std::string a : {"--container-image=" + o.probe_image, std::string("--no-container-mount-home"), std::string("--container-remap-root"),
-                              std::string("--no-container-entrypoint"), std::string("sha256sum"), path}) {
-    argv.push_back(a);
-  }
+  argv.insert(argv.end(), {"--container-image=" + o.probe_image, "--no-container-mount-home", "--container-remap-root", "--no-container-entrypoint",
+                           "sha256sum", path});
   auto spec = Command(argv, o, "probe.nccl-topo-container");
   if (!o.timeouts.count("probe.nccl-topo-container")) spec.timeout = std::chrono::seconds(600);
   e.sources.push_back(Source(spec));
