@@ -154,8 +154,7 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
                   {"nodes_in_scope", scope.in_scope},
                   {"inside_allocation", scope.inside_allocation}};
   json result = bench::ScalingResult(steps, options);
-  char host[256] = {0};
-  result["host"] = ::gethostname(host, sizeof host - 1) == 0 ? std::string(host) : std::string();
+  result["host"] = util::Hostname();
   result["started"] = util::FormatRfc3339(started);
   result["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   result["unreachable"] = json::array();
@@ -168,9 +167,8 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
 // The task side of a scaling step: the node's result (or its error) as framed lines, keyed by the
 // node's Slurm name, and nothing else on stdout.
 int EmitStorageFrames(const bench::StorageOptions& so) {
-  const char* node = std::getenv("SLURMD_NODENAME");
-  char host[256] = {0};
-  if (!node || !*node) node = ::gethostname(host, sizeof host - 1) == 0 ? host : "unknown";
+  const char* slurm_name = std::getenv("SLURMD_NODENAME");
+  std::string node = slurm_name && *slurm_name ? slurm_name : util::Hostname();
   json r;
   try {
     r = bench::RunStorageBench(so);

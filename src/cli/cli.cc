@@ -234,8 +234,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
 
   // The target block: what will be audited, with which identity, before anything is collected.
   std::string user = std::getenv("USER") ? std::getenv("USER") : std::to_string(::getuid());
-  char hn[256] = {0};
-  ::gethostname(hn, sizeof hn - 1);
+  std::string hn = util::Hostname();
   std::string sysroot_note = a.sysroot.empty() ? "" : fmt::format(" (files under sysroot {})", a.sysroot);
   bool fleet = sel.target == core::Target::kSlurm && a.slurm && !a.local_only;
   std::string scope = !fleet ? fmt::format("this node: {}{}", hn, sysroot_note)
@@ -376,11 +375,7 @@ int RunCollect(const CollectCmd& c, const std::vector<std::string>& argv) {
   };
   if (c.node_timeout_s > 0) {
     std::string name = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
-    if (name.empty()) {
-      char hn[256] = {0};
-      ::gethostname(hn, sizeof hn - 1);
-      name = hn;
-    }
+    if (name.empty()) name = util::Hostname();
     std::thread([emit, name, secs = c.node_timeout_s] {
       std::this_thread::sleep_for(std::chrono::duration<double>(secs));
       if (emit(name, fmt::format("node deadline: sent after {} s with the evidence collected by then", secs))) std::_Exit(kExitOk);
