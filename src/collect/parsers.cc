@@ -122,10 +122,7 @@ std::optional<CpuInfo> ParseCpuinfo(std::string_view text) {
 std::vector<LdconfigEntry> ParseLdconfig(std::string_view text) {
   // `ldconfig -p` lists thousands of lines on a full node: walk them as views, copying only entries.
   std::vector<LdconfigEntry> out;
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    std::string_view line = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  for (std::string_view line : util::SplitLineViews(text)) {
     size_t arrow = line.find(" => ");
     if (arrow == std::string_view::npos) continue;
     std::string_view left = util::Trim(line.substr(0, arrow));
@@ -177,10 +174,8 @@ QuotaReport ParseQuotaReport(std::string_view text) {
 std::optional<std::string> ParseNcclHeaderVersion(std::string_view text) {
   // nccl.h is tens of kilobytes: scan its "#define NCCL_MAJOR 2" lines instead of regex-searching it.
   std::optional<std::string> major, minor, patch;
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    std::string_view line = util::Trim(text.substr(0, eol));
-    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+  for (std::string_view raw : util::SplitLineViews(text)) {
+    std::string_view line = util::Trim(raw);
     if (line.rfind("#define", 0) != 0) continue;
     auto words = util::SplitWhitespace(line.substr(7));
     if (words.size() < 2 || !util::ParseInt(words[1])) continue;

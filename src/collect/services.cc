@@ -80,11 +80,7 @@ Evidence Listeners(host::Host& h, const CollectOptions&) {
     if (r.status != host::IoStatus::kOk) continue;
     any_read = true;
     bool v6 = std::string(path).back() == '6';
-    std::string_view text = r.content;
-    while (!text.empty()) {
-      size_t eol = text.find('\n');
-      std::string_view line = text.substr(0, eol);
-      text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+    for (std::string_view line : util::SplitLineViews(r.content)) {
       // A busy node lists thousands of connections: only LISTEN rows (state " 0A ", the one field that
       // can hold that hex pair between spaces) are split.
       if (line.find(" 0A ") == std::string_view::npos) continue;

@@ -20,11 +20,7 @@ std::map<std::string, std::string> UnframeLines(std::string_view marker, std::st
     std::map<size_t, std::string> chunks;
   };
   std::map<std::string, Parts> by_key;
-  while (!text.empty()) {
-    size_t eol = text.find('\n');
-    std::string_view raw = text.substr(0, eol);
-    text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
-    if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+  for (std::string_view raw : SplitLineViews(text)) {
     size_t at = raw.find(marker);
     if (at == std::string_view::npos || at + marker.size() >= raw.size() || raw[at + marker.size()] != ' ') continue;
     std::string_view line = raw.substr(at + marker.size() + 1);

@@ -26,17 +26,23 @@ std::vector<std::string> Split(std::string_view s, char sep, bool keep_empty) {
   return out;
 }
 
-std::vector<std::string> SplitLines(std::string_view s) {
-  std::vector<std::string> out;
+std::vector<std::string_view> SplitLineViews(std::string_view s) {
+  std::vector<std::string_view> out;
   size_t start = 0;
   while (start < s.size()) {
     size_t pos = s.find('\n', start);
     if (pos == std::string_view::npos) pos = s.size();
     std::string_view line = s.substr(start, pos - start);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    out.emplace_back(line);
+    out.push_back(line);
     start = pos + 1;
   }
+  return out;
+}
+
+std::vector<std::string> SplitLines(std::string_view s) {
+  std::vector<std::string> out;
+  for (std::string_view line : SplitLineViews(s)) out.emplace_back(line);
   return out;
 }
 

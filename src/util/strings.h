@@ -10,6 +10,8 @@ namespace clustermax::util {
 std::string_view Trim(std::string_view s);
 std::vector<std::string> Split(std::string_view s, char sep, bool keep_empty = false);
 std::vector<std::string> SplitLines(std::string_view s);
+// The same lines as views into `s` (no copies: for large command output and /proc files).
+std::vector<std::string_view> SplitLineViews(std::string_view s);
 std::vector<std::string> SplitWhitespace(std::string_view s);
 std::string ToLower(std::string_view s);
 bool Contains(std::string_view haystack, std::string_view needle);
