@@ -14,9 +14,15 @@ using nlohmann::json;
 
 namespace {
 
-const json* Data(const NodeEvidence& n, const char* id) {
+// The node's evidence item when it was read (ok), else null.
+const core::Evidence* Ev(const NodeEvidence& n, const char* id) {
   auto it = n.evidence.find(id);
-  return it != n.evidence.end() && it->second.ok() ? &it->second.data : nullptr;
+  return it != n.evidence.end() && it->second.ok() ? &it->second : nullptr;
+}
+
+const json* Data(const NodeEvidence& n, const char* id) {
+  const core::Evidence* e = Ev(n, id);
+  return e ? &e->data : nullptr;
 }
 
 std::string Str(const json& j, const char* key) {
@@ -106,23 +112,22 @@ const std::vector<std::pair<std::string, Fact>>& Facts() {
          return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
        }},
       {"nccl ib qps", [](const NodeEvidence& n) -> std::string {
-         auto it = n.evidence.find("nccl.config");
-         if (it == n.evidence.end() || !it->second.ok()) return "";
-         std::string v = checks::NcclSetting(it->second, "NCCL_IB_QPS_PER_CONNECTION");
+         const core::Evidence* cfg = Ev(n, "nccl.config");
+         if (!cfg) return "";
+         std::string v = checks::NcclSetting(*cfg, "NCCL_IB_QPS_PER_CONNECTION");
          return v.empty() ? "unset" : v;
        }},
       {"nvidia-imex", [](const NodeEvidence& n) -> std::string {
-         auto it = n.evidence.find("os.processes");
-         if (it == n.evidence.end() || !it->second.ok()) return "";
-         return checks::Running(it->second, "nvidia-imex") ? "running" : "not running";
+         const core::Evidence* procs = Ev(n, "os.processes");
+         if (!procs) return "";
+         return checks::Running(*procs, "nvidia-imex") ? "running" : "not running";
        }},
       {"monitoring agents", [](const NodeEvidence& n) -> std::string {
-         auto procs = n.evidence.find("os.processes"), net = n.evidence.find("net.listeners"), cfg = n.evidence.find("gpu-exporter.config");
-         bool procs_ok = procs != n.evidence.end() && procs->second.ok(), net_ok = net != n.evidence.end() && net->second.ok();
-         if (!procs_ok && !net_ok) return "";
-         static const core::Evidence kNone;
-         std::set<std::string> agents = checks::MonitoringAgents(procs == n.evidence.end() ? kNone : procs->second, net == n.evidence.end() ? kNone : net->second);
-         if (cfg != n.evidence.end() && !checks::ExporterAttribution(cfg->second, true).empty()) agents.insert("gpu job labels");
+         const core::Evidence *procs = Ev(n, "os.processes"), *net = Ev(n, "net.listeners"), *cfg = Ev(n, "gpu-exporter.config");
+         if (!procs && !net) return "";
+         static const core::Evidence kUnread;  // not ok: MonitoringAgents skips it
+         std::set<std::string> agents = checks::MonitoringAgents(procs ? *procs : kUnread, net ? *net : kUnread);
+         if (cfg && !checks::ExporterAttribution(*cfg, true).empty()) agents.insert("gpu job labels");
          return agents.empty() ? "none" : Joined(agents);
        }},
       {"ssh to next node", [](const NodeEvidence& n) -> std::string {

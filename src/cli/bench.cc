@@ -271,7 +271,8 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
   st->add_option("--nodelist", scale_slurm.nodelist, "--scale: these nodes (Slurm hostlist)");
   st->add_option("--nodes", scale_slurm.nodes, "--scale: at most this many nodes");
   st->add_option("--time", scale_slurm.time_limit, "--scale: srun --time per step (minutes) when asking for an allocation");
-  st->add_option("--step-timeout", scale_slurm.timeout_s, "--scale: seconds before a step is stopped (what arrived is kept)");
+  static double step_timeout = 0;
+  st->add_option("--step-timeout", step_timeout, "--scale: seconds before a step is stopped (what arrived is kept; default from the run's length)");
   st->add_option("--bcast", scale_slurm.bcast, "--scale: copy this binary to the nodes first (srun --bcast=PATH)");
   st->add_flag("--emit-frames", emit_frames, "(internal) print the result as framed lines for a --scale step")->group("");
   AddCommon(st, sc);
@@ -292,10 +293,8 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     bench::InstallCancelHandlers();
     if (emit_frames) return EmitStorageFrames(so);
     if (scale) {
-      if (scale_slurm.timeout_s == 300) {
-        // Default step budget: the run's own length, three times over, plus scheduling.
-        scale_slurm.timeout_s = 120 + 3 * (6 * (so.duration_s + so.ramp_s) + so.ckpt_runs * 60.0 + 60.0);
-      }
+      // Default step budget: the run's own length, three times over, plus scheduling.
+      scale_slurm.timeout_s = step_timeout > 0 ? step_timeout : 120 + 3 * (6 * (so.duration_s + so.ramp_s) + so.ckpt_runs * 60.0 + 60.0);
       return RunStorageScaling(so, scale_slurm, sc);
     }
     if (!sc.quiet) so.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };

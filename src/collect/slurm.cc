@@ -214,6 +214,17 @@ Evidence Modules(host::Host& h, const CollectOptions& o) {
   return e;
 }
 
+// `ssh <node> hostname`, keys only (BatchMode, 5 s to connect), into e.data: ran, exit_code, output.
+// A refused or unreachable node is the finding, not missing evidence: e stays ok.
+void SshTo(Evidence& e, host::Host& h, const CollectOptions& o, const std::string& node, const std::string& id) {
+  auto r = RunFor(e, h, {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", node, "hostname"}, o, id);
+  e.status = EvidenceStatus::kOk;
+  e.data["ran"] = r.has_value();
+  e.data["exit_code"] = r ? r->exit_code : -1;
+  e.data["output"] = r ? util::Ellipsize(util::Trim(r->out + r->err), 300) : e.error;
+  e.error.clear();
+}
+
 // ssh from this node to the next node of the job step (node i to node i+1, the last to the first),
 // key-based only: BatchMode, a 5 s connect timeout. Outside a multi-node step there is no peer.
 Evidence SshPeer(host::Host& h, const CollectOptions& o) {
@@ -233,11 +244,8 @@ Evidence SshPeer(host::Host& h, const CollectOptions& o) {
     return e;
   }
   std::string peer = (it + 1 == nodes->end()) ? nodes->front() : *(it + 1);
-  auto r = RunFor(e, h, {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", peer, "hostname"}, o, "ssh.peer");
-  e.status = EvidenceStatus::kOk;  // a refused or unreachable peer is the finding, not missing evidence
-  e.data = {{"from", *self}, {"peer", peer}, {"ran", r.has_value()}, {"exit_code", r ? r->exit_code : -1},
-            {"output", r ? util::Ellipsize(util::Trim(r->out + r->err), 300) : e.error}};
-  e.error.clear();
+  e.data = {{"from", *self}, {"peer", peer}};
+  SshTo(e, h, o, peer, "ssh.peer");
   return e;
 }
 
@@ -252,12 +260,8 @@ Evidence SshLogin(host::Host& h, const CollectOptions& o) {
     e.data = {{"target", nullptr}, {"reason", list->exit_code != 0 ? "sinfo failed: " + util::Ellipsize(util::Trim(list->err), 200) : "no idle, mixed or allocated node"}};
     return e;
   }
-  std::string target = names.front();
-  auto r = RunFor(e, h, {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", target, "hostname"}, o, "ssh.login");
-  e.status = EvidenceStatus::kOk;  // a refused or unreachable node is the finding, not missing evidence
-  e.data = {{"target", target}, {"ran", r.has_value()}, {"exit_code", r ? r->exit_code : -1},
-            {"output", r ? util::Ellipsize(util::Trim(r->out + r->err), 300) : e.error}};
-  e.error.clear();
+  e.data = {{"target", names.front()}};
+  SshTo(e, h, o, names.front(), "ssh.login");
   return e;
 }
 

@@ -357,17 +357,21 @@ struct TopoCandidates {
   std::vector<std::string> paths;
 };
 
-TopoCandidates FindTopoFiles(host::Host& h) {
+TopoCandidates FindTopoFiles(host::Host& h, const CollectOptions& o) {
   TopoCandidates c;
-  if (auto v = h.GetEnv("NCCL_TOPO_FILE"); v && !v->empty()) {
-    c.setting = *v;
+  // NCCL_TOPO_FILE as a job sees it, from the same sources and in the same order as nccl.config
+  // (the step's environment, then /etc/nccl.conf, $NCCL_CONF_FILE, /etc/environment).
+  Evidence cfg = NcclConfig(h, o);
+  if (cfg.data["env"].contains("NCCL_TOPO_FILE") && !cfg.data["env"]["NCCL_TOPO_FILE"].get<std::string>().empty()) {
+    c.setting = cfg.data["env"]["NCCL_TOPO_FILE"].get<std::string>();
     c.setting_source = "environment";
-  } else if (auto f = h.ReadFile("/etc/nccl.conf", 1 << 20); f.status == host::IoStatus::kOk) {
-    for (const auto& [k, val] : util::ParseKeyValueLines(f.content)) {
-      if (k == "NCCL_TOPO_FILE" && !val.empty()) {
-        c.setting = val;
-        c.setting_source = "/etc/nccl.conf";
-      }
+  } else {
+    for (const auto& f : cfg.data["files"]) {
+      const json& vars = f["vars"];
+      if (!vars.contains("NCCL_TOPO_FILE") || vars["NCCL_TOPO_FILE"].get<std::string>().empty()) continue;
+      c.setting = vars["NCCL_TOPO_FILE"].get<std::string>();
+      c.setting_source = f["path"].get<std::string>();
+      break;
     }
   }
   if (c.setting) c.paths.push_back(*c.setting);
@@ -397,7 +401,7 @@ std::optional<std::string> Sha256Of(const host::CommandResult& r) {
 Evidence NcclTopoFile(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.sources = {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "dir:/opt/microsoft", "cmd:sha256sum FILE"};
-  TopoCandidates c = FindTopoFiles(h);
+  TopoCandidates c = FindTopoFiles(h, o);
   json files = json::array();
   for (const auto& path : c.paths) {
     auto st = h.Stat(path);
@@ -429,7 +433,7 @@ Evidence NcclTopoFile(host::Host& h, const CollectOptions& o) {
 Evidence NcclTopoInContainer(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
-  TopoCandidates c = FindTopoFiles(h);
+  TopoCandidates c = FindTopoFiles(h, o);
   std::string path = c.setting ? *c.setting : c.paths.empty() ? "" : c.paths.front();
   if (path.empty()) {
     e.data = {{"launched", false}, {"reason", "no topology file on the host"}};
