@@ -109,6 +109,13 @@ TEST(StorageBench, OnePassBookkeepingMatchesWhatItWasAskedToDo) {
   o.meta_dirs = 4;
   o.meta_files = 40;
   json r = RunStorageBench(o);
+  // io_uring on this kernel, with the ring flags fio uses where the kernel has them (5.19+/6.1+).
+  if (r["engine"] == "io_uring") {
+    std::string setup = r.value("io_uring_setup", "");
+    EXPECT_TRUE(setup == "coop-taskrun,single-issuer,defer-taskrun" || setup == "coop-taskrun" || setup == "default") << setup;
+  } else {
+    EXPECT_FALSE(r.contains("io_uring_setup"));
+  }
 
   for (const char* id : {"seq-write-1m-direct", "seq-write-1m-buffered", "seq-read-1m-direct", "seq-read-1m-buffered"}) {
     const json& w = Workload(r, id);
