@@ -188,8 +188,12 @@ struct OpPicker {
 
 bool StopIssuing(const IoRun& r, Clock::time_point now) { return Cancelled() || (r.time_based && now >= r.deadline); }
 
+// A request counts when it completes inside the measured window [end of ramp, last completion],
+// as in fio: the window's time starts at the end of the ramp, so a request in flight across it
+// belongs to the window (counting by submission instead dropped up to iodepth x threads
+// requests, 64 MiB of 1 MiB reads, about 2% of a 4 s run at 1 GB/s, while keeping their time).
 void Account(const IoRun& r, ThreadStats& s, Clock::time_point submitted, Clock::time_point done, uint64_t n) {
-  if (r.time_based && submitted < r.ramp_end) return;  // ramp: not counted
+  if (r.time_based && done < r.ramp_end) return;  // ramp: not counted
   s.bytes += n;
   ++s.ops;
   s.hist.Record(Nanos(done - submitted));
