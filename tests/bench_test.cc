@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -154,6 +155,26 @@ TEST(StorageBench, OnePassBookkeepingMatchesWhatItWasAskedToDo) {
   EXPECT_TRUE(r["cleanup"]["leftovers"].empty());
   EXPECT_TRUE(Entries(dir).empty());
   EXPECT_FALSE(r["interrupted"].get<bool>());
+}
+
+TEST(StorageBench, StampedSectorsAreAllDistinctAndLeaveTheHeaderAlone) {
+  // A buffer filled once with one repeated 512-byte pattern: the worst case for a dedup array.
+  std::vector<char> a(1u << 20), b;
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<char>(i % 512 * 7);
+  b = a;
+  StampSectors(a.data(), a.size(), 1);
+  StampSectors(b.data(), b.size(), 2);
+  std::set<std::string> seen;
+  for (size_t off = 0; off < a.size(); off += 512) {
+    seen.insert(std::string(a.data() + off, 512));
+    seen.insert(std::string(b.data() + off, 512));
+  }
+  EXPECT_EQ(seen.size(), 2u * a.size() / 512);  // unique within a write and across two writes
+  for (size_t i = 0; i < 496; ++i) EXPECT_EQ(a[i], static_cast<char>(i % 512 * 7)) << i;  // headers survive
+  // A tail shorter than a sector is left as it was.
+  std::vector<char> c(700, 'x');
+  StampSectors(c.data(), c.size(), 3);
+  EXPECT_EQ(std::string(c.data() + 512, 188), std::string(188, 'x'));
 }
 
 TEST(StorageBench, TimeBasedRunCountsOnlyAfterTheRampAndStopsOnTime) {

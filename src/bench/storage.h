@@ -60,4 +60,9 @@ void ValidateStorageOptions(const StorageOptions& o);
 // workspace is removed all the same. The result is documented in docs/bench-schema.md.
 nlohmann::json RunStorageBench(const StorageOptions& o);
 
+// Writes `tag` and the sector's offset into the last 16 bytes of every 512-byte sector of
+// p[0, n): what every write of the benchmark does to its buffer, so that no two sectors it writes
+// are alike and a deduplicating array cannot store one copy of many blocks.
+void StampSectors(char* p, size_t n, uint64_t tag);
+
 }  // namespace clustermax::bench
