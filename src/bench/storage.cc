@@ -108,31 +108,23 @@ int InitRing(io_uring& ring, unsigned depth, unsigned flags) {
   return io_uring_queue_init_params(depth, &ring, &p);
 }
 
-std::pair<unsigned, std::string> ProbeRingFlags() {
-  const std::pair<unsigned, const char*> tries[] = {
+Engine PickEngine(const std::string& wanted) {
+  if (wanted == "psync") return {"psync", "requested with --engine psync: one I/O in flight per thread"};
+  const std::pair<unsigned, const char*> setups[] = {
       {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, "coop-taskrun,single-issuer,defer-taskrun"},
       {IORING_SETUP_COOP_TASKRUN, "coop-taskrun"},
       {0, "default"},
   };
-  for (const auto& [flags, name] : tries) {
+  int rc = 0;
+  for (const auto& [flags, name] : setups) {
     io_uring ring{};
-    if (InitRing(ring, 4, flags) == 0) {
+    rc = InitRing(ring, 4, flags);
+    if (rc == 0) {
       io_uring_queue_exit(&ring);
-      return {flags, name};
+      return {"io_uring", "", flags, name};
     }
   }
-  return {0, "default"};
-}
-
-Engine PickEngine(const std::string& wanted) {
-  if (wanted == "psync") return {"psync", "requested with --engine psync: one I/O in flight per thread"};
-  io_uring ring{};
-  int rc = io_uring_queue_init(4, &ring, 0);
-  if (rc == 0) {
-    io_uring_queue_exit(&ring);
-    auto [flags, name] = ProbeRingFlags();
-    return {"io_uring", "", flags, name};
-  }
+  // rc: why even the plain setup was refused.
   if (wanted == "io_uring") throw std::runtime_error("--engine io_uring: the kernel refused io_uring (" + Errno(-rc) + ")");
   return {"psync", fmt::format("io_uring unavailable ({}): pread/pwrite, one I/O in flight per thread", Errno(-rc))};
 }
