@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include <fmt/format.h>
+
 namespace clustermax::util {
 
 std::string_view Trim(std::string_view s) {
@@ -114,31 +116,127 @@ std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_
   return out;
 }
 
+namespace {
+// One strict UTF-8 step (RFC 3629, as JSON writers check it): the code point at s[i] and its length,
+// or length 0 for an invalid sequence (stray continuation, overlong form, surrogate, > U+10FFFF,
+// cut short).
+struct Utf8Step {
+  char32_t cp = 0;
+  size_t len = 0;
+};
+Utf8Step DecodeUtf8(std::string_view s, size_t i) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  if (c < 0x80) return {c, 1};
+  size_t n = 0;
+  char32_t cp = 0, min = 0;
+  if (c >= 0xC2 && c <= 0xDF) n = 1, cp = c & 0x1F, min = 0x80;
+  else if ((c & 0xF0) == 0xE0) n = 2, cp = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4) n = 3, cp = c & 0x07, min = 0x10000;
+  else return {};
+  if (i + n >= s.size()) return {};
+  for (size_t k = 1; k <= n; ++k) {
+    if ((b(i + k) >> 6) != 0x2) return {};
+    cp = (cp << 6) | (b(i + k) & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {};
+  return {cp, n + 1};
+}
+
+void AppendUtf8(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+constexpr char32_t kReplacement = 0xFFFD;
+
+// Characters that move the cursor, erase, recolour or reorder text on a terminal or in an editor:
+// C0 controls and DEL, C1 controls (U+0080-U+009F, CSI among them), and the bidirectional
+// overrides and isolates ("Trojan Source").
+bool IsDangerousCodePoint(char32_t cp) {
+  return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x200E || cp == 0x200F ||
+         (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+}  // namespace
+
 bool IsValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    if (c < 0x80) {
-      if (c == 0) return false;  // NUL bytes mark binary content
-      ++i;
-      continue;
-    } else if ((c >> 5) == 0x6) {
-      n = 1;
-    } else if ((c >> 4) == 0xE) {
-      n = 2;
-    } else if ((c >> 3) == 0x1E) {
-      n = 3;
-    } else {
-      return false;
-    }
-    if (i + n >= s.size()) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    }
-    i += n + 1;
+  for (size_t i = 0; i < s.size();) {
+    Utf8Step st = DecodeUtf8(s, i);
+    if (st.len == 0 || st.cp == 0) return false;  // NUL bytes mark binary content
+    i += st.len;
   }
   return true;
+}
+
+std::string SanitizeUtf8(std::string_view s, bool* replaced) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    Utf8Step st = DecodeUtf8(s, i);
+    if (st.len == 0) {
+      AppendUtf8(out, kReplacement);
+      if (replaced) *replaced = true;
+      ++i;
+      continue;
+    }
+    out.append(s.substr(i, st.len));
+    i += st.len;
+  }
+  return out;
+}
+
+std::string EscapeControls(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    Utf8Step st = DecodeUtf8(s, i);
+    if (st.len == 0) {
+      AppendUtf8(out, kReplacement);
+      ++i;
+      continue;
+    }
+    if (st.cp == '\t' || !IsDangerousCodePoint(st.cp)) {
+      out.append(s.substr(i, st.len));
+    } else if (st.cp < 0x80) {
+      switch (st.cp) {
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        default: out += fmt::format("\\x{:02x}", static_cast<unsigned>(st.cp));
+      }
+    } else {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned>(st.cp));
+    }
+    i += st.len;
+  }
+  return out;
+}
+
+std::string TerminalSafeText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t nl = text.find('\n', start);
+    std::string_view line = text.substr(start, nl == std::string_view::npos ? std::string_view::npos : nl - start);
+    out += EscapeControls(line);
+    if (nl == std::string_view::npos) break;
+    out.push_back('\n');
+    start = nl + 1;
+  }
+  return out;
 }
 
 std::string HexEncode(std::string_view bytes) {

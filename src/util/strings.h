@@ -22,7 +22,17 @@ std::optional<long long> ParseInt(std::string_view s);
 std::optional<unsigned long long> ParseHexOrDec(std::string_view s);
 // KEY=VALUE files such as /etc/os-release; quotes removed, comments skipped.
 std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text);
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF) without NUL bytes.
 bool IsValidUtf8(std::string_view s);
+// Every string from a machine is bytes until validated: invalid sequences become U+FFFD (and
+// *replaced is set when given), everything else is kept.
+std::string SanitizeUtf8(std::string_view s, bool* replaced = nullptr);
+// One field for a text output (terminal, report.txt): control characters (C0 but tab, DEL, C1)
+// and bidirectional overrides written as visible escapes (\x1b, \n, \u009b), invalid UTF-8 as
+// U+FFFD. Nothing from evidence can move the cursor, erase a line or recolour the output.
+std::string EscapeControls(std::string_view s);
+// A whole rendered text: EscapeControls on every line, the line breaks kept.
+std::string TerminalSafeText(std::string_view text);
 std::string HexEncode(std::string_view bytes);
 std::optional<std::string> HexDecode(std::string_view hex);
 // Quotes an argv element for display in a reproduce command (POSIX shell rules).
