@@ -111,7 +111,7 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
   n.evidence = collect::CollectEvidence(rec, CollectorsFor(plan, role), opts);
   n.node = HostnameFrom(n.evidence, rec);
   // In a Slurm step the node's name is Slurm's (several slurmd may share one host).
-  if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute") n.node = *sn;
+  if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute") n.node = util::SanitizeUtf8(*sn);
   bundle.manifest.hostname = n.node;
   bundle.manifest.finished_at = util::FormatRfc3339(std::chrono::system_clock::now());
   n.manifest = bundle.manifest;
@@ -170,7 +170,15 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
   collect::CollectOptions one = opts;
   one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
   // Each bundle is loaded, replayed and dropped by one worker, so at most one per core is in memory.
-  ParallelFor(paths.size(), Cores(), [&](size_t i) { out[i] = ReplayNode(host::Bundle::Load(paths[i]), plan, one); });
+  ParallelFor(paths.size(), Cores(), [&](size_t i) {
+    host::Bundle b = host::Bundle::Load(paths[i]);
+    if (b.Empty()) {
+      throw host::BundleError(fmt::format("{}: the evidence bundle holds no evidence (no file, directory, command, PATH lookup, "
+                                          "environment or NVML answer was recorded); nothing to judge",
+                                          paths[i]));
+    }
+    out[i] = ReplayNode(b, plan, one);
+  });
   return out;
 }
 

@@ -52,15 +52,13 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
     if (!cohort.empty()) {
       std::vector<json> ratings;
       for (const auto& f : cohort) {
-        try {
-          ratings.push_back(json::parse(*util::ReadLocalFile(f)));
-        } catch (const json::exception& e) {
-          throw std::invalid_argument(f + ": not complete JSON (" + e.what() + ")");
-        }
+        auto text = util::ReadLocalFile(f);
+        if (!text) throw std::invalid_argument(f + ": no such file");
+        ratings.push_back(util::ParseJsonDocument(*text, f));
       }
       json c = rating::Cohort(*cat, ratings);
-      if (!out_file.empty()) util::WriteFileAtomic(out_file, c.dump(2) + "\n");
-      std::cout << (json_out ? c.dump(2) + "\n" : rating::RenderCohort(c));
+      if (!out_file.empty()) util::WriteFileAtomic(out_file, util::JsonText(c) + "\n");
+      std::cout << (json_out ? util::JsonText(c) + "\n" : rating::RenderCohort(util::EscapeControlsInJson(c)));
       return kExitOk;
     }
     if (dirs.empty() && assessment_file.empty()) {
@@ -72,8 +70,8 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
     std::vector<rating::RunInput> runs;
     for (const auto& d : dirs) runs.push_back(rating::LoadRunDir(d));
     json r = rating::Rate(*cat, runs, as);
-    if (!out_file.empty()) util::WriteFileAtomic(out_file, r.dump(2) + "\n");
-    std::cout << (json_out ? r.dump(2) + "\n" : rating::RenderRating(r, verbosity));
+    if (!out_file.empty()) util::WriteFileAtomic(out_file, util::JsonText(r) + "\n");
+    std::cout << (json_out ? util::JsonText(r) + "\n" : rating::RenderRating(util::EscapeControlsInJson(r), verbosity));
     return kExitOk;
   };
 }

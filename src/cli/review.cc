@@ -44,7 +44,7 @@ void Answer(const std::string& command, const audit::Report& report, const std::
       std::string hay = r.info->id + " " + r.info->title + " " + r.finding.message + " " + r.finding.observed;
       for (const auto& d : r.finding.details) hay += " " + d;
       if (!arg.empty() && !util::ContainsIgnoreCase(hay, arg)) continue;
-      std::cout << fmt::format("{:<4} {:<36} {}\n", core::ToString(r.finding.verdict), r.info->id, r.finding.message);
+      std::cout << fmt::format("{:<4} {:<36} {}\n", core::ToString(r.finding.verdict), r.info->id, util::EscapeControls(r.finding.message));
       ++hits;
     }
     std::cout << fmt::format("{} match(es)\n", hits);
@@ -57,17 +57,18 @@ void Answer(const std::string& command, const audit::Report& report, const std::
     std::cout << report::RenderCheckDescription(*it->info);
     for (const auto& n : it->nodes) {
       const auto& f = n.finding;
-      std::cout << fmt::format("  [{}] {}{}: {}\n", n.node, core::ToString(f.verdict),
-                               f.reason == core::Reason::kNone ? "" : " (" + std::string(core::ToString(f.reason)) + ")", f.message);
-      if (!f.observed.empty()) std::cout << "    observed: " << f.observed << "\n";
-      if (!f.expected.empty()) std::cout << "    expected: " << f.expected << "\n";
-      for (const auto& d : f.details) std::cout << "    - " << d << "\n";
+      using util::EscapeControls;
+      std::cout << fmt::format("  [{}] {}{}: {}\n", EscapeControls(n.node), core::ToString(f.verdict),
+                               f.reason == core::Reason::kNone ? "" : " (" + std::string(core::ToString(f.reason)) + ")", EscapeControls(f.message));
+      if (!f.observed.empty()) std::cout << "    observed: " << EscapeControls(f.observed) << "\n";
+      if (!f.expected.empty()) std::cout << "    expected: " << EscapeControls(f.expected) << "\n";
+      for (const auto& d : f.details) std::cout << "    - " << EscapeControls(d) << "\n";
     }
     for (const auto& node : nodes) {
       for (const auto& need : it->info->needs) {
         auto ev = node.evidence.find(need);
         if (ev == node.evidence.end()) continue;
-        std::cout << fmt::format("  evidence {} on {}: {}\n", need, node.node, json(ev->second).dump());
+        std::cout << fmt::format("  evidence {} on {}: {}\n", need, util::EscapeControls(node.node), util::JsonText(json(ev->second), -1));
       }
     }
   } else if (verb == "raw") {
@@ -79,7 +80,7 @@ void Answer(const std::string& command, const audit::Report& report, const std::
       }
       out[n.node] = ev;
     }
-    std::cout << out.dump(2) << "\n";
+    std::cout << util::JsonText(out) << "\n";
   } else {
     std::cout << "commands: report | find TEXT | show CHECK-ID | raw [EVIDENCE-ID] | quit\n";
   }
@@ -103,7 +104,7 @@ SavedRun LoadRun(const fs::path& path) {
   if (!text) throw std::runtime_error(fmt::format("{}: not a run directory (no report.json)", path.string()));
   json report;
   try {
-    report = json::parse(*text);
+    report = util::ParseJsonDocument(*text, (path / "report.json").string());
     run.selection.target = core::TargetFromString(report.at("target").get<std::string>()).value_or(core::Target::kStandalone);
     auto profiles = report.at("profiles").get<std::vector<std::string>>();
     if (!(profiles.size() == 1 && profiles[0] == "all")) run.selection.profiles = profiles;

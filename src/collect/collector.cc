@@ -93,9 +93,18 @@ core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::strin
         e.status = core::EvidenceStatus::kProbeDisabled;
         e.error = "active probe '" + c->info.probe + "' not requested (use --probe " + c->info.probe + " or --active)";
       } else {
-        e = c->collect(host, opts);
+        // A collector that throws (a parser meeting input nobody expected) loses its own evidence
+        // only: an exception must never unwind out of this worker thread.
+        try {
+          e = c->collect(host, opts);
+        } catch (const std::exception& ex) {
+          e = core::Evidence{};
+          e.status = core::EvidenceStatus::kError;
+          e.error = std::string("collector failed internally: ") + ex.what();
+        }
         e.id = ids[i];
       }
+      core::SanitizeEvidence(e);
       std::lock_guard lock(mu);
       out[e.id] = std::move(e);
     }

@@ -31,9 +31,16 @@ struct Evidence {
   nlohmann::json data = nlohmann::json::object();  // facts, numbers as numbers
   std::string error;                               // the raw error or unparsable text
   std::vector<std::string> sources;                // "file:/proc/...", "cmd:perf --version", "nvml"
+  // The machine gave bytes that are not UTF-8; they were replaced by U+FFFD (SanitizeEvidence).
+  bool invalid_utf8 = false;
 
   bool ok() const { return status == EvidenceStatus::kOk; }
 };
+
+// Every string of the evidence (data values and keys, error, sources) made valid UTF-8, invalid
+// bytes replaced by U+FFFD and flagged in `invalid_utf8`. The collection driver applies it to
+// every collector's answer, so no judge, report or JSON writer ever sees raw machine bytes.
+void SanitizeEvidence(Evidence& e);
 
 void to_json(nlohmann::json& j, const Evidence& e);
 void from_json(const nlohmann::json& j, Evidence& e);

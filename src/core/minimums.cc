@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "util/files.h"
 #include "util/strings.h"
 #include "util/version.h"
 
@@ -371,9 +372,9 @@ const Component* MinimumTable::Find(std::string_view id) const {
 MinimumTable ParseMinimumTable(std::string_view json_text, std::string origin) {
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    throw MinimumTableError(fmt::format("{}: not valid JSON: {}", origin, e.what()));
+    j = util::ParseJsonDocument(json_text, origin);
+  } catch (const std::runtime_error& e) {
+    throw MinimumTableError(e.what());
   }
   MinimumTable t;
   t.origin = std::move(origin);

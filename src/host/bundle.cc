@@ -121,6 +121,11 @@ std::optional<NvmlResult> Bundle::Nvml() const {
   return nvml_;
 }
 
+bool Bundle::Empty() const {
+  std::lock_guard lock(mu_);
+  return files_.empty() && dirs_.empty() && stats_.empty() && commands_.empty() && which_.empty() && env_.empty() && !nvml_;
+}
+
 json Bundle::ToJson() const {
   std::lock_guard lock(mu_);
   json j;
@@ -344,6 +349,9 @@ json FromSimd(simdjson::dom::element e) {
 }  // namespace
 
 json ParseJson(std::string_view text) {
+  if (util::JsonNestingDepth(text, util::kMaxJsonDepth) > util::kMaxJsonDepth) {
+    throw BundleError(fmt::format("JSON nested deeper than {} levels; refused", util::kMaxJsonDepth));
+  }
   thread_local simdjson::dom::parser parser;  // one per thread: its buffers are reused
   simdjson::dom::element root;
   auto error = parser.parse(text.data(), text.size()).get(root);

@@ -71,6 +71,9 @@ class Bundle {
   std::optional<std::optional<std::string>> Env(const std::string& name) const;
   std::optional<NvmlResult> Nvml() const;
 
+  // No answer of any kind recorded: nothing to judge (a replay refuses it as an evidence error).
+  bool Empty() const;
+
   nlohmann::json ToJson() const;
   static Bundle FromJson(const nlohmann::json& j);  // throws BundleError
   static Bundle Load(const std::filesystem::path& path);  // throws BundleError

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "util/files.h"
+
 namespace clustermax::embedded {
 extern const std::string_view kRatingCatalog30Json;
 extern const std::string_view kRatingCatalog20Json;
@@ -38,11 +40,7 @@ bool MetricMatches(const std::string& pattern, const std::string& id) {
 Catalog ParseCatalog(const std::string& text, const std::string& origin) {
   auto fail = [&](const std::string& what) { throw std::runtime_error(origin + ": " + what); };
   json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::exception& e) {
-    fail(std::string("not valid JSON: ") + e.what());
-  }
+  j = util::ParseJsonDocument(text, origin);
   // A catalog may derive from an embedded one: its top-level keys replace the base's, and
   // criteria_overrides patch criteria by id (an edition that differs in a few places).
   if (j.contains("base")) {

@@ -141,9 +141,10 @@ RunInput LoadRunDir(const fs::path& dir) {
     auto text = util::ReadLocalFile(p);
     if (!text) throw std::runtime_error(p.string() + ": cannot be read");
     try {
-      return json::parse(*text);
-    } catch (const json::exception& e) {
-      throw std::runtime_error(p.string() + ": not complete JSON (" + e.what() + "); was the run interrupted?");
+      return util::ParseJsonDocument(*text, p.string());
+    } catch (const std::runtime_error& e) {
+      std::string what = e.what();
+      throw std::runtime_error(what.find("not valid JSON") != std::string::npos ? what + "; was the run interrupted?" : what);
     }
   };
   fs::path report = dir / "report.json";

@@ -29,7 +29,16 @@ std::string Tag(Verdict v, bool color) {
 
 std::string RenderText(const audit::Report& r, const TextOptions& o) {
   std::string out;
-  auto line = [&](const std::string& s) { out += s + "\n"; };
+  // Every line holds text from evidence (host names, tool output, messages): control characters are
+  // escaped, so nothing can move the cursor or erase a line. The verdict tag, with its colour, is
+  // ours and is added after the escaping (tag_line).
+  auto line = [&](const std::string& s) {
+    out += util::EscapeControls(s);
+    out += '\n';
+  };
+  auto tag_line = [&](const std::string& indent, Verdict v, const std::string& rest) {
+    out += indent + Tag(v, o.color) + util::EscapeControls(rest) + "\n";
+  };
   line(fmt::format("clustermax {} audit: target {}, profile {}, {} node(s): {}", r.tool_version,
                    core::ToString(r.plan.selection.target),
                    r.plan.selection.profiles.empty() ? "all" : fmt::format("{}", fmt::join(r.plan.selection.profiles, ",")),
@@ -94,7 +103,7 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
     }
     std::string reason = f.reason == core::Reason::kNone ? "" : fmt::format(" ({})", core::ToString(f.reason));
     std::string sev = f.severity == core::Severity::kNone ? "" : fmt::format(" [{}]", core::ToString(f.severity));
-    line(fmt::format("  {} {}{}{}: {}", Tag(f.verdict, o.color), res.info->id, sev, reason, f.message));
+    tag_line("  ", f.verdict, fmt::format(" {}{}{}: {}", res.info->id, sev, reason, f.message));
     if (o.verbosity >= 1) {
       if (!f.observed.empty()) line(fmt::format("       observed: {}", f.observed));
       if (!f.expected.empty()) line(fmt::format("       expected: {}", f.expected));

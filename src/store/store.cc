@@ -201,11 +201,7 @@ IngestResult Store::Ingest(const fs::path& path, const std::string& provider_fla
   if (fs::is_regular_file(path, ec)) {
     auto text = util::ReadLocalFile(path);
     if (!text) throw std::runtime_error(path.string() + ": cannot be read");
-    try {
-      rating = json::parse(*text);
-    } catch (const json::exception& e) {
-      throw std::runtime_error(path.string() + ": not complete JSON (" + e.what() + ")");
-    }
+    rating = util::ParseJsonDocument(*text, path.string());
     if (rating->value("kind", "") != "clustermax.rating") {
       throw std::runtime_error(path.string() + ": not a rating (clustermax rate --out FILE) and not a run directory");
     }
