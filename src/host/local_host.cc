@@ -13,6 +13,7 @@
 
 #include "gpu/nvml.h"
 #include "host/process.h"
+#include "host/redact.h"
 #include "util/strings.h"
 
 namespace clustermax::host {
@@ -87,6 +88,7 @@ FileResult LocalHost::ReadFile(const std::string& path, size_t max_bytes) {
   }
   ::close(fd);
   r.status = IoStatus::kOk;
+  r.content = RedactFile(path, std::move(r.content));  // secrets never leave the node (host/redact.h)
   return r;
 }
 
@@ -183,13 +185,16 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     return r;
   }
   // A fixed locale keeps the output of the tools we parse stable.
-  return RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"});
+  CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"});
+  r.out = RedactText(std::move(r.out));
+  r.err = RedactText(std::move(r.err));
+  return r;
 }
 
 std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   if (!v) return std::nullopt;
-  return std::string(v);
+  return RedactEnv(name, v);
 }
 
 void LocalHost::Sleep(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
