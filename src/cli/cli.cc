@@ -1,8 +1,16 @@
 #include "cli/cli.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include <algorithm>
 #include <chrono>
+#include <functional>
+#include <set>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -113,40 +121,93 @@ collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::S
 
 // Writes report.json, report.txt and evidence/<node>.json into a fresh run directory, atomically:
 // everything goes to a hidden temporary directory that is renamed into place at the end.
-fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const std::vector<const host::Bundle*>& bundles) {
-  fs::create_directories(out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path());
-  fs::path tmp = out_dir.parent_path() / fmt::format(".{}.partial-{}", out_dir.filename().string(), ::getpid());
-  fs::remove_all(tmp);
-  fs::create_directories(tmp / "evidence");
-  for (const auto* b : bundles) {
-    std::string name = b->manifest.hostname.empty() ? "node" : b->manifest.hostname;
-    for (auto& c : name) {
-      if (c == '/' || c == '\\') c = '_';
-    }
-    b->Save(tmp / "evidence" / (name + ".json"));
-  }
-  util::WriteFileAtomic(tmp / "report.json", report::ToJson(report).dump(2) + "\n");
+// The directory is private (0700: evidence names users, mounts and versions) and made under a name
+// no other user can predict or pre-create.
+// With `unique_name` (the default run directory) a name already taken gets a suffix (-2, -3 ...):
+// two audits in the same second both keep their runs. The rename never replaces: renameat2's
+// RENAME_NOREPLACE makes the choice of name atomic against another process doing the same.
+fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const std::function<void(const fs::path&)>& write_evidence,
+                  bool unique_name) {
+  fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
+  util::CreatePrivateDirectories(parent);
+  fs::path tmp = util::MakePrivateTempDir(parent, fmt::format(".{}.partial-", out_dir.filename().string()));
+  util::CreatePrivateDirectories(tmp / "evidence");
+  write_evidence(tmp / "evidence");
+  util::WriteFileAtomic(tmp / "report.json", util::JsonText(report::ToJson(report)) + "\n");
   util::WriteFileAtomic(tmp / "report.txt", report::RenderText(report, {.verbosity = 2, .color = false}));
-  if (fs::exists(out_dir)) {
-    if (!fs::is_directory(out_dir) || !fs::is_empty(out_dir)) {
+  for (int n = 1; n < 1000; ++n) {
+    fs::path target = n == 1 ? out_dir : fs::path(fmt::format("{}-{}", out_dir.string(), n));
+    std::error_code ec;
+    if (!unique_name && fs::is_directory(target, ec) && !fs::is_symlink(target, ec) && fs::is_empty(target, ec)) fs::remove(target, ec);
+    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return target;
+    int e = errno;
+    if (e != EEXIST || !unique_name) {
       fs::remove_all(tmp);
-      throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir.string()));
+      if (e == EEXIST) throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir.string()));
+      throw std::runtime_error(fmt::format("cannot move the run into {}: {}", target.string(), std::strerror(e)));
     }
-    fs::remove(out_dir);
   }
-  fs::rename(tmp, out_dir);
-  return out_dir;
+  fs::remove_all(tmp);
+  throw std::runtime_error(fmt::format("no free run directory name next to {}", out_dir.string()));
 }
 
 int EmitReport(const audit::Report& report, const AuditOptions& a) {
   if (a.json_out) {
-    std::cout << report::ToJson(report).dump(2) << "\n";
+    std::cout << util::JsonText(report::ToJson(report)) << "\n";
   } else {
     std::cout << report::RenderText(report, {.verbosity = a.verbosity, .color = UseColor(a.no_color)});
   }
   return audit::ExitCodeFor(report, a.exit_zero);
 }
 
+
+// A node's bundle file name in a run directory: its host name, made safe as one path component.
+std::string BundleFileName(const std::string& hostname) {
+  std::string name = hostname.empty() ? "node" : hostname;
+  for (auto& c : name) {
+    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  }
+  if (name == "." || name == "..") name = "node";
+  return name + ".json";
+}
+
+fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const std::vector<const host::Bundle*>& bundles, bool unique_name) {
+  return WriteRun(out_dir, report, [&](const fs::path& dir) {
+    std::set<std::string> names;  // one file per bundle, also when two nodes share a host name
+    for (const auto* b : bundles) {
+      std::string name = BundleFileName(b->manifest.hostname);
+      for (int k = 2; !names.insert(name).second; ++k) name = BundleFileName(fmt::format("{}-{}", b->manifest.hostname, k));
+      b->Save(dir / name);
+    }
+  }, unique_name);
+}
+
+// The bundles `--replay` names: files, or run directories (their evidence/*.json), each once.
+std::vector<std::string> ReplayPaths(const std::vector<std::string>& given) {
+  std::vector<std::string> out;
+  std::set<fs::path> seen;
+  auto add = [&](const fs::path& p) {
+    std::error_code ec;
+    fs::path c = fs::weakly_canonical(p, ec);
+    if (seen.insert(ec ? p : c).second) out.push_back(p.string());
+  };
+  for (const auto& g : given) {
+    if (fs::is_directory(g)) {
+      fs::path ev = fs::path(g) / "evidence";
+      if (!fs::is_directory(ev)) throw audit::UsageError(fmt::format("--replay {}: a directory, but not a run directory (no evidence/)", g));
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(ev)) {
+        if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') files.push_back(e.path());
+      }
+      std::sort(files.begin(), files.end());
+      if (files.empty()) throw audit::UsageError(fmt::format("--replay {}: the run directory holds no evidence bundle", g));
+      for (const auto& f : files) add(f);
+    } else {
+      add(g);
+    }
+  }
+  return out;
+}
 
 // The selection as `collect` arguments, so every node collects exactly what the plan needs.
 std::vector<std::string> CollectArgs(const AuditOptions& a, const audit::Selection& sel) {
@@ -181,8 +242,9 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
 
   // Judge saved bundles (from other machines): no collection, no prompt.
   if (!a.replay.empty()) {
+    std::vector<std::string> paths = ReplayPaths(a.replay);
     // The first bundle's manifest gives the target and probes of the collection.
-    host::Bundle first = host::Bundle::Load(a.replay.front());
+    host::Bundle first = host::Bundle::Load(paths.front());
     std::optional<core::Target> t = core::TargetFromString(first.manifest.target);
     sel.target = t.value_or(core::Target::kStandalone);
     if (a.standalone) sel.target = core::Target::kStandalone;
@@ -193,18 +255,43 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     if (sel.probes.empty()) sel.probes.insert(first.manifest.probes.begin(), first.manifest.probes.end());
     audit::Plan plan = audit::BuildPlan(registry, sel);
     auto opts = MakeCollectOptions(a, sel);
-    std::vector<audit::NodeEvidence> nodes = audit::ReplayFiles(a.replay, plan, opts);
+    std::vector<audit::NodeEvidence> nodes = audit::ReplayFiles(paths, plan, opts);
+    // The same collection given twice (a copy of a bundle, a run directory and one of its files) is one node.
+    std::set<std::pair<std::string, std::string>> collections;
+    std::vector<std::string> kept_paths;
+    std::vector<audit::NodeEvidence> kept;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!collections.insert({nodes[i].node, nodes[i].manifest.started_at}).second) {
+        std::cerr << fmt::format("clustermax: warning: {} is the same collection as an earlier bundle ({} at {}); judged once\n",
+                                 util::EscapeControls(paths[i]), util::EscapeControls(nodes[i].node), nodes[i].manifest.started_at);
+        continue;
+      }
+      kept_paths.push_back(paths[i]);
+      kept.push_back(std::move(nodes[i]));
+    }
+    nodes = std::move(kept);
     audit::Report report = audit::Judge(plan, nodes, minimums);
     report.mode = "replay";
+    if (!a.out_dir.empty()) {
+      // Re-saved as a run directory: the report of this judgement beside byte copies of the bundles.
+      fs::path written = WriteRun(a.out_dir, report, [&](const fs::path& dir) {
+        std::set<std::string> names;
+        for (size_t i = 0; i < kept_paths.size(); ++i) {
+          std::string name = BundleFileName(nodes[i].node);
+          for (int k = 2; !names.insert(name).second; ++k) name = BundleFileName(fmt::format("{}-{}", nodes[i].node, k));
+          util::WriteFileAtomic(dir / name, *util::ReadLocalFile(kept_paths[i]));
+        }
+      }, /*unique_name=*/false);
+      std::cerr << fmt::format("run saved to {}\n", written.string());
+    }
     if (!report.replay_misses.empty()) {
       std::cerr << fmt::format("clustermax: warning: {} request(s) not in the evidence bundle(s); see the report header\n",
                                report.replay_misses.size());
     }
     // A thousand nodes' evidence is hundreds of megabytes: free it beside the report, not after.
-    std::thread release([n = std::move(nodes)]() mutable { n.clear(); });
-    int code = EmitReport(report, a);
-    release.join();
-    return code;
+    // (A jthread: joined on every path, also when printing throws.)
+    std::jthread release([n = std::move(nodes)]() mutable { n.clear(); });
+    return EmitReport(report, a);
   }
 
   host::LocalHost local(a.sysroot);
@@ -219,16 +306,18 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
   audit::Plan plan = audit::BuildPlan(registry, sel);
 
   if (a.show) {
+    std::cout << fmt::format("target: {} ({}); {} checks, {} run\n", core::ToString(sel.target), how, plan.checks.size(),
+                             std::count_if(plan.checks.begin(), plan.checks.end(), [](const auto& pc) { return pc.state == audit::PlanState::kRun; }));
     for (const auto& pc : plan.checks) {
       std::cout << fmt::format("{:<36} {:<12} {:<22} {}\n", pc.check->info.id, pc.check->info.category, pc.check->info.Mode(),
                                pc.state == audit::PlanState::kRun ? "runs"
-                               : pc.state == audit::PlanState::kNotInScope ? "skip: not-in-scope"
+                               : pc.state == audit::PlanState::kNotInScope ? fmt::format("skip: not-in-scope for {}", core::ToString(sel.target))
                                                                           : "skip: probe-disabled");
     }
     return kExitOk;
   }
   if (a.dry_run) {
-    std::cout << plan.ToJson().dump(2) << "\n";
+    std::cout << util::JsonText(plan.ToJson()) << "\n";
     return kExitOk;
   }
 
@@ -310,7 +399,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
                      : fs::path(a.out_dir);
   std::vector<const host::Bundle*> all = {&bundle};
   for (const auto& b : fleet_bundles) all.push_back(&b);
-  fs::path written = WriteRun(out, report, all);
+  fs::path written = WriteRun(out, report, all, /*unique_name=*/a.out_dir.empty());
   if (!a.record.empty()) bundle.Save(a.record);
   int code = EmitReport(report, a);
   std::cerr << fmt::format("run saved to {}\n", written.string());
@@ -386,9 +475,61 @@ int RunCollect(const CollectCmd& c, const std::vector<std::string>& argv) {
   return kExitOk;
 }
 
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// For a command line CLI11 refused: the first word that is not a subcommand where one is expected,
+// with the nearest subcommand ("unknown command 'audti'; did you mean 'audit'?"). "" when the
+// words are all known (the error is about an option: CLI11's message says it).
+std::string SuggestSubcommand(CLI::App& app, const std::vector<std::string>& args) {
+  CLI::App* cur = &app;
+  std::string path = "clustermax";
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    if (w.empty() || w[0] == '-') return "";
+    auto subs = cur->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) return "";
+    CLI::App* match = nullptr;
+    for (auto* s : subs) {
+      if (s->get_name() == w) match = s;
+    }
+    if (match) {
+      cur = match;
+      path += " " + w;
+      continue;
+    }
+    std::string best;
+    size_t best_d = SIZE_MAX;
+    std::vector<std::string> names;
+    for (auto* s : subs) {
+      names.push_back(s->get_name());
+      size_t d = EditDistance(w, s->get_name());
+      if (d < best_d) best_d = d, best = s->get_name();
+    }
+    std::string known = fmt::format("{}", fmt::join(names, ", "));
+    if (best_d <= std::max<size_t>(2, best.size() / 3)) {
+      return fmt::format("unknown command '{} {}'; did you mean '{} {}'? ({} commands: {})", path, util::EscapeControls(w), path, best, path, known);
+    }
+    return fmt::format("unknown command '{} {}' ({} commands: {})", path, util::EscapeControls(w), path, known);
+  }
+  return "";
+}
+
 }  // namespace
 
-fs::path DefaultRunsDir() { return util::HomeDir() / ".clustermax" / "runs"; }
+fs::path DefaultRunsDir() { return util::StateDir() / "runs"; }
 
 int Main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
@@ -427,7 +568,8 @@ int Main(int argc, char** argv) {
   audit_cmd->add_option("--s3-bucket", a.s3_bucket, "Bucket for the s3-probe (or CLUSTERMAX_S3_BUCKET; credentials: AWS_* or ~/.aws/credentials)");
   audit_cmd->add_option("--s3-region", a.s3_region, "Signing region for the s3-probe (or CLUSTERMAX_S3_REGION, AWS_REGION; default us-east-1)");
   audit_cmd->add_option("--s3-addressing", a.s3_addressing, "path (default) or virtual")->check(CLI::IsMember({"path", "virtual"}));
-  audit_cmd->add_option("--replay", a.replay, "Judge saved evidence bundle(s) instead of this machine")->check(CLI::ExistingFile);
+  audit_cmd->add_option("--replay", a.replay, "Judge saved evidence bundle(s) or run directories instead of this machine (--out saves the judgement as a run)")
+      ->check(CLI::ExistingPath);
   audit_cmd->add_option("--record", a.record, "Also write this node's evidence bundle to FILE (e.g. a test fixture)");
   audit_cmd->add_option("--out", a.out_dir, "Run directory (default ~/.clustermax/runs/<timestamp>)");
   audit_cmd->add_option("--sysroot", a.sysroot, "Re-root every file read under DIR")->check(CLI::ExistingDirectory);
@@ -502,6 +644,10 @@ int Main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    if (std::string s = SuggestSubcommand(app, args); !s.empty()) {
+      std::cerr << "clustermax: error: " << s << "\n";
+      return kExitToolError;
+    }
     app.exit(e);
     return kExitToolError;
   }
@@ -532,7 +678,7 @@ int Main(int argc, char** argv) {
           out.push_back({{"id", i.id}, {"category", i.category}, {"title", i.title}, {"targets", core::MaskToString(i.targets)},
                          {"mode", i.Mode()}, {"needs", i.needs}, {"criterion", i.criterion}, {"critical", i.critical}});
         }
-        std::cout << out.dump(2) << "\n";
+        std::cout << util::JsonText(out) << "\n";
       } else {
         for (const auto& c : reg.all()) {
           std::cout << fmt::format("{:<36} {:<12} {:<14} {}\n", c.info.id, c.info.category, core::MaskToString(c.info.targets), c.info.title);
@@ -577,13 +723,13 @@ int Main(int argc, char** argv) {
       return kExitOk;
     }
   } catch (const audit::UsageError& e) {
-    std::cerr << "clustermax: error: " << e.what() << "\n";
+    std::cerr << "clustermax: error: " << util::EscapeControls(e.what()) << "\n";
     return kExitToolError;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "clustermax: error: " << e.what() << "\n";
+    std::cerr << "clustermax: error: " << util::EscapeControls(e.what()) << "\n";
     return kExitToolError;
   } catch (const std::exception& e) {
-    std::cerr << "clustermax: error: " << e.what() << "\n";
+    std::cerr << "clustermax: error: " << util::EscapeControls(e.what()) << "\n";
     return kExitToolError;
   }
   return kExitToolError;
