@@ -1,0 +1,99 @@
+// Everyday use of the command line: run names, replays of saved runs, --show, misspelt commands.
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "testutil.h"
+#include "util/files.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace clustermax;
+namespace cmt = clustermax::testing;
+
+namespace {
+
+fs::path Scratch(const std::string& name) {
+  fs::path d = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / ("cli-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+cmt::Shell Cli(const std::string& args, const std::string& env = "") {
+  return cmt::RunShell(env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null");
+}
+
+json JsonFrom(const std::string& out) {
+  size_t b = out.find('{'), e = out.rfind('}');
+  return json::parse(out.substr(b, e - b + 1));
+}
+
+}  // namespace
+
+TEST(Cli, TwoAuditsInTheSameSecondBothKeepTheirRuns) {
+  fs::path d = Scratch("same-second");
+  std::string env = "HOME=" + d.string();
+  cmt::Shell a, b;
+  std::thread t1([&] { a = Cli("audit --standalone --yes --check security-runc --check guest-kernel-current", env); });
+  std::thread t2([&] { b = Cli("audit --standalone --yes --check security-runc --check guest-kernel-current", env); });
+  t1.join();
+  t2.join();
+  EXPECT_TRUE(a.code == 0 || a.code == 2) << a.out;
+  EXPECT_TRUE(b.code == 0 || b.code == 2) << b.out;
+  int runs = 0;
+  for (const auto& e : fs::directory_iterator(d / ".clustermax" / "runs")) {
+    EXPECT_TRUE(fs::exists(e.path() / "report.json")) << e.path();
+    ++runs;
+  }
+  EXPECT_EQ(runs, 2);
+}
+
+TEST(Cli, ReplayTakesARunDirectoryWritesOutAndCountsACollectionOnce) {
+  fs::path d = Scratch("replay-run");
+  auto live = Cli("audit --standalone --yes --check security-runc --out " + (d / "run1").string());
+  ASSERT_TRUE(live.code == 0 || live.code == 2) << live.out;
+  fs::path bundle;
+  for (const auto& e : fs::directory_iterator(d / "run1" / "evidence")) bundle = e.path();
+  ASSERT_FALSE(bundle.empty());
+  // A run directory, the same bundle by its path, and a copy: one node.
+  fs::copy_file(bundle, d / "copy.json");
+  auto r = Cli("audit --replay " + (d / "run1").string() + " " + bundle.string() + " " + (d / "copy.json").string() + " --json --out " +
+               (d / "run2").string());
+  ASSERT_TRUE(r.code == 0 || r.code == 2) << r.out;
+  EXPECT_EQ(JsonFrom(r.out)["nodes"].size(), 1u) << r.out;
+  EXPECT_NE(r.out.find("same collection"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(d / "run2" / "report.json"));
+  int bundles = 0;
+  for (const auto& e : fs::directory_iterator(d / "run2" / "evidence")) bundles += e.path().extension() == ".json";
+  EXPECT_EQ(bundles, 1);
+  // The re-saved run replays in turn.
+  auto again = Cli("audit --replay " + (d / "run2").string() + " --json");
+  EXPECT_TRUE(again.code == 0 || again.code == 2) << again.out;
+  auto not_a_run = Cli("audit --replay " + d.string());
+  EXPECT_EQ(not_a_run.code, 1);
+  EXPECT_NE(not_a_run.out.find("not a run directory"), std::string::npos) << not_a_run.out;
+}
+
+TEST(Cli, ShowSaysWhichTargetItAssumed) {
+  auto r = Cli("audit --show --container");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.rfind("target: container (--container)", 0), 0u) << r.out.substr(0, 200);
+  EXPECT_NE(r.out.find("skip: not-in-scope for container"), std::string::npos);
+}
+
+TEST(Cli, MisspeltSubcommandGetsTheNearestOne) {
+  auto r = Cli("audti --standalone");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("did you mean 'clustermax audit'"), std::string::npos) << r.out;
+  auto db = Cli("db lsit");
+  EXPECT_EQ(db.code, 1);
+  EXPECT_NE(db.out.find("did you mean 'clustermax db list'"), std::string::npos) << db.out;
+  auto far = Cli("xyzzyplugh");
+  EXPECT_EQ(far.code, 1);
+  EXPECT_NE(far.out.find("unknown command 'clustermax xyzzyplugh'"), std::string::npos) << far.out;
+}
