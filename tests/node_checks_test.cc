@@ -168,11 +168,13 @@ TEST(NodeCollectors, XidEventsParsedFromTheKernelLog) {
   auto ev = collect::CollectEvidence(h, {"kernel.xid"}, {});
   const auto& e = ev["kernel.xid"];
   ASSERT_TRUE(e.ok()) << e.error;
-  ASSERT_EQ(e.data["events"].size(), 3u);
-  EXPECT_EQ(e.data["events"][0]["code"], 79);
-  EXPECT_EQ(e.data["events"][0]["pci"], "0000:3b:00");
-  EXPECT_EQ(e.data["events"][2]["kind"], "SXid");
-  EXPECT_EQ(e.data["events"][2]["code"], 12028);
+  ASSERT_EQ(e.data["events"].size(), 3u);  // newest first
+  EXPECT_EQ(e.data["events"][2]["code"], 79);
+  EXPECT_EQ(e.data["events"][2]["pci"], "0000:3b:00");
+  EXPECT_EQ(e.data["events"][0]["kind"], "SXid");
+  EXPECT_EQ(e.data["events"][0]["code"], 12028);
+  EXPECT_EQ(e.data["counts_by_day"]["2026-11-29"]["Xid 79"], 1);
+  EXPECT_EQ(e.data["total"], 3);
 }
 
 TEST(NodeCollectors, SshdIncludeFilesAndFirstValueWins) {

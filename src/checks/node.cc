@@ -4,6 +4,9 @@
 
 #include "checks/common.h"
 #include "core/thresholds.h"
+#include "core/xid_catalog.h"
+#include "util/strings.h"
+#include "util/time.h"
 #include "util/version.h"
 
 namespace clustermax::checks {
@@ -289,26 +292,73 @@ Finding LocalNvme(const JudgeContext& ctx) {
   return f.Observed(fmt::format("{} NVMe, {:.1f} TB", nvme.size(), total / 1e12)).Expected("local NVMe mounted as scratch");
 }
 
+// Every GPU event of the kernel log graded by NVIDIA's catalog (data/xid-catalog.json): hardware
+// and reset classes FAIL (the node watch list of data/node-thresholds.json, e.g. a contained ECC
+// error, WARNs), a code the catalog does not know WARNs (unknown is never clean), application and
+// informational events are listed. Counts are exact and the 7-day window applies to every source;
+// lines without a date (plain dmesg) count as recent.
 Finding XidHistory(const JudgeContext& ctx) {
   if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
   const Evidence& e = ctx.Get("kernel.xid");
   if (auto p = core::EvidenceProblem(e, "kernel log")) return *p;
-  const auto& x = core::EmbeddedThresholds().data()["xid"];
-  auto in = [](const json& list, int code) { return std::find(list.begin(), list.end(), code) != list.end(); };
-  std::vector<std::string> hardware, watch, other;
-  for (const auto& ev : e.data["events"]) {
-    int code = ev["code"];
-    std::string line = fmt::format("{} {} at {}", ev["kind"].get<std::string>(), code, ev["pci"].get<std::string>());
-    if (in(x["hardware"], code)) hardware.push_back(line);
-    else if (in(x["watch"], code)) watch.push_back(line);
-    else other.push_back(line);
+  constexpr int kWindowDays = 7;
+  const auto& catalog = core::EmbeddedXidCatalog();
+  const json& watch = core::EmbeddedThresholds().data()["xid"]["watch"];
+  std::map<std::string, long> counts;
+  long undated = 0;
+  if (e.data.contains("counts_by_day")) {
+    for (const auto& [day, keys] : e.data["counts_by_day"].items()) {
+      bool in_window = day == "undated";
+      if (!in_window) {
+        auto start = util::ParseRfc3339(day);
+        in_window = !start || util::DaysBetween(*start, ctx.now()) < kWindowDays + 1;  // an unparsable day counts
+      }
+      if (!in_window) continue;
+      for (const auto& [key, n] : keys.items()) {
+        counts[key] += n.get<long>();
+        if (day == "undated") undated += n.get<long>();
+      }
+    }
+  } else {
+    // A bundle recorded before counts were kept: its event list, as read.
+    for (const auto& ev : e.data["events"]) counts[fmt::format("{} {}", ev["kind"].get<std::string>(), ev["code"].get<int>())]++;
   }
-  Finding f = !hardware.empty() ? core::Fail(Severity::kConfig, fmt::format("{} hardware-indicative Xid event(s) in 7 days", hardware.size()))
-              : !watch.empty() ? core::Warn(Reason::kConfig, fmt::format("{} watch-class Xid event(s) in 7 days", watch.size()))
-                               : core::Pass(fmt::format("no hardware-indicative Xid in 7 days ({} other event(s))", other.size()));
-  f.observed = fmt::format("{} event(s) read from {}", e.data["events"].size(), e.data.value("source", std::string()));
-  f.expected = "no hardware-indicative or watch-class Xid";
-  return f.Details(hardware).Details(watch).Details(other);
+  std::vector<std::string> fail, warn, info;
+  for (const auto& [key, n] : counts) {
+    std::string severity, name, action;
+    bool known = false;
+    if (key.rfind("message: ", 0) == 0) {
+      if (const auto* m = catalog.Message(key.substr(9))) known = true, severity = m->severity, name = m->kind;
+    } else {
+      auto space = key.find(' ');
+      auto code = util::ParseInt(key.substr(space + 1));
+      const core::XidEntry* x = !code ? nullptr : key.rfind("SXid", 0) == 0 ? catalog.Sxid(static_cast<int>(*code)) : catalog.Xid(static_cast<int>(*code));
+      if (x) known = true, severity = x->severity, name = x->name, action = x->action;
+      if (x && key.rfind("Xid", 0) == 0 && severity == "hardware" && std::find(watch.begin(), watch.end(), *code) != watch.end()) severity = "watch";
+    }
+    std::string line = fmt::format("{} x{}: {}", key, n,
+                                   !known ? "not in NVIDIA's catalog" : fmt::format("{} ({}{})", name, severity, action.empty() ? "" : "; " + action));
+    if (!known) warn.push_back(line);
+    else if (severity == "hardware" || severity == "reset") fail.push_back(line);
+    else if (severity == "watch" || (severity == "application" && key.rfind("message: ", 0) == 0)) warn.push_back(line);
+    else info.push_back(line);
+  }
+  long events = 0;
+  for (const auto& [k, n] : counts) events += n;
+  Finding f = !fail.empty() ? core::Fail(Severity::kConfig, fmt::format("GPU fault in the kernel log within {} days: {}", kWindowDays, fail.front()))
+              : !warn.empty() ? core::Warn(Reason::kConfig, fmt::format("GPU event to watch within {} days: {}", kWindowDays, warn.front()))
+                              : core::Pass(fmt::format("no hardware or reset-class GPU event in {} days ({} other event(s))", kWindowDays, events));
+  f.observed = fmt::format("{} GPU event(s) in {} days from {}{}{}", events, kWindowDays, e.data.value("source", std::string()),
+                           undated ? fmt::format(", {} undated (counted)", undated) : "",
+                           e.data.value("truncated", false) ? fmt::format("; newest {} of {} listed", e.data["events"].size(), e.data.value("total", 0L)) : "");
+  f.expected = "no hardware or reset-class Xid/SXid, no GPU-loss message (" + catalog.source() + ")";
+  f.Details(fail).Details(warn).Details(info);
+  size_t shown = 0;
+  for (const auto& ev : e.data["events"]) {
+    if (shown++ >= 5) break;
+    f.details.push_back("newest: " + ev.value("line", std::string()));
+  }
+  return f;
 }
 
 Finding IbPortHealth(const JudgeContext& ctx) {

@@ -3,8 +3,10 @@
 #include <cctype>
 #include <regex>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/xid_catalog.h"
 #include "util/strings.h"
 #include "util/version.h"
 
@@ -309,6 +311,93 @@ std::vector<std::string> PciChain(std::string_view sysfs_path) {
     if (std::regex_match(part, bdf)) chain.push_back(part);
   }
   return chain;
+}
+
+std::string GpuLogEvent::Key() const {
+  if (kind == "message") return "message: " + match;
+  return kind + " " + std::to_string(code);
+}
+
+std::string KernelLogDay(std::string_view line) {
+  auto digits = [&](size_t at, size_t n) {
+    if (at + n > line.size()) return false;
+    for (size_t i = at; i < at + n; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(line[i]))) return false;
+    }
+    return true;
+  };
+  // journalctl -o short-iso: 2026-11-29T10:00:01+0000 (the offset is the node's: taken as written)
+  if (digits(0, 4) && line.size() > 10 && line[4] == '-' && digits(5, 2) && line[7] == '-' && digits(8, 2) && line[10] == 'T') {
+    return std::string(line.substr(0, 10));
+  }
+  // dmesg -T: [Sun Nov 29 10:00:01 2026] (local time of the node)
+  if (line.size() > 26 && line[0] == '[' && std::isalpha(static_cast<unsigned char>(line[1]))) {
+    size_t close = line.find(']');
+    if (close == std::string_view::npos || close > 40) return "";
+    auto words = util::SplitWhitespace(line.substr(1, close - 1));
+    if (words.size() != 5) return "";
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    int month = 0;
+    for (int i = 0; i < 12; ++i) {
+      if (words[1] == kMonths[i]) month = i + 1;
+    }
+    auto day = util::ParseInt(words[2]);
+    auto year = util::ParseInt(words[4]);
+    if (!month || !day || !year || *day < 1 || *day > 31 || *year < 1970 || *year > 9999) return "";
+    return fmt::format("{:04d}-{:02d}-{:02d}", *year, month, *day);
+  }
+  return "";
+}
+
+GpuLogScan ParseGpuKernelLog(std::string_view text, size_t max_events) {
+  static const std::regex xid(R"(NVRM:? Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-9a-fA-F])?)\)\s*:?\s*(\d+))");
+  static const std::regex sxid(R"(nvidia-nvswitch\d+: SXid \(PCI:([0-9a-fA-F:.]+)\): (\d+))");
+  const auto& catalog = core::EmbeddedXidCatalog();
+  GpuLogScan scan;
+  std::vector<GpuLogEvent> all;
+  for (auto line : util::SplitLineViews(text)) {
+    bool has_xid = line.find("Xid") != std::string_view::npos;
+    // Cheap filter: every message we know is the NVIDIA driver's, an NVSwitch's or NVLink's.
+    if (!has_xid && line.find("NVRM") == std::string_view::npos && line.find("nvidia") == std::string_view::npos &&
+        line.find("NVLink") == std::string_view::npos) {
+      continue;
+    }
+    GpuLogEvent ev;
+    std::match_results<std::string_view::const_iterator> m;
+    if (has_xid && std::regex_search(line.begin(), line.end(), m, sxid)) {
+      ev.kind = "SXid";
+      ev.pci = m[1].str();
+      ev.code = static_cast<int>(util::ParseInt(m[2].str().substr(0, 9)).value_or(0));
+    } else if (has_xid && std::regex_search(line.begin(), line.end(), m, xid)) {
+      ev.kind = "Xid";
+      ev.pci = m[1].str();
+      ev.code = static_cast<int>(util::ParseInt(m[2].str().substr(0, 9)).value_or(0));
+    } else {
+      // A driver message that is no Xid line. Context lines (the "GPU at PCI:" header, crash-dump
+      // notices) are not events by themselves.
+      for (const auto& msg : catalog.messages()) {
+        if (msg.kind == "context" || msg.kind == "xid-text" || msg.kind == "xid154" || msg.kind == "nvswitch") continue;
+        if (msg.Matches(line)) {
+          ev.kind = "message";
+          ev.match = msg.match;
+          static const std::regex pci(R"(([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-9a-fA-F])?))");
+          std::match_results<std::string_view::const_iterator> p;
+          if (std::regex_search(line.begin(), line.end(), p, pci)) ev.pci = p[1].str();
+          break;
+        }
+      }
+      if (ev.kind.empty()) continue;
+    }
+    ev.day = KernelLogDay(line);
+    ev.line = util::Ellipsize(line, 240);
+    ++scan.days[ev.day.empty() ? "undated" : ev.day][ev.Key()];
+    ++scan.total;
+    all.push_back(std::move(ev));
+  }
+  size_t keep = std::min(all.size(), max_events);
+  scan.truncated = all.size() > keep;
+  for (size_t i = 0; i < keep; ++i) scan.events.push_back(std::move(all[all.size() - 1 - i]));
+  return scan;
 }
 
 }  // namespace clustermax::collect

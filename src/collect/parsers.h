@@ -3,6 +3,7 @@
 // parse-error with the raw text). Fixtures: tests/fixtures/parsers/.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -112,6 +113,33 @@ struct AcsControl {
   bool RedirectsP2p() const { return present && (control & 0x000C) != 0; }  // P2P Request/Completion Redirect
 };
 AcsControl ParseAcsControl(std::string_view config);
+
+// GPU events in a kernel log (journalctl -k -o short-iso, dmesg -T, plain dmesg, syslog): NVIDIA Xid
+// lines (also the legacy "NVRM: Xid (0000:03:00): 32" form without "PCI:"), NVSwitch SXid lines,
+// and the driver's non-Xid messages of core::XidCatalog (GPU fallen off the bus, RmInitAdapter
+// failed, GSP RPC timeouts, NVLink fatal errors ...). Counts are exact, per event key and per UTC day
+// of the line's timestamp ("undated" when the line carries none, as plain dmesg and syslog do), so
+// a judge can apply its window to every source alike; the event list keeps the newest
+// `max_events` (the log's last lines), newest first, and says when it was cut.
+struct GpuLogEvent {
+  std::string kind;   // "Xid", "SXid" or "message"
+  int code = 0;       // Xid/SXid code
+  std::string match;  // the catalog message that matched (kind "message")
+  std::string pci;
+  std::string day;    // "2026-11-29", or "" when undated
+  std::string line;
+  std::string Key() const;  // "Xid 79", "SXid 12028", "message: has fallen off the bus"
+};
+struct GpuLogScan {
+  std::vector<GpuLogEvent> events;                          // newest first
+  std::map<std::string, std::map<std::string, long>> days;  // day (or "undated") -> key -> count
+  long total = 0;
+  bool truncated = false;
+};
+GpuLogScan ParseGpuKernelLog(std::string_view text, size_t max_events);
+// The UTC day of a kernel-log line's timestamp: "2026-11-29T10:00:01+0000 ..." (journalctl
+// short-iso) or "[Sun Nov 29 10:00:01 2026] ..." (dmesg -T); "" for none.
+std::string KernelLogDay(std::string_view line);
 
 // The PCI addresses on a sysfs device path, root first: ".../pci0000:00/0000:00:01.0/0000:19:00.0".
 std::vector<std::string> PciChain(std::string_view sysfs_path);

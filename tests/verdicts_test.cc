@@ -1,0 +1,165 @@
+// Verdicts on real, sick machines: captured kernel logs (tests/fixtures/corpus, sources in
+// SOURCES.md) through the real collector and check, plus mutation tests that change one fact.
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "checks/register.h"
+#include "collect/collector.h"
+#include "collect/parsers.h"
+#include "core/minimums.h"
+#include "host/bundle.h"
+#include "testutil.h"
+#include "util/time.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace clustermax;
+using core::Verdict;
+
+namespace cmt = clustermax::testing;
+
+namespace {
+
+core::Evidence Ok(json data) {
+  core::Evidence e;
+  e.status = core::EvidenceStatus::kOk;
+  e.data = std::move(data);
+  return e;
+}
+
+core::EvidenceSet GpuNode() {
+  json pci = {{"devices", json::array({{{"bdf", "0000:19:00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"},
+                                        {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}}})},
+              {"complete", true},
+              {"unreadable", 0}};
+  return {{"pci.devices", Ok(pci)},
+          {"gpu.inventory", Ok({{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})}};
+}
+
+// The kernel.xid evidence of a node whose log is `text`, read by the collector through a replayed
+// host: `journalctl` (short-iso lines) or, when absent, `dmesg -T`.
+core::Evidence KernelXid(const std::string& text, bool journalctl) {
+  host::Bundle b;
+  host::CommandResult r;
+  r.status = host::IoStatus::kOk;
+  r.exit_code = 0;
+  r.out = text;
+  if (journalctl) {
+    b.PutWhich("journalctl", {host::IoStatus::kOk, "/usr/bin/journalctl"});
+    b.PutCommand({"journalctl", "-k", "--since=-7d", "-o", "short-iso", "--no-pager", "-q"}, r);
+  } else {
+    b.PutWhich("journalctl", {host::IoStatus::kNotFound, ""});
+    b.PutWhich("dmesg", {host::IoStatus::kOk, "/usr/bin/dmesg"});
+    b.PutCommand({"dmesg", "-T"}, r);
+  }
+  b.PutFile("/proc/sys/kernel/dmesg_restrict", {host::IoStatus::kOk, "0\n", false, ""});
+  host::ReplayHost h(b);
+  return collect::CollectEvidence(h, {"kernel.xid"}, {})["kernel.xid"];
+}
+
+core::Finding XidVerdict(const core::Evidence& xid, const char* now = "2026-11-30T00:00:00Z") {
+  const core::Check* c = checks::DefaultRegistry().Find("gpu-xid-history");
+  core::EvidenceSet ev = GpuNode();
+  ev["kernel.xid"] = xid;
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kStandalone, *util::ParseRfc3339(now));
+  return c->judge(ctx);
+}
+
+std::string Corpus(const std::string& name) { return cmt::ReadFixture("corpus/kernel-log/" + name); }
+
+}  // namespace
+
+// Class 1: sick GPUs that passed. Every captured log of a lost, uninitialisable or faulting GPU FAILs;
+// logs of application faults only do not.
+TEST(Verdicts, CapturedKernelLogsOfSickGpusFail) {
+  struct Case {
+    const char* file;
+    Verdict expected;
+  };
+  const Case cases[] = {
+      {"fallen-off-bus-multiline-no-xid-dmesg-plain-1.txt", Verdict::kFail},  // no Xid line at all
+      {"rminitadapter-failed-syslog-1.txt", Verdict::kFail},
+      {"rminitadapter-gsp-firmware-dmesg-plain-2.txt", Verdict::kFail},
+      {"rminitadapter-journalctl-rtx5080-1.txt", Verdict::kFail},
+      {"rminitadapter-osinitnvmapping-dmesg-plain-4.txt", Verdict::kFail},
+      {"rminitadapter-vm-dmesg-plain-3.txt", Verdict::kFail},
+      {"probe-failed-error-1-line-1.txt", Verdict::kFail},
+      {"xid-119-gsp-rpc-timeout-dmesg-T-1.txt", Verdict::kFail},
+      {"xid-119-gsp-timeout-banner-dmesg-T-2.txt", Verdict::kFail},
+      {"xid-120-gsp-exception-dmesg-plain-1.txt", Verdict::kFail},
+      {"xid-79-crashdump-dmesg-T-1.txt", Verdict::kFail},
+      {"xid-79-sxid-20034-dmesg-plain-1.txt", Verdict::kFail},
+      {"xid-144-149-nvlink-blackwell-bare-1.txt", Verdict::kFail},
+      {"xid-145-149-94-kmsg-gb200-bare-1.txt", Verdict::kFail},
+  };
+  for (const auto& c : cases) {
+    // dmesg -T lines carry dates of their own capture: judge them as of that time.
+    auto e = KernelXid(Corpus(c.file), false);
+    std::string last_day = "2026-11-29";
+    for (const auto& [day, keys] : e.data["counts_by_day"].items()) {
+      if (day != "undated") last_day = day;  // the map is ordered: the last is the newest
+    }
+    auto f = XidVerdict(e, (last_day + "T23:00:00Z").c_str());
+    EXPECT_EQ(f.verdict, c.expected) << c.file << ": " << f.message;
+  }
+}
+
+TEST(Verdicts, ApplicationXidsAloneDoNotFail) {
+  for (const char* file : {"xid-32-31-legacy-format-dmesg-plain-1.txt", "xid-32-nvrm-no-colon-space-before-colon-1.txt"}) {
+    auto e = KernelXid(Corpus(file), false);
+    EXPECT_GT(e.data["total"].get<long>(), 0) << file << " (every Xid form is read)";
+    auto f = XidVerdict(e);
+    EXPECT_NE(f.verdict, Verdict::kFail) << file << ": " << f.message;
+  }
+}
+
+// Class 2: truncation hid the newest errors. A fatal Xid after 10,000 benign ones is counted and FAILs.
+TEST(Verdicts, FatalXidAfterAFloodOfBenignOnesFails) {
+  std::string log;
+  for (int i = 0; i < 10000; ++i) log += "2026-11-29T10:00:01+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception\n";
+  auto clean = KernelXid(log, true);
+  EXPECT_EQ(XidVerdict(clean).verdict, Verdict::kPass);
+  EXPECT_EQ(clean.data["counts_by_day"]["2026-11-29"]["Xid 13"], 10000);
+  log += "2026-11-29T11:00:00+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:3b:00): 48, pid=1, DBE (0x1,0x0)\n";
+  auto sick = KernelXid(log, true);
+  EXPECT_TRUE(sick.data["truncated"].get<bool>());
+  EXPECT_EQ(sick.data["events"][0]["code"], 48);  // newest first
+  auto f = XidVerdict(sick);
+  EXPECT_EQ(f.verdict, Verdict::kFail) << f.message;
+  EXPECT_NE(f.observed.find("newest 200 of 10001"), std::string::npos) << f.observed;
+}
+
+// Class 2: the dmesg path applies the same 7-day window as journalctl.
+TEST(Verdicts, DmesgEventsOutsideTheWindowDoNotCount) {
+  std::string old_fault = "[Sun Nov  1 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
+  EXPECT_EQ(XidVerdict(KernelXid(old_fault, false)).verdict, Verdict::kPass);
+  std::string recent = "[Sun Nov 29 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
+  EXPECT_EQ(XidVerdict(KernelXid(recent, false)).verdict, Verdict::kFail);
+  // No date (plain dmesg): counted, and said so.
+  auto undated = XidVerdict(KernelXid("[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n", false));
+  EXPECT_EQ(undated.verdict, Verdict::kFail);
+  EXPECT_NE(undated.observed.find("undated"), std::string::npos);
+}
+
+// A code NVIDIA's catalog does not know is never clean.
+TEST(Verdicts, UnknownXidCodeWarns) {
+  auto f = XidVerdict(KernelXid("2026-11-29T10:00:01+0000 n kernel: NVRM: Xid (PCI:0000:3b:00): 999, pid=1, something new\n", true));
+  EXPECT_EQ(f.verdict, Verdict::kWarn) << f.message;
+}
+
+// Mutation: a clean captured log with one fatal line appended flips to FAIL.
+TEST(Verdicts, MutationOneFatalLineFlipsACleanLog) {
+  std::string log = Corpus("xid-32-31-legacy-format-dmesg-plain-1.txt");
+  ASSERT_NE(XidVerdict(KernelXid(log, false)).verdict, Verdict::kFail);
+  log += "[24999.000000] NVRM: GPU at PCI:0000:01:00: GPU has fallen off the bus.\n";
+  EXPECT_EQ(XidVerdict(KernelXid(log, false)).verdict, Verdict::kFail);
+}
+
+TEST(KernelLogParser, DaysFromBothTimestampForms) {
+  EXPECT_EQ(collect::KernelLogDay("2026-11-29T10:00:01+0000 host kernel: x"), "2026-11-29");
+  EXPECT_EQ(collect::KernelLogDay("[Sun Nov  1 10:00:01 2026] NVRM: x"), "2026-11-01");
+  EXPECT_EQ(collect::KernelLogDay("[ 1234.567890] NVRM: x"), "");
+  EXPECT_EQ(collect::KernelLogDay("Mar  5 10:11:12 host kernel: x"), "");
+}
