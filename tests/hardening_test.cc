@@ -256,13 +256,16 @@ TEST(Redaction, KnownFilesAndKeys) {
   EXPECT_TRUE(host::IsSecretName("AccountingStoragePass"));
   EXPECT_EQ(host::RedactEnv("AWS_SECRET_ACCESS_KEY", "abc"), "<redacted>");
   EXPECT_EQ(host::RedactEnv("NCCL_IB_HCA", "mlx5_0"), "mlx5_0");
+  EXPECT_EQ(host::RedactEnv("CLUSTERMAX_S3_ENDPOINT", "http://user:pw@s3.local:9000/x"), "http://s3.local:9000/x");
+  EXPECT_EQ(host::RedactText("url = https://bot:ghp_token@git.example.com/repo\n"), "url = https://***@git.example.com/repo\n");
+  EXPECT_EQ(host::RedactArg("--s3-endpoint=http://u:p@h"), "--s3-endpoint=http://***@h");
 }
 
 TEST(Redaction, PlantedSecretsNeverLeaveTheNode) {
   fs::path d = Scratch("secrets");
   fs::path root = d / "sysroot";
   const std::string secrets[] = {"LDAPBINDSECRET1", "0xC0FFEE00C0FFEE01", "0xC0FFEE00C0FFEE02", "0xC0FFEE00C0FFEE03",
-                                 "DBSTORAGESECRET4", "NSLCDBINDSECRET5", "SHADOWHASHSECRET6", "MUNGEKEYSECRET7", "JOBCOMPSECRET8"};
+                                 "DBSTORAGESECRET4", "NSLCDBINDSECRET5", "SHADOWHASHSECRET6", "MUNGEKEYSECRET7", "JOBCOMPSECRET8", "S3URLPASSWORD9"};
   WriteText(root / "etc/sssd/sssd.conf", "[sssd]\nservices = nss\n[domain/corp]\nid_provider = ldap\nldap_default_bind_dn = cn=x\nldap_default_authtok = LDAPBINDSECRET1\n", 0600);
   WriteText(root / "etc/opensm/opensm.conf", "m_key 0xC0FFEE00C0FFEE01\nsm_key 0xC0FFEE00C0FFEE02\nsa_key 0xC0FFEE00C0FFEE03\nm_key_protection_level 2\n", 0600);
   WriteText(root / "etc/slurm/slurmdbd.conf", "StorageType=accounting_storage/mysql\nStoragePass=DBSTORAGESECRET4\n", 0600);
@@ -272,7 +275,7 @@ TEST(Redaction, PlantedSecretsNeverLeaveTheNode) {
   WriteText(root / "etc/munge/munge.key", "MUNGEKEYSECRET7", 0400);
   WriteText(root / "etc/hostname", "secrets-node\n");
   auto r = Cli("audit --sysroot " + root.string() + " --standalone --yes -vvv --out " + (d / "run").string() + " --record " +
-               (d / "node.json").string());
+               (d / "node.json").string() + " --probe s3-probe --timeout probe.s3=2 --s3-bucket b --s3-endpoint http://user:S3URLPASSWORD9@127.0.0.1:9");
   EXPECT_TRUE(r.code == 0 || r.code == 2) << r.out;
   auto j = Cli("audit --replay " + (d / "node.json").string() + " --json");
   std::string everything = r.out + j.out;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "audit/fleet_summary.h"
+#include "host/redact.h"
 #include "core/version.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -32,7 +33,8 @@ int Report::Count(Verdict v) const {
 void StampManifest(host::Manifest& m, const std::vector<std::string>& argv) {
   m.tool_version = core::kToolVersion;
   m.git_sha = core::kGitSha;
-  m.argv = argv;
+  m.argv.clear();
+  for (const auto& a : argv) m.argv.push_back(host::RedactArg(a));  // a --s3-endpoint with user:password@ never reaches a bundle
   m.uid = static_cast<long>(::getuid());
 }
 

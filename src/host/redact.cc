@@ -113,6 +113,29 @@ void RedactFlags(std::string& line) {
   }
 }
 
+// Credentials written into URLs: scheme://user:password@host. With `drop` the user information goes
+// (a value the tool itself uses, such as an S3 endpoint); otherwise it becomes "***@".
+std::string RedactUrlUserinfo(std::string text, bool drop) {
+  size_t pos = 0;
+  while ((pos = text.find("://", pos)) != std::string::npos) {
+    size_t start = pos + 3, end = start;
+    while (end < text.size() && text[end] != '/' && text[end] != '@' && !std::isspace(static_cast<unsigned char>(text[end])) &&
+           text[end] != '"' && text[end] != '\'') {
+      ++end;
+    }
+    if (end < text.size() && text[end] == '@' && end > start) {
+      if (drop) {
+        text.erase(start, end - start + 1);
+      } else {
+        text.replace(start, end - start, "***");
+        end = start + 3;
+      }
+    }
+    pos = drop ? start : end;
+  }
+  return text;
+}
+
 // One line of `KEY = VALUE`, `KEY: VALUE`, `export KEY=VALUE` or `"KEY": "VALUE"`; with `spaced`,
 // also `KEY VALUE`, and netrc's `... password VALUE`.
 void RedactLine(std::string& line, bool spaced) {
@@ -186,6 +209,7 @@ std::string RedactPemBlocks(const std::string& text) {
 
 std::string RedactLines(std::string text, bool spaced) {
   text = RedactPemBlocks(text);
+  if (text.find("://") != std::string::npos) text = RedactUrlUserinfo(std::move(text), /*drop=*/false);
   // Cheap test first: most files and outputs hold none of the words a secret's key contains.
   std::string lower = util::ToLower(text);
   bool maybe = false;
@@ -282,7 +306,13 @@ std::string RedactText(std::string content) { return RedactLines(std::move(conte
 
 std::string RedactEnv(std::string_view name, std::string value) {
   if (IsSecretName(name) && CouldBeSecret(value)) return std::string(kRedacted);
+  if (value.find("://") != std::string::npos) return RedactUrlUserinfo(std::move(value), /*drop=*/true);
   return value;
+}
+
+std::string RedactArg(std::string arg) {
+  if (arg.find("://") != std::string::npos) arg = RedactUrlUserinfo(std::move(arg), /*drop=*/false);
+  return arg;
 }
 
 }  // namespace clustermax::host

@@ -29,7 +29,10 @@ bool CouldBeSecret(std::string_view value);
 std::string RedactFile(std::string_view path, std::string content);
 // A command's output (stdout or stderr), redacted by the generic rules.
 std::string RedactText(std::string content);
-// An environment variable's value: kRedacted when the name names a secret.
+// One argument of a command line we record (our own argv in a bundle's manifest): URL credentials out.
+std::string RedactArg(std::string arg);
+// An environment variable's value: kRedacted when the name names a secret; a URL loses its user
+// information (user:password@), which S3 and HTTP endpoints we use never need.
 std::string RedactEnv(std::string_view name, std::string value);
 
 }  // namespace clustermax::host
