@@ -548,3 +548,36 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
   EXPECT_TRUE(none["largest_complete_step"].is_null());
   for (const auto& m : ScalingMetrics(none)) EXPECT_FALSE(m.value);
 }
+
+// Every kind of S3 operation is graded on its own: thousands of good PUTs do not dilute a GET that
+// always fails, and a kind whose every request failed is FAIL whatever the bars.
+TEST(Grade, S3ErrorRateIsTheWorstKindOfOperation) {
+  json r = {{"requests",
+             {{"total", 1003}, {"failed", 1}, {"retries", 0}, {"throttled", 0}, {"errors", json::array()},
+              {"by_op", {{"PUT", {{"total", 1000}, {"failed", 0}, {"failed_pct", 0.0}}},
+                         {"GET", {{"total", 1}, {"failed", 1}, {"failed_pct", 100.0}}},
+                         {"LIST", {{"total", 2}, {"failed", 0}, {"failed_pct", 0.0}}}}}}}};
+  auto values = S3Metrics(r);
+  const MetricValue* err = nullptr;
+  for (const auto& v : values) {
+    if (v.id == "s3.error-rate") err = &v;
+  }
+  ASSERT_NE(err, nullptr);
+  ASSERT_TRUE(err->value.has_value());
+  EXPECT_DOUBLE_EQ(*err->value, 100.0);
+  json g = Grade({*err}, EmbeddedBenchThresholds());
+  EXPECT_EQ(g[0]["verdict"], "FAIL") << g.dump();
+  EXPECT_NE(g[0]["detail"].get<std::string>().find("every GET request failed"), std::string::npos) << g.dump();
+
+  // Whatever the bars: even a threshold file that tolerates 100 % cannot pass a dead GET.
+  json lax = ParseBenchThresholds(R"({"metrics":[{"id":"s3.error-rate","unit":"%","better":"lower","pass":100,"warn":100,"source":"s"}]})", "t");
+  EXPECT_EQ(Grade({*err}, lax)[0]["verdict"], "FAIL");
+
+  // A kind with some failures is graded by its own rate.
+  r["requests"]["by_op"]["GET"] = {{"total", 200}, {"failed", 1}, {"failed_pct", 0.5}};
+  for (const auto& v : S3Metrics(r)) {
+    if (v.id != "s3.error-rate") continue;
+    EXPECT_DOUBLE_EQ(*v.value, 0.5);
+    EXPECT_EQ(Grade({v}, EmbeddedBenchThresholds())[0]["verdict"], "WARN");
+  }
+}
