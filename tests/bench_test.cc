@@ -581,3 +581,29 @@ TEST(Grade, S3ErrorRateIsTheWorstKindOfOperation) {
     EXPECT_EQ(Grade({v}, EmbeddedBenchThresholds())[0]["verdict"], "WARN");
   }
 }
+
+TEST(S3Redact, UserinfoAndCredentialValuesNeverLeave) {
+  S3Config c;
+  c.endpoint = "http://alice:Pa55-w0rd-x@s3.example.com:9000";
+  c.credentials = {"AKIDEXAMPLE0001", "wJalrXUtnFEMI/K7MDENG", "SessionTokenValue", "environment"};
+  EXPECT_EQ(RedactSecrets(c.endpoint, c), "http://***@s3.example.com:9000");
+  EXPECT_EQ(RedactSecrets("cannot reach https://u:p@h/b?x=1 now", c), "cannot reach https://***@h/b?x=1 now");
+  EXPECT_EQ(RedactSecrets("key AKIDEXAMPLE0001 secret wJalrXUtnFEMI/K7MDENG token SessionTokenValue pw Pa55-w0rd-x", c),
+            "key *** secret *** token *** pw ***");
+  EXPECT_EQ(RedactSecrets("http://host:9000/bucket/a@b and user@mail", c), "http://host:9000/bucket/a@b and user@mail");
+  json doc = {{"endpoint", c.endpoint}, {"errors", {{{"error", "403 for AKIDEXAMPLE0001"}}}}};
+  RedactSecrets(doc, c);
+  EXPECT_EQ(doc.dump().find("Pa55"), std::string::npos);
+  EXPECT_EQ(doc.dump().find("AKIDEXAMPLE0001"), std::string::npos);
+  // The client's own message about a bad endpoint does not repeat the password.
+  try {
+    S3Client bad(S3Config{"ftp://alice:Pa55-w0rd-x@host", "b"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("Pa55"), std::string::npos) << e.what();
+  }
+  // Virtual-hosted addressing puts the bucket in front of the host, not of the userinfo.
+  c.bucket = "bk";
+  c.addressing = "virtual";
+  EXPECT_EQ(S3Client(c).Url("k"), "http://alice:Pa55-w0rd-x@bk.s3.example.com:9000/k");
+}

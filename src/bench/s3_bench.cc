@@ -460,7 +460,9 @@ void ValidateS3Options(const S3BenchOptions& o) {
   if (o.list_page < 1 || o.list_page > 1000) bad("--list-page: 1 to 1000");
 }
 
-json RunS3Bench(const S3BenchOptions& o) {
+namespace {
+
+json RunS3BenchUnredacted(const S3BenchOptions& o) {
   ValidateS3Options(o);
   auto started = std::chrono::system_clock::now();
   uint64_t largest = std::max<uint64_t>(*std::max_element(o.sizes.begin(), o.sizes.end()), o.mixed_object);
@@ -480,8 +482,9 @@ json RunS3Bench(const S3BenchOptions& o) {
     std::string next;
     S3Response r = probe.List(c.prefix, 1, "", keys, next);
     if (!r.ok()) {
-      std::string where = fmt::format("bucket '{}' at {}", o.config.bucket, o.config.endpoint);
-      if (r.curl_code != 0) throw std::runtime_error(fmt::format("cannot reach {}: {}", o.config.endpoint, r.Describe()));
+      std::string endpoint = RedactSecrets(o.config.endpoint, o.config);
+      std::string where = fmt::format("bucket '{}' at {}", o.config.bucket, endpoint);
+      if (r.curl_code != 0) throw std::runtime_error(fmt::format("cannot reach {}: {}", endpoint, r.Describe()));
       if (r.status == 404) throw std::runtime_error(fmt::format("{} does not exist ({})", where, r.Describe()));
       if (r.status == 403 || r.status == 401) {
         throw std::runtime_error(fmt::format("access to {} denied ({}); credentials from {}", where, r.Describe(), o.config.credentials.source));
@@ -495,7 +498,7 @@ json RunS3Bench(const S3BenchOptions& o) {
               {"tool_version", std::string(core::kToolVersion)},
               {"started", util::FormatRfc3339(started)},
               {"host", host},
-              {"endpoint", o.config.endpoint},
+              {"endpoint", RedactSecrets(o.config.endpoint, o.config)},
               {"bucket", o.config.bucket},
               {"region", o.config.region},
               {"addressing", o.config.addressing},
@@ -546,6 +549,22 @@ json RunS3Bench(const S3BenchOptions& o) {
   out["interrupted"] = Cancelled();
   out["seconds"] = Round(std::chrono::duration<double>(std::chrono::system_clock::now() - started).count(), 3);
   return out;
+}
+
+}  // namespace
+
+json RunS3Bench(const S3BenchOptions& o) {
+  // Every string of the result and every error message, whatever produced it (a server's error
+  // text, a curl message), leaves without the credentials.
+  try {
+    json out = RunS3BenchUnredacted(o);
+    RedactSecrets(out, o.config);
+    return out;
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(RedactSecrets(e.what(), o.config));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(RedactSecrets(e.what(), o.config));
+  }
 }
 
 }  // namespace clustermax::bench
