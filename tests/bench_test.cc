@@ -607,3 +607,35 @@ TEST(S3Redact, UserinfoAndCredentialValuesNeverLeave) {
   c.addressing = "virtual";
   EXPECT_EQ(S3Client(c).Url("k"), "http://alice:Pa55-w0rd-x@bk.s3.example.com:9000/k");
 }
+
+// `bench --out DIR` never replaces an earlier result silently: the second run is refused before
+// any work (no workspace made) and names the file; --force replaces it. The run directory and its
+// bench/ are private (0700).
+TEST(BenchCli, OutWithAnEarlierResultIsRefusedUnlessForced) {
+  fs::path dir = Scratch("cli-out-twice");
+  fs::path out = Scratch("cli-out-twice-out") / "run";
+  std::string cmd = std::string(CLUSTERMAX_BINARY) + " bench storage -q --exit-zero --path " + dir.string() +
+                    " --size 4M --files 1 --duration 0 --ramp 0 --tests seq-write-1m-buffered --out " + out.string();
+  auto first = clustermax::testing::RunShell(cmd);
+  ASSERT_EQ(first.code, 0) << first.out;
+  fs::path file = out / "bench" / "storage.json";
+  ASSERT_TRUE(fs::exists(file));
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(out / "bench").permissions() & fs::perms::all, fs::perms::owner_all);
+  std::string before = *clustermax::util::ReadLocalFile(file);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto second = clustermax::testing::RunShell(cmd);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(second.code, 1) << second.out;
+  EXPECT_NE(second.out.find(file.string()), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("--force"), std::string::npos) << second.out;
+  EXPECT_EQ(*clustermax::util::ReadLocalFile(file), before);
+  EXPECT_TRUE(Entries(dir).empty());
+  EXPECT_LT(secs, 5.0);
+
+  auto forced = clustermax::testing::RunShell(cmd + " --force");
+  EXPECT_EQ(forced.code, 0) << forced.out;
+  EXPECT_NE(*clustermax::util::ReadLocalFile(file), before);
+  EXPECT_NE(clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --help").out.find("--force"), std::string::npos);
+}
