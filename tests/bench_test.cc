@@ -548,3 +548,94 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
   EXPECT_TRUE(none["largest_complete_step"].is_null());
   for (const auto& m : ScalingMetrics(none)) EXPECT_FALSE(m.value);
 }
+
+// Every kind of S3 operation is graded on its own: thousands of good PUTs do not dilute a GET that
+// always fails, and a kind whose every request failed is FAIL whatever the bars.
+TEST(Grade, S3ErrorRateIsTheWorstKindOfOperation) {
+  json r = {{"requests",
+             {{"total", 1003}, {"failed", 1}, {"retries", 0}, {"throttled", 0}, {"errors", json::array()},
+              {"by_op", {{"PUT", {{"total", 1000}, {"failed", 0}, {"failed_pct", 0.0}}},
+                         {"GET", {{"total", 1}, {"failed", 1}, {"failed_pct", 100.0}}},
+                         {"LIST", {{"total", 2}, {"failed", 0}, {"failed_pct", 0.0}}}}}}}};
+  auto values = S3Metrics(r);
+  const MetricValue* err = nullptr;
+  for (const auto& v : values) {
+    if (v.id == "s3.error-rate") err = &v;
+  }
+  ASSERT_NE(err, nullptr);
+  ASSERT_TRUE(err->value.has_value());
+  EXPECT_DOUBLE_EQ(*err->value, 100.0);
+  json g = Grade({*err}, EmbeddedBenchThresholds());
+  EXPECT_EQ(g[0]["verdict"], "FAIL") << g.dump();
+  EXPECT_NE(g[0]["detail"].get<std::string>().find("every GET request failed"), std::string::npos) << g.dump();
+
+  // Whatever the bars: even a threshold file that tolerates 100 % cannot pass a dead GET.
+  json lax = ParseBenchThresholds(R"({"metrics":[{"id":"s3.error-rate","unit":"%","better":"lower","pass":100,"warn":100,"source":"s"}]})", "t");
+  EXPECT_EQ(Grade({*err}, lax)[0]["verdict"], "FAIL");
+
+  // A kind with some failures is graded by its own rate.
+  r["requests"]["by_op"]["GET"] = {{"total", 200}, {"failed", 1}, {"failed_pct", 0.5}};
+  for (const auto& v : S3Metrics(r)) {
+    if (v.id != "s3.error-rate") continue;
+    EXPECT_DOUBLE_EQ(*v.value, 0.5);
+    EXPECT_EQ(Grade({v}, EmbeddedBenchThresholds())[0]["verdict"], "WARN");
+  }
+}
+
+TEST(S3Redact, UserinfoAndCredentialValuesNeverLeave) {
+  S3Config c;
+  c.endpoint = "http://alice:Pa55-w0rd-x@s3.example.com:9000";
+  c.credentials = {"AKIDEXAMPLE0001", "wJalrXUtnFEMI/K7MDENG", "SessionTokenValue", "environment"};
+  EXPECT_EQ(RedactSecrets(c.endpoint, c), "http://***@s3.example.com:9000");
+  EXPECT_EQ(RedactSecrets("cannot reach https://u:p@h/b?x=1 now", c), "cannot reach https://***@h/b?x=1 now");
+  EXPECT_EQ(RedactSecrets("key AKIDEXAMPLE0001 secret wJalrXUtnFEMI/K7MDENG token SessionTokenValue pw Pa55-w0rd-x", c),
+            "key *** secret *** token *** pw ***");
+  EXPECT_EQ(RedactSecrets("http://host:9000/bucket/a@b and user@mail", c), "http://host:9000/bucket/a@b and user@mail");
+  json doc = {{"endpoint", c.endpoint}, {"errors", {{{"error", "403 for AKIDEXAMPLE0001"}}}}};
+  RedactSecrets(doc, c);
+  EXPECT_EQ(doc.dump().find("Pa55"), std::string::npos);
+  EXPECT_EQ(doc.dump().find("AKIDEXAMPLE0001"), std::string::npos);
+  // The client's own message about a bad endpoint does not repeat the password.
+  try {
+    S3Client bad(S3Config{"ftp://alice:Pa55-w0rd-x@host", "b"});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).find("Pa55"), std::string::npos) << e.what();
+  }
+  // Virtual-hosted addressing puts the bucket in front of the host, not of the userinfo.
+  c.bucket = "bk";
+  c.addressing = "virtual";
+  EXPECT_EQ(S3Client(c).Url("k"), "http://alice:Pa55-w0rd-x@bk.s3.example.com:9000/k");
+}
+
+// `bench --out DIR` never replaces an earlier result silently: the second run is refused before
+// any work (no workspace made) and names the file; --force replaces it. The run directory and its
+// bench/ are private (0700).
+TEST(BenchCli, OutWithAnEarlierResultIsRefusedUnlessForced) {
+  fs::path dir = Scratch("cli-out-twice");
+  fs::path out = Scratch("cli-out-twice-out") / "run";
+  std::string cmd = std::string(CLUSTERMAX_BINARY) + " bench storage -q --exit-zero --path " + dir.string() +
+                    " --size 4M --files 1 --duration 0 --ramp 0 --tests seq-write-1m-buffered --out " + out.string();
+  auto first = clustermax::testing::RunShell(cmd);
+  ASSERT_EQ(first.code, 0) << first.out;
+  fs::path file = out / "bench" / "storage.json";
+  ASSERT_TRUE(fs::exists(file));
+  EXPECT_EQ(fs::status(out).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(out / "bench").permissions() & fs::perms::all, fs::perms::owner_all);
+  std::string before = *clustermax::util::ReadLocalFile(file);
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto second = clustermax::testing::RunShell(cmd);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(second.code, 1) << second.out;
+  EXPECT_NE(second.out.find(file.string()), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("--force"), std::string::npos) << second.out;
+  EXPECT_EQ(*clustermax::util::ReadLocalFile(file), before);
+  EXPECT_TRUE(Entries(dir).empty());
+  EXPECT_LT(secs, 5.0);
+
+  auto forced = clustermax::testing::RunShell(cmd + " --force");
+  EXPECT_EQ(forced.code, 0) << forced.out;
+  EXPECT_NE(*clustermax::util::ReadLocalFile(file), before);
+  EXPECT_NE(clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --help").out.find("--force"), std::string::npos);
+}

@@ -337,10 +337,11 @@ TEST(GpuCommand, NoGpuHereIsASkipWithTheReason) {
     EXPECT_NE(r.out.find("SKIP (no usable CUDA GPU"), std::string::npos) << r.out;
     EXPECT_EQ(Saved(out)["status"], "skip");
   }
-  auto missing = clustermax::testing::RunShell(Cli() + " bench gpu -q --helper /nonexistent/clustermax-gpu --out " + out.string());
+  // The same --out again: --force replaces the earlier result (refused without it).
+  auto missing = clustermax::testing::RunShell(Cli() + " bench gpu -q --force --helper /nonexistent/clustermax-gpu --out " + out.string());
   EXPECT_EQ(missing.code, 0);
   EXPECT_NE(missing.out.find("does not exist"), std::string::npos);
-  auto none = clustermax::testing::RunShell("FAKE_GPU_NONE=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string());
+  auto none = clustermax::testing::RunShell("FAKE_GPU_NONE=1 " + Cli() + " bench gpu -q --force --helper " + FakeHelper() + " --out " + out.string());
   EXPECT_EQ(none.code, 0);
   EXPECT_NE(none.out.find("no usable CUDA GPU: no CUDA device"), std::string::npos) << none.out;
   auto bad = clustermax::testing::RunShell(Cli() + " bench gpu warp-drive");

@@ -1,10 +1,14 @@
 // The real host seam: argv execution, separate streams, timeouts that kill the process group,
 // missing binaries, sysroot re-rooting; and the fault-injecting host.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "host/bundle.h"
 #include "host/local_host.h"
@@ -111,4 +115,56 @@ TEST(FaultHost, InjectsEachFault) {
   EXPECT_EQ(t.out.size(), 5u);
   EXPECT_EQ(h.ReadFile("/proc/sys/kernel/osrelease", 100).status, IoStatus::kPermissionDenied);
   EXPECT_EQ(h.QueryNvml(std::chrono::seconds(1)).status, IoStatus::kTimeout);
+}
+
+// A tool that exits 0 but leaves a background process holding its stdout: the command is reported
+// by its own exit status (not as a timeout) soon after it exits, with the output that arrived, and
+// the background process (same process group) is killed.
+TEST(LocalHost, ExitedCommandWhoseChildHoldsStdoutIsNotATimeout) {
+  fs::path pidfile = fs::temp_directory_path() / ("cm-held-stdout-" + std::to_string(::getpid()) + ".pid");
+  fs::remove(pidfile);
+  LocalHost h;
+  auto start = std::chrono::steady_clock::now();
+  CommandSpec spec{{"sh", "-c", "sleep 30 & echo $! > " + pidfile.string() + "; echo hi"}, std::chrono::milliseconds(5000)};
+  auto r = h.Run(spec);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.status, IoStatus::kOk) << r.error;
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_LT(secs, 3.0);
+  EXPECT_NE(r.error.find("output cut"), std::string::npos) << r.error;
+  std::ifstream f(pidfile);
+  pid_t sleeper = 0;
+  f >> sleeper;
+  ASSERT_GT(sleeper, 0);
+  // SIGKILL was sent before Run returned: the sleeper is gone, or a zombie where nothing reaps
+  // orphans (a container's pid 1).
+  auto dead = [](pid_t p) {
+    if (::kill(p, 0) != 0 && errno == ESRCH) return true;
+    std::ifstream st("/proc/" + std::to_string(p) + "/stat");
+    std::string line;
+    std::getline(st, line);
+    size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+  };
+  bool gone = false;
+  for (int i = 0; i < 200 && !gone; ++i) {
+    gone = dead(sleeper);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!gone) ::kill(sleeper, SIGKILL);
+  EXPECT_TRUE(gone) << "pid " << sleeper << " survived";
+  fs::remove(pidfile);
+}
+
+// The exit status of such a command is its own, not 0.
+TEST(LocalHost, ExitedCommandWhoseChildHoldsStdoutKeepsItsExitStatus) {
+  LocalHost h;
+  CommandSpec spec{{"sh", "-c", "sleep 30 & echo out; echo err >&2; exit 7"}, std::chrono::milliseconds(5000)};
+  auto r = h.Run(spec);
+  EXPECT_EQ(r.status, IoStatus::kOk);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_EQ(r.out, "out\n");
+  EXPECT_EQ(r.err, "err\n");
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -283,6 +284,176 @@ TEST(S3rverBench, ServerStoppedMidRunIsReportedNotHung) {
   EXPECT_FALSE(r["cleanup"]["leftovers"].empty());  // could not delete: said so, not hidden
   json g = Grade(S3Metrics(r), EmbeddedBenchThresholds());
   EXPECT_EQ(WorstVerdict(g), "FAIL");
+}
+
+namespace {
+
+// A loopback stand-in for an S3 endpoint with one fault: PUT, DELETE, HEAD and LIST answer as S3
+// does (a LIST is always empty), and every object GET is cut short (a Content-Length larger than
+// the body sent, then the connection closes) after `get_delay`. One connection at a time.
+class CutGetServer {
+ public:
+  explicit CutGetServer(std::chrono::milliseconds get_delay) : get_delay_(get_delay) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) throw std::runtime_error("listen");
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~CutGetServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  int gets() const { return gets_; }
+  int puts() const { return puts_; }
+
+ private:
+  void Serve() {
+    while (true) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string req;
+      char buf[65536];
+      size_t want = std::string::npos;
+      while (want == std::string::npos || req.size() < want) {
+        ssize_t n = ::recv(c, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+        size_t end = req.find("\r\n\r\n");
+        if (end != std::string::npos && want == std::string::npos) {
+          want = end + 4;
+          size_t cl = req.find("Content-Length: ");
+          if (cl != std::string::npos && cl < end) want += std::stoul(req.substr(cl + 16));
+        }
+      }
+      std::string method = req.substr(0, req.find(' '));
+      std::string target = req.substr(method.size() + 1, req.find(' ', method.size() + 1) - method.size() - 1);
+      std::string resp;
+      if (method == "GET" && target.find("list-type=2") != std::string::npos) {
+        std::string xml = "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>";
+        resp = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{}", xml.size(), xml);
+      } else if (method == "GET") {
+        ++gets_;
+        std::this_thread::sleep_for(get_delay_);
+        resp = "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n0123456789";
+      } else if (method == "PUT") {
+        ++puts_;
+        resp = "HTTP/1.1 200 OK\r\nETag: \"0123\"\r\nContent-Length: 0\r\n\r\n";
+      } else if (method == "DELETE") {
+        resp = "HTTP/1.1 204 No Content\r\n\r\n";
+      } else if (method == "HEAD") {
+        resp = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+      } else {
+        resp = "HTTP/1.1 501 Not Implemented\r\nContent-Length: 0\r\n\r\n";
+      }
+      resp.insert(resp.find("\r\n") + 2, "Connection: close\r\n");
+      ::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);
+      ::close(c);
+    }
+  }
+  std::chrono::milliseconds get_delay_;
+  int fd_ = -1, port_ = 0;
+  std::atomic<int> gets_{0}, puts_{0};
+  std::thread thread_;
+};
+
+std::string Slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// What the user's credentials look like in these tests: none of them may appear in any output.
+const char* kUrlPassword = "Pw-S3cret-7781";
+const char* kAccessKey = "AKIDTESTKEY00017781";
+const char* kSecretKey = "SeCrEtKeyValue00017781";
+std::string CredentialEnv() { return fmt::format("AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={}", kAccessKey, kSecretKey); }
+void ExpectNoCredential(const std::string& text, const std::string& where) {
+  for (const char* secret : {kUrlPassword, kAccessKey, kSecretKey}) {
+    EXPECT_EQ(text.find(secret), std::string::npos) << secret << " in " << where << ":\n" << text;
+  }
+}
+
+}  // namespace
+
+// An endpoint whose every GET is cut short: the successful PUTs (hundreds of them) must not dilute
+// the failures into a WARN. GET is graded on its own: FAIL, and the command exits 2 like any bench
+// FAIL. The endpoint carries a password in its URL and the keys come from the environment: none of
+// them appears on stdout, stderr or in any file the run writes.
+TEST(S3FakeServer, EveryGetCutShortFailsAndNoCredentialLeaks) {
+  CutGetServer server(std::chrono::milliseconds(1000));  // one GET fills the GET row's second
+  fs::path out = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / "s3-cut-get";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  fs::path run = out / "run", err = out / "stderr.txt";
+  std::string endpoint = fmt::format("http://cmuser:{}@127.0.0.1:{}", kUrlPassword, server.port());
+  auto c = clustermax::testing::RunShell(fmt::format(
+      "{} {} bench s3 --endpoint {} --bucket ci-bucket --sizes 4K --concurrency 1 --duration 1 --mixed 0 --retries 0 --out {} 2>{}",
+      CredentialEnv(), CLUSTERMAX_BINARY, endpoint, run.string(), err.string()));
+  std::string stderr_text = Slurp(err);
+  EXPECT_EQ(c.code, 2) << c.out << stderr_text;
+  EXPECT_GT(server.puts(), 0);
+  EXPECT_GT(server.gets(), 0);
+  ExpectNoCredential(c.out, "stdout");
+  ExpectNoCredential(stderr_text, "stderr");
+  int files = 0;
+  for (const auto& e : fs::recursive_directory_iterator(run)) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    ExpectNoCredential(Slurp(e.path()), e.path().string());
+  }
+  EXPECT_EQ(files, 1);
+  json r = json::parse(Slurp(run / "bench" / "s3.json"));
+  EXPECT_EQ(r["endpoint"], fmt::format("http://***@127.0.0.1:{}", server.port()));
+  EXPECT_NE(c.out.find(fmt::format("http://***@127.0.0.1:{}", server.port())), std::string::npos) << c.out;
+  const json& get = r["requests"]["by_op"]["GET"];
+  EXPECT_GT(get["total"].get<uint64_t>(), 0u);
+  EXPECT_EQ(get["failed"], get["total"]);
+  EXPECT_EQ(r["requests"]["by_op"]["PUT"]["failed"], 0u);
+  EXPECT_LT(r["requests"]["failed"].get<double>() / r["requests"]["total"].get<double>(), 0.01);  // diluted overall
+  EXPECT_EQ(r["verdict"], "FAIL");
+  bool graded = false;
+  for (const auto& g : r["grades"]) {
+    if (g["metric"] != "s3.error-rate") continue;
+    graded = true;
+    EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
+    EXPECT_EQ(g["value"], 100.0);
+  }
+  EXPECT_TRUE(graded);
+  fs::remove_all(out);
+}
+
+// The error paths say where without the credentials: an endpoint that does not answer, and the
+// audit's s3-probe answering on stdout.
+TEST(S3FakeServer, ErrorsAndTheProbeNameTheEndpointWithoutItsPassword) {
+  int dead_port = FreePort();
+  std::string dead = fmt::format("http://cmuser:{}@127.0.0.1:{}", kUrlPassword, dead_port);
+  fs::path out = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / "s3-redact-errors";
+  fs::remove_all(out);
+  fs::create_directories(out);
+  auto c = clustermax::testing::RunShell(fmt::format("{} {} bench s3 --endpoint {} --bucket ci-bucket --retries 0 --out {}", CredentialEnv(),
+                                                     CLUSTERMAX_BINARY, dead, (out / "run").string()));
+  EXPECT_EQ(c.code, 1) << c.out;
+  EXPECT_NE(c.out.find(fmt::format("cannot reach http://***@127.0.0.1:{}", dead_port)), std::string::npos) << c.out;
+  ExpectNoCredential(c.out, "bench s3 error");
+
+  auto bad = clustermax::testing::RunShell(fmt::format("{} {} bench s3 --endpoint ftp://cmuser:{}@127.0.0.1 --bucket ci-bucket --out {}",
+                                                       CredentialEnv(), CLUSTERMAX_BINARY, kUrlPassword, (out / "run").string()));
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  ExpectNoCredential(bad.out, "bad endpoint error");
+
+  CutGetServer server(std::chrono::milliseconds(0));
+  auto probe = clustermax::testing::RunShell(fmt::format("{} {} probe s3 --endpoint http://cmuser:{}@127.0.0.1:{} --bucket ci-bucket 2>&1",
+                                                         CredentialEnv(), CLUSTERMAX_BINARY, kUrlPassword, server.port()));
+  EXPECT_EQ(probe.code, 0) << probe.out;
+  ExpectNoCredential(probe.out, "probe s3");
+  EXPECT_NE(probe.out.find(fmt::format("http://***@127.0.0.1:{}", server.port())), std::string::npos) << probe.out;
+  fs::remove_all(out);
 }
 
 namespace {

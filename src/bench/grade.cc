@@ -69,8 +69,9 @@ json Grade(const std::vector<MetricValue>& values, const json& thresholds) {
       bool higher = (*bar)["better"] == "higher";
       auto meets = [&](double bar_value) { return higher ? x >= bar_value : x <= bar_value; };
       g["value"] = Round(x, 4);
-      g["verdict"] = meets(pass) ? "PASS" : meets(warn) ? "WARN" : "FAIL";
-      if (!v.detail.empty()) g["detail"] = v.detail;
+      g["verdict"] = !v.fail_reason.empty() ? "FAIL" : meets(pass) ? "PASS" : meets(warn) ? "WARN" : "FAIL";
+      std::string detail = v.fail_reason.empty() ? v.detail : v.detail.empty() ? v.fail_reason : v.fail_reason + "; " + v.detail;
+      if (!detail.empty()) g["detail"] = detail;
     }
     out.push_back(std::move(g));
   }
@@ -185,11 +186,25 @@ std::vector<MetricValue> S3Metrics(const json& r) {
   out.push_back(latency("s3.put-small-p99", "PUT"));
   out.push_back(throughput("s3.get-large", "GET"));
   out.push_back(throughput("s3.put-large", "PUT"));
+  // The error rate of each kind of operation on its own; the grade is the worst kind's, and a
+  // kind whose every operation failed is FAIL whatever the bars.
   MetricValue err{"s3.error-rate", std::nullopt, "no requests", ""};
-  if (r.contains("requests") && r["requests"]["total"].get<uint64_t>() > 0) {
+  if (r.contains("requests") && r["requests"].contains("by_op")) {
     const json& q = r["requests"];
-    err.value = 100.0 * q["failed"].get<double>() / q["total"].get<double>();
-    err.detail = fmt::format("{} of {} requests failed after retries; {} retries", q["failed"].get<uint64_t>(), q["total"].get<uint64_t>(), q["retries"].get<uint64_t>());
+    std::string worst, all_failed;
+    std::vector<std::string> kinds;
+    for (const auto& [kind, k] : q["by_op"].items()) {
+      uint64_t total = k["total"].get<uint64_t>(), failed = k["failed"].get<uint64_t>();
+      if (total == 0) continue;
+      double pct = 100.0 * static_cast<double>(failed) / static_cast<double>(total);
+      kinds.push_back(fmt::format("{} {} of {}", kind, failed, total));
+      if (!err.value || pct > *err.value) err.value = pct, worst = kind;
+      if (failed == total && all_failed.empty()) all_failed = kind;
+    }
+    if (err.value) {
+      err.detail = fmt::format("worst: {}; failed after retries: {}; {} retries", worst, fmt::join(kinds, ", "), q["retries"].get<uint64_t>());
+      if (!all_failed.empty()) err.fail_reason = fmt::format("every {} request failed", all_failed);
+    }
   }
   out.push_back(err);
   return out;

@@ -1,6 +1,7 @@
 // Benchmark grading: the bars in data/bench-thresholds.json (embedded, overridable), applied to
 // metric values taken from a benchmark result. PASS at or beyond 'pass', WARN at or beyond 'warn',
-// FAIL otherwise; a metric the run did not produce is SKIP with the reason, never a PASS.
+// FAIL otherwise; a metric the run did not produce is SKIP with the reason, never a PASS; a value
+// with a fail_reason is FAIL whatever the bars.
 #pragma once
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@ struct MetricValue {
   std::optional<double> value;  // nullopt: not measured
   std::string why_missing;      // when value is nullopt
   std::string detail;           // which workload or phase the value came from
+  std::string fail_reason;      // set: FAIL whatever the bars (e.g. every GET failed), and why
 };
 
 const nlohmann::json& EmbeddedBenchThresholds();

@@ -123,7 +123,13 @@ std::string RenderS3(const json& r) {
   const json& q = r["requests"];
   out += fmt::format("  requests: {} total, {} failed after retries, {} retries, {} throttled\n", q["total"].get<uint64_t>(),
                      q["failed"].get<uint64_t>(), q["retries"].get<uint64_t>(), q["throttled"].get<uint64_t>());
-  for (const auto& e : q["errors"]) out += fmt::format("    {} x {}\n", e["count"].get<uint64_t>(), e["error"].get<std::string>());
+  for (const auto& [kind, k] : q["by_op"].items()) {
+    out += fmt::format("    {:<14} {} requests, {} failed ({:.2f} %)\n", kind, k["total"].get<uint64_t>(), k["failed"].get<uint64_t>(),
+                       k["failed_pct"].get<double>());
+  }
+  for (const auto& e : q["errors"]) {
+    out += fmt::format("    {} x {}: {}\n", e["count"].get<uint64_t>(), e["op"].get<std::string>(), e["error"].get<std::string>());
+  }
   if (r.contains("grades")) out += "\n" + RenderGrades(r["grades"]);
   const json& cl = r["cleanup"];
   out += fmt::format("\nresult: {}{}; deleted {} objects{}\n", r.value("verdict", "?"), r.value("interrupted", false) ? " (INTERRUPTED)" : "",

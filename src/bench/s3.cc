@@ -13,6 +13,7 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <pugixml.hpp>
@@ -92,6 +93,51 @@ S3Credentials LoadS3Credentials(const std::string& profile_flag, const GetEnvFn&
   return c;
 }
 
+namespace {
+// Where the userinfo of the URL whose "://" is at `sep` lies: [first, second), or npos when the
+// URL has none. The authority ends at the first '/', '?', '#' (or a character that ends a URL in
+// running text); its userinfo is what comes before its last '@'.
+std::pair<size_t, size_t> Userinfo(const std::string& s, size_t sep) {
+  size_t begin = sep + 3;
+  size_t end = s.find_first_of("/?#\"' \t\r\n<>", begin);
+  if (end == std::string::npos) end = s.size();
+  size_t at = end > begin ? s.rfind('@', end - 1) : std::string::npos;
+  if (at == std::string::npos || at < begin) return {std::string::npos, std::string::npos};
+  return {begin, at};
+}
+}  // namespace
+
+std::string RedactSecrets(std::string text, const S3Config& config) {
+  std::vector<std::string> secrets = {config.credentials.access_key, config.credentials.secret_key, config.credentials.session_token};
+  if (size_t sep = config.endpoint.find("://"); sep != std::string::npos) {
+    auto [b, e] = Userinfo(config.endpoint, sep);
+    if (b != std::string::npos) {
+      std::string userinfo = config.endpoint.substr(b, e - b);
+      secrets.push_back(userinfo);
+      if (size_t colon = userinfo.find(':'); colon != std::string::npos) secrets.push_back(userinfo.substr(colon + 1));
+    }
+  }
+  for (size_t sep = text.find("://"); sep != std::string::npos; sep = text.find("://", sep + 3)) {
+    auto [b, e] = Userinfo(text, sep);
+    if (b != std::string::npos) text.replace(b, e - b, "***");
+  }
+  // Longest first, so a secret that contains another is replaced whole.
+  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const auto& v : secrets) {
+    if (v.size() < 6) continue;  // shorter values would blank out ordinary words
+    for (size_t at = text.find(v); at != std::string::npos; at = text.find(v, at + 3)) text.replace(at, v.size(), "***");
+  }
+  return text;
+}
+
+void RedactSecrets(nlohmann::json& doc, const S3Config& config) {
+  if (doc.is_string()) {
+    doc = RedactSecrets(doc.get<std::string>(), config);
+  } else if (doc.is_structured()) {
+    for (auto& v : doc) RedactSecrets(v, config);
+  }
+}
+
 std::string AwsEscape(const std::string& s, bool keep_slash) {
   std::string out;
   for (unsigned char ch : s) {
@@ -164,7 +210,7 @@ struct Transfer {
 S3Client::S3Client(S3Config config) : cfg_(std::move(config)) {
   GlobalInit();
   if (cfg_.endpoint.rfind("http://", 0) != 0 && cfg_.endpoint.rfind("https://", 0) != 0) {
-    throw std::invalid_argument("--endpoint must start with http:// or https:// (got '" + cfg_.endpoint + "')");
+    throw std::invalid_argument("--endpoint must start with http:// or https:// (got '" + RedactSecrets(cfg_.endpoint, cfg_) + "')");
   }
   while (!cfg_.endpoint.empty() && cfg_.endpoint.back() == '/') cfg_.endpoint.pop_back();
   if (cfg_.bucket.empty() || cfg_.bucket.find('/') != std::string::npos) throw std::invalid_argument("--bucket must be a bucket name");
@@ -181,8 +227,11 @@ std::string S3Client::Url(const std::string& key, const std::string& query) cons
   std::string url;
   std::string path = key.empty() ? "" : AwsEscape(key, true);
   if (cfg_.addressing == "virtual") {
-    size_t scheme_end = cfg_.endpoint.find("://") + 3;
-    url = cfg_.endpoint.substr(0, scheme_end) + cfg_.bucket + "." + cfg_.endpoint.substr(scheme_end) + "/" + path;
+    // The bucket goes in front of the host name, after any userinfo.
+    size_t sep = cfg_.endpoint.find("://");
+    auto [b, e] = Userinfo(cfg_.endpoint, sep);
+    size_t host = b == std::string::npos ? sep + 3 : e + 1;
+    url = cfg_.endpoint.substr(0, host) + cfg_.bucket + "." + cfg_.endpoint.substr(host) + "/" + path;
   } else {
     url = cfg_.endpoint + "/" + cfg_.bucket + (path.empty() ? "" : "/" + path);
   }

@@ -2,12 +2,15 @@
 // connections are reused) and the AWS Signature V4 signing (CURLOPT_AWS_SIGV4); we add the
 // x-amz-content-sha256 header libcurl 7.88 does not, build canonical (sorted, escaped) query
 // strings, parse error and LIST bodies with pugixml, and retry throttling and server errors with
-// exponential backoff (counted). Credentials are never logged, printed or stored.
+// exponential backoff (counted). Credentials are never logged, printed or stored: every text and
+// document the S3 commands emit passes through RedactSecrets.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace clustermax::bench {
 
@@ -102,6 +105,13 @@ class S3Client {
 void ParseS3Error(const std::string& body, std::string& code, std::string& message);
 // Keys and NextContinuationToken from a ListObjectsV2 body; throws on malformed XML.
 void ParseListObjects(const std::string& body, std::vector<std::string>& keys, std::string& next_token, bool& truncated);
+// `text` as it may be printed or stored: the userinfo of every URL in it ("http://user:pw@host")
+// becomes "***" ("http://***@host"), and every credential value of `config` (access key, secret
+// key, session token, the endpoint's userinfo) that is 6 characters or longer becomes "***".
+std::string RedactSecrets(std::string text, const S3Config& config);
+// The same for every string of a document.
+void RedactSecrets(nlohmann::json& doc, const S3Config& config);
+
 // Percent-encoding of AWS SigV4 (unreserved characters kept; '/' kept when keep_slash).
 std::string AwsEscape(const std::string& s, bool keep_slash);
 

@@ -40,26 +40,42 @@ std::string SizeLabel(uint64_t b) {
   return fmt::format("{}B", b);
 }
 
-// Request bookkeeping shared by every stream (thread-safe).
+// Request bookkeeping shared by every stream (thread-safe), per kind of operation ("PUT", "GET",
+// "LIST", "DELETE", "multipart PUT"): each kind is graded on its own, so a store whose every GET
+// fails cannot hide behind thousands of good PUTs.
 struct Counters {
-  std::atomic<uint64_t> total{0}, failed{0}, retries{0}, throttled{0};
+  struct Kind {
+    uint64_t total = 0, failed = 0;
+  };
   std::mutex mu;
-  std::map<std::string, uint64_t> errors;  // description -> count
-  void Add(const S3Response& r) {
-    ++total;
+  uint64_t retries = 0, throttled = 0;
+  std::map<std::string, Kind> kinds;
+  std::map<std::pair<std::string, std::string>, uint64_t> errors;  // (kind, description) -> count
+  // `ok`: whether the operation did what it was for (a cleanup DELETE's 404 is fine).
+  void Add(const std::string& kind, const S3Response& r, bool ok) {
+    std::lock_guard lock(mu);
+    Kind& k = kinds[kind];
+    ++k.total;
     retries += static_cast<uint64_t>(r.retries);
     if (r.throttled) ++throttled;
-    if (!r.ok()) {
-      ++failed;
-      std::lock_guard lock(mu);
-      ++errors[r.Describe()];
+    if (!ok) {
+      ++k.failed;
+      ++errors[{kind, r.Describe()}];
     }
   }
+  void Add(const std::string& kind, const S3Response& r) { Add(kind, r, r.ok()); }
   json ToJson() {
     std::lock_guard lock(mu);
     json e = json::array();
-    for (const auto& [k, v] : errors) e.push_back({{"error", k}, {"count", v}});
-    return {{"total", total.load()}, {"failed", failed.load()}, {"retries", retries.load()}, {"throttled", throttled.load()}, {"errors", e}};
+    for (const auto& [k, v] : errors) e.push_back({{"op", k.first}, {"error", k.second}, {"count", v}});
+    uint64_t total = 0, failed = 0;
+    json by_op = json::object();
+    for (const auto& [name, k] : kinds) {
+      total += k.total;
+      failed += k.failed;
+      by_op[name] = {{"total", k.total}, {"failed", k.failed}, {"failed_pct", Round(100.0 * k.failed / k.total, 3)}};
+    }
+    return {{"total", total}, {"failed", failed}, {"retries", retries}, {"throttled", throttled}, {"by_op", by_op}, {"errors", e}};
   }
 };
 
@@ -135,6 +151,7 @@ json TransferRow(Context& c, const std::string& op, uint64_t size, int conc, std
         std::string key = ObjectKey(c, size, conc, s, obj);
         const char* data = c.payload.For(obj + static_cast<uint64_t>(s) * 7919);
         S3Response r;
+        std::string kind = multipart ? "multipart PUT" : op;
         if (op == "PUT") {
           c.ledger.Key(key);
           if (multipart) {
@@ -148,7 +165,7 @@ json TransferRow(Context& c, const std::string& op, uint64_t size, int conc, std
         } else {
           r = cl.Get(key, data, size);
         }
-        c.counters.Add(r);
+        c.counters.Add(kind, r);
         if (!r.ok()) {
           ++me.failed;
           if (me.first_error.empty()) me.first_error = r.Describe();
@@ -219,7 +236,7 @@ json ListRate(Context& c, uint64_t size, int conc, uint64_t expected) {
     std::vector<std::string> keys;
     std::string next;
     S3Response r = cl.List(prefix, c.o.list_page, token, keys, next);
-    c.counters.Add(r);
+    c.counters.Add("LIST", r);
     if (!r.ok()) {
       error = r.Describe();
       break;
@@ -294,7 +311,7 @@ json MixedRun(Context& c) {
           r = cl.Delete(fmt::format("{}mixed/s{:03d}/o{:06d}", c.prefix, s, mine[i]));
           if (r.ok()) mine.erase(mine.begin() + static_cast<long>(i));
         }
-        c.counters.Add(r);
+        c.counters.Add(op == 'P' ? "PUT" : op == 'G' ? "GET" : op == 'L' ? "LIST" : "DELETE", r);
         double t = std::chrono::duration<double>(Clock::now() - start).count();
         samples[static_cast<size_t>(s)].push_back({t, static_cast<uint64_t>(r.seconds * 1e9), r.ok(), op});
       }
@@ -376,7 +393,9 @@ json Cleanup(Context& c, json& cleanup) {
       LatencyHistogram h;
       for (size_t i = next++; i < keys.size(); i = next++) {
         S3Response r = c.clients[static_cast<size_t>(s)]->Delete(keys[i]);
-        if (r.ok() || r.status == 404) {
+        bool gone = r.ok() || r.status == 404;
+        c.counters.Add("DELETE", r, gone);
+        if (gone) {
           ++deleted;
           h.Record(static_cast<uint64_t>(r.seconds * 1e9));
         } else {
@@ -441,7 +460,9 @@ void ValidateS3Options(const S3BenchOptions& o) {
   if (o.list_page < 1 || o.list_page > 1000) bad("--list-page: 1 to 1000");
 }
 
-json RunS3Bench(const S3BenchOptions& o) {
+namespace {
+
+json RunS3BenchUnredacted(const S3BenchOptions& o) {
   ValidateS3Options(o);
   auto started = std::chrono::system_clock::now();
   uint64_t largest = std::max<uint64_t>(*std::max_element(o.sizes.begin(), o.sizes.end()), o.mixed_object);
@@ -461,8 +482,9 @@ json RunS3Bench(const S3BenchOptions& o) {
     std::string next;
     S3Response r = probe.List(c.prefix, 1, "", keys, next);
     if (!r.ok()) {
-      std::string where = fmt::format("bucket '{}' at {}", o.config.bucket, o.config.endpoint);
-      if (r.curl_code != 0) throw std::runtime_error(fmt::format("cannot reach {}: {}", o.config.endpoint, r.Describe()));
+      std::string endpoint = RedactSecrets(o.config.endpoint, o.config);
+      std::string where = fmt::format("bucket '{}' at {}", o.config.bucket, endpoint);
+      if (r.curl_code != 0) throw std::runtime_error(fmt::format("cannot reach {}: {}", endpoint, r.Describe()));
       if (r.status == 404) throw std::runtime_error(fmt::format("{} does not exist ({})", where, r.Describe()));
       if (r.status == 403 || r.status == 401) {
         throw std::runtime_error(fmt::format("access to {} denied ({}); credentials from {}", where, r.Describe(), o.config.credentials.source));
@@ -476,7 +498,7 @@ json RunS3Bench(const S3BenchOptions& o) {
               {"tool_version", std::string(core::kToolVersion)},
               {"started", util::FormatRfc3339(started)},
               {"host", host},
-              {"endpoint", o.config.endpoint},
+              {"endpoint", RedactSecrets(o.config.endpoint, o.config)},
               {"bucket", o.config.bucket},
               {"region", o.config.region},
               {"addressing", o.config.addressing},
@@ -527,6 +549,22 @@ json RunS3Bench(const S3BenchOptions& o) {
   out["interrupted"] = Cancelled();
   out["seconds"] = Round(std::chrono::duration<double>(std::chrono::system_clock::now() - started).count(), 3);
   return out;
+}
+
+}  // namespace
+
+json RunS3Bench(const S3BenchOptions& o) {
+  // Every string of the result and every error message, whatever produced it (a server's error
+  // text, a curl message), leaves without the credentials.
+  try {
+    json out = RunS3BenchUnredacted(o);
+    RedactSecrets(out, o.config);
+    return out;
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(RedactSecrets(e.what(), o.config));
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(RedactSecrets(e.what(), o.config));
+  }
 }
 
 }  // namespace clustermax::bench

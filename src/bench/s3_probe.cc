@@ -20,7 +20,7 @@ json RunS3Probe(const S3Config& config) {
     steps.push_back(s);
     return r.ok();
   };
-  json out = {{"endpoint", config.endpoint},
+  json out = {{"endpoint", RedactSecrets(config.endpoint, config)},
               {"bucket", config.bucket},
               {"addressing", config.addressing},
               {"credentials", config.credentials.source}};
@@ -29,6 +29,7 @@ json RunS3Probe(const S3Config& config) {
   out["reachable"] = head.curl_code == 0;
   if (head.curl_code != 0) {
     out["steps"] = steps;
+    RedactSecrets(out, config);
     return out;
   }
   std::string host = util::Hostname();
@@ -40,6 +41,7 @@ json RunS3Probe(const S3Config& config) {
     step("DELETE", c.Delete(key));
   }
   out["steps"] = steps;
+  RedactSecrets(out, config);  // whatever a server or curl said: no credential leaves in the evidence
   return out;
 }
 

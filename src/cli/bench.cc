@@ -2,10 +2,13 @@
 // the result file (RUN_DIR/bench/<suite>.json, written atomically) and the exit code.
 #include "cli/bench.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -17,6 +20,7 @@
 #include "bench/s3_probe.h"
 #include "bench/storage.h"
 #include "bench/storage_scaling.h"
+#include "audit/plan.h"
 #include "audit/slurm_fanout.h"
 #include "host/local_host.h"
 #include "util/line_frames.h"
@@ -33,14 +37,15 @@ using nlohmann::json;
 namespace {
 
 struct Common {
-  bool json_out = false, exit_zero = false, quiet = false;
+  bool json_out = false, exit_zero = false, quiet = false, force = false;
   std::string out_dir, thresholds_file;
 };
 
 void AddCommon(CLI::App* cmd, Common& c, bool bars = true) {
   cmd->add_flag("--json", c.json_out, "Print the JSON result instead of the table");
-  cmd->add_option("--out", c.out_dir, "Run directory for the result (default ~/.clustermax/runs/<timestamp>); "
+  cmd->add_option("--out", c.out_dir, "Run directory for the result, RUN_DIR/bench/<suite>.json (default ~/.clustermax/runs/<timestamp>); "
                                       "an audit run directory gets the result next to its report");
+  cmd->add_flag("--force", c.force, "Replace the result of an earlier run of this suite in --out (refused without it)");
   if (bars) {
     cmd->add_option("--thresholds", c.thresholds_file, "Pass/warn bars instead of the embedded data/bench-thresholds.json")
         ->check(CLI::ExistingFile);
@@ -60,20 +65,58 @@ json BarsFor(const Common& c) {
                                    : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
 }
 
+fs::path ResultFile(const fs::path& run_dir, const std::string& suite) { return run_dir / "bench" / (suite + ".json"); }
+
+// Refuses, before any work, an --out whose result file for this suite exists (an earlier run's
+// result is not replaced silently; --force replaces it).
+void CheckOut(const Common& c, const std::string& suite) {
+  if (c.out_dir.empty() || c.force) return;
+  fs::path file = ResultFile(c.out_dir, suite);
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(file, ec))) {
+    throw audit::UsageError(fmt::format("{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
+  }
+}
+
+// Makes `dir` (mode 0700, its parents as usual) unless it exists; false when it already did.
+bool MakePrivateDir(const fs::path& dir) {
+  if (!dir.parent_path().empty()) fs::create_directories(dir.parent_path());
+  if (::mkdir(dir.c_str(), 0700) == 0) return true;
+  if (errno == EEXIST && fs::is_directory(dir)) return false;
+  throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno)));
+}
+
+// The run directory for the result: --out (made 0700 unless it exists, e.g. an audit's run
+// directory), else a fresh ~/.clustermax/runs/<timestamp>[-N] made 0700 here.
+fs::path RunDir(const Common& c) {
+  if (!c.out_dir.empty()) {
+    MakePrivateDir(c.out_dir);
+    return c.out_dir;
+  }
+  fs::path base = DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now());
+  for (int n = 1;; ++n) {
+    fs::path dir = n == 1 ? base : fs::path(base.string() + "-" + std::to_string(n));
+    if (MakePrivateDir(dir)) return dir;
+  }
+}
+
 // Grades the result, writes RUN_DIR/bench/<suite>.json atomically, prints the table or JSON.
 int Finish(json result, const Common& c, const std::string& suite, std::string (*render)(const json&),
            const std::function<json(const json&)>& grade) {
   result["grades"] = grade(result);
   result["verdict"] = bench::WorstVerdict(result["grades"]);
-  fs::path dir = c.out_dir.empty() ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now()) : fs::path(c.out_dir);
-  fs::create_directories(dir / "bench");
-  fs::path file = dir / "bench" / (suite + ".json");
-  util::WriteFileAtomic(file, result.dump(2) + "\n");
   if (c.json_out) {
     std::cout << result.dump(2) << "\n";
   } else {
     std::cout << render(result);
   }
+  std::cout.flush();
+  // Checked again: another run may have written the same file meanwhile.
+  CheckOut(c, suite);
+  fs::path dir = RunDir(c);
+  MakePrivateDir(dir / "bench");
+  fs::path file = ResultFile(dir, suite);
+  util::WriteFileAtomic(file, result.dump(2) + "\n");
   std::cerr << fmt::format("result saved to {}\n", file.string());
   if (result.value("interrupted", false)) {
     std::cerr << "interrupted\n";
@@ -222,6 +265,7 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
         return kExitToolError;
       }
     }
+    CheckOut(gc, "gpu");
     go.plan.suites = gpu_suites;
     go.plan.full = gpu_full;
     go.telemetry = !no_telemetry;
@@ -292,6 +336,7 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     if (iodepth) so.iodepth = iodepth;
     bench::InstallCancelHandlers();
     if (emit_frames) return EmitStorageFrames(so);
+    CheckOut(sc, scale ? "storage-scaling" : "storage");
     if (scale) {
       // Default step budget: the run's own length, three times over, plus scheduling.
       scale_slurm.timeout_s = step_timeout > 0 ? step_timeout : 120 + 3 * (6 * (so.duration_s + so.ramp_s) + so.ckpt_runs * 60.0 + 60.0);
@@ -331,6 +376,7 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
   AddCommon(s3, s3c);
   b.s3 = s3;
   b.run_s3 = [s3]() -> int {
+    CheckOut(s3c, "s3");
     if (s3->count("--region") == 0) {
       for (const char* k : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
         if (const char* v = std::getenv(k); v && *v) {

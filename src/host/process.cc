@@ -7,14 +7,23 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
+
+#include <fmt/format.h>
 
 extern char** environ;
 
 namespace clustermax::host {
 namespace {
+using Clock = std::chrono::steady_clock;
+
+// How long the pipes may stay open after the child has exited (a descendant holding them).
+constexpr std::chrono::milliseconds kPipeGrace{300};
+// How often the poll loop looks for the child's exit while output is still open.
+constexpr std::chrono::milliseconds kExitPoll{20};
 
 struct Pipe {
   int fd[2] = {-1, -1};
@@ -46,7 +55,7 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
                          const std::vector<std::string>& env) {
   CommandResult r;
   r.resolved = path;
-  auto start = std::chrono::steady_clock::now();
+  auto start = Clock::now();
   Pipe out, err;
   if (::pipe2(out.fd, O_CLOEXEC) != 0 || ::pipe2(err.fd, O_CLOEXEC) != 0) {
     r.status = IoStatus::kError;
@@ -99,18 +108,7 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
   pollfd fds[2] = {{out.fd[0], POLLIN, 0}, {err.fd[0], POLLIN, 0}};
   int open_fds = 2;
   char chunk[65536];
-  while (open_fds > 0) {
-    auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      r.timed_out = true;
-      break;
-    }
-    int wait_ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count()) + 1;
-    int n = ::poll(fds, 2, wait_ms);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      break;
-    }
+  auto read_ready = [&] {
     for (int i = 0; i < 2; ++i) {
       if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       ssize_t got = ::read(fds[i].fd, chunk, sizeof chunk);
@@ -125,6 +123,38 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
       bufs[i]->append(chunk, take);
       if (take < static_cast<size_t>(got)) r.truncated = true;
     }
+  };
+  // The child's exit is noticed without reaping it (WNOWAIT): its pid, and so its process group
+  // id, stays reserved until the waitpid below, so killing the group can never hit a stranger.
+  // Once it has exited, the pipes get a short grace period: a descendant that still holds them
+  // (`tool & exit 0`) must not turn a finished command into a timeout.
+  bool exited = false;     // the child has exited (a zombie not yet reaped)
+  bool cut = false;        // it exited, but a descendant held the pipes past the grace period
+  Clock::time_point grace_end;
+  while (open_fds > 0) {
+    auto now = Clock::now();
+    if (!exited) {
+      siginfo_t si{};
+      int w = ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT);
+      if ((w == 0 && si.si_pid == pid) || (w < 0 && errno == ECHILD)) {
+        exited = true;
+        grace_end = std::min(deadline, now + kPipeGrace);
+      }
+    }
+    auto limit = exited ? grace_end : deadline;
+    if (now >= limit) {
+      (exited ? cut : r.timed_out) = true;
+      break;
+    }
+    // Until the child exits, wake up now and then to look for its exit.
+    auto wait = std::min(std::chrono::duration_cast<std::chrono::milliseconds>(limit - now) + std::chrono::milliseconds(1),
+                         exited ? kPipeGrace : kExitPoll);
+    int n = ::poll(fds, 2, static_cast<int>(wait.count()));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;
+    }
+    read_ready();
   }
 
   int status = 0;
@@ -141,13 +171,22 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
   };
   if (r.timed_out) {
     reap_after_kill();
+  } else if (cut) {
+    // Kill what is left of the group (the child is a zombie, its group id still reserved), keep
+    // what the pipes already hold, then reap the child for its real exit status.
+    ::kill(-pid, SIGKILL);
+    while (open_fds > 0 && ::poll(fds, 2, 0) > 0) read_ready();
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    r.error = fmt::format("exited, but a process it started still held its stdout/stderr {} ms later: output cut there, "
+                          "its process group killed", kPipeGrace.count());
   } else {
     // Streams closed; the child may still be running (e.g. it closed stdout). Wait up to the deadline.
     while (true) {
       pid_t w = ::waitpid(pid, &status, WNOHANG);
       if (w == pid) break;
       if (w < 0 && errno != EINTR) break;
-      if (std::chrono::steady_clock::now() >= deadline) {
+      if (Clock::now() >= deadline) {
         r.timed_out = true;
         reap_after_kill();
         break;
@@ -155,7 +194,7 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
       ::usleep(2000);
     }
   }
-  r.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   if (r.timed_out) {
     r.status = IoStatus::kTimeout;
     r.error = "timed out after " + std::to_string(timeout.count()) + " ms; process group killed";

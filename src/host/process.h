@@ -1,6 +1,10 @@
 // Runs one command with separate stdout/stderr pipes, a deadline and an output cap.
 // The child gets its own process group; on timeout the whole group is killed (SIGKILL), so a
 // hung tool and anything it spawned cannot hang the audit. stdin is /dev/null.
+// A child that exits while something it started still holds stdout or stderr (`daemon & exit 0`)
+// is not a timeout: after a short grace period (300 ms, or what is left of the timeout) the rest
+// of its process group is killed and the command is reported with its own exit status, the output
+// that arrived, and `error` saying that the output was cut there.
 #pragma once
 #include <chrono>
 #include <string>
