@@ -2,6 +2,7 @@
 // whole or not at all), list/show/diff/export, two processes ingesting at once, and an ingest
 // killed inside its transaction.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +176,29 @@ TEST(Store, AnIngestKilledInsideItsTransactionLeavesNothing) {
   EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM results").getInt(), 0);
   // And the next ingest of the same run works.
   EXPECT_FALSE(s.Ingest(run, "", "").already);
+  fs::remove_all(d);
+}
+
+fs::perms Mode(const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; }
+
+TEST(Store, ANewStoreAndItsSideFilesAreTheOwners) {
+  fs::path d = TempDir("mode");
+  mode_t old = ::umask(022);  // the usual umask, which made the store 0644
+  {
+    Store s = Store::Open(d / "r.db");
+    s.Ingest(MakeRun(d, "a"), "p", "c");
+    // While it is open the WAL and its index exist; they carry the database's mode.
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      fs::path f = d / (std::string("r.db") + suffix);
+      ASSERT_TRUE(fs::exists(f)) << f;
+      EXPECT_EQ(Mode(f), fs::perms::owner_read | fs::perms::owner_write) << f;
+    }
+  }
+  ::umask(old);
+  // An existing file keeps its mode.
+  fs::permissions(d / "r.db", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  { Store::Open(d / "r.db"); }
+  EXPECT_EQ(Mode(d / "r.db"), fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   fs::remove_all(d);
 }
 

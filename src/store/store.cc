@@ -1,6 +1,7 @@
 #include "store/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -137,6 +138,9 @@ Store Store::Open(const fs::path& path) {
   for (int attempt = 0;; ++attempt) {
     try {
       if (path.has_parent_path()) fs::create_directories(path.parent_path());
+      // A new store is its owner's alone: created here 0600 whatever the umask (SQLite gives its
+      // -wal and -shm the database file's mode). An existing file keeps the mode it has.
+      if (int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0) ::close(fd);
       auto db = std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
       db->setBusyTimeout(15000);
       db->exec("PRAGMA journal_mode=WAL");

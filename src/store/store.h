@@ -28,7 +28,8 @@ struct IngestResult {
 
 class Store {
  public:
-  // Opens (creating) the database; throws std::runtime_error with the path and SQLite's message.
+  // Opens (creating, mode 0600) the database; throws std::runtime_error with the path and
+  // SQLite's message.
   static Store Open(const std::filesystem::path& path);
   // For readers (report, serve): no write lock, no migration; a missing file, an older or a newer
   // schema is an error that says what to do.
