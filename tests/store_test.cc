@@ -202,5 +202,24 @@ TEST(Store, ANewStoreAndItsSideFilesAreTheOwners) {
   fs::remove_all(d);
 }
 
+// Someone else's store, or one in a directory this user cannot write: read without side files.
+// (Root writes through these modes; WebServe.ReadOnlyMountedStoreIsListedAndServed uses a
+// read-only mount, which stops root too.)
+TEST(Store, AnUnwritableStoreIsReadWithoutSideFiles) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes through chmod 0555/0444; the read-only mount test covers this for root";
+  fs::path d = TempDir("readonly");
+  { Store::Open(d / "r.db").Ingest(MakeRun(d, "a"), "p", "c"); }
+  ASSERT_FALSE(fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm"));
+  fs::permissions(d / "r.db", fs::perms::owner_read);
+  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
+  {
+    Store s = Store::OpenReadOnly(d / "r.db");
+    EXPECT_EQ(s.List().size(), 1u);
+  }
+  EXPECT_FALSE(fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm"));
+  fs::permissions(d, fs::perms::owner_all);
+  fs::remove_all(d);
+}
+
 }  // namespace
 }  // namespace clustermax::store

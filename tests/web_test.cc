@@ -245,5 +245,48 @@ TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
   fs::remove_all(d);
 }
 
+// A store on a read-only mount (a snapshot, a shared mount) is read without -wal or -shm beside
+// it: db list/show/export, report --html and serve. A bind mount in a user namespace, because
+// chmod does not stop root.
+TEST(WebServe, ReadOnlyMountedStoreIsListedAndServed) {
+  if (clustermax::testing::RunShell("unshare -rm true").code != 0) GTEST_SKIP() << "cannot make a mount namespace here (unshare -rm)";
+  fs::path d = TempDir("ro");
+  fs::path db = MakeStore(d);
+  ASSERT_FALSE(fs::exists(db.string() + "-wal") || fs::exists(db.string() + "-shm")) << "the store was left with side files";
+  fs::path out = TempDir("ro-out");
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                         fs::perms::others_exec);
+  std::string cli = CLUSTERMAX_BINARY, D = d.string(), DB = db.string(), O = out.string();
+  std::string url = "http://127.0.0.1:" + std::to_string(FreePort());
+  std::string script =
+      "mount --bind " + D + " " + D + " && mount -o remount,bind,ro " + D + " || exit 9\n"
+      "touch " + D + "/probe 2>/dev/null && echo WRITABLE\n"
+      "echo LIST; " + cli + " db --db " + DB + " list 2>&1\n"
+      "echo SHOW; " + cli + " db --db " + DB + " show 1 2>&1 | head -1\n"
+      "echo EXPORT; " + cli + " db --db " + DB + " export 2>&1 | head -2\n"
+      "echo HTML; " + cli + " report --html " + O + "/page.html --db " + DB + " 2>&1\n"
+      + cli + " serve --db " + DB + " --listen " + url.substr(7) + " 2>" + O + "/serve.log &\n"
+      "pid=$!\n"
+      "for i in $(seq 100); do curl -sf -o /dev/null " + url + "/ && break; sleep 0.1; done\n"
+      "echo SERVE $(curl -s --max-time 5 -o " + O + "/served.html -w '%{http_code}' " + url + "/)\n"
+      "kill $pid; wait $pid\n"
+      "echo FILES; ls -A " + D + "\n";
+  std::ofstream(out / "ro.sh") << script;
+  auto r = clustermax::testing::RunShell("unshare -rm sh " + (out / "ro.sh").string());
+  fs::permissions(d, fs::perms::owner_all);
+  if (r.code == 9) GTEST_SKIP() << "no read-only bind mount here: " << r.out;
+  EXPECT_EQ(r.out.find("WRITABLE"), std::string::npos) << "the mount is not read-only";
+  EXPECT_NE(r.out.find("Example Cloud"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("clustermax: error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"kind\": \"clustermax.store.export\""), std::string::npos) << r.out;
+  EXPECT_NE(util::ReadLocalFile(out / "page.html").value_or("").find("Scorecard: Example Cloud"), std::string::npos);
+  EXPECT_NE(r.out.find("SERVE 200"), std::string::npos) << r.out << util::ReadLocalFile(out / "serve.log").value_or("");
+  EXPECT_NE(util::ReadLocalFile(out / "served.html").value_or("").find("Example Cloud"), std::string::npos);
+  EXPECT_EQ(r.out.find("r.db-"), std::string::npos) << "side files beside the store: " << r.out;
+  fs::remove_all(d);
+  fs::remove_all(out);
+}
+
 }  // namespace
 }  // namespace clustermax::web

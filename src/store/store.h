@@ -31,8 +31,9 @@ class Store {
   // Opens (creating, mode 0600) the database; throws std::runtime_error with the path and
   // SQLite's message.
   static Store Open(const std::filesystem::path& path);
-  // For readers (report, serve): no write lock, no migration; a missing file, an older or a newer
-  // schema is an error that says what to do.
+  // For readers (report, serve, db list/show/diff/export): no write lock, no migration; a missing
+  // file, an older or a newer schema is an error that says what to do. A store this process cannot
+  // write (read-only mount, snapshot) is opened immutable, creating no -wal or -shm beside it.
   static Store OpenReadOnly(const std::filesystem::path& path);
   ~Store();
   Store(Store&&) noexcept;
