@@ -451,6 +451,32 @@ TEST(WebServe, IdleAndSlowClientsDoNotStallIt) {
   fs::remove_all(d);
 }
 
+// An id that names no run is a 404 with a page, whatever its digits; a store that cannot be read
+// is a 500 that does not show where the store is.
+TEST(WebServe, BadIdsAre404sAndErrorsKeepThePathToThemselves) {
+  fs::path d = TempDir("ids");
+  fs::path db = MakeStore(d);
+  Served served(db, "127.0.0.1:" + std::to_string(FreePort()), d / "serve.log");
+  ASSERT_FALSE(served.base.empty());
+  auto get = [&](const std::string& path) {
+    return clustermax::testing::RunShell("curl -s --max-time 5 -w ' %{http_code}' " + served.base + path).out;
+  };
+  for (std::string path : {"/run/999", "/rating/0", "/run/99999999999999999999999", "/diff/1/999", "/diff/99999999999999999999/1"}) {
+    std::string page = get(path);
+    EXPECT_TRUE(page.size() > 4 && page.substr(page.size() - 4) == " 404") << path << ": " << page;
+    EXPECT_NE(page.find("No such run"), std::string::npos) << path << ": " << page;
+    EXPECT_EQ(page.find(d.string()), std::string::npos) << path << ": " << page;
+  }
+  std::string diff = get("/diff/1/2");
+  EXPECT_EQ(diff.substr(diff.size() - 4), " 200") << diff;
+  std::ofstream(db, std::ios::trunc) << "this is not a database, and it is long enough for SQLite to notice that. ........................";
+  std::string broken = get("/");
+  EXPECT_EQ(broken.substr(broken.size() - 4), " 500") << broken;
+  EXPECT_EQ(broken.find(d.string()), std::string::npos) << broken;
+  EXPECT_NE(util::ReadLocalFile(d / "serve.log").value_or("").find(db.string()), std::string::npos) << "the reason belongs in serve's log";
+  fs::remove_all(d);
+}
+
 // A store on a read-only mount (a snapshot, a shared mount) is read without -wal or -shm beside
 // it: db list/show/export, report --html and serve. A bind mount in a user namespace, because
 // chmod does not stop root.

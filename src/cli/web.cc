@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -462,9 +463,22 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
         store::Store s = store::Store::OpenReadOnly(db);
         f(s);
       } catch (const std::exception& e) {
+        // The reason (a path, SQLite's message) goes to serve's log, not to whoever asked.
+        std::cerr << "clustermax: serve: " << e.what() << "\n";
         res.status = 500;
-        res.set_content(web::Document("error", "<p>" + web::Escape(e.what()) + "</p>", Nav(true)), "text/html; charset=utf-8");
+        res.set_content(web::Document("error", "<p>The results store could not be read; the log of clustermax serve says why.</p>", Nav(true)),
+                        "text/html; charset=utf-8");
       }
+    };
+    // A run id from the path; digits too many for one are no run, like any other absent id.
+    auto run_id = [](const std::string& digits) {
+      int64_t id = -1;
+      if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) id = -1;
+      return id;
+    };
+    auto not_found = [&](httplib::Response& res) {
+      res.status = 404;
+      html(res, web::Document("not found", "<p>No such run.</p>", Nav(true)));
     };
     svr.Get("/", [&](const httplib::Request&, httplib::Response& res) {
       with_store(res, [&](const store::Store& s) {
@@ -477,12 +491,8 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
     auto one = [&](const char* kind) {
       return [&, kind](const httplib::Request& req, httplib::Response& res) {
         with_store(res, [&](const store::Store& s) {
-          json run = s.Show(std::stoll(req.matches[1]));
-          if (run.is_null()) {
-            res.status = 404;
-            html(res, web::Document("not found", "<p>No such run.</p>", Nav(true)));
-            return;
-          }
+          json run = s.Show(run_id(req.matches[1]));
+          if (run.is_null()) return not_found(res);
           html(res, web::Document(fmt::format("clustermax: {} {}", kind, run["id"].get<int64_t>()), RunBody(run, "run"), Nav(true)));
         });
       };
@@ -491,7 +501,9 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
     svr.Get(R"(/rating/(\d+))", one("rating"));
     svr.Get(R"(/diff/(\d+)/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
       with_store(res, [&](const store::Store& s) {
-        html(res, web::Document("clustermax: diff", web::DiffView(s.Diff(std::stoll(req.matches[1]), std::stoll(req.matches[2]))), Nav(true)));
+        int64_t a = run_id(req.matches[1]), b = run_id(req.matches[2]);
+        if (!s.Contains(a) || !s.Contains(b)) return not_found(res);
+        html(res, web::Document("clustermax: diff", web::DiffView(s.Diff(a, b)), Nav(true)));
       });
     });
     svr.Get("/api/leaderboard", [&](const httplib::Request&, httplib::Response& res) {

@@ -368,6 +368,12 @@ json Store::List(const std::string& provider) const {
   return out;
 }
 
+bool Store::Contains(int64_t id) const {
+  SQLite::Statement q(*db_, "SELECT 1 FROM runs WHERE id = ?");
+  q.bind(1, id);
+  return q.executeStep();
+}
+
 json Store::Show(int64_t id) const {
   SQLite::Statement q(*db_, "SELECT * FROM runs WHERE id = ?");
   q.bind(1, id);

@@ -47,6 +47,7 @@ class Store {
 
   // [{id, provider, cluster, kind, target, collected_at, ingested_at, nodes, summary, tier}], newest first.
   nlohmann::json List(const std::string& provider = "") const;
+  bool Contains(int64_t run_id) const;
   // One run with its results, benchmark grades and documents; null when absent.
   nlohmann::json Show(int64_t run_id) const;
   // What changed between two runs: checks whose status moved, metrics whose verdict or value moved.
