@@ -2,6 +2,7 @@
 // whole or not at all), list/show/diff/export, two processes ingesting at once, and an ingest
 // killed inside its transaction.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,6 +176,48 @@ TEST(Store, AnIngestKilledInsideItsTransactionLeavesNothing) {
   EXPECT_EQ(raw.execAndGet("SELECT COUNT(*) FROM results").getInt(), 0);
   // And the next ingest of the same run works.
   EXPECT_FALSE(s.Ingest(run, "", "").already);
+  fs::remove_all(d);
+}
+
+fs::perms Mode(const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; }
+
+TEST(Store, ANewStoreAndItsSideFilesAreTheOwners) {
+  fs::path d = TempDir("mode");
+  mode_t old = ::umask(022);  // the usual umask, which made the store 0644
+  {
+    Store s = Store::Open(d / "r.db");
+    s.Ingest(MakeRun(d, "a"), "p", "c");
+    // While it is open the WAL and its index exist; they carry the database's mode.
+    for (const char* suffix : {"", "-wal", "-shm"}) {
+      fs::path f = d / (std::string("r.db") + suffix);
+      ASSERT_TRUE(fs::exists(f)) << f;
+      EXPECT_EQ(Mode(f), fs::perms::owner_read | fs::perms::owner_write) << f;
+    }
+  }
+  ::umask(old);
+  // An existing file keeps its mode.
+  fs::permissions(d / "r.db", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  { Store::Open(d / "r.db"); }
+  EXPECT_EQ(Mode(d / "r.db"), fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  fs::remove_all(d);
+}
+
+// Someone else's store, or one in a directory this user cannot write: read without side files.
+// (Root writes through these modes; WebServe.ReadOnlyMountedStoreIsListedAndServed uses a
+// read-only mount, which stops root too.)
+TEST(Store, AnUnwritableStoreIsReadWithoutSideFiles) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root writes through chmod 0555/0444; the read-only mount test covers this for root";
+  fs::path d = TempDir("readonly");
+  { Store::Open(d / "r.db").Ingest(MakeRun(d, "a"), "p", "c"); }
+  ASSERT_FALSE(fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm"));
+  fs::permissions(d / "r.db", fs::perms::owner_read);
+  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
+  {
+    Store s = Store::OpenReadOnly(d / "r.db");
+    EXPECT_EQ(s.List().size(), 1u);
+  }
+  EXPECT_FALSE(fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm"));
+  fs::permissions(d, fs::perms::owner_all);
   fs::remove_all(d);
 }
 

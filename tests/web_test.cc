@@ -8,14 +8,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <regex>
 #include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "store/store.h"
 #include "testutil.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -151,18 +157,70 @@ void ExpectCleanConsole(const Browser& b) {
   }
 }
 
-int FreePort() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  int port = ntohs(a.sin_port);
-  close(s);
+// A free port on the IPv4 loopback, or on the IPv6 one (0 when this machine has no ::1).
+int FreePort(bool v6 = false) {
+  int s = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM, 0);
+  sockaddr_storage st{};
+  socklen_t len;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&st);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_loopback;
+    len = sizeof *a;
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&st);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    len = sizeof *a;
+  }
+  int port = 0;
+  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&st), len) == 0 && getsockname(s, reinterpret_cast<sockaddr*>(&st), &len) == 0) {
+    port = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&st)->sin6_port : reinterpret_cast<sockaddr_in*>(&st)->sin_port);
+  }
+  if (s >= 0) close(s);
   return port;
 }
+
+// `clustermax serve --db DB --listen LISTEN` in a child process. Its stderr goes to a file; the
+// address it says it serves on ("serving DB on http://ADDR/") becomes `base`.
+struct Served {
+  Served(const fs::path& db, const std::string& listen, const fs::path& log) {
+    pid = fork();
+    if (pid == 0) {
+      int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 2);
+      execl(CLUSTERMAX_BINARY, "clustermax", "serve", "--db", db.c_str(), "--listen", listen.c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    for (int i = 0; i < 200 && base.empty(); ++i) {
+      std::string err = util::ReadLocalFile(log).value_or("");
+      size_t at = err.find(" on http://");
+      size_t end = at == std::string::npos ? at : err.find("/ (", at);
+      if (end != std::string::npos) {
+        base = err.substr(at + 4, end - at - 4);
+      } else if (waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        break;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  }
+  ~Served() { Stop(); }
+  // SIGTERM, then the exit status (-1 when it was not running).
+  int Stop() {
+    if (pid > 0) {
+      kill(pid, SIGTERM);
+      waitpid(pid, &status, 0);
+      pid = -1;
+      return status;
+    }
+    return -1;
+  }
+  pid_t pid = -1;
+  int status = -1;
+  std::string base;  // http://HOST:PORT
+};
 
 // A store with a hostile fleet run, the H200 benchmark and a rating of the example provider.
 fs::path MakeStore(const fs::path& d) {
@@ -208,22 +266,9 @@ TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
   if (!HaveChromium()) GTEST_SKIP() << "chromium is not installed";
   fs::path d = TempDir("serve");
   fs::path db = MakeStore(d);
-  int port = FreePort();
-  pid_t pid = fork();
-  if (pid == 0) {
-    std::string listen = "127.0.0.1:" + std::to_string(port);
-    int null = open("/dev/null", O_WRONLY);
-    dup2(null, 2);
-    execl(CLUSTERMAX_BINARY, "clustermax", "serve", "--db", db.c_str(), "--listen", listen.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  std::string base = "http://127.0.0.1:" + std::to_string(port);
-  bool up = false;
-  for (int i = 0; i < 100 && !up; ++i) {
-    up = clustermax::testing::RunShell("curl -sf -o /dev/null " + base + "/api/leaderboard").code == 0;
-    if (!up) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(up) << "clustermax serve did not answer";
+  Served served(db, "127.0.0.1:0", d / "serve.log");
+  ASSERT_FALSE(served.base.empty()) << "clustermax serve did not start: " << util::ReadLocalFile(d / "serve.log").value_or("");
+  std::string base = served.base;
   auto api = clustermax::testing::RunShell("curl -sf " + base + "/api/leaderboard");
   json board = json::parse(api.out);
   ASSERT_EQ(board.size(), 1u);
@@ -238,11 +283,241 @@ TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
   auto run = clustermax::testing::RunShell("curl -sf " + base + "/run/1");
   ExpectEscaped(run.out);
   EXPECT_EQ(clustermax::testing::RunShell("curl -s -o /dev/null -w '%{http_code}' " + base + "/run/999").out, "404");
-  kill(pid, SIGTERM);
-  int st = 0;
-  waitpid(pid, &st, 0);
+  int st = served.Stop();
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "serve did not stop cleanly on SIGTERM";
   fs::remove_all(d);
+}
+
+// serve's hardening: the address it is given and the one it says, clients that hold connections
+// open, requests it cannot parse, a store on a read-only mount.
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A TCP connection to the IPv4 address in `base` (http://127.0.0.1:PORT).
+int Connect(const std::string& base) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(std::stoi(base.substr(base.rfind(':') + 1))));
+  if (connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+// What the server sends on `fd` until it closes the connection; nullopt if it is still open
+// after `limit`.
+std::optional<std::string> ReadUntilClosed(int fd, std::chrono::milliseconds limit) {
+  std::string got;
+  auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buf[4096];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) return got;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return std::nullopt;
+}
+
+fs::path EmptyStore(const fs::path& d) {
+  fs::path db = d / "r.db";
+  store::Store::Open(db);
+  return db;
+}
+
+TEST(WebServe, ListenTakesHostPortAndSaysWhereItListens) {
+  fs::path d = TempDir("listen");
+  fs::path db = EmptyStore(d);
+  // Refused before anything else is done, naming the value; never a bare "stoi".
+  for (std::string bad : {"127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:abc", ":8470", "127.0.0.1:", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1:+80",
+                          "127.0.0.1: 80", "::1:8470", "[::1", "[::1]8470", "[localhost]:8470", "bad_host!:8470"}) {
+    auto r = clustermax::testing::RunShell("timeout 10 " + std::string(CLUSTERMAX_BINARY) + " serve --db " + db.string() + " --listen '" + bad + "'");
+    EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
+    EXPECT_NE(r.out.find("--listen '" + bad + "'"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("stoi"), std::string::npos) << r.out;
+  }
+  // Port 0: the port the system chose is the one printed, and it answers there.
+  {
+    Served s(db, "127.0.0.1:0", d / "any.log");
+    EXPECT_TRUE(std::regex_match(s.base, std::regex(R"(http://127\.0\.0\.1:[1-9][0-9]*)"))) << s.base;
+    EXPECT_EQ(clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + s.base + "/api/leaderboard").out, "200");
+  }
+  // A port given is the port used, and a host name is resolved to the address printed.
+  int port = FreePort();
+  {
+    Served s(db, "127.0.0.1:" + std::to_string(port), d / "fixed.log");
+    EXPECT_EQ(s.base, "http://127.0.0.1:" + std::to_string(port));
+  }
+  {
+    Served s(db, "localhost:0", d / "name.log");
+    EXPECT_TRUE(std::regex_match(s.base, std::regex(R"(http://(127\.0\.0\.1|\[::1\]):[1-9][0-9]*)"))) << s.base;
+    EXPECT_EQ(clustermax::testing::RunShell("curl -gs --max-time 5 -o /dev/null -w '%{http_code}' '" + s.base + "/'").out, "200");
+  }
+  fs::remove_all(d);
+}
+
+TEST(WebServe, ServesOnTheIPv6Loopback) {
+  int port = FreePort(/*v6=*/true);
+  if (port == 0) GTEST_SKIP() << "this machine has no IPv6 loopback (cannot bind [::1])";
+  fs::path d = TempDir("ipv6");
+  fs::path db = EmptyStore(d);
+  Served s(db, "[::1]:" + std::to_string(port), d / "serve.log");
+  ASSERT_EQ(s.base, "http://[::1]:" + std::to_string(port)) << util::ReadLocalFile(d / "serve.log").value_or("");
+  EXPECT_EQ(clustermax::testing::RunShell("curl -gs --max-time 5 -o /dev/null -w '%{http_code}' '" + s.base + "/'").out, "200");
+  fs::remove_all(d);
+}
+
+TEST(WebServe, IdleAndSlowClientsDoNotStallIt) {
+  fs::path d = TempDir("idle");
+  fs::path db = MakeStore(d);
+  Served served(db, "127.0.0.1:" + std::to_string(FreePort()), d / "serve.log");
+  ASSERT_FALSE(served.base.empty()) << util::ReadLocalFile(d / "serve.log").value_or("");
+  // The issue's 200 clients that connect and say nothing, and a slowloris: a request head that
+  // grows by a byte every 200 ms and never ends.
+  auto opened = Clock::now();
+  std::vector<int> idle;
+  for (int i = 0; i < 200; ++i) {
+    int fd = Connect(served.base);
+    ASSERT_GE(fd, 0) << "connection " << i;
+    idle.push_back(fd);
+  }
+  double connecting = SecondsSince(opened);
+  int slow = Connect(served.base);
+  ASSERT_GE(slow, 0);
+  std::string head = "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+  ASSERT_EQ(send(slow, head.data(), head.size(), MSG_NOSIGNAL), static_cast<ssize_t>(head.size()));
+  std::atomic<bool> stop{false};
+  std::atomic<double> slow_cut{-1};  // seconds until the server closed the slow client's connection
+  std::thread loris([&] {
+    auto start = Clock::now();
+    while (!stop && SecondsSince(start) < 20) {
+      pollfd p{slow, POLLIN, 0};
+      if (poll(&p, 1, 200) > 0) {
+        char buf[512];
+        while (recv(slow, buf, sizeof buf, MSG_DONTWAIT) > 0) {
+        }
+        slow_cut = SecondsSince(start);
+        return;
+      }
+      (void)send(slow, "a", 1, MSG_NOSIGNAL);
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+
+  auto t = Clock::now();
+  auto page = clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + served.base + "/");
+  double took = SecondsSince(t);
+  EXPECT_EQ(page.out, "200");
+  EXPECT_LT(took, 2.0) << "the leaderboard took " << took << " s behind 200 idle connections and a slow one";
+  EXPECT_LT(connecting, 2.0) << "200 connections took " << connecting << " s to be accepted";
+  t = Clock::now();
+  EXPECT_EQ(clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + served.base + "/runs").out, "200");
+  EXPECT_LT(SecondsSince(t), 2.0);
+
+  // Every connection's time is bounded: the idle ones get a 408 and are closed after about 5 s,
+  // and so is the slow one, however busy it keeps itself.
+  auto first = ReadUntilClosed(idle.front(), std::chrono::milliseconds(9000));
+  ASSERT_TRUE(first.has_value()) << "an idle connection was still open after " << SecondsSince(opened) << " s";
+  EXPECT_EQ(first->rfind("HTTP/1.1 408", 0), 0u) << *first;
+  EXPECT_LT(SecondsSince(opened), 9.0);
+  loris.join();
+  EXPECT_GT(slow_cut.load(), 3.0);
+  EXPECT_LT(slow_cut.load(), 8.0) << "the slow client was not cut off";
+  for (int fd : idle) close(fd);
+  close(slow);
+
+  // What it cannot parse gets a 400 with a short body; an unknown path a 404 with one.
+  int junk = Connect(served.base);
+  std::string garbage = "NOT AN HTTP REQUEST\r\n\r\n";
+  ASSERT_EQ(send(junk, garbage.data(), garbage.size(), MSG_NOSIGNAL), static_cast<ssize_t>(garbage.size()));
+  auto answer = ReadUntilClosed(junk, std::chrono::milliseconds(5000));
+  close(junk);
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_EQ(answer->rfind("HTTP/1.1 400", 0), 0u) << *answer;
+  EXPECT_NE(answer->find("\r\n\r\n400 Bad Request"), std::string::npos) << *answer;
+  auto missing = clustermax::testing::RunShell("curl -s --max-time 5 -w ' %{http_code}' " + served.base + "/no/such/page");
+  EXPECT_EQ(missing.out, "404 Not Found\n 404");
+
+  stop = true;
+  t = Clock::now();
+  int st = served.Stop();
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_LT(SecondsSince(t), 3.0) << "serve took long to stop";
+  fs::remove_all(d);
+}
+
+// An id that names no run is a 404 with a page, whatever its digits; a store that cannot be read
+// is a 500 that does not show where the store is.
+TEST(WebServe, BadIdsAre404sAndErrorsKeepThePathToThemselves) {
+  fs::path d = TempDir("ids");
+  fs::path db = MakeStore(d);
+  Served served(db, "127.0.0.1:" + std::to_string(FreePort()), d / "serve.log");
+  ASSERT_FALSE(served.base.empty());
+  auto get = [&](const std::string& path) {
+    return clustermax::testing::RunShell("curl -s --max-time 5 -w ' %{http_code}' " + served.base + path).out;
+  };
+  for (std::string path : {"/run/999", "/rating/0", "/run/99999999999999999999999", "/diff/1/999", "/diff/99999999999999999999/1"}) {
+    std::string page = get(path);
+    EXPECT_TRUE(page.size() > 4 && page.substr(page.size() - 4) == " 404") << path << ": " << page;
+    EXPECT_NE(page.find("No such run"), std::string::npos) << path << ": " << page;
+    EXPECT_EQ(page.find(d.string()), std::string::npos) << path << ": " << page;
+  }
+  std::string diff = get("/diff/1/2");
+  EXPECT_EQ(diff.substr(diff.size() - 4), " 200") << diff;
+  std::ofstream(db, std::ios::trunc) << "this is not a database, and it is long enough for SQLite to notice that. ........................";
+  std::string broken = get("/");
+  EXPECT_EQ(broken.substr(broken.size() - 4), " 500") << broken;
+  EXPECT_EQ(broken.find(d.string()), std::string::npos) << broken;
+  EXPECT_NE(util::ReadLocalFile(d / "serve.log").value_or("").find(db.string()), std::string::npos) << "the reason belongs in serve's log";
+  fs::remove_all(d);
+}
+
+// A store on a read-only mount (a snapshot, a shared mount) is read without -wal or -shm beside
+// it: db list/show/export, report --html and serve. A bind mount in a user namespace, because
+// chmod does not stop root.
+TEST(WebServe, ReadOnlyMountedStoreIsListedAndServed) {
+  if (clustermax::testing::RunShell("unshare -rm true").code != 0) GTEST_SKIP() << "cannot make a mount namespace here (unshare -rm)";
+  fs::path d = TempDir("ro");
+  fs::path db = MakeStore(d);
+  ASSERT_FALSE(fs::exists(db.string() + "-wal") || fs::exists(db.string() + "-shm")) << "the store was left with side files";
+  fs::path out = TempDir("ro-out");
+  fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
+  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                         fs::perms::others_exec);
+  std::string cli = CLUSTERMAX_BINARY, D = d.string(), DB = db.string(), O = out.string();
+  std::string url = "http://127.0.0.1:" + std::to_string(FreePort());
+  std::string script =
+      "mount --bind " + D + " " + D + " && mount -o remount,bind,ro " + D + " || exit 9\n"
+      "touch " + D + "/probe 2>/dev/null && echo WRITABLE\n"
+      "echo LIST; " + cli + " db --db " + DB + " list 2>&1\n"
+      "echo SHOW; " + cli + " db --db " + DB + " show 1 2>&1 | head -1\n"
+      "echo EXPORT; " + cli + " db --db " + DB + " export 2>&1 | head -2\n"
+      "echo HTML; " + cli + " report --html " + O + "/page.html --db " + DB + " 2>&1\n"
+      + cli + " serve --db " + DB + " --listen " + url.substr(7) + " 2>" + O + "/serve.log &\n"
+      "pid=$!\n"
+      "for i in $(seq 100); do curl -sf -o /dev/null " + url + "/ && break; sleep 0.1; done\n"
+      "echo SERVE $(curl -s --max-time 5 -o " + O + "/served.html -w '%{http_code}' " + url + "/)\n"
+      "kill $pid; wait $pid\n"
+      "echo FILES; ls -A " + D + "\n";
+  std::ofstream(out / "ro.sh") << script;
+  auto r = clustermax::testing::RunShell("unshare -rm sh " + (out / "ro.sh").string());
+  fs::permissions(d, fs::perms::owner_all);
+  if (r.code == 9) GTEST_SKIP() << "no read-only bind mount here: " << r.out;
+  EXPECT_EQ(r.out.find("WRITABLE"), std::string::npos) << "the mount is not read-only";
+  EXPECT_NE(r.out.find("Example Cloud"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("clustermax: error"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"kind\": \"clustermax.store.export\""), std::string::npos) << r.out;
+  EXPECT_NE(util::ReadLocalFile(out / "page.html").value_or("").find("Scorecard: Example Cloud"), std::string::npos);
+  EXPECT_NE(r.out.find("SERVE 200"), std::string::npos) << r.out << util::ReadLocalFile(out / "serve.log").value_or("");
+  EXPECT_NE(util::ReadLocalFile(out / "served.html").value_or("").find("Example Cloud"), std::string::npos);
+  EXPECT_EQ(r.out.find("r.db-"), std::string::npos) << "side files beside the store: " << r.out;
+  fs::remove_all(d);
+  fs::remove_all(out);
 }
 
 }  // namespace

@@ -60,7 +60,9 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
   exp->add_option("ids", export_ids, "Run ids");
   d.db = db;
   d.run = [ingest, list, show, diff, exp]() -> int {
-    store::Store s = store::Store::Open(db_path.empty() ? store::DefaultDbPath() : std::filesystem::path(db_path));
+    std::filesystem::path file = db_path.empty() ? store::DefaultDbPath() : std::filesystem::path(db_path);
+    // Only ingest writes; the other commands read, so a store on a read-only mount can be listed.
+    store::Store s = ingest->parsed() ? store::Store::Open(file) : store::Store::OpenReadOnly(file);
     if (ingest->parsed()) {
       int failed = 0;
       for (const auto& p : paths) {

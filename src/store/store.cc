@@ -1,12 +1,15 @@
 #include "store/store.h"
 
 #include <SQLiteCpp/SQLiteCpp.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <thread>
 
@@ -121,6 +124,19 @@ json RunRow(SQLite::Statement& q) {
           {"edition", Nullable(q.getColumn("edition"))}};
 }
 
+// file:PATH?mode=ro&immutable=1, the path absolute and percent-encoded where a URI needs it.
+std::string ImmutableUri(const fs::path& path) {
+  std::string uri = "file:";
+  for (unsigned char c : fs::absolute(path).lexically_normal().string()) {
+    if (std::isalnum(c) || std::strchr("/-._~", c)) {
+      uri += static_cast<char>(c);
+    } else {
+      uri += fmt::format("%{:02X}", c);
+    }
+  }
+  return uri + "?mode=ro&immutable=1";
+}
+
 }  // namespace
 
 fs::path DefaultDbPath() { return util::HomeDir() / ".clustermax" / "results.db"; }
@@ -137,6 +153,9 @@ Store Store::Open(const fs::path& path) {
   for (int attempt = 0;; ++attempt) {
     try {
       if (path.has_parent_path()) fs::create_directories(path.parent_path());
+      // A new store is its owner's alone: created here 0600 whatever the umask (SQLite gives its
+      // -wal and -shm the database file's mode). An existing file keeps the mode it has.
+      if (int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600); fd >= 0) ::close(fd);
       auto db = std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE);
       db->setBusyTimeout(15000);
       db->exec("PRAGMA journal_mode=WAL");
@@ -172,13 +191,28 @@ Store Store::OpenReadOnly(const fs::path& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error(path.string() + ": no results store here yet (clustermax db ingest RUN_DIR creates it)");
   try {
-    auto db = std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READONLY);
+    // A WAL store is read through the -shm (and -wal) beside it, which a reader creates when they
+    // are missing. Where this process cannot write the file or its directory (a read-only mount, a
+    // snapshot, someone else's store) and there is no -wal, the file holds every write: it is
+    // opened immutable, needing and making no side files. (With a -wal, immutable would not read
+    // it; then only a -shm beside it makes the store readable.)
+    fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+    bool writable = ::access(path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+    fs::path wal = path.string() + "-wal";
+    bool pending = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
+    if (!writable && pending && !fs::exists(path.string() + "-shm", ec)) {
+      throw std::runtime_error(fmt::format("{}: cannot be read here: {} holds writes not yet in the database and needs a -shm beside it; "
+                                           "read it where it is writable, or copy it with its -wal and -shm",
+                                           path.string(), wal.string()));
+    }
+    auto db = writable || pending ? std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READONLY)
+                                  : std::make_unique<SQLite::Database>(ImmutableUri(path), SQLite::OPEN_READONLY | SQLite::OPEN_URI);
     db->setBusyTimeout(15000);
     Store s(std::move(db), path.string());
     int v = s.SchemaVersion();
     if (v != kSchemaVersion) {
       throw std::runtime_error(fmt::format("{}: schema version {}, this clustermax reads {}; {}", path.string(), v, kSchemaVersion,
-                                           v < kSchemaVersion ? "run clustermax db list once to migrate it" : "upgrade clustermax"));
+                                           v < kSchemaVersion ? "the next clustermax db ingest migrates it" : "upgrade clustermax"));
     }
     return s;
   } catch (const SQLite::Exception& e) {
@@ -328,6 +362,12 @@ json Store::List(const std::string& provider) const {
   json out = json::array();
   while (q.executeStep()) out.push_back(RunRow(q));
   return out;
+}
+
+bool Store::Contains(int64_t id) const {
+  SQLite::Statement q(*db_, "SELECT 1 FROM runs WHERE id = ?");
+  q.bind(1, id);
+  return q.executeStep();
 }
 
 json Store::Show(int64_t id) const {

@@ -28,10 +28,12 @@ struct IngestResult {
 
 class Store {
  public:
-  // Opens (creating) the database; throws std::runtime_error with the path and SQLite's message.
+  // Opens (creating, mode 0600) the database; throws std::runtime_error with the path and
+  // SQLite's message.
   static Store Open(const std::filesystem::path& path);
-  // For readers (report, serve): no write lock, no migration; a missing file, an older or a newer
-  // schema is an error that says what to do.
+  // For readers (report, serve, db list/show/diff/export): no write lock, no migration; a missing
+  // file, an older or a newer schema is an error that says what to do. A store this process cannot
+  // write (read-only mount, snapshot) is opened immutable, creating no -wal or -shm beside it.
   static Store OpenReadOnly(const std::filesystem::path& path);
   ~Store();
   Store(Store&&) noexcept;
@@ -45,6 +47,7 @@ class Store {
 
   // [{id, provider, cluster, kind, target, collected_at, ingested_at, nodes, summary, tier}], newest first.
   nlohmann::json List(const std::string& provider = "") const;
+  bool Contains(int64_t run_id) const;
   // One run with its results, benchmark grades and documents; null when absent.
   nlohmann::json Show(int64_t run_id) const;
   // What changed between two runs: checks whose status moved, metrics whose verdict or value moved.
