@@ -328,3 +328,27 @@ TEST(Hardening, EmptyBundleIsAnEvidenceError) {
   EXPECT_NE(r.out.find("holds no evidence"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
 }
+
+// Item 5, the store and the rating: a report whose strings hold terminal escapes is listed, shown
+// and rated with the escapes visible, never executed.
+TEST(Hardening, StoreAndRatingEscapeWhatTheyPrint) {
+  fs::path d = Scratch("escapes-store");
+  json report = util::ParseJsonDocument(cmt::ReadFixture("../golden/debian12-container-cpu.json"), "golden");
+  report["nodes"] = json::array({"evil\x1b[2K\r  PASS"});
+  for (auto& r : report["results"]) {
+    r["message"] = r["message"].get<std::string>() + "\x1b[2K\rPASS all fine\x9b";
+    for (auto& n : r["nodes"]) n["node"] = "evil\x1b[2K\r";
+  }
+  fs::create_directories(d / "run");
+  util::WriteFileAtomic(d / "run" / "report.json", util::JsonText(report));
+  std::string db = " --db " + (d / "r.db").string();
+  auto ingest = Cli("db" + db + " ingest " + (d / "run").string() + " --provider 'Evil\x1b[31mCloud'");
+  ASSERT_EQ(ingest.code, 0) << ingest.out;
+  auto list = Cli("db" + db + " list");
+  auto show = Cli("db" + db + " show 1");
+  auto rate = Cli("rate " + (d / "run").string() + " -v");
+  for (const auto* r : {&ingest, &list, &show, &rate}) {
+    EXPECT_FALSE(HasRawEscape(r->out)) << r->out.substr(0, 3000);
+  }
+  EXPECT_NE(show.out.find("\\x1b[2K"), std::string::npos) << show.out.substr(0, 2000);
+}

@@ -80,7 +80,7 @@ void CheckOut(const Common& c, const std::string& suite) {
 
 // Makes `dir` (mode 0700, its parents as usual) unless it exists; false when it already did.
 bool MakePrivateDir(const fs::path& dir) {
-  if (!dir.parent_path().empty()) fs::create_directories(dir.parent_path());
+  if (!dir.parent_path().empty()) util::CreatePrivateDirectories(dir.parent_path());
   if (::mkdir(dir.c_str(), 0700) == 0) return true;
   if (errno == EEXIST && fs::is_directory(dir)) return false;
   throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno)));
@@ -106,7 +106,7 @@ int Finish(json result, const Common& c, const std::string& suite, std::string (
   result["grades"] = grade(result);
   result["verdict"] = bench::WorstVerdict(result["grades"]);
   if (c.json_out) {
-    std::cout << result.dump(2) << "\n";
+    std::cout << util::JsonText(result) << "\n";
   } else {
     std::cout << render(result);
   }
@@ -116,7 +116,7 @@ int Finish(json result, const Common& c, const std::string& suite, std::string (
   fs::path dir = RunDir(c);
   MakePrivateDir(dir / "bench");
   fs::path file = ResultFile(dir, suite);
-  util::WriteFileAtomic(file, result.dump(2) + "\n");
+  util::WriteFileAtomic(file, util::JsonText(result) + "\n");
   std::cerr << fmt::format("result saved to {}\n", file.string());
   if (result.value("interrupted", false)) {
     std::cerr << "interrupted\n";
@@ -181,7 +181,7 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
     s.missing = step.missing;
     for (const auto& [node, doc] : step.documents) {
       try {
-        json r = json::parse(doc);
+        json r = util::ParseJsonDocument(doc, "result of " + node);
         if (r.contains("error")) s.missing[node] = r["error"].get<std::string>();
         else s.results[node] = std::move(r);
       } catch (const std::exception& e) {
@@ -218,7 +218,7 @@ int EmitStorageFrames(const bench::StorageOptions& so) {
   } catch (const std::exception& e) {
     r = {{"error", e.what()}};
   }
-  for (const auto& line : util::FrameLines(kBenchMarker, node, r.dump(-1, ' ', true))) std::cout << line << "\n";
+  for (const auto& line : util::FrameLines(kBenchMarker, node, r.dump(-1, ' ', true, json::error_handler_t::replace))) std::cout << line << "\n";
   std::cout.flush();
   return kExitOk;
 }
@@ -414,7 +414,7 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     pc.max_retries = 1;
     pc.request_timeout_s = 10;
     pc.credentials = bench::LoadS3Credentials(probe_profile, [](const char* k) { return std::getenv(k); });
-    std::cout << bench::RunS3Probe(pc).dump() << "\n";
+    std::cout << util::JsonText(bench::RunS3Probe(pc), -1) << "\n";
     return kExitOk;
   };
 }

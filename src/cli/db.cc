@@ -6,6 +6,8 @@
 
 #include "cli/cli.h"
 #include "store/store.h"
+#include "util/files.h"
+#include "util/strings.h"
 
 namespace clustermax::cli {
 using nlohmann::json;
@@ -68,10 +70,11 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
       for (const auto& p : paths) {
         try {
           auto r = s.Ingest(p, provider, cluster);
-          std::cout << (r.already ? fmt::format("{}: already stored as run {}\n", p, r.run_id)
-                                  : fmt::format("{}: stored as run {} ({})\n", p, r.run_id, r.what));
+          std::cout << util::EscapeControls(r.already ? fmt::format("{}: already stored as run {}", p, r.run_id)
+                                                      : fmt::format("{}: stored as run {} ({})", p, r.run_id, r.what))
+                    << "\n";
         } catch (const std::exception& e) {
-          std::cerr << "clustermax: " << e.what() << "\n";
+          std::cerr << "clustermax: " << util::EscapeControls(e.what()) << "\n";
           ++failed;
         }
       }
@@ -79,7 +82,8 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
     }
     if (list->parsed()) {
       json runs = s.List(list_provider);
-      std::cout << (json_out ? runs.dump(2) + "\n" : RenderList(runs));
+      // Text from stored documents (provider, cluster, messages) is escaped: nothing reaches the terminal raw.
+      std::cout << (json_out ? util::JsonText(runs) + "\n" : RenderList(util::EscapeControlsInJson(runs)));
       return kExitOk;
     }
     if (show->parsed()) {
@@ -89,9 +93,10 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
         return kExitToolError;
       }
       if (json_out) {
-        std::cout << r.dump(2) << "\n";
+        std::cout << util::JsonText(r) << "\n";
         return kExitOk;
       }
+      r = util::EscapeControlsInJson(std::move(r));
       std::cout << RenderList(json::array({r}));
       for (const auto& res : r["results"]) {
         if (res["status"] == "PASS" || res["status"] == "SKIP") continue;
@@ -106,9 +111,10 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
     if (diff->parsed()) {
       json r = s.Diff(diff_a, diff_b);
       if (json_out) {
-        std::cout << r.dump(2) << "\n";
+        std::cout << util::JsonText(r) << "\n";
         return kExitOk;
       }
+      r = util::EscapeControlsInJson(std::move(r));
       std::cout << fmt::format("run {} ({}) -> run {} ({})\n", diff_a, Cell(r["from"]["collected_at"]), diff_b, Cell(r["to"]["collected_at"]));
       if (r["checks"].empty() && r["metrics"].empty()) std::cout << "  no change\n";
       for (const auto& c : r["checks"]) {
@@ -121,7 +127,7 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
       return kExitOk;
     }
     if (exp->parsed()) {
-      std::cout << s.Export(export_ids).dump(2) << "\n";
+      std::cout << util::JsonText(s.Export(export_ids)) << "\n";
       return kExitOk;
     }
     return kExitToolError;

@@ -428,7 +428,9 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
     } else {
       std::string body;
       for (const auto& f : ratings) {
-        json r = json::parse(*util::ReadLocalFile(f));
+        auto text = util::ReadLocalFile(f);
+        if (!text) throw std::invalid_argument(f + ": no such file");
+        json r = util::ParseJsonDocument(*text, f);
         if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument(f + ": not a rating (clustermax rate --out FILE)");
         body += web::Scorecard(r);
       }
@@ -507,7 +509,7 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
       });
     });
     svr.Get("/api/leaderboard", [&](const httplib::Request&, httplib::Response& res) {
-      with_store(res, [&](const store::Store& s) { res.set_content(s.Leaderboard().dump(), "application/json"); });
+      with_store(res, [&](const store::Store& s) { res.set_content(util::JsonText(s.Leaderboard(), -1), "application/json"); });
     });
     g_server = &svr;
     std::signal(SIGINT, StopServer);
