@@ -40,6 +40,9 @@ TEST(Minimums, BranchMap) {
   EXPECT_EQ(V("nvidiaDriver", "580.159.03"), Outcome::kPass);
   EXPECT_EQ(V("nvidiaDriver", "600.10.01"), Outcome::kPass);
   EXPECT_EQ(V("nvidiaDriver", "575.57.08"), Outcome::kUnknown);
+  // Older than the oldest end-of-life branch the table knows: FAIL, not "not listed".
+  EXPECT_EQ(V("nvidiaDriver", "384.111"), Outcome::kFail);
+  EXPECT_EQ(V("nvidiaDriver", "367.48"), Outcome::kFail);
   EXPECT_EQ(V("nvidiaDriver", "470.256.02"), Outcome::kFail);  // end-of-life
   EXPECT_EQ(V("nvidiaDriver", "550.127.05"), Outcome::kFail);
   EXPECT_EQ(V("nvidiaDriver", "garbage"), Outcome::kUnknown);
@@ -74,7 +77,9 @@ TEST(Minimums, TrainMap) {
   EXPECT_EQ(V("connectxFirmware", "28.43.2026"), Outcome::kFail);
   EXPECT_EQ(V("connectxFirmware", "28.46.3048"), Outcome::kPass);
   EXPECT_EQ(V("connectxFirmware", "28.47.1000"), Outcome::kPass);
-  EXPECT_EQ(V("connectxFirmware", "16.31.1014"), Outcome::kUnknown);
+  EXPECT_EQ(V("connectxFirmware", "16.31.1014"), Outcome::kUnknown);  // a gap between listed trains
+  // Older than every train the table knows: unmaintained, FAIL (was "not listed", WARN).
+  EXPECT_EQ(V("connectxFirmware", "16.20.1010"), Outcome::kFail);
 }
 
 TEST(Minimums, ReleaseWindow) {

@@ -1,6 +1,7 @@
 #include "core/minimums.h"
 
 #include <algorithm>
+#include <climits>
 #include <array>
 #include <utility>
 
@@ -101,15 +102,24 @@ Comparison CompareMinimum(const Component& c, const VersionInput& in) {
 }
 
 // A key (branch, train) the table does not list: newer than every listed key passes (it is
-// assumed to carry the fixes); anything else is unknown.
+// assumed to carry the fixes); older than every key the table knows (floors and end-of-life keys)
+// fails, since nothing that old is maintained; a gap between listed keys is unknown.
 Comparison UnlistedKey(const Component& c, long long key, std::string_view what) {
-  long long newest = 0;
-  for (const auto& f : c.floors) newest = std::max(newest, util::ParseInt(f.key).value_or(0));
+  long long newest = 0, oldest = LLONG_MAX;
+  for (const auto& f : c.floors) {
+    if (auto k = util::ParseInt(f.key)) newest = std::max(newest, *k), oldest = std::min(oldest, *k);
+  }
+  for (const auto& k : c.eol_keys) {
+    if (auto v = util::ParseInt(k)) oldest = std::min(oldest, *v);
+  }
   Comparison r = Base(c, nullptr);
   r.key = std::to_string(key);
   if (key > newest) {
     r.outcome = Outcome::kPass;
     r.message = fmt::format("{} {} is newer than the newest listed {} {}", what, key, what, newest);
+  } else if (key < oldest) {
+    r.outcome = Outcome::kFail;
+    r.message = fmt::format("{} {} is older than every {} the table knows (oldest {}): unmaintained", what, key, what, oldest);
   } else {
     r.outcome = Outcome::kUnknown;
     r.message = fmt::format("{} {} is not listed in the minimum table", what, key);
