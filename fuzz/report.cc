@@ -23,13 +23,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path WorkDir() {
-  static const fs::path dir = [] {
+// A private directory, removed at exit (one object owns the path, so nothing outlives it).
+struct Work {
+  fs::path dir;
+  Work() {
     std::string tmpl = (fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp") + std::string("/clustermax-fuzz-report-XXXXXX");
     if (!mkdtemp(tmpl.data())) __builtin_trap();
-    return fs::path(tmpl);
-  }();
-  return dir;
+    dir = tmpl;
+  }
+  ~Work() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+const fs::path& WorkDir() {
+  static const Work work;
+  return work.dir;
 }
 
 void Write(const fs::path& p, std::string_view text) {
@@ -37,17 +46,9 @@ void Write(const fs::path& p, std::string_view text) {
   f.write(text.data(), static_cast<std::streamsize>(text.size()));
 }
 
-struct Cleanup {
-  ~Cleanup() {
-    std::error_code ec;
-    fs::remove_all(WorkDir(), ec);
-  }
-};
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static Cleanup cleanup;
   static size_t calls = 0;
   std::string_view input = fuzz::AsText(data, size);
   // Known: a document nested tens of thousands deep overflows the stack when copied (being fixed

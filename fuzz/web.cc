@@ -42,7 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   each([&] { return web::DiffView(doc); });
   // Show()'s shape, as cli/web.cc's RunBody walks it.
   if (doc.is_object() && doc.contains("documents") && doc["documents"].is_object()) {
-    for (const auto& [name, d] : doc["documents"].items()) {
+    for (const auto& item : doc["documents"].items()) {
+      const std::string name = item.key();  // named copies: clang 14 cannot capture structured bindings
+      const json& d = item.value();
       each([&] { return web::Findings(d, name) + web::FleetMatrix(d); });
       each([&] { return web::Benchmark(d); });
       each([&] { return web::Scorecard(d); });
