@@ -1,5 +1,6 @@
 #include "gpu/smi_xml.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -30,7 +31,8 @@ json Number(const pugi::xml_node& n, const char* path) {
   char* end = nullptr;
   double v = std::strtod(t->c_str(), &end);
   if (end == t->c_str()) return nullptr;
-  if (v == static_cast<double>(static_cast<long long>(v)) && t->find('.') == std::string::npos) {
+  // The range test first: casting a double beyond long long (or NaN) is undefined behaviour.
+  if (std::fabs(v) < 9.2e18 && v == static_cast<double>(static_cast<long long>(v)) && t->find('.') == std::string::npos) {
     return static_cast<long long>(v);
   }
   return v;
