@@ -113,7 +113,7 @@ class FuzzHost : public host::Host {
   host::NvmlResult QueryNvml(std::chrono::milliseconds) override {
     host::NvmlResult r;
     std::string_view p = Part("nvml");
-    if (fuzz::JsonDepth(p) > fuzz::kMaxJsonDepth) return r;
+    if (fuzz::TooDeep(p)) return r;
     auto j = nlohmann::json::parse(p, nullptr, false);
     if (j.is_discarded()) {
       r.error = "fuzz: not JSON";

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -49,5 +50,10 @@ inline size_t JsonDepth(std::string_view text) {
   return deepest;
 }
 inline constexpr size_t kMaxJsonDepth = 1000;
+// True for an input to skip for its depth; CLUSTERMAX_FUZZ_DEEP=1 (the known-crash replays) keeps them.
+inline bool TooDeep(std::string_view text) {
+  static const bool keep = std::getenv("CLUSTERMAX_FUZZ_DEEP") != nullptr;
+  return !keep && JsonDepth(text) > kMaxJsonDepth;
+}
 
 }  // namespace clustermax::fuzz
