@@ -61,7 +61,9 @@ json Sum(const pugi::xml_node& n, std::initializer_list<const char*> paths) {
   for (const char* p : paths) {
     json v = Number(n, p);
     if (v.is_number()) {
-      total += v.get<long long>();
+      // No counter is beyond long long: such a value (or a sum past it) is not a count.
+      if (v.is_number_float() && !(std::fabs(v.get<double>()) < 9.2e18)) return nullptr;
+      if (__builtin_add_overflow(total, v.get<long long>(), &total)) return nullptr;
       any = true;
     }
   }
