@@ -7,7 +7,11 @@
 // The input is one JSON document, or several cut at NUL bytes: the first is report.json (or the
 // rating), each further one bench/<n>.json. Files live in a private directory under /dev/shm
 // (else /tmp); the store is recreated every 256 inputs so it stays small.
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -23,17 +27,23 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A private directory, removed at exit (one object owns the path, so nothing outlives it).
+// A private directory per process, "<tmp>/clustermax-fuzz-report-<pid>". libFuzzer ends a run with
+// _Exit (no destructors), so each process removes the directories of processes that are gone.
 struct Work {
   fs::path dir;
   Work() {
-    std::string tmpl = (fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp") + std::string("/clustermax-fuzz-report-XXXXXX");
-    if (!mkdtemp(tmpl.data())) __builtin_trap();
-    dir = tmpl;
-  }
-  ~Work() {
+    fs::path tmp = fs::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
+    const std::string prefix = "clustermax-fuzz-report-";
     std::error_code ec;
+    for (const auto& e : fs::directory_iterator(tmp, ec)) {
+      std::string name = e.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      pid_t pid = static_cast<pid_t>(std::atol(name.c_str() + prefix.size()));
+      if (pid > 0 && kill(pid, 0) != 0 && errno == ESRCH) fs::remove_all(e.path(), ec);
+    }
+    dir = tmp / (prefix + std::to_string(getpid()));
     fs::remove_all(dir, ec);
+    fs::create_directories(dir);
   }
 };
 const fs::path& WorkDir() {
