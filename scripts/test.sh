@@ -24,3 +24,4 @@ build_and_test build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCLUSTERMAX_TESTS=ON
 echo "== ASan+UBSan build and tests"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   build_and_test build-asan -DCMAKE_BUILD_TYPE=Debug -DCLUSTERMAX_SANITIZE=ON -DCLUSTERMAX_TESTS=ON
+echo "== libFuzzer targets: short runs and regression inputs"; bash scripts/fuzz.sh ci

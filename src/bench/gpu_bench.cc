@@ -126,7 +126,9 @@ class Telemetry {
       if (t >= from_s && t <= to_s) by_uuid[s["uuid"]].push_back(&s);
     }
     json out = json::object();
-    for (const auto& [uuid, v] : by_uuid) {
+    for (const auto& entry : by_uuid) {
+      const std::string& uuid = entry.first;  // named references: clang 14 cannot capture structured bindings
+      const std::vector<const json*>& v = entry.second;
       auto stat = [&](const char* key) -> json {
         std::vector<double> xs;
         for (const json* s : v) {

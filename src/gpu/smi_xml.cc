@@ -1,5 +1,6 @@
 #include "gpu/smi_xml.h"
 
+#include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -30,7 +31,8 @@ json Number(const pugi::xml_node& n, const char* path) {
   char* end = nullptr;
   double v = std::strtod(t->c_str(), &end);
   if (end == t->c_str()) return nullptr;
-  if (v == static_cast<double>(static_cast<long long>(v)) && t->find('.') == std::string::npos) {
+  // The range test first: casting a double beyond long long (or NaN) is undefined behaviour.
+  if (std::fabs(v) < 9.2e18 && v == static_cast<double>(static_cast<long long>(v)) && t->find('.') == std::string::npos) {
     return static_cast<long long>(v);
   }
   return v;
@@ -59,7 +61,9 @@ json Sum(const pugi::xml_node& n, std::initializer_list<const char*> paths) {
   for (const char* p : paths) {
     json v = Number(n, p);
     if (v.is_number()) {
-      total += v.get<long long>();
+      // No counter is beyond long long: such a value (or a sum past it) is not a count.
+      if (v.is_number_float() && !(std::fabs(v.get<double>()) < 9.2e18)) return nullptr;
+      if (__builtin_add_overflow(total, v.get<long long>(), &total)) return nullptr;
       any = true;
     }
   }

@@ -114,10 +114,13 @@ std::optional<std::vector<std::string>> ExpandHostlist(std::string_view list) {
       std::string a = range.substr(0, dash), b = dash == std::string::npos ? a : range.substr(dash + 1);
       auto lo = ParseInt(a), hi = ParseInt(b);
       if (!lo || !hi || *hi < *lo || *hi - *lo > 100000) return std::nullopt;
-      for (long long v = *lo; v <= *hi; ++v) {
+      for (long long v = *lo;; ++v) {  // stops at *hi without stepping past it (*hi may be LLONG_MAX)
         std::string num = std::to_string(v);
         if (num.size() < a.size()) num = std::string(a.size() - num.size(), '0') + num;  // zero padding
         out.push_back(prefix + num + suffix);
+        // The whole list has the same bound as one range: many ranges must not exhaust memory.
+        if (out.size() > 100000) return std::nullopt;
+        if (v == *hi) break;
       }
     }
   }

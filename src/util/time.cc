@@ -32,6 +32,8 @@ std::optional<SysTime> ParseRfc3339(std::string_view s) {
   int n = std::sscanf(str.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d", &y, &mo, &d, &h, &mi, &sec);
   if (n != 6 && n != 3) return std::nullopt;
   if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60) return std::nullopt;
+  // SysTime counts nanoseconds in 64 bits (1677-09-21 to 2262-04-11): a year outside would overflow.
+  if (y < 1678 || y > 2261) return std::nullopt;
   std::tm tm{};
   tm.tm_year = y - 1900;
   tm.tm_mon = mo - 1;

@@ -1,0 +1,37 @@
+// The evidence bundle reader (host::ParseJson, simdjson into nlohmann; host::Bundle::FromJson),
+// as `audit --replay`, `audit review` and the Slurm fan-out use it: the bundle is written back
+// (ToJson), replayed through every collector (ReplayHost) and judged, and the report rendered.
+#include <string>
+
+#include "audit/engine.h"
+#include "audit/plan.h"
+#include "checks/register.h"
+#include "core/check.h"
+#include "core/minimums.h"
+#include "fuzz_common.h"
+#include "host/bundle.h"
+#include "report/report.h"
+
+using namespace clustermax;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const audit::Plan plan = [] {
+    audit::Selection sel;
+    for (const auto& p : core::Probes()) sel.probes.insert(p.name);
+    return audit::BuildPlan(checks::DefaultRegistry(), sel);
+  }();
+  std::string_view text = fuzz::AsText(data, size);
+  try {
+    nlohmann::json j = host::ParseJson(text);
+    host::Bundle b = host::Bundle::FromJson(j);
+    (void)b.ToJson().dump();
+    collect::CollectOptions opts;
+    opts.threads = 1;
+    audit::NodeEvidence n = audit::ReplayNode(b, plan, opts);
+    audit::Report r = audit::Judge(plan, {n}, core::EmbeddedMinimumTable());
+    (void)report::ToJson(r).dump();
+    (void)report::RenderText(r, {.verbosity = 3});
+  } catch (const std::exception&) {
+  }
+  return 0;
+}

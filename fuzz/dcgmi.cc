@@ -1,0 +1,21 @@
+// `dcgmi diag -j` output (collect::ParseDcgmDiagJson).
+#include <string>
+
+#include "collect/parsers.h"
+#include "fuzz_common.h"
+
+using namespace clustermax;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string_view t = fuzz::AsText(data, size);
+  if (fuzz::TooDeep(t)) return -1;
+  try {
+    std::string error;
+    auto diag = collect::ParseDcgmDiagJson(t, &error);
+    if (diag) {
+      for (const auto& r : diag->results) (void)r.status.size();
+    }
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
