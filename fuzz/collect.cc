@@ -16,6 +16,7 @@
 #include "core/check.h"
 #include "core/minimums.h"
 #include "fuzz_common.h"
+#include "util/files.h"
 #include "report/report.h"
 
 using namespace clustermax;
@@ -113,7 +114,7 @@ class FuzzHost : public host::Host {
   host::NvmlResult QueryNvml(std::chrono::milliseconds) override {
     host::NvmlResult r;
     std::string_view p = Part("nvml");
-    if (fuzz::TooDeep(p)) return r;
+    if (util::JsonNestingDepth(p, util::kMaxJsonDepth) > util::kMaxJsonDepth) return r;  // as the bundle reader refuses
     auto j = nlohmann::json::parse(p, nullptr, false);
     if (j.is_discarded()) {
       r.error = "fuzz: not JSON";

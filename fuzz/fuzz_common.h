@@ -29,31 +29,5 @@ inline std::vector<std::string_view> SplitNul(std::string_view text) {
   return out;
 }
 
-// Deepest bracket nesting of a JSON-like text (strings skipped). A document nested tens of
-// thousands deep overflows the stack in recursive JSON code (nlohmann's dump and copy, the
-// renderers): a known issue being fixed separately (fuzz/regressions/README.md). Targets whose
-// reader is not the one being fixed skip such inputs so that their runs look for other bugs.
-inline size_t JsonDepth(std::string_view text) {
-  size_t depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
-    else if ((c == ']' || c == '}') && depth > 0) --depth;
-  }
-  return deepest;
-}
-inline constexpr size_t kMaxJsonDepth = 1000;
-// True for an input to skip for its depth; CLUSTERMAX_FUZZ_DEEP=1 (the known-crash replays) keeps them.
-inline bool TooDeep(std::string_view text) {
-  static const bool keep = std::getenv("CLUSTERMAX_FUZZ_DEEP") != nullptr;
-  return !keep && JsonDepth(text) > kMaxJsonDepth;
-}
 
 }  // namespace clustermax::fuzz

@@ -15,7 +15,7 @@
 #
 # Installs clang and libclang-rt-14-dev (Debian) when missing. Crashes land in
 # build-fuzz/fuzz/{work,long}/<target>/artifacts/; keep each one under fuzz/regressions/<target>/
-# once fixed (fuzz/known-crashes/<target>/ while the fix is pending elsewhere).
+# once fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-ci}

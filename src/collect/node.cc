@@ -12,6 +12,7 @@
 #include "collect/parsers.h"
 #include "collect/pci.h"
 #include "core/thresholds.h"
+#include "util/files.h"
 #include "util/strings.h"
 
 namespace clustermax::collect {
@@ -422,7 +423,7 @@ Evidence ContainerRuntimes(host::Host& h, const CollectOptions&) {
   json docker_nvidia = nullptr;
   if (daemon.is_string()) {
     try {
-      json d = json::parse(daemon.get<std::string>());
+      json d = util::ParseJsonDocument(daemon.get<std::string>(), "/etc/docker/daemon.json");
       docker_nvidia = d.contains("runtimes") && d["runtimes"].contains("nvidia");
     } catch (const json::exception&) {
       docker_nvidia = util::Contains(daemon.get<std::string>(), "nvidia-container-runtime");

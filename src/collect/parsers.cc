@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/xid_catalog.h"
+#include "util/files.h"
 #include "util/strings.h"
 #include "util/version.h"
 
@@ -245,7 +246,12 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
     if (error) *error = "no JSON object in the output";
     return std::nullopt;
   }
-  nlohmann::json j = nlohmann::json::parse(text.substr(b, e - b + 1), nullptr, false);
+  std::string_view doc = text.substr(b, e - b + 1);
+  if (util::JsonNestingDepth(doc, util::kMaxJsonDepth) > util::kMaxJsonDepth) {
+    if (error) *error = fmt::format("JSON nested deeper than {} levels", util::kMaxJsonDepth);
+    return std::nullopt;
+  }
+  nlohmann::json j = nlohmann::json::parse(doc, nullptr, false);
   if (j.is_discarded() || !j.contains("DCGM Diagnostic")) {
     if (error) *error = "not a DCGM Diagnostic document";
     return std::nullopt;
