@@ -2,6 +2,7 @@
 // SOURCES.md) through the real collector and check, plus mutation tests that change one fact.
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -9,6 +10,7 @@
 #include "collect/collector.h"
 #include "collect/parsers.h"
 #include "core/minimums.h"
+#include "gpu/smi_xml.h"
 #include "host/bundle.h"
 #include "testutil.h"
 #include "util/time.h"
@@ -162,4 +164,60 @@ TEST(KernelLogParser, DaysFromBothTimestampForms) {
   EXPECT_EQ(collect::KernelLogDay("[Sun Nov  1 10:00:01 2026] NVRM: x"), "2026-11-01");
   EXPECT_EQ(collect::KernelLogDay("[ 1234.567890] NVRM: x"), "");
   EXPECT_EQ(collect::KernelLogDay("Mar  5 10:11:12 host kernel: x"), "");
+}
+
+// ---- Class 5: checks that do not apply are not graded. Real nvidia-smi -q -x of several
+// generations (tests/fixtures/corpus/nvidia-smi-xml), judged as an audit started with --standalone.
+
+
+namespace {
+core::Finding JudgeSmiText(const std::string& check, const std::string& xml) {
+  std::string error;
+  auto snap = gpu::ParseNvidiaSmiXml(xml, &error);
+  EXPECT_TRUE(snap) << error;
+  core::EvidenceSet ev;
+  json pci_devices = json::array();
+  for (size_t i = 0; i < (*snap)["devices"].size(); ++i) {
+    pci_devices.push_back({{"bdf", fmt::format("0000:{:02x}:00.0", i + 1)}, {"vendor", "0x10de"}, {"device", "0x2237"}, {"class", "0x030200"},
+                           {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}});
+  }
+  ev["pci.devices"] = Ok({{"devices", pci_devices}, {"complete", true}, {"unreadable", 0}});
+  ev["gpu.inventory"] = Ok(*snap);
+  const core::Check* c = checks::DefaultRegistry().Find(check);
+  for (const auto& n : c->info.needs) {
+    if (!ev.count(n)) ev[n].status = core::EvidenceStatus::kNotCollected;
+  }
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kStandalone, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  return c->judge(ctx);
+}
+core::Finding JudgeSmi(const std::string& check, const std::string& xml_file) {
+  return JudgeSmiText(check, cmt::ReadFixture("corpus/nvidia-smi-xml/" + xml_file));
+}
+}  // namespace
+
+TEST(Verdicts, PassThroughGuestsAreNotGradedAgainstTheSkuNodeCount) {
+  for (const char* f : {"ampere-a10g-pcie-passthrough-1.xml", "turing-tesla-t4-pcie-passthrough-1.xml", "volta-v100s-pcie-32gb-passthrough-1.xml"}) {
+    auto finding = JudgeSmi("gpu-count-consistent", f);
+    EXPECT_NE(finding.verdict, Verdict::kFail) << f << ": " << finding.message;
+  }
+  auto guest = JudgeSmi("gpu-count-consistent", "volta-v100s-pcie-32gb-passthrough-1.xml");
+  EXPECT_EQ(guest.verdict, Verdict::kPass) << guest.message;
+  // Mutation: the same V100S card with its virtualization mode "None" is bare metal, where a PCIe
+  // SKU has no fixed count per node: unverified (WARN), no longer PASS.
+  std::string xml = cmt::ReadFixture("corpus/nvidia-smi-xml/volta-v100s-pcie-32gb-passthrough-1.xml");
+  size_t at = xml.find("Pass-Through");
+  ASSERT_NE(at, std::string::npos);
+  xml.replace(at, 12, "None");
+  auto bare = JudgeSmiText("gpu-count-consistent", xml);
+  EXPECT_EQ(bare.verdict, Verdict::kWarn) << bare.message;
+}
+
+TEST(Verdicts, NvlinkIsNotGradedOnGpusWithoutIt) {
+  auto t4 = JudgeSmi("nvlink-status", "turing-tesla-t4-pcie-passthrough-1.xml");
+  EXPECT_EQ(t4.verdict, Verdict::kSkip) << t4.message;
+  auto a10g = JudgeSmi("nvlink-status", "ampere-a10g-pcie-passthrough-1.xml");
+  EXPECT_EQ(a10g.verdict, Verdict::kSkip) << a10g.message;
+  // An SXM A100 read through nvidia-smi: NVLink exists but nvidia-smi -q -x does not show it: unverified.
+  auto a100 = JudgeSmi("nvlink-status", "ampere-a100-sxm4-80gb-mig-1.xml");
+  EXPECT_EQ(a100.verdict, Verdict::kWarn) << a100.message;
 }

@@ -55,9 +55,19 @@ Finding GpuCountConsistent(const JudgeContext& ctx) {
   int on_bus = CountPciGpus(pci, "0x10de");
   std::string name = gpu->data["devices"][0].value("name", json()).is_string() ? gpu->data["devices"][0]["name"].get<std::string>() : "";
   auto model = core::EmbeddedThresholds().Model(name);
+  // A pass-through or vGPU guest holds the GPUs it was given, not the SKU's node count, whatever
+  // target the audit was started with: the GPUs themselves say so.
+  std::string guest_mode;
+  for (const auto& d : gpu->data["devices"]) {
+    std::string m = d.value("virtualization_mode", json()).is_string() ? d["virtualization_mode"].get<std::string>() : "";
+    if (m == "Pass-Through" || m == "VGPU") guest_mode = m;
+  }
   Finding f;
   if (pci.ok() && on_bus > visible) {
     f = core::Fail(Severity::kMissing, fmt::format("{} NVIDIA GPU(s) on the PCI bus but only {} visible (a GPU was lost)", on_bus, visible));
+  } else if (!guest_mode.empty()) {
+    f = core::Pass(fmt::format("{} GPU(s) visible in a {} guest (the GPUs report it); the node count of the SKU does not apply", visible,
+                               guest_mode));
   } else if (model && model->gpus_per_node && visible < *model->gpus_per_node && ctx.target() != core::Target::kVm &&
              ctx.target() != core::Target::kContainer) {
     f = core::Fail(Severity::kMissing, fmt::format("{} {} GPU(s) visible; the SKU has {} per node", visible, model->pattern, *model->gpus_per_node));
@@ -173,6 +183,13 @@ Finding NvlinkStatus(const JudgeContext& ctx) {
     else if (expected && active < *expected) down.push_back(fmt::format("{}: {} links, the SKU has {}", Who(d), active, *expected));
   }
   if (with_links == 0) {
+    // SKUs without NVLink (T4, L4, L40S, A10): nothing to check, from either source.
+    bool none_has_nvlink = !gpu->data["devices"].empty();
+    for (const auto& d : gpu->data["devices"]) {
+      auto m = t.Model(d.value("name", json()).is_string() ? d["name"].get<std::string>() : "");
+      if (!m || !m->nvlinks || *m->nvlinks != 0) none_has_nvlink = false;
+    }
+    if (none_has_nvlink) return core::Skip(Reason::kNotApplicable, "the GPU model has no NVLink");
     if (gpu->data.value("source", "") == "nvidia-smi") return core::Warn(Reason::kUnverified, "NVLink state is not in nvidia-smi -q -x; NVML was not usable");
     return core::Skip(Reason::kNotApplicable, "no GPU reports NVLink (PCIe-only GPUs)");
   }

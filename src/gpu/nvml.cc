@@ -140,6 +140,16 @@ json QueryDevice(Nvml& nvml, Snapshot& s, unsigned index, nvmlDevice_t dev) {
                {"width_current", uint_get("nvmlDeviceGetCurrPcieLinkWidth")},
                {"width_max", uint_get("nvmlDeviceGetMaxPcieLinkWidth")}};
 
+  // A guest's GPUs (pass-through, vGPU) say so; the node-level SKU facts do not apply to a guest.
+  {
+    unsigned mode = 0;
+    auto fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned*)>("nvmlDeviceGetVirtualizationMode");
+    static constexpr const char* kModes[] = {"None", "Pass-Through", "VGPU", "Host VGPU", "Host VSGA"};
+    d["virtualization_mode"] = s.Call("nvmlDeviceGetVirtualizationMode", who, fn, dev, &mode)
+                                   ? json(mode < 5 ? std::string(kModes[mode]) : fmt::format("unknown ({})", mode))
+                                   : json(nullptr);
+  }
+
   json pm = uint_get("nvmlDeviceGetPersistenceMode");
   d["persistence_mode"] = pm.is_null() ? json(nullptr) : json(pm.get<unsigned>() != 0);
 

@@ -142,6 +142,7 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
                  {"width_current", Number(g, "pci/pci_gpu_link_info/link_widths/current_link_width")},
                  {"width_max", Number(g, "pci/pci_gpu_link_info/link_widths/max_link_width")}};
     d["persistence_mode"] = YesNo(g, "persistence_mode");
+    d["virtualization_mode"] = str("gpu_virtualization_mode/virtualization_mode");
     json ecc;
     ecc["current"] = YesNo(g, "ecc_mode/current_ecc");
     ecc["pending"] = YesNo(g, "ecc_mode/pending_ecc");

@@ -118,6 +118,12 @@ nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g 
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned* w) { *w = Index(d) == 5 ? 8 : 16; return kSuccess; }
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t, unsigned* w) { *w = 16; return kSuccess; }
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t, unsigned* m) { *m = 1; return kSuccess; }
+// FAKE_NVML_VIRT: the virtualization mode (0 none, 1 pass-through, 2 vGPU).
+nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t, unsigned* m) {
+  const char* v = std::getenv("FAKE_NVML_VIRT");
+  *m = v ? static_cast<unsigned>(std::atoi(v)) : 0;
+  return kSuccess;
+}
 nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t, unsigned* cur, unsigned* pend) {
   *cur = 1;
   *pend = 1;
