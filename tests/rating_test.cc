@@ -143,7 +143,8 @@ TEST(RatingCatalog, BadCatalogsAreRefusedWithTheReason) {
 
 Assessment Answers(const Catalog& cat, const std::map<std::string, std::string>& a, const std::string& extra = "") {
   std::string y = "edition: \"3.0\"\nprovider: P\n" + extra + "answers:\n";
-  for (const auto& [k, v] : a) y += "  " + k + ": " + v + "\n";
+  // Each answer with its source, as an attestation that earns full credit.
+  for (const auto& [k, v] : a) y += "  " + k + ":\n    answer: " + v + "\n    source: \"https://example.com/" + k + "\"\n";
   return ParseAssessment(y, "test.yaml", cat);
 }
 
@@ -299,6 +300,25 @@ TEST(RatingLadder, Edition20HasNoRibbon) {
   EXPECT_EQ(r["tier"], "UNDERPERFORMING");  // 3.0 would give the ribbon
   EXPECT_NE(r["decided_by"].get<std::string>().find("UNDERPERFORMING"), std::string::npos);
   EXPECT_TRUE(r["gates"]["underperforming"].empty());  // the rule, not a critical failure
+}
+
+TEST(RatingAssessment, AYesWithoutASourceEarnsHalf) {
+  std::string y = "edition: \"3.0\"\nprovider: P\nanswers:\n  security.penetration_tests: yes\n";
+  json r = Rate(Cat(), {}, ParseAssessment(y, "a.yaml", Cat()));
+  bool seen = false;
+  for (const auto& c : r["categories"]) {
+    for (const auto& k : c["criteria"]) {
+      for (const auto& x : k["items"]) {
+        if (x["source"] == "assessment:security.penetration_tests") {
+          seen = true;
+          EXPECT_NE(x["detail"].get<std::string>().find("half credit"), std::string::npos) << x.dump();
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(seen);
+  EXPECT_EQ(Answers(Cat(), {{"security.penetration_tests", "yes"}}).answers.at("security.penetration_tests").source,
+            "https://example.com/security.penetration_tests");
 }
 
 TEST(RatingLadder, TiersFollowTheCutOffs) {

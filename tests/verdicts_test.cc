@@ -12,6 +12,8 @@
 #include "core/minimums.h"
 #include "gpu/smi_xml.h"
 #include "host/bundle.h"
+#include "rating/catalog.h"
+#include "rating/rate.h"
 #include "testutil.h"
 #include "util/time.h"
 
@@ -220,4 +222,23 @@ TEST(Verdicts, NvlinkIsNotGradedOnGpusWithoutIt) {
   // An SXM A100 read through nvidia-smi: NVLink exists but nvidia-smi -q -x does not show it: unverified.
   auto a100 = JudgeSmi("nvlink-status", "ampere-a100-sxm4-80gb-mig-1.xml");
   EXPECT_EQ(a100.verdict, Verdict::kWarn) << a100.message;
+}
+
+// ---- Class 9: ratings without evidence.
+
+TEST(Verdicts, ACohortCountsProvidersNotRatings) {
+  const auto& cat = rating::EmbeddedCatalog("3.0");
+  auto rating = [&](const std::string& provider, const std::string& collected, double s) {
+    json cats = json::array();
+    for (const auto& c : cat.categories) cats.push_back({{"id", c.id}, {"score", s}});
+    return json{{"kind", "clustermax.rating"}, {"edition", "3.0"}, {"provider", provider}, {"cluster", collected}, {"tier", "BRONZE"},
+                {"categories", cats}, {"inputs", json::array({{{"report", {{"collected_at", collected}}}}})}};
+  };
+  json c = rating::Cohort(cat, {rating("A", "2026-11-01T00:00:00Z", 0.9), rating("A", "2026-11-20T00:00:00Z", 0.4),
+                                rating("A", "2026-10-01T00:00:00Z", 0.95), rating("B", "2026-11-01T00:00:00Z", 0.6)});
+  EXPECT_EQ(c["ranked"], 2);  // two providers, not four ratings
+  EXPECT_EQ(c["rows"][0]["provider"], "B");
+  EXPECT_EQ(c["rows"][1]["provider"], "A");
+  EXPECT_EQ(c["rows"][1]["cluster"], "2026-11-20T00:00:00Z");  // A's newest rating
+  EXPECT_EQ(c["superseded"].size(), 2u);
 }

@@ -120,9 +120,10 @@ Item AssessmentItemOf(const AssessmentItem& a, const std::optional<Assessment>& 
   const Answer& ans = it->second;
   x.status = ans.value;
   x.state = "credited";
-  x.credit = ans.value == "yes" ? 1.0 : ans.value == "partial" ? 0.5 : 0.0;
+  // An attestation is evidence through its source: "yes" without one earns half (as "partial").
+  x.credit = ans.value == "yes" ? (ans.source.empty() ? 0.5 : 1.0) : ans.value == "partial" ? 0.5 : 0.0;
   x.proven_unmet = ans.value == "no";
-  x.detail = ans.source.empty() ? "attested, no source given" : "source: " + ans.source;
+  x.detail = ans.source.empty() ? (ans.value == "yes" ? "attested without a source: half credit" : "attested, no source given") : "source: " + ans.source;
   if (!ans.date.empty()) x.detail += " (" + ans.date + ")";
   if (!ans.note.empty()) x.detail += "; " + ans.note;
   return x;
@@ -464,17 +465,43 @@ std::string RenderRating(const json& r, int verbosity) {
   return out;
 }
 
-json Cohort(const Catalog& cat, const std::vector<json>& ratings) {
+json Cohort(const Catalog& cat, const std::vector<json>& all_ratings) {
   struct Row {
     json r;
     double score;
   };
-  std::vector<Row> ranked, gated;
-  for (const auto& r : ratings) {
+  // A cohort counts providers: a provider rated several times (clusters, re-ratings) is ranked
+  // once, by its newest rating (the last given when they carry no date).
+  std::vector<json> ratings;
+  std::map<std::string, size_t> by_provider;
+  json superseded = json::array();
+  for (const auto& r : all_ratings) {
     if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument("not a rating (clustermax rate --out FILE)");
     if (r.value("edition", "") != cat.edition) {
       throw std::invalid_argument(fmt::format("a rating of edition {} in a cohort of edition {}", r.value("edition", "?"), cat.edition));
     }
+    std::string provider = r.value("provider", json("")).is_string() ? r["provider"].get<std::string>() : "";
+    auto it = by_provider.find(provider);
+    if (provider.empty() || it == by_provider.end()) {
+      if (!provider.empty()) by_provider[provider] = ratings.size();
+      ratings.push_back(r);
+      continue;
+    }
+    json& kept = ratings[it->second];
+    // Newer: the newer collection among its inputs (ties, or none dated: the later in the list).
+    auto newest = [](const json& x) {
+      std::string t;
+      for (const auto& in : x.value("inputs", json::array())) {
+        if (in.contains("report") && in["report"].value("collected_at", json()).is_string()) t = std::max(t, in["report"]["collected_at"].get<std::string>());
+      }
+      return t;
+    };
+    bool newer = newest(r) >= newest(kept);
+    superseded.push_back({{"provider", provider}, {"cluster", newer ? kept["cluster"] : r["cluster"]}});
+    if (newer) kept = r;
+  }
+  std::vector<Row> ranked, gated;
+  for (const auto& r : ratings) {
     double sum = 0;
     size_t n = 0;
     for (const auto& c : r.value("categories", json::array())) {
@@ -515,7 +542,7 @@ json Cohort(const Catalog& cat, const std::vector<json>& ratings) {
                     {"relative_tier", g.r["tier"]}, {"absolute_tier", g.r["tier"]}, {"gate", g.r["decided_by"]}});
   }
   return {{"kind", "clustermax.rating.cohort"}, {"edition", cat.edition}, {"about", cat.cohort_about}, {"ranked", ranked.size()},
-          {"gated", gated.size()}, {"rows", rows}};
+          {"gated", gated.size()}, {"rows", rows}, {"superseded", superseded}};
 }
 
 std::string RenderCohort(const json& c) {
