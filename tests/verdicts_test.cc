@@ -242,3 +242,26 @@ TEST(Verdicts, ACohortCountsProvidersNotRatings) {
   EXPECT_EQ(c["rows"][1]["cluster"], "2026-11-20T00:00:00Z");  // A's newest rating
   EXPECT_EQ(c["superseded"].size(), 2u);
 }
+
+// ---- Class 3: unread is not zero. Pre-Ampere ECC blocks are read; N/A counters WARN, never PASS.
+TEST(Verdicts, EccCountersOfOlderGenerationsAreReadAndNaIsNotZero) {
+  // Volta V100S (pass-through): single_bit/double_bit blocks with real counts.
+  std::string error;
+  auto v100 = gpu::ParseNvidiaSmiXml(cmt::ReadFixture("corpus/nvidia-smi-xml/volta-v100s-pcie-32gb-passthrough-1.xml"), &error);
+  ASSERT_TRUE(v100) << error;
+  const json& ecc = (*v100)["devices"][0]["ecc"];
+  EXPECT_TRUE(ecc["volatile_uncorrected"].is_number()) << ecc.dump();
+  EXPECT_NE(JudgeSmi("gpu-ecc-health", "volta-v100s-pcie-32gb-passthrough-1.xml").verdict, Verdict::kFail);
+  // Mutation: one uncorrectable (double-bit) error in the same real output flips it to FAIL.
+  std::string xml = cmt::ReadFixture("corpus/nvidia-smi-xml/volta-v100s-pcie-32gb-passthrough-1.xml");
+  size_t vol = xml.find("<volatile>");
+  size_t dbl = xml.find("<double_bit>", vol);
+  size_t total = xml.find("<total>", dbl);
+  ASSERT_NE(total, std::string::npos);
+  size_t end = xml.find("</total>", total);
+  xml.replace(total + 7, end - total - 7, "1");
+  EXPECT_EQ(JudgeSmiText("gpu-ecc-health", xml).verdict, Verdict::kFail);
+  // Pascal vGPU guest: every counter N/A: unverified, not "ECC clean".
+  auto p4 = JudgeSmi("gpu-ecc-health", "pascal-grid-p4-1q-vgpu-guest-1.xml");
+  EXPECT_NE(p4.verdict, Verdict::kPass) << p4.message;
+}

@@ -14,12 +14,16 @@ Finding GpuEccHealth(const JudgeContext& ctx) {
   if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), gpu)) return *skip;
   if (auto p = core::EvidenceProblem(gpu, "GPU inventory")) return *p;
   if (gpu.data["devices"].empty()) return core::Skip(Reason::kNotApplicable, "no GPU visible");
-  std::vector<std::string> fails, warns, lines;
+  std::vector<std::string> fails, warns, lines, unread;
   for (const auto& d : gpu.data["devices"]) {
     std::string who = fmt::format("GPU {} ({})", d.value("index", 0), d.value("uuid", json()).is_string() ? d["uuid"].get<std::string>() : "?");
     const json& ecc = d.value("ecc", json::object());
     const json& rr = d.value("remapped_rows", json());
     const json& rp = d.value("retired_pages", json());
+    // A counter that was not read (N/A, a layout we do not parse, a guest without ECC) is unknown,
+    // never zero.
+    bool ecc_off = ecc.value("current", json()).is_boolean() && !ecc["current"].get<bool>();
+    if (!ecc_off && !ecc.value("volatile_uncorrected", json()).is_number()) unread.push_back(who + ": uncorrectable ECC count not readable");
     long long unc = Num(ecc, "volatile_uncorrected");
     long long corr = Num(ecc, "volatile_corrected");
     lines.push_back(fmt::format("{}: ECC {}, volatile uncorrected {}, corrected {}, remapped rows {}/{}{}{}, retired pages {}/{}", who,
@@ -35,8 +39,10 @@ Finding GpuEccHealth(const JudgeContext& ctx) {
   }
   Finding f = !fails.empty() ? core::Fail(Severity::kConfig, fmt::format("{} GPU memory failure(s), {} warning(s)", fails.size(), warns.size()))
               : !warns.empty() ? core::Warn(Reason::kConfig, fmt::format("{} GPU memory warning(s)", warns.size()))
+              : !unread.empty() ? core::Warn(Reason::kUnverified, fmt::format("ECC error counters not readable on {} of {} GPU(s)", unread.size(),
+                                                                              gpu.data["devices"].size()))
                                : core::Pass(fmt::format("ECC clean on all {} GPU(s)", gpu.data["devices"].size()));
-  f.Details(fails).Details(warns);
+  f.Details(fails).Details(warns).Details(unread);
   f.expected = "ECC on, no uncorrectable errors, no pending or failed remaps";
   return f.Details(lines);
 }

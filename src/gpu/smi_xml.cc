@@ -153,6 +153,10 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
                   sus = s + "sram_uncorrectable_secded", du = s + "dram_uncorrectable";
       ecc[std::string(scope) + "_corrected"] = Sum(g, {sc.c_str(), dc.c_str()});
       ecc[std::string(scope) + "_uncorrected"] = Sum(g, {su.c_str(), sup.c_str(), sus.c_str(), du.c_str()});
+      // Before Ampere (Pascal, Volta, Turing) the counters are single_bit/double_bit blocks with a total.
+      std::string single = s + "single_bit/total", dbl = s + "double_bit/total";
+      if (ecc[std::string(scope) + "_corrected"].is_null()) ecc[std::string(scope) + "_corrected"] = Sum(g, {single.c_str()});
+      if (ecc[std::string(scope) + "_uncorrected"].is_null()) ecc[std::string(scope) + "_uncorrected"] = Sum(g, {dbl.c_str()});
     }
     d["ecc"] = ecc;
     if (g.child("remapped_rows")) {
