@@ -485,3 +485,26 @@ TEST(SlurmChecks, SshFromEachNodeToTheNext) {
   solo.evidence["ssh.peer"] = collect::CollectEvidence(h, {"ssh.peer"}, {})["ssh.peer"];
   EXPECT_EQ(JudgeFleet("ssh-between-nodes", login(Out("n1\n")), {solo}).reason, core::Reason::kUnverified);
 }
+
+// Issue "Verdicts that hold", class 6: Slurm accepts plugin names without their type prefix, as
+// real sites write them (tests/fixtures/corpus/slurm: NVIDIA's circe SuperPOD and Tuebingen's CFC
+// both have TaskPlugin=affinity,cgroup). Read as no cgroup plugin before.
+TEST(SlurmChecks, PluginNamesWithoutTheirTypePrefixAreRead) {
+  std::string config = ReadFixture("slurm/scontrol-show-config.txt");
+  auto with = [&](const std::string& task, const std::string& proctrack) {
+    std::string c = config;
+    c.replace(c.find("task/none"), 9, task);
+    c.replace(c.find("proctrack/linuxproc"), 19, proctrack);
+    host::Bundle b = Scheduler();
+    b.PutCommand({"scontrol", "show", "config"}, Out(c));
+    return All(Judge("slurm-cgroup-enforcement", b));
+  };
+  std::string bare = with("affinity,cgroup", "cgroup");
+  EXPECT_EQ(bare.find("no task/cgroup"), std::string::npos) << bare;
+  EXPECT_EQ(bare.find("ProctrackType"), std::string::npos) << bare;
+  std::string prefixed = with("task/affinity,task/cgroup", "proctrack/cgroup");
+  EXPECT_EQ(prefixed.find("no task/cgroup"), std::string::npos) << prefixed;
+  // Mutation: the same list without cgroup is still a gap.
+  std::string without = with("affinity", "cgroup");
+  EXPECT_NE(without.find("no task/cgroup"), std::string::npos) << without;
+}

@@ -421,14 +421,25 @@ Finding SacctAccounting(const JudgeContext& ctx) {
   return core::Pass("slurmdbd accounting configured and sacct answers");
 }
 
+// Does a Slurm plugin list name `plugin`? Slurm accepts "task/cgroup" and the bare "cgroup"
+// ("TaskPlugin=affinity,cgroup", as real sites write it).
+bool PluginListHas(std::string_view list, std::string_view type, std::string_view plugin) {
+  for (const auto& item : util::Split(list, ',')) {
+    std::string_view name = util::Trim(item);
+    if (name.substr(0, type.size()) == type && name.size() > type.size() && name[type.size()] == '/') name.remove_prefix(type.size() + 1);
+    if (name == plugin) return true;
+  }
+  return false;
+}
+
 Finding CgroupEnforcement(const JudgeContext& ctx) {
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
   const Evidence& cg = ctx.Get("slurm.cgroup-conf");
   std::vector<std::string> off;
   std::string task = Cfg(config, "TaskPlugin"), proctrack = Cfg(config, "ProctrackType");
-  if (!util::Contains(task, "task/cgroup")) off.push_back("TaskPlugin = " + (task.empty() ? "unset" : task) + " (no task/cgroup)");
-  if (proctrack != "proctrack/cgroup") off.push_back("ProctrackType = " + (proctrack.empty() ? "unset" : proctrack));
+  if (!PluginListHas(task, "task", "cgroup")) off.push_back("TaskPlugin = " + (task.empty() ? "unset" : task) + " (no task/cgroup)");
+  if (!PluginListHas(proctrack, "proctrack", "cgroup")) off.push_back("ProctrackType = " + (proctrack.empty() ? "unset" : proctrack));
   if (cg.ok() && cg.data.value("present", false)) {
     for (const char* k : {"ConstrainDevices", "ConstrainRAMSpace", "ConstrainCores"}) {
       std::string v = cg.data["keys"].value(k, "no");
