@@ -97,3 +97,17 @@ TEST(Cli, MisspeltSubcommandGetsTheNearestOne) {
   EXPECT_EQ(far.code, 1);
   EXPECT_NE(far.out.find("unknown command 'clustermax xyzzyplugh'"), std::string::npos) << far.out;
 }
+
+TEST(Cli, GroupOptionsAreAcceptedAfterTheSubcommand) {
+  fs::path d = Scratch("db-options");
+  auto live = Cli("audit --standalone --yes --check security-runc --out " + (d / "run").string());
+  ASSERT_TRUE(live.code == 0 || live.code == 2) << live.out;
+  auto ingest = Cli("db ingest " + (d / "run").string() + " --db " + (d / "r.db").string());
+  EXPECT_EQ(ingest.code, 0) << ingest.out;
+  auto list = Cli("db list --json --db " + (d / "r.db").string());
+  EXPECT_EQ(list.code, 0) << list.out;
+  EXPECT_EQ(json::parse(list.out.substr(list.out.find('['))).size(), 1u);
+  auto checks = Cli("checks list --json");
+  EXPECT_EQ(checks.code, 0);
+  EXPECT_EQ(checks.out.find('['), 0u) << checks.out.substr(0, 100);
+}

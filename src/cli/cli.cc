@@ -596,6 +596,8 @@ int Main(int argc, char** argv) {
   std::string format = "text";
   auto* list_cmd = checks_cmd->add_subcommand("list", "List every check");
   list_cmd->add_option("--format", format, "text, md or json")->check(CLI::IsMember({"text", "md", "json"}));
+  bool list_json = false;
+  list_cmd->add_flag("--json", list_json, "JSON (as --json everywhere else; the same as --format json)");
   std::string describe_id;
   auto* describe_cmd = checks_cmd->add_subcommand("describe", "Describe one check");
   describe_cmd->add_option("id", describe_id, "Check id")->required();
@@ -668,6 +670,7 @@ int Main(int argc, char** argv) {
     if (bench_cmds.s3->parsed()) return bench_cmds.run_s3();
     if (bench_cmds.probe_s3->parsed()) return bench_cmds.run_probe_s3();
     if (list_cmd->parsed()) {
+      if (list_json) format = "json";
       const auto& reg = checks::DefaultRegistry();
       if (format == "md") {
         std::cout << report::RenderChecksMarkdown(reg);

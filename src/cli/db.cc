@@ -60,6 +60,8 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
   diff->add_option("to", diff_b, "Newer run id")->required();
   auto* exp = db->add_subcommand("export", "Runs as JSON, documents included (all when no id is given)");
   exp->add_option("ids", export_ids, "Run ids");
+  // Options of the group are accepted after the subcommand too: `db ingest RUN --db D`, `db list --json`.
+  for (auto* sub : {ingest, list, show, diff, exp}) sub->fallthrough();
   d.db = db;
   d.run = [ingest, list, show, diff, exp]() -> int {
     std::filesystem::path file = db_path.empty() ? store::DefaultDbPath() : std::filesystem::path(db_path);
