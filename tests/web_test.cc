@@ -272,6 +272,8 @@ TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
   auto api = clustermax::testing::RunShell("curl -sf " + base + "/api/leaderboard");
   json board = json::parse(api.out);
   ASSERT_EQ(board.size(), 1u);
+  EXPECT_FALSE(board[0].contains("dir")) << "the API exposes a local path: " << board[0].dump();
+  EXPECT_EQ(api.out.find(d.string()), std::string::npos) << api.out;
   Browser home = Load(base + "/", d / "p1", Artifacts() / "leaderboard.png");
   ExpectCleanConsole(home);
   EXPECT_NE(home.dom.find("Example Cloud"), std::string::npos);

@@ -509,7 +509,11 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
       });
     });
     svr.Get("/api/leaderboard", [&](const httplib::Request&, httplib::Response& res) {
-      with_store(res, [&](const store::Store& s) { res.set_content(util::JsonText(s.Leaderboard(), -1), "application/json"); });
+      with_store(res, [&](const store::Store& s) {
+        json rows = s.Leaderboard();
+        for (auto& r : rows) r.erase("dir");  // where a run was ingested from is this machine's business
+        res.set_content(util::JsonText(rows, -1), "application/json");
+      });
     });
     g_server = &svr;
     std::signal(SIGINT, StopServer);
