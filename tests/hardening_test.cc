@@ -352,3 +352,12 @@ TEST(Hardening, StoreAndRatingEscapeWhatTheyPrint) {
   }
   EXPECT_NE(show.out.find("\\x1b[2K"), std::string::npos) << show.out.substr(0, 2000);
 }
+
+// The PEM rule on text where a key sits inside one line (JSON with escaped newlines, framed
+// documents) or where an armour line stands alone: only the key body goes, nothing else.
+TEST(Redaction, PemInsideOneLineAndLoneArmourLines) {
+  std::string json_line = "{\"k\": \"-----BEGIN PRIVATE KEY-----\\nMIIEv\\n-----END PRIVATE KEY-----\\n\", \"x\": 1}\nnext line\n";
+  EXPECT_EQ(host::RedactText(json_line), "{\"k\": \"-----BEGIN PRIVATE KEY-----<redacted>-----END PRIVATE KEY-----\\n\", \"x\": 1}\nnext line\n");
+  std::string log = "sshd: loaded -----BEGIN OPENSSH PRIVATE KEY----- marker\nline 2\nline 3\n";
+  EXPECT_EQ(host::RedactText(log), log);
+}

@@ -59,6 +59,9 @@ struct CommandSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH; never a shell string
   std::chrono::milliseconds timeout{10'000};
   size_t max_output = 8u << 20;   // per stream; beyond it output is dropped and `truncated` set
+  // LocalHost redacts secrets from a tool's output (host/redact.h). Off only for our own framed
+  // documents coming back from other nodes (already redacted there, and they must arrive byte-exact).
+  bool redact = true;
 };
 
 struct CommandResult {

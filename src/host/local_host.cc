@@ -186,8 +186,10 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
   }
   // A fixed locale keeps the output of the tools we parse stable.
   CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"});
-  r.out = RedactText(std::move(r.out));
-  r.err = RedactText(std::move(r.err));
+  if (spec.redact) {
+    r.out = RedactText(std::move(r.out));
+    r.err = RedactText(std::move(r.err));
+  }
   return r;
 }
 

@@ -178,13 +178,43 @@ void RedactLine(std::string& line, bool spaced) {
   }
 }
 
+// A PEM block whose armour lines sit in one line of text (JSON with escaped newlines, a log line):
+// the body between them goes.
+void RedactInlinePem(std::string& line) {
+  size_t pos = 0;
+  while ((pos = line.find("-----BEGIN", pos)) != std::string::npos) {
+    size_t head_end = line.find("-----", pos + 10);
+    if (head_end == std::string::npos) return;
+    head_end += 5;
+    size_t end = line.find("-----END", head_end);
+    if (end == std::string::npos) return;
+    if (line.substr(pos, head_end - pos).find("PRIVATE KEY") != std::string::npos) {
+      line.replace(head_end, end - head_end, kRedacted);
+      end = head_end + kRedacted.size();
+    }
+    pos = end + 8;
+  }
+}
+
 // PEM private-key blocks keep their armour lines and lose the body.
 std::string RedactPemBlocks(const std::string& text) {
   if (text.find("PRIVATE KEY") == std::string::npos) return text;
   std::string out;
   bool inside = false;
-  for (auto line : util::SplitLineViews(text)) {
-    if (!inside && line.find("-----BEGIN") != std::string_view::npos && line.find("PRIVATE KEY") != std::string_view::npos) {
+  for (auto view : util::SplitLineViews(text)) {
+    std::string owned;
+    std::string_view line = view;
+    if (!inside && line.find("-----END") != std::string_view::npos) {  // BEGIN and END on one line
+      owned = std::string(line);
+      RedactInlinePem(owned);
+      out += owned;
+      out += "\n";
+      continue;
+    }
+    // A block: only when its END line follows (an armour line alone, in a log, drops nothing).
+    size_t offset = static_cast<size_t>(line.data() - text.data()) + line.size();
+    if (!inside && line.find("-----BEGIN") != std::string_view::npos && line.find("PRIVATE KEY") != std::string_view::npos &&
+        text.find("-----END", offset) != std::string::npos) {
       inside = true;
       out.append(line);
       out += "\n";
