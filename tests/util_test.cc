@@ -45,6 +45,24 @@ TEST(Time, Rfc3339RoundTrip) {
   EXPECT_NEAR(DaysBetween(*t, *ParseRfc3339("2026-10-05T04:03:23Z")), 10.0, 1e-9);
 }
 
+// A launcher that splits a long line in two (the second piece labelled, without the marker): the
+// part is rejoined; a part left short is an error naming it, never a shortened document.
+TEST(LineFrames, SplitPartsAreRejoinedOrNamed) {
+  std::string a(2500, 'a');
+  a[1234] = '"';
+  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000);
+  std::string first = la[1].substr(0, 300), rest = la[1].substr(300);
+  std::string text = "0: " + la[0] + "\n1: other task\n0: " + first + "\n0: " + rest + "\n0: " + la[2] + "\n";
+  std::map<std::string, std::string> errors;
+  auto docs = clustermax::util::UnframeLines("CM-X", text, errors, 1000);
+  EXPECT_TRUE(errors.empty()) << errors["n1"];
+  EXPECT_EQ(docs["n1"], a);
+  errors.clear();
+  auto cut = clustermax::util::UnframeLines("CM-X", "0: " + la[0] + "\n0: " + first + "\n0: " + la[2] + "\n", errors, 1000);
+  EXPECT_EQ(cut.count("n1"), 0u);
+  EXPECT_NE(errors["n1"].find("part 2 of 3 arrived cut short"), std::string::npos) << errors["n1"];
+}
+
 TEST(LineFrames, RoundTripThroughInterleavedLabelledOutput) {
   std::string a(2500, 'a'), b = "{\"k\": \"v w\"}";
   auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000), lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
@@ -52,14 +70,14 @@ TEST(LineFrames, RoundTripThroughInterleavedLabelledOutput) {
   // srun --label prefixes "0: "; other output and other markers are ignored.
   std::string text = "noise\n0: " + la[2] + "\n1: " + lb[0] + "\nCM-Y n9 0 1 x\n0: " + la[0] + "\r\n0: " + la[1] + "\n";
   std::map<std::string, std::string> errors;
-  auto docs = clustermax::util::UnframeLines("CM-X", text, errors);
+  auto docs = clustermax::util::UnframeLines("CM-X", text, errors, 1000);
   EXPECT_TRUE(errors.empty());
   EXPECT_EQ(docs["n1"], a);
   EXPECT_EQ(docs["n2"], b);
   EXPECT_EQ(docs.count("n9"), 0u);
   // A missing part, and parts that disagree on the count: named, never half a document.
   errors.clear();
-  auto partial = clustermax::util::UnframeLines("CM-X", la[0] + "\n" + la[2] + "\n" + "CM-X n2 0 2 {\nCM-X n2 1 3 }\n", errors);
+  auto partial = clustermax::util::UnframeLines("CM-X", la[0] + "\n" + la[2] + "\n" + "CM-X n2 0 2 {\nCM-X n2 1 3 }\n", errors, 1000);
   EXPECT_TRUE(partial.empty());
   EXPECT_NE(errors["n1"].find("incomplete (2 of 3 parts arrived)"), std::string::npos) << errors["n1"];
   EXPECT_NE(errors["n2"].find("disagree"), std::string::npos);
