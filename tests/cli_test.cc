@@ -17,16 +17,8 @@ namespace cmt = clustermax::testing;
 
 namespace {
 
-fs::path Scratch(const std::string& name) {
-  fs::path d = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / ("cli-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-cmt::Shell Cli(const std::string& args, const std::string& env = "") {
-  return cmt::RunShell(env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null");
-}
+fs::path Scratch(const std::string& name) { return cmt::ScratchDir("cli-" + name); }
+cmt::Shell Cli(const std::string& args, const std::string& env = "") { return cmt::RunBinary(args, env); }
 
 json JsonFrom(const std::string& out) {
   size_t b = out.find('{'), e = out.rfind('}');

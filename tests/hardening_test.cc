@@ -28,16 +28,8 @@ namespace cmt = clustermax::testing;
 
 namespace {
 
-fs::path Scratch(const std::string& name) {
-  fs::path d = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / ("hardening-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-cmt::Shell Cli(const std::string& args, const std::string& env = "") {
-  return cmt::RunShell(env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null");
-}
+fs::path Scratch(const std::string& name) { return cmt::ScratchDir("hardening-" + name); }
+cmt::Shell Cli(const std::string& args, const std::string& env = "") { return cmt::RunBinary(args, env); }
 
 void WriteText(const fs::path& p, const std::string& text, unsigned mode = 0644) {
   fs::create_directories(p.parent_path());

@@ -1,6 +1,7 @@
 // Shared test helpers: fixture paths and reading, running a shell command.
 #pragma once
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -34,5 +35,22 @@ inline Shell RunShell(const std::string& cmd) {
   p.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return p;
 }
+
+#ifdef CLUSTERMAX_BUILD_DIR
+// A fresh directory under the build tree's test-scratch/, unique to this test process.
+inline std::filesystem::path ScratchDir(const std::string& name) {
+  std::filesystem::path d = std::filesystem::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / (name + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+#endif
+
+#ifdef CLUSTERMAX_BINARY
+// The built binary with `args` (stderr folded into the output, no stdin), `env` assignments first.
+inline Shell RunBinary(const std::string& args, const std::string& env = "") {
+  return RunShell(env + " " + CLUSTERMAX_BINARY + " " + args + " 2>&1 </dev/null");
+}
+#endif
 
 }  // namespace clustermax::testing
