@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto lines = util::FrameLines("CLUSTERMAX-FUZZ", "k", ascii, 64);
     std::string joined;
     for (const auto& l : lines) joined += l + "\n";
-    auto back = util::UnframeLines("CLUSTERMAX-FUZZ", joined, errors);
+    auto back = util::UnframeLines("CLUSTERMAX-FUZZ", joined, errors, 64);
     if (back.count("k") != 1 || back["k"] != ascii) __builtin_trap();
   } catch (const std::exception&) {
   }
