@@ -21,6 +21,7 @@
 #include "bench/grade.h"
 #include "bench/s3.h"
 #include "bench/s3_bench.h"
+#include "test_server.h"
 #include "testutil.h"
 
 extern char** environ;
@@ -294,14 +295,7 @@ namespace {
 class CutGetServer {
  public:
   explicit CutGetServer(std::chrono::milliseconds get_delay) : get_delay_(get_delay) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0) throw std::runtime_error("listen");
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = testing_server::ListenLoopback(64, &port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~CutGetServer() {

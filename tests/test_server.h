@@ -14,18 +14,24 @@
 
 namespace testing_server {
 
+// A listening TCP socket on 127.0.0.1 at a free port (written to *port).
+inline int ListenLoopback(int backlog, int* port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0) throw std::runtime_error("listen");
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
 class RecordingServer {
  public:
   explicit RecordingServer(std::vector<std::string> responses, bool repeat_last = false)
       : responses_(std::move(responses)), repeat_last_(repeat_last) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 16) != 0) throw std::runtime_error("listen");
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = ListenLoopback(16, &port_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~RecordingServer() {
