@@ -342,6 +342,111 @@ TEST(RatingLadder, TiersFollowTheCutOffs) {
   EXPECT_EQ(under["tier_by_scores"], "GOLD");
 }
 
+const json& CategoryOf(const json& rating, const std::string& id) {
+  for (const auto& c : rating["categories"]) {
+    if (c["id"] == id) return c;
+  }
+  throw std::runtime_error("no category " + id);
+}
+
+// Issue 14 class 9: no tier without evidence.
+TEST(RatingEvidence, NoRunsAndABlankAssessmentGiveNoTier) {
+  std::string blank = "edition: \"3.0\"\nprovider: P\n";
+  json r = Rate(Cat(), {}, ParseAssessment(blank, "blank.yaml", Cat()));
+  EXPECT_EQ(r["tier"], kInsufficientEvidence);
+  EXPECT_FALSE(r["evidence"]["meets_minimum"].get<bool>());
+  EXPECT_EQ(r["evidence"]["coverage"], 0.0);
+  EXPECT_EQ(r["evidence"]["rated_categories"], 0);
+  EXPECT_FALSE(r["evidence"]["machine_evidence"].get<bool>());
+  EXPECT_NE(r["decided_by"].get<std::string>().find("0 % of the applicable criteria"), std::string::npos) << r["decided_by"];
+  for (const auto& c : r["categories"]) {
+    EXPECT_FALSE(c["rated"].get<bool>()) << c["id"];
+    EXPECT_TRUE(c["score"].is_null()) << c["id"];  // not 0, not 1: no score at all
+  }
+  // The way out names what evidence to bring, one unrated category at a time.
+  ASSERT_TRUE(r["next_tier"].is_object());
+  EXPECT_GE(r["next_tier"]["fixes"].size(), 8u);
+  EXPECT_NE(RenderRating(r).find("INSUFFICIENT_EVIDENCE (no tier is given"), std::string::npos);
+}
+
+TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
+  std::map<std::string, std::string> all;
+  for (const auto& c : Cat().criteria) {
+    if (c.assessment) all[c.assessment->key] = "yes";
+  }
+  json words = Rate(Cat(), {}, Answers(Cat(), all));
+  EXPECT_EQ(words["tier"], kInsufficientEvidence);
+  EXPECT_FALSE(words["evidence"]["machine_evidence"].get<bool>());
+  EXPECT_NE(words["decided_by"].get<std::string>().find("nothing read from the machine"), std::string::npos) << words["decided_by"];
+  // Mutation: one result read from the machine, and the same answers give a tier.
+  json with = Rate(Cat(), {Report({Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS")})}, Answers(Cat(), all));
+  EXPECT_TRUE(with["evidence"]["machine_evidence"].get<bool>());
+  EXPECT_NE(with["tier"], kInsufficientEvidence) << with["decided_by"];
+}
+
+TEST(RatingEvidence, ACategoryWithoutEvidenceIsNotRatedAndNeverMeetsACutOff) {
+  // The mini catalog: one attested criterion per category. Storage unanswered: not rated.
+  json r = RateMini({{"k.storage", "unknown"}});
+  const json& st = CategoryOf(r, "storage");
+  EXPECT_FALSE(st["rated"].get<bool>());
+  EXPECT_TRUE(st["score"].is_null());
+  EXPECT_NE(st["not_rated"].get<std::string>().find("no evidence"), std::string::npos);
+  EXPECT_EQ(r["tier"], "GOLD");  // the one category allowed below 0.80
+  EXPECT_NE(r["tier_rule"].get<std::string>().find("storage not rated"), std::string::npos) << r["tier_rule"];
+  // A category whose every item is excluded (not applicable) is not rated either, not 1.00.
+  json j = json::parse(MiniCatalog());
+  j["criteria"][4]["assessment"] = nullptr;
+  j["criteria"][4].erase("assessment");
+  j["criteria"][4]["checks"] = {"nccl-ib-qps-entropy"};
+  Catalog c = ParseCatalog(j.dump(), "mini-na");
+  std::string cat_id = j["criteria"][4]["category"];
+  std::map<std::string, std::string> all;
+  for (const auto& k : c.criteria) {
+    if (k.assessment) all[k.assessment->key] = "yes";
+  }
+  json na = Rate(c, {Report({Result("pcie-acs", "PASS"), Result("nccl-ib-qps-entropy", "SKIP", "not-applicable")})}, Answers(c, all));
+  EXPECT_TRUE(CategoryOf(na, cat_id)["score"].is_null()) << CategoryOf(na, cat_id).dump();
+  EXPECT_NE(CategoryOf(na, cat_id)["not_rated"].get<std::string>().find("no criterion applies"), std::string::npos);
+  // Mutation: the same check read as PASS rates the category at 1.
+  json read = Rate(c, {Report({Result("pcie-acs", "PASS"), Result("nccl-ib-qps-entropy", "PASS")})}, Answers(c, all));
+  EXPECT_EQ(CategoryOf(read, cat_id)["score"], 1.0);
+}
+
+TEST(RatingEvidence, TheMinimumCoverageIsTheCatalogs) {
+  // Mini catalog, every category answered: 100 % coverage. Raise the minimum rated categories past
+  // what the answers give and the tier goes away; the reason names the numbers.
+  json j = json::parse(MiniCatalog());
+  j["minimum_evidence"]["rated_categories"] = 10;
+  Catalog strict = ParseCatalog(j.dump(), "strict");
+  std::map<std::string, std::string> all;
+  for (const auto& c : strict.categories) all["k." + c.id] = "yes";
+  all["k.pricing"] = "unknown";
+  json r = Rate(strict, {Report({Result("pcie-acs", "PASS")})}, Answers(strict, all));
+  EXPECT_EQ(r["tier"], kInsufficientEvidence);
+  EXPECT_NE(r["decided_by"].get<std::string>().find("9 of 10 categories rated, 10 needed"), std::string::npos) << r["decided_by"];
+  ASSERT_EQ(r["next_tier"]["fixes"].size(), 1u);
+  EXPECT_EQ(r["next_tier"]["fixes"][0]["criterion"], "c-pricing");
+  all["k.pricing"] = "partial";
+  EXPECT_NE(Rate(strict, {Report({Result("pcie-acs", "PASS")})}, Answers(strict, all))["tier"], kInsufficientEvidence);
+  // A catalog cannot ask for more categories than it has.
+  j["minimum_evidence"]["rated_categories"] = 11;
+  EXPECT_THROW(ParseCatalog(j.dump(), "impossible"), std::runtime_error);
+  j["minimum_evidence"]["rated_categories"] = 8;
+  j["minimum_evidence"]["coverage"] = 1.5;
+  EXPECT_THROW(ParseCatalog(j.dump(), "impossible"), std::runtime_error);
+}
+
+TEST(RatingEvidence, ACohortRanksOnlyRatingsWithATier) {
+  json thin = RatingOf("thin", kInsufficientEvidence, 1.0);
+  json unrated = RatingOf("half", "SILVER", 0.8);
+  unrated["categories"].push_back({{"id", "pricing"}, {"score", nullptr}, {"rated", false}});
+  json c = Cohort(Cat(), {thin, unrated});
+  EXPECT_EQ(c["ranked"], 1);
+  EXPECT_EQ(c["gated"], 1);
+  EXPECT_EQ(c["rows"][0]["provider"], "half");
+  EXPECT_NEAR(c["rows"][0]["score"].get<double>(), 0.8, 1e-9);  // the mean of the rated categories
+}
+
 TEST(RatingCohort, RelativeTiersFollowThePublishedShares) {
   // 34 providers past the gates, as in 3.0: 2 Platinum, 2 Gold, 5 Silver, 10 Bronze, 15 ribbons.
   std::vector<json> ratings;
@@ -425,6 +530,21 @@ TEST(RatingCommand, RecordedRunsGiveATierWithItsExplanation) {
   EXPECT_EQ(co.code, 0) << co.out;
   EXPECT_NE(co.out.find("2 providers ranked"), std::string::npos) << co.out;
   EXPECT_NE(co.out.find("Other Cloud"), std::string::npos);
+  // No tier without evidence: the rating is still printed, and the exit status is 2.
+  std::ofstream(d / "blank.yaml") << "edition: \"3.0\"\nprovider: Thin Cloud\n";
+  auto thin = clustermax::testing::RunShell(cli + " rate --assessment " + (d / "blank.yaml").string());
+  EXPECT_EQ(thin.code, 2) << thin.out;
+  EXPECT_NE(thin.out.find("TIER: INSUFFICIENT_EVIDENCE"), std::string::npos) << thin.out;
+  EXPECT_NE(thin.out.find("not rated"), std::string::npos) << thin.out;
+  // --min-tier: a CI gate on the tier, by the edition's ladder.
+  std::string rated = cli + " rate " + (d / "run").string() + " --assessment " + as;
+  json got = json::parse(clustermax::testing::RunShell(rated + " --json").out);
+  ASSERT_TRUE(got["tier"].is_string());
+  EXPECT_EQ(clustermax::testing::RunShell(rated + " --min-tier " + got["tier"].get<std::string>()).code, 0);
+  EXPECT_EQ(clustermax::testing::RunShell(rated + " --min-tier PLATINUM").code, got["tier"] == "PLATINUM" ? 0 : 2);
+  auto typo = clustermax::testing::RunShell(rated + " --min-tier PLATINUMM");
+  EXPECT_EQ(typo.code, 1);
+  EXPECT_NE(typo.out.find("not a tier of edition 3.0"), std::string::npos) << typo.out;
   auto bad = clustermax::testing::RunShell(cli + " rate " + d.string());
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("not a clustermax run directory"), std::string::npos) << bad.out;

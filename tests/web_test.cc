@@ -97,6 +97,30 @@ TEST(Web, EveryViewEscapesEvidence) {
   ExpectEscaped(Document(kHostile, Findings(report, "f")));
 }
 
+// A category without evidence is "not rated": drawn as an empty outline saying so, never as a 0 bar.
+TEST(Web, NotRatedCategoriesAreShownAsSuchNotAsZero) {
+  json crit = {{"id", "c"}, {"title", "t"}, {"verdict", "unknown"}, {"credit", 0}, {"items", json::array()}};
+  json rating = {{"kind", "clustermax.rating"}, {"provider", "P"}, {"cluster", nullptr}, {"tier", "INSUFFICIENT_EVIDENCE"},
+                 {"tier_by_scores", "PARTICIPATION_RIBBON"}, {"decided_by", "minimum evidence"}, {"next_tier", nullptr}, {"unknown_criteria", json::array()},
+                 {"evidence", {{"coverage", 0.2}, {"rated_categories", 1}, {"machine_evidence", true}, {"meets_minimum", false}}},
+                 {"categories", {{{"id", "security"}, {"title", "Security"}, {"rated", true}, {"score", 0.0}, {"coverage", 1.0}, {"criteria", {crit}}},
+                                 {{"id", "pricing"}, {"title", "Pricing"}, {"rated", false}, {"score", nullptr}, {"coverage", 0.0},
+                                  {"not_rated", "no evidence for any of its 4 applicable criteria"}, {"criteria", {crit}}}}}};
+  std::string html = Scorecard(rating);
+  // Security scored 0: a bar with its value. Pricing: the dashed "not rated" outline, no value.
+  EXPECT_NE(html.find("Security: 0.0 %"), std::string::npos) << html;
+  EXPECT_EQ(html.find("Pricing: 0.0"), std::string::npos) << html;
+  EXPECT_NE(html.find("<g class=\"absent\">"), std::string::npos) << html;
+  EXPECT_NE(html.find("Pricing: not rated (no evidence for any of its 4 applicable criteria)"), std::string::npos) << html;
+  EXPECT_NE(html.find("pricing <span class=\"muted\">(not rated)</span>"), std::string::npos);
+  EXPECT_NE(html.find("short of the minimum for any tier"), std::string::npos);
+  EXPECT_NE(html.find("tier INSUFFICIENT_EVIDENCE"), std::string::npos);
+  // Mutation: the same category with a score of 0 is a bar again.
+  rating["categories"][1]["score"] = 0.0;
+  rating["categories"][1]["rated"] = true;
+  EXPECT_EQ(Scorecard(rating).find("<g class=\"absent\">"), std::string::npos);
+}
+
 TEST(Web, StorageAndS3ResultsBecomeCharts) {
   json storage = {{"kind", "clustermax.bench.storage"}, {"host", "n1"}, {"started", "t"}, {"seconds", 60}, {"verdict", "PASS"},
                   {"workloads", json::array({{{"id", "seq-read-1m-direct"}, {"threads", 8}, {"bw_bytes_per_s", 6.5e9}},

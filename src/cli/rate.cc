@@ -1,8 +1,10 @@
 #include "cli/rate.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/cli.h"
 #include "rating/rate.h"
@@ -13,7 +15,7 @@ using nlohmann::json;
 
 void AddRateCommand(CLI::App& app, RateCommand& rc) {
   static std::vector<std::string> dirs;
-  static std::string assessment_file, edition = "3.0", catalog_file, out_file;
+  static std::string assessment_file, edition = "3.0", catalog_file, out_file, min_tier;
   static bool json_out = false, template_out = false;
   static std::vector<std::string> cohort;
   static int verbosity = 0;
@@ -29,6 +31,7 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
   cmd->add_flag("--json", json_out, "Print the rating as JSON");
   cmd->add_option("--out", out_file, "Also write the rating JSON to FILE (atomically)");
   cmd->add_flag("-v", verbosity, "Criteria (-v) and their evidence (-vv)");
+  cmd->add_option("--min-tier", min_tier, "Exit 2 unless the tier is this one of the edition's ladder or a better one (for CI)");
   rc.cmd = cmd;
   rc.run = []() -> int {
     const rating::Catalog* cat = nullptr;
@@ -69,9 +72,26 @@ void AddRateCommand(CLI::App& app, RateCommand& rc) {
     if (!assessment_file.empty()) as = rating::ParseAssessment(*util::ReadLocalFile(assessment_file), assessment_file, *cat);
     std::vector<rating::RunInput> runs;
     for (const auto& d : dirs) runs.push_back(rating::LoadRunDir(d));
+    auto rung = [&](const std::string& t) {
+      auto it = std::find(cat->ladder.begin(), cat->ladder.end(), t);
+      return it == cat->ladder.end() ? cat->ladder.size() : static_cast<size_t>(it - cat->ladder.begin());
+    };
+    if (!min_tier.empty() && rung(min_tier) == cat->ladder.size()) {
+      throw std::invalid_argument(fmt::format("--min-tier {}: not a tier of edition {} (one of {})", min_tier, cat->edition, fmt::join(cat->ladder, ", ")));
+    }
     json r = rating::Rate(*cat, runs, as);
     if (!out_file.empty()) util::WriteFileAtomic(out_file, util::JsonText(r) + "\n");
     std::cout << (json_out ? util::JsonText(r) + "\n" : rating::RenderRating(util::EscapeControlsInJson(r), verbosity));
+    // No tier without the minimum evidence: the rating is written, and the exit status says so.
+    std::string tier = r["tier"];
+    if (tier == rating::kInsufficientEvidence) {
+      std::cerr << "clustermax rate: no tier given: the input is short of the minimum evidence (see 'decided by')\n";
+      return kExitFail;
+    }
+    if (!min_tier.empty() && rung(tier) > rung(min_tier)) {
+      std::cerr << fmt::format("clustermax rate: tier {} is below --min-tier {}\n", tier, min_tier);
+      return kExitFail;
+    }
     return kExitOk;
   };
 }

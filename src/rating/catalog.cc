@@ -79,6 +79,8 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
     c.unavailable_classes = j.at("unavailable_classes").get<std::map<std::string, std::string>>();
     for (const auto& k : j.at("categories")) c.categories.push_back({k.at("id"), k.at("title"), k.value("weight", 1.0)});
     for (const auto& t : j.at("tiers")) c.tiers.push_back({t.at("tier"), t.at("min_score"), t.at("max_below"), t.value("about", "")});
+    const json& me = j.at("minimum_evidence");
+    c.minimum = {me.at("coverage"), me.at("rated_categories"), me.at("machine_evidence"), me.value("about", "")};
     const json& cr = j.at("credit");
     for (const char* s : {"PASS", "WARN", "FAIL"}) c.status_credit[s] = cr.at(s);
     c.warn_no_credit = cr.at("warn_no_credit").get<std::vector<std::string>>();
@@ -115,6 +117,10 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
     }
   }
   if (std::find(c.ladder.begin(), c.ladder.end(), c.below_lowest) == c.ladder.end()) fail("below_lowest " + c.below_lowest + " is not on the ladder");
+  if (!(c.minimum.coverage >= 0 && c.minimum.coverage <= 1)) fail("minimum_evidence.coverage must be between 0 and 1");
+  if (c.minimum.rated_categories < 0 || c.minimum.rated_categories > static_cast<int>(c.categories.size())) {
+    fail(fmt::format("minimum_evidence.rated_categories must be between 0 and the {} categories", c.categories.size()));
+  }
   double total = 0;
   for (const auto& [tier, share] : c.cohort_shares) {
     if (std::find(c.ladder.begin(), c.ladder.end(), tier) == c.ladder.end()) fail("cohort tier " + tier + " is not on the ladder");

@@ -36,6 +36,17 @@ struct TierRule {
   std::string about;
 };
 
+// No tier without evidence: below any of these the outcome is INSUFFICIENT_EVIDENCE (not a tier).
+struct MinimumEvidence {
+  double coverage = 0.5;         // share of the applicable criteria's weight that has evidence
+  int rated_categories = 0;      // categories with evidence for at least one criterion
+  bool machine_evidence = true;  // at least one item read from the machine (check or benchmark)
+  std::string about;
+};
+
+// The outcome of a rating that does not meet the catalog's minimum evidence.
+inline constexpr const char* kInsufficientEvidence = "INSUFFICIENT_EVIDENCE";
+
 struct Catalog {
   std::string edition, origin, about, ribbon;
   std::string below_lowest;  // the tier when no rung's rule is met (3.0: the ribbon)
@@ -44,6 +55,7 @@ struct Catalog {
   std::map<std::string, std::string> unavailable_classes;
   std::vector<Category> categories;
   std::vector<TierRule> tiers;  // best first
+  MinimumEvidence minimum;
   std::vector<Criterion> criteria;
   std::map<std::string, double> status_credit;  // PASS, WARN, FAIL
   std::vector<std::string> warn_no_credit, excluded_reasons;

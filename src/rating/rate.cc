@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -131,6 +132,60 @@ Item AssessmentItemOf(const AssessmentItem& a, const std::optional<Assessment>& 
 
 std::string Short(double v) { return fmt::format("{:.2f}", v); }
 
+// A criterion of the catalog with its evidence and verdict.
+struct Crit {
+  const Criterion* c;
+  std::vector<Item> items;
+  double credit = 0;
+  std::string verdict;
+  bool applicable = true;
+};
+
+// The fewest criteria to give evidence for to reach the catalog's minimum evidence: the heaviest
+// unknown criterion of each category that is not rated (as many categories as are missing), then
+// the heaviest unknown criteria until the coverage is reached.
+json EvidenceFixes(const Catalog& cat, const std::map<std::string, std::vector<Crit>>& by_cat, const std::map<std::string, bool>& rated,
+                   double coverage, int rated_count) {
+  double all_w = 0;
+  std::vector<std::pair<const Category*, const Crit*>> unknown;
+  for (const auto& category : cat.categories) {
+    auto it = by_cat.find(category.id);
+    if (it == by_cat.end()) continue;
+    for (const auto& k : it->second) {
+      if (!k.applicable) continue;
+      all_w += k.c->weight;
+      if (k.verdict == "unknown") unknown.push_back({&category, &k});
+    }
+  }
+  std::stable_sort(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) { return a.second->c->weight > b.second->c->weight; });
+  json fixes = json::array();
+  std::set<const Crit*> chosen;
+  double got = coverage * all_w;
+  auto add = [&](const Category& c, const Crit& k) {
+    chosen.insert(&k);
+    got += k.c->weight;
+    json items = json::array();
+    for (const auto& x : k.items) {
+      if (x.state == "unknown") items.push_back(x.ToJson());
+    }
+    fixes.push_back({{"category", c.id}, {"criterion", k.c->id}, {"title", k.c->title}, {"verdict", k.verdict}, {"items", items}});
+  };
+  int missing = std::max(0, cat.minimum.rated_categories - rated_count);
+  std::set<std::string> lifted;
+  for (const auto& [c, k] : unknown) {
+    if (missing == 0) break;
+    if (rated.at(c->id) || lifted.count(c->id)) continue;
+    lifted.insert(c->id);
+    add(*c, *k);
+    --missing;
+  }
+  for (const auto& [c, k] : unknown) {
+    if (got >= cat.minimum.coverage * all_w - 1e-9) break;
+    if (!chosen.count(k)) add(*c, *k);
+  }
+  return fixes;
+}
+
 }  // namespace
 
 RunInput LoadRunDir(const fs::path& dir) {
@@ -209,13 +264,6 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
   out["assessment"] = as ? json(as->origin) : json(nullptr);
 
   // Criteria and categories.
-  struct Crit {
-    const Criterion* c;
-    std::vector<Item> items;
-    double credit = 0;
-    std::string verdict;
-    bool applicable = true;
-  };
   std::map<std::string, std::vector<Crit>> by_cat;
   for (const auto& c : cat.criteria) {
     Crit k{&c, {}, 0, "", true};
@@ -247,9 +295,16 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     by_cat[c.category].push_back(std::move(k));
   }
   json categories = json::array();
+  // A category is rated when at least one of its applicable criteria has evidence; a category
+  // without any is "not rated" (score null), never a score of 0 or 1.
   std::map<std::string, double> score;
+  std::map<std::string, bool> rated;
+  double all_w = 0, all_known_w = 0;
+  int rated_count = 0;
+  bool machine = false;  // an item read from the machine (a check or a benchmark) was credited
   for (const auto& category : cat.categories) {
     double w = 0, ws = 0, known_w = 0;
+    int applicable = 0;
     json crits = json::array();
     for (const auto& k : by_cat[category.id]) {
       json items = json::array();
@@ -257,19 +312,52 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
       for (const auto& x : k.items) {
         items.push_back(x.ToJson());
         any_known |= x.state == "credited";
+        machine |= x.state == "credited" && x.source.rfind("assessment:", 0) != 0;
       }
       crits.push_back({{"id", k.c->id}, {"title", k.c->title}, {"weight", k.c->weight}, {"critical", k.c->critical},
                        {"verdict", k.verdict}, {"credit", k.applicable ? json(Round(k.credit)) : json(nullptr)}, {"items", items}});
       if (!k.applicable) continue;
+      ++applicable;
       w += k.c->weight;
       ws += k.c->weight * k.credit;
       if (any_known) known_w += k.c->weight;
     }
-    score[category.id] = w > 0 ? ws / w : 0.0;
-    categories.push_back({{"id", category.id}, {"title", category.title}, {"score", Round(score[category.id])},
-                          {"coverage", w > 0 ? Round(known_w / w) : 0.0}, {"criteria", crits}});
+    rated[category.id] = known_w > 0;
+    score[category.id] = rated[category.id] ? ws / w : 0.0;
+    rated_count += rated[category.id];
+    all_w += w;
+    all_known_w += known_w;
+    json cj = {{"id", category.id}, {"title", category.title}, {"rated", rated[category.id]},
+               {"score", rated[category.id] ? json(Round(score[category.id])) : json(nullptr)}, {"coverage", w > 0 ? Round(known_w / w) : 0.0}};
+    if (!rated[category.id]) {
+      cj["not_rated"] = applicable == 0 ? std::string("no criterion applies: every item was excluded")
+                                        : fmt::format("no evidence for any of its {} applicable criteria", applicable);
+    }
+    cj["criteria"] = crits;
+    categories.push_back(std::move(cj));
   }
   out["categories"] = categories;
+
+  // The minimum evidence for any tier.
+  double coverage = all_w > 0 ? all_known_w / all_w : 0.0;
+  json short_of = json::array();
+  if (coverage < cat.minimum.coverage - 1e-9) {
+    short_of.push_back(fmt::format("evidence covers {:.0f} % of the applicable criteria (by weight), {:.0f} % needed", coverage * 100,
+                                   cat.minimum.coverage * 100));
+  }
+  if (rated_count < cat.minimum.rated_categories) {
+    short_of.push_back(fmt::format("{} of {} categories rated, {} needed", rated_count, cat.categories.size(), cat.minimum.rated_categories));
+  }
+  if (cat.minimum.machine_evidence && !machine) {
+    short_of.push_back("nothing read from the machine: no audit check or benchmark result was credited (attestations alone are not a rating)");
+  }
+  out["evidence"] = {{"coverage", Round(coverage)},
+                     {"rated_categories", rated_count},
+                     {"machine_evidence", machine},
+                     {"minimum", {{"coverage", cat.minimum.coverage}, {"rated_categories", cat.minimum.rated_categories},
+                                  {"machine_evidence", cat.minimum.machine_evidence}, {"about", cat.minimum.about}}},
+                     {"meets_minimum", short_of.empty()},
+                     {"short_of", short_of}};
 
   // Gates.
   json gates = {{"unavailable", nullptr}, {"underperforming", json::array()}, {"unverified_critical", json::array()}};
@@ -316,7 +404,11 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     const TierRule& t = cat.tiers[i];
     std::vector<std::string> below;
     for (const auto& c : cat.categories) {
-      if (score[c.id] < t.min_score) below.push_back(fmt::format("{} {}", c.id, Short(score[c.id])));
+      if (!rated[c.id]) {
+        below.push_back(c.id + " not rated");
+      } else if (score[c.id] < t.min_score) {
+        below.push_back(fmt::format("{} {}", c.id, Short(score[c.id])));
+      }
     }
     if (static_cast<int>(below.size()) <= t.max_below) {
       by_scores = t.tier;
@@ -329,11 +421,16 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
   if (rule_text.empty()) {
     const TierRule& b = cat.tiers.back();
     int n = 0;
-    for (const auto& c : cat.categories) n += score[c.id] < b.min_score;
+    for (const auto& c : cat.categories) n += !rated[c.id] || score[c.id] < b.min_score;
     rule_text = fmt::format("{}: {} categories under the {} cut-off of {} (at most {} allowed). {}", cat.below_lowest, n, b.tier,
                             Short(b.min_score), b.max_below, cat.ribbon);
   }
   out["tier_by_scores"] = by_scores;
+  if (tier.empty() && !short_of.empty()) {
+    tier = kInsufficientEvidence;
+    decided = fmt::format("minimum evidence (no tier without it): {}", fmt::join(short_of.get<std::vector<std::string>>(), "; "));
+    next = {{"tier", "any tier"}, {"about", cat.minimum.about}, {"fixes", EvidenceFixes(cat, by_cat, rated, coverage, rated_count)}};
+  }
   if (tier.empty()) {
     tier = by_scores;
     decided = "tier rule " + rule_text;
@@ -343,7 +440,7 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
       const TierRule& t = cat.tiers[rung - 1];
       std::vector<std::pair<double, const Category*>> below;
       for (const auto& c : cat.categories) {
-        if (score[c.id] < t.min_score) below.push_back({t.min_score - score[c.id], &c});
+        if (!rated[c.id] || score[c.id] < t.min_score) below.push_back({t.min_score - score[c.id], &c});
       }
       std::sort(below.begin(), below.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
       size_t need = below.size() - std::min(below.size(), static_cast<size_t>(t.max_below));
@@ -400,9 +497,18 @@ std::string RenderRating(const json& r, int verbosity) {
                                              : "",
                        in["benchmarks"].empty() ? "" : fmt::format("; benchmarks {}", in["benchmarks"].dump()));
   }
-  out += fmt::format("\nTIER: {}\n  decided by {}\n", r["tier"].get<std::string>(), r["decided_by"].get<std::string>());
+  out += fmt::format("\nTIER: {}{}\n  decided by {}\n", r["tier"].get<std::string>(),
+                     r["tier"] == kInsufficientEvidence ? " (no tier is given without the minimum evidence)" : "", r["decided_by"].get<std::string>());
   if (r["tier"] != r["tier_by_scores"]) out += fmt::format("  (the category scores alone would give {})\n", r["tier_by_scores"].get<std::string>());
-  out += "\n  category                                score  coverage  criteria met / partly / unmet / unknown\n";
+  if (r.contains("evidence")) {
+    const json& e = r["evidence"];
+    out += fmt::format("  evidence: {:.0f} % of the applicable criteria (by weight), {} of {} categories rated, {} (minimum {:.0f} %, {} categories{})\n",
+                       e["coverage"].get<double>() * 100, e["rated_categories"].get<int>(), r["categories"].size(),
+                       e["machine_evidence"].get<bool>() ? "results read from the machine" : "nothing read from the machine",
+                       e["minimum"]["coverage"].get<double>() * 100, e["minimum"]["rated_categories"].get<int>(),
+                       e["minimum"]["machine_evidence"].get<bool>() ? ", machine evidence" : "");
+  }
+  out += "\n  category                                   score  cover  criteria met / partly / unmet / unknown\n";
   for (const auto& c : r["categories"]) {
     int met = 0, partly = 0, unmet = 0, unknown = 0;
     for (const auto& k : c["criteria"]) {
@@ -412,8 +518,9 @@ std::string RenderRating(const json& r, int verbosity) {
       unmet += v == "unmet";
       unknown += v == "unknown";
     }
-    out += fmt::format("  {:<38} {:>6.2f} {:>8.0f}%  {} / {} / {} / {}\n", c["title"].get<std::string>(), c["score"].get<double>(),
-                       c["coverage"].get<double>() * 100, met, partly, unmet, unknown);
+    std::string shown = c["score"].is_number() ? fmt::format("{:.2f}", c["score"].get<double>()) : std::string("not rated");
+    out += fmt::format("  {:<38} {:>9} {:>5.0f}%  {} / {} / {} / {}{}\n", c["title"].get<std::string>(), shown, c["coverage"].get<double>() * 100, met,
+                       partly, unmet, unknown, c.contains("not_rated") ? "  (" + c["not_rated"].get<std::string>() + ")" : "");
     if (verbosity > 0) {
       for (const auto& k : c["criteria"]) {
         out += fmt::format("      {:<14} {:<28} {}\n", k["verdict"].get<std::string>(), k["id"].get<std::string>(), k["title"].get<std::string>());
@@ -505,12 +612,13 @@ json Cohort(const Catalog& cat, const std::vector<json>& all_ratings) {
     double sum = 0;
     size_t n = 0;
     for (const auto& c : r.value("categories", json::array())) {
-      sum += c.value("score", 0.0);
+      if (!c.contains("score") || !c["score"].is_number()) continue;  // not rated: no score to average
+      sum += c["score"].get<double>();
       ++n;
     }
     Row row{r, n ? sum / n : 0.0};
     std::string t = r.value("tier", "");
-    (t == "UNAVAILABLE" || t == "UNDERPERFORMING" ? gated : ranked).push_back(std::move(row));
+    (t == "UNAVAILABLE" || t == "UNDERPERFORMING" || t == kInsufficientEvidence ? gated : ranked).push_back(std::move(row));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Row& a, const Row& b) {
     if (a.score != b.score) return a.score > b.score;

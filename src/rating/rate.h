@@ -7,9 +7,12 @@
 //                 excluded, other SKIP unknown; benchmark grade: PASS 1, WARN 0.5, FAIL 0, SKIP
 //                 excluded; assessment: yes 1, partial 0.5, no 0. Unknown counts 0 and is listed.
 //   criterion     mean item credit: met, partly-met, unmet, unknown, not-applicable
-//   category      weighted mean of its criteria (not-applicable ones left out)
+//   category      weighted mean of its criteria (not-applicable ones left out); "not rated"
+//                 (score null, below every cut-off) when none of its criteria has evidence
 //   gates         UNAVAILABLE (assessment class), then UNDERPERFORMING (a critical criterion
-//                 proven unmet: a FAIL read from the machine or a "no" attested)
+//                 proven unmet: a FAIL read from the machine or a "no" attested), then
+//                 INSUFFICIENT_EVIDENCE (not a tier: below the catalog's minimum_evidence, i.e.
+//                 coverage of the applicable criteria, rated categories, machine evidence)
 //   tier          the best rung whose cut-off every category meets but `max_below` of them;
 //                 otherwise PARTICIPATION_RIBBON
 //   next tier     the fewest criteria whose fixing lifts enough categories over the next cut-off

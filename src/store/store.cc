@@ -94,7 +94,7 @@ json Nullable(const SQLite::Column& c) {
 }
 
 int TierRank(const std::string& t) {
-  static const std::vector<std::string> order = {"PLATINUM", "GOLD", "SILVER", "BRONZE", "PARTICIPATION_RIBBON", "UNDERPERFORMING", "UNAVAILABLE"};
+  static const std::vector<std::string> order = {"PLATINUM", "GOLD", "SILVER", "BRONZE", "PARTICIPATION_RIBBON", "UNDERPERFORMING", "UNAVAILABLE", "INSUFFICIENT_EVIDENCE"};
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i] == t) return static_cast<int>(i);
   }
@@ -288,11 +288,16 @@ IngestResult Store::Ingest(const fs::path& path, const std::string& provider_fla
       // The mean of the category scores orders providers within a tier.
       json cats = json::object();
       double sum = 0;
+      size_t n = 0;
       for (const auto& c : rating->value("categories", json::array())) {
-        cats[c.value("id", "")] = c.value("score", 0.0);
-        sum += c.value("score", 0.0);
+        // A category that is not rated has no score (null), and does not enter the mean.
+        json v = c.contains("score") && c["score"].is_number() ? c["score"] : json(nullptr);
+        cats[c.value("id", "")] = v;
+        if (v.is_number()) {
+          sum += v.get<double>();
+          ++n;
+        }
       }
-      size_t n = cats.size();
       ins.bind(11, json({{"score", n ? std::round(sum / n * 1000) / 1000 : 0.0}, {"categories", cats}}).dump());
     }
     ins.bind(8, util::FormatRfc3339(std::chrono::system_clock::now()));

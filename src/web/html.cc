@@ -47,7 +47,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .SKIP,.unknown,.not-applicable{background:var(--skip)}.muted{color:#5f6b7a}.small{font-size:12px}
 .tier{font-size:22px;font-weight:700;padding:6px 14px;border-radius:4px;color:#fff;display:inline-block}
 .PLATINUM{background:#5b6b7f}.GOLD{background:#b8860b}.SILVER{background:#8a939c}.BRONZE{background:#a0522d}
-.PARTICIPATION_RIBBON{background:#1565c0}.UNDERPERFORMING{background:var(--fail)}.UNAVAILABLE{background:var(--skip)}
+.PARTICIPATION_RIBBON{background:#1565c0}.UNDERPERFORMING{background:var(--fail)}.UNAVAILABLE{background:var(--skip)}.INSUFFICIENT_EVIDENCE{background:#fff;color:#5f6b76;border:1px dashed #8a939c}
 .podium{display:flex;gap:16px;align-items:flex-end;margin:12px 0}.podium>div{flex:0 0 200px;text-align:center;border:1px solid var(--line);border-radius:6px;padding:10px;background:var(--bg)}
 .podium .p1{padding-top:34px}.podium .p2{padding-top:22px}.filter{display:flex;gap:14px;align-items:center;margin:6px 0;flex-wrap:wrap}
 .matrix td{padding:0;width:12px;height:12px;border:1px solid #fff}.matrix th{font-weight:400;font-size:11px;white-space:nowrap}
@@ -91,6 +91,7 @@ struct Bar {
   std::optional<double> ref;  // a reference mark (peak, bar)
   std::string css;            // status colour class
   std::string note;
+  std::string absent;         // non-empty: no value (e.g. "not rated"), drawn as an empty outline with this text
 };
 
 const char* Colour(const std::string& css) {
@@ -116,6 +117,14 @@ std::string BarChart(const std::string& title, const std::vector<Bar>& bars, con
     int y = static_cast<int>(i) * row + 4;
     double w = b.value / top * chart_w;
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 6, y + 14, Escape(b.label));
+    if (!b.absent.empty()) {
+      // No value is not a zero: a dashed outline across the chart, the reason written inside.
+      svg += fmt::format("<g class=\"absent\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"none\" stroke=\"#8a939c\" stroke-dasharray=\"4 3\">"
+                         "<title>{}</title></rect><text x=\"{}\" y=\"{}\" font-style=\"italic\" fill=\"#5f6b76\">{}</text></g>",
+                         label_w, y, chart_w, Escape(b.label + ": " + b.absent + (b.note.empty() ? "" : " (" + b.note + ")")), label_w + 8, y + 13,
+                         Escape(b.absent));
+      continue;
+    }
     svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\"><title>{}</title></rect>", label_w, y, w, Colour(b.css),
                        Escape(fmt::format("{}: {:.1f} {}{}", b.label, b.value, unit, b.note.empty() ? "" : " (" + b.note + ")")));
     if (b.ref) {
@@ -346,9 +355,20 @@ std::string Scorecard(const json& r) {
   std::string out = fmt::format("<section class=\"scorecard\"><h2>Scorecard: {}</h2><p><span class=\"tier {}\">{}</span></p><p>Decided by {}</p>", who, E(r["tier"]),
                                 E(r["tier"]), E(r["decided_by"]));
   if (r.value("tier", "") != r.value("tier_by_scores", "")) out += fmt::format("<p class=\"muted\">The category scores alone would give {}.</p>", E(r["tier_by_scores"]));
+  if (r.contains("evidence") && r["evidence"].is_object()) {
+    const json& e = r["evidence"];
+    out += fmt::format("<p class=\"small\">Evidence: {:.0f} % of the applicable criteria, {} of {} categories rated{}{}</p>", e.value("coverage", 0.0) * 100,
+                       E(e["rated_categories"]), r["categories"].size(), e.value("machine_evidence", false) ? "" : ", nothing read from the machine",
+                       e.value("meets_minimum", false) ? "" : " <b>(short of the minimum for any tier)</b>");
+  }
   std::vector<Bar> bars;
   for (const auto& c : r["categories"]) {
-    double s = c.value("score", 0.0);
+    if (!c.contains("score") || !c["score"].is_number()) {
+      // Not rated: no evidence for any criterion. Shown as such, never as a score of 0.
+      bars.push_back({c.value("title", ""), 0, std::nullopt, "SKIP", c.value("not_rated", std::string("no evidence")), "not rated"});
+      continue;
+    }
+    double s = c["score"].get<double>();
     bars.push_back({c.value("title", ""), s * 100, std::nullopt, s >= 0.8 ? "PASS" : s >= 0.5 ? "WARN" : "FAIL",
                     fmt::format("coverage {:.0f} %", c.value("coverage", 0.0) * 100)});
   }
@@ -360,7 +380,7 @@ std::string Scorecard(const json& r) {
       for (const auto& x : k["items"]) {
         ev += fmt::format("<div class=\"small\">{} {} <span class=\"muted\">{}</span></div>", E(x["source"]), E(x["status"]), E(x["detail"]));
       }
-      out += fmt::format("<tr><td>{}</td><td>{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>", E(c["id"]), E(k["title"]),
+      out += fmt::format("<tr><td>{}</td><td>{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>", E(c["id"]) + (c.value("rated", true) ? "" : " <span class=\"muted\">(not rated)</span>"), E(k["title"]),
                          k.value("critical", false) ? " <b>(critical)</b>" : "", Status(k.value("verdict", "")), E(k["credit"]), ev);
     }
   }
