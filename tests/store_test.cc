@@ -133,6 +133,64 @@ TEST(Store, RatingsMakeTheLeaderboard) {
 
 std::string Cli() { return CLUSTERMAX_BINARY; }
 
+// db diff: older first by collection time whatever the order given, each change with its direction,
+// regressions counted (the CLI exits 2 on any), and a run is never diffed against a rating.
+TEST(Store, DiffIsOlderFirstAndCountsRegressions) {
+  fs::path d = TempDir("diff");
+  Store s = Store::Open(d / "r.db");
+  fs::path late = MakeRun(d, "late", "FAIL"), early = MakeRun(d, "early");
+  json r = json::parse(*util::ReadLocalFile(early / "report.json"));
+  r["collected_at"] = "2026-01-01T00:00:00Z";
+  std::ofstream(early / "report.json") << r.dump();
+  int64_t id_late = s.Ingest(late, "P", "c").run_id, id_early = s.Ingest(early, "P", "c").run_id;  // ingested newest first
+  json diff = s.Diff(id_late, id_early);
+  EXPECT_TRUE(diff["swapped"].get<bool>());
+  EXPECT_EQ(diff["from"]["id"], id_early);
+  EXPECT_EQ(diff["to"]["id"], id_late);
+  bool worse = false;
+  for (const auto& c : diff["checks"]) worse |= c["check"] == "perf-access-paranoid" && c["to"] == "FAIL" && c["direction"] == "worse";
+  EXPECT_TRUE(worse) << diff.dump();
+  EXPECT_EQ(diff["regressions"], 1);
+  // The other way round in time the same change is better, not a regression.
+  r["collected_at"] = "2027-01-01T00:00:00Z";
+  std::ofstream(early / "report.json") << r.dump();
+  fs::rename(early, d / "later");
+  int64_t id_later = s.Ingest(d / "later", "P", "c").run_id;
+  json back = s.Diff(id_late, id_later);
+  EXPECT_FALSE(back["swapped"].get<bool>());
+  EXPECT_EQ(back["regressions"], 0) << back.dump();
+  // Ratings: tier and categories; a rating against a run is refused.
+  auto rating = [&](const std::string& tier, json score, const std::string& file) {
+    json j = {{"kind", "clustermax.rating"}, {"provider", "P"}, {"cluster", "c"}, {"tier", tier}, {"edition", "3.0"},
+              {"categories", {{{"id", "security"}, {"score", score}}, {{"id", "pricing"}, {"score", 0.5}}}}};
+    std::ofstream(d / file) << j.dump();
+    return s.Ingest(d / file, "", "").run_id;
+  };
+  int64_t gold = rating("GOLD", 0.9, "g.json"), silver = rating("SILVER", nullptr, "s.json");
+  json rd = s.Diff(gold, silver);
+  EXPECT_EQ(rd["tier"]["direction"], "worse");
+  ASSERT_EQ(rd["categories"].size(), 1u);
+  EXPECT_EQ(rd["categories"][0]["category"], "security");
+  EXPECT_TRUE(rd["categories"][0]["to"].is_null());  // no longer rated
+  EXPECT_EQ(rd["regressions"], 2);
+  try {
+    s.Diff(id_late, gold);
+    ADD_FAILURE() << "a run diffed against a rating";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("compares two runs, or two ratings"), std::string::npos) << e.what();
+  }
+  // The command: exit 2 on a regression, 0 without.
+  std::string db = " db --db " + (d / "r.db").string() + " diff ";
+  auto worse_run = clustermax::testing::RunShell(Cli() + db + std::to_string(id_early) + " " + std::to_string(id_late) + " 2>&1");
+  EXPECT_EQ(worse_run.code, 2) << worse_run.out;
+  EXPECT_NE(worse_run.out.find("worse"), std::string::npos) << worse_run.out;
+  EXPECT_NE(worse_run.out.find("1 regression(s)"), std::string::npos) << worse_run.out;
+  EXPECT_EQ(clustermax::testing::RunShell(Cli() + db + std::to_string(id_late) + " " + std::to_string(id_later) + " --json >/dev/null").code, 0);
+  fs::remove_all(d);
+}
+
+
+
 TEST(Store, TwoProcessesIngestAtOnce) {
   fs::path d = TempDir("concurrent");
   std::vector<fs::path> runs;

@@ -55,7 +55,7 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
   list->add_option("--provider", list_provider, "Only this provider");
   auto* show = db->add_subcommand("show", "One stored run: results, benchmark grades, documents");
   show->add_option("id", show_id, "Run id (db list)")->required();
-  auto* diff = db->add_subcommand("diff", "What changed between two runs of a cluster");
+  auto* diff = db->add_subcommand("diff", "What changed between two runs (or two ratings), older first by collection time; exit 2 when anything got worse");
   diff->add_option("from", diff_a, "Older run id")->required();
   diff->add_option("to", diff_b, "Newer run id")->required();
   auto* exp = db->add_subcommand("export", "Runs as JSON, documents included (all when no id is given)");
@@ -112,21 +112,37 @@ void AddDbCommands(CLI::App& app, DbCommands& d) {
     }
     if (diff->parsed()) {
       json r = s.Diff(diff_a, diff_b);
+      // Exit 2 when anything got worse (a check or metric verdict, the tier, a category score).
+      int code = r["regressions"].get<int>() > 0 ? kExitFail : kExitOk;
       if (json_out) {
         std::cout << util::JsonText(r) << "\n";
-        return kExitOk;
+        return code;
       }
       r = util::EscapeControlsInJson(std::move(r));
-      std::cout << fmt::format("run {} ({}) -> run {} ({})\n", diff_a, Cell(r["from"]["collected_at"]), diff_b, Cell(r["to"]["collected_at"]));
-      if (r["checks"].empty() && r["metrics"].empty()) std::cout << "  no change\n";
+      std::cout << fmt::format("{} {} ({}) -> {} ({}){}\n", r["from"]["kind"] == "rating" ? "rating" : "run", Cell(r["from"]["id"]),
+                               Cell(r["from"]["collected_at"]), Cell(r["to"]["id"]), Cell(r["to"]["collected_at"]),
+                               r["swapped"].get<bool>() ? "  (older first, by collection time)" : "");
+      bool any = !r["checks"].empty() || !r["metrics"].empty() || (r.contains("tier") && !r["tier"].is_null()) ||
+                 (r.contains("categories") && !r["categories"].empty());
+      if (!any) std::cout << "  no change\n";
+      if (r.contains("tier") && !r["tier"].is_null()) {
+        std::cout << fmt::format("  {:<7} {:<36} {} -> {}\n", r["tier"]["direction"].get<std::string>(), "tier", Cell(r["tier"]["from"]), Cell(r["tier"]["to"]));
+      }
+      for (const auto& c : r.value("categories", json::array())) {
+        std::cout << fmt::format("  {:<7} {:<36} {} -> {}\n", c["direction"].get<std::string>(), c["category"].get<std::string>(),
+                                 c["from"].is_null() ? "not rated" : Cell(c["from"]), c["to"].is_null() ? "not rated" : Cell(c["to"]));
+      }
       for (const auto& c : r["checks"]) {
-        std::cout << fmt::format("  {:<36} {} -> {}  {}\n", c["check"].get<std::string>(), Cell(c["from"]), Cell(c["to"]), c["message"].get<std::string>());
+        std::cout << fmt::format("  {:<7} {:<36} {} -> {}  {}\n", c["direction"].get<std::string>(), c["check"].get<std::string>(), Cell(c["from"]),
+                                 Cell(c["to"]), c["message"].get<std::string>());
       }
       for (const auto& m : r["metrics"]) {
-        std::cout << fmt::format("  {:<36} {} -> {} {}\n", m["metric"].get<std::string>(), m["from"].is_null() ? "-" : Cell(m["from"]["value"]) + " " + Cell(m["from"]["verdict"]),
+        std::cout << fmt::format("  {:<7} {:<36} {} -> {} {}\n", m["direction"].get<std::string>(), m["metric"].get<std::string>(),
+                                 m["from"].is_null() ? "-" : Cell(m["from"]["value"]) + " " + Cell(m["from"]["verdict"]),
                                  m["to"].is_null() ? "-" : Cell(m["to"]["value"]) + " " + Cell(m["to"]["verdict"]), m["unit"].get<std::string>());
       }
-      return kExitOk;
+      std::cout << fmt::format("  {} regression(s)\n", r["regressions"].get<int>());
+      return code;
     }
     if (exp->parsed()) {
       std::cout << util::JsonText(s.Export(export_ids)) << "\n";

@@ -405,23 +405,52 @@ json Store::Show(int64_t id) const {
   return run;
 }
 
+namespace {
+
+// How bad a verdict is, for the direction of a change: PASS and SKIP 0, WARN 1, FAIL 2.
+int Badness(const json& v) {
+  std::string s = v.is_string() ? v.get<std::string>() : "";
+  return s == "FAIL" ? 2 : s == "WARN" ? 1 : 0;
+}
+
+std::string Direction(int from, int to) { return to > from ? "worse" : to < from ? "better" : "changed"; }
+
+}  // namespace
+
 json Store::Diff(int64_t a, int64_t b) const {
   json ra = Show(a), rb = Show(b);
   if (ra.is_null() || rb.is_null()) throw std::runtime_error(fmt::format("no run {} in {}", ra.is_null() ? a : b, path_));
+  if ((ra["kind"] == "rating") != (rb["kind"] == "rating")) {
+    throw std::runtime_error(fmt::format("run {} is {} and run {} is {}: db diff compares two runs, or two ratings", a,
+                                         ra["kind"] == "rating" ? "a rating" : "a run", b, rb["kind"] == "rating" ? "a rating" : "a run"));
+  }
+  // Older first, by collection time (ingest order says nothing about when a run was taken).
+  bool swapped = false;
+  if (ra["collected_at"].is_string() && rb["collected_at"].is_string() && rb["collected_at"].get<std::string>() < ra["collected_at"].get<std::string>()) {
+    std::swap(ra, rb);
+    std::swap(a, b);
+    swapped = true;
+  }
+  int regressions = 0;
   std::map<std::string, json> before, after;
   for (const auto& r : ra["results"]) before[r["id"]] = r;
   for (const auto& r : rb["results"]) after[r["id"]] = r;
   json checks = json::array();
+  auto change = [&](json c, int from, int to) {
+    c["direction"] = Direction(from, to);
+    regressions += to > from;
+    checks.push_back(std::move(c));
+  };
   for (const auto& [id, r] : after) {
     auto it = before.find(id);
     if (it == before.end()) {
-      checks.push_back({{"check", id}, {"from", nullptr}, {"to", r["status"]}, {"message", r["message"]}});
+      change({{"check", id}, {"from", nullptr}, {"to", r["status"]}, {"message", r["message"]}}, 0, Badness(r["status"]));
     } else if (it->second["status"] != r["status"]) {
-      checks.push_back({{"check", id}, {"from", it->second["status"]}, {"to", r["status"]}, {"message", r["message"]}});
+      change({{"check", id}, {"from", it->second["status"]}, {"to", r["status"]}, {"message", r["message"]}}, Badness(it->second["status"]), Badness(r["status"]));
     }
   }
   for (const auto& [id, r] : before) {
-    if (!after.count(id)) checks.push_back({{"check", id}, {"from", r["status"]}, {"to", nullptr}, {"message", "not in the second run"}});
+    if (!after.count(id)) checks.push_back({{"check", id}, {"from", r["status"]}, {"to", nullptr}, {"message", "not in the second run"}, {"direction", "gone"}});
   }
   std::map<std::string, json> mb, ma;
   for (const auto& m : ra["metrics"]) mb[m["metric"]] = m;
@@ -436,17 +465,48 @@ json Store::Diff(int64_t a, int64_t b) const {
       moved = std::abs(y - x) > 0.01 * std::max(std::abs(x), 1e-12);
     }
     if (moved) {
+      int fb = from.is_null() ? 0 : Badness(from["verdict"]), tb = Badness(m["verdict"]);
+      regressions += tb > fb;
       metrics.push_back({{"metric", id}, {"from", from.is_null() ? json(nullptr) : json({{"verdict", from["verdict"]}, {"value", from["value"]}})},
-                         {"to", {{"verdict", m["verdict"]}, {"value", m["value"]}}}, {"unit", m["unit"]}});
+                         {"to", {{"verdict", m["verdict"]}, {"value", m["value"]}}}, {"unit", m["unit"]}, {"direction", Direction(fb, tb)}});
     }
   }
   for (const auto& [id, m] : mb) {
-    if (!ma.count(id)) metrics.push_back({{"metric", id}, {"from", {{"verdict", m["verdict"]}, {"value", m["value"]}}}, {"to", nullptr}, {"unit", m["unit"]}});
+    if (!ma.count(id)) {
+      metrics.push_back({{"metric", id}, {"from", {{"verdict", m["verdict"]}, {"value", m["value"]}}}, {"to", nullptr}, {"unit", m["unit"]}, {"direction", "gone"}});
+    }
   }
-  return {{"from", {{"id", a}, {"provider", ra["provider"]}, {"cluster", ra["cluster"]}, {"collected_at", ra["collected_at"]}}},
-          {"to", {{"id", b}, {"provider", rb["provider"]}, {"cluster", rb["cluster"]}, {"collected_at", rb["collected_at"]}}},
-          {"checks", checks},
-          {"metrics", metrics}};
+  json out = {{"from", {{"id", a}, {"kind", ra["kind"]}, {"provider", ra["provider"]}, {"cluster", ra["cluster"]}, {"collected_at", ra["collected_at"]}}},
+              {"to", {{"id", b}, {"kind", rb["kind"]}, {"provider", rb["provider"]}, {"cluster", rb["cluster"]}, {"collected_at", rb["collected_at"]}}},
+              {"ordered_by", "collected_at"},
+              {"swapped", swapped},
+              {"checks", checks},
+              {"metrics", metrics}};
+  if (ra["kind"] == "rating") {
+    // Two ratings: the tier and every category score.
+    auto tier = [](const json& r) { return r["tier"].is_string() ? r["tier"].get<std::string>() : std::string(); };
+    json tiers = nullptr;
+    if (tier(ra) != tier(rb)) {
+      int fr = TierRank(tier(ra)), tr = TierRank(tier(rb));
+      regressions += tr > fr;
+      tiers = {{"from", ra["tier"]}, {"to", rb["tier"]}, {"direction", Direction(fr, tr)}};
+    }
+    out["tier"] = tiers;
+    json cats = json::array();
+    json ca = ra["summary"].is_object() ? ra["summary"].value("categories", json::object()) : json::object();
+    json cb = rb["summary"].is_object() ? rb["summary"].value("categories", json::object()) : json::object();
+    for (const auto& [id, to] : cb.items()) {
+      json from = ca.contains(id) ? ca[id] : json(nullptr);
+      if (from == to || (from.is_number() && to.is_number() && std::abs(from.get<double>() - to.get<double>()) < 0.01)) continue;
+      // A score that drops, or a rated category that is no longer rated, is worse.
+      bool worse = from.is_number() && (!to.is_number() || to.get<double>() < from.get<double>());
+      regressions += worse;
+      cats.push_back({{"category", id}, {"from", from}, {"to", to}, {"direction", worse ? "worse" : "better"}});
+    }
+    out["categories"] = cats;
+  }
+  out["regressions"] = regressions;
+  return out;
 }
 
 json Store::Export(const std::vector<int64_t>& ids) const {
