@@ -474,6 +474,15 @@ TEST(BenchCli, StorageInterruptedBySigintCleansUpAndSaysSo) {
   json r = json::parse(f);
   EXPECT_TRUE(r["interrupted"].get<bool>());
   EXPECT_TRUE(r["cleanup"]["leftovers"].empty());
+  // Not a result: never PASS, and neither rated nor stored as a complete run.
+  EXPECT_EQ(r["verdict"], "INCOMPLETE");
+  std::string cli = CLUSTERMAX_BINARY;
+  auto rate = clustermax::testing::RunShell(cli + " rate " + out.string() + " 2>&1");
+  EXPECT_EQ(rate.code, 1) << rate.out;
+  EXPECT_NE(rate.out.find("an interrupted benchmark run (INCOMPLETE)"), std::string::npos) << rate.out;
+  auto ingest = clustermax::testing::RunShell(cli + " db --db " + (out / "r.db").string() + " ingest " + out.string() + " 2>&1");
+  EXPECT_EQ(ingest.code, 1) << ingest.out;
+  EXPECT_NE(ingest.out.find("interrupted"), std::string::npos) << ingest.out;
 }
 
 TEST(BenchCli, BadOptionsAreUsageErrors) {

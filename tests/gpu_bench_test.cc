@@ -327,7 +327,7 @@ TEST(GpuCommand, ListShowsEverySuitePrecisionAndModel) {
   for (const auto& m : MoeModels()) EXPECT_NE(r.out.find(m.id), std::string::npos) << m.id;
 }
 
-TEST(GpuCommand, NoGpuHereIsASkipWithTheReason) {
+TEST(GpuCommand, NoGpuHereIsASkipWithTheReasonAndNothingSaved) {
   fs::path real = fs::path(CLUSTERMAX_BUILD_DIR) / "clustermax-gpu";
   fs::path out = OutDir("nogpu");
   if (fs::exists(real)) {
@@ -335,19 +335,35 @@ TEST(GpuCommand, NoGpuHereIsASkipWithTheReason) {
     auto r = clustermax::testing::RunShell(Cli() + " bench gpu -q --out " + out.string());
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("SKIP (no usable CUDA GPU"), std::string::npos) << r.out;
-    EXPECT_EQ(Saved(out)["status"], "skip");
   }
-  // The same --out again: --force replaces the earlier result (refused without it).
-  auto missing = clustermax::testing::RunShell(Cli() + " bench gpu -q --force --helper /nonexistent/clustermax-gpu --out " + out.string());
+  auto missing = clustermax::testing::RunShell(Cli() + " bench gpu -q --helper /nonexistent/clustermax-gpu --out " + out.string());
   EXPECT_EQ(missing.code, 0);
   EXPECT_NE(missing.out.find("does not exist"), std::string::npos);
-  auto none = clustermax::testing::RunShell("FAKE_GPU_NONE=1 " + Cli() + " bench gpu -q --force --helper " + FakeHelper() + " --out " + out.string());
+  auto none = clustermax::testing::RunShell("FAKE_GPU_NONE=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string());
   EXPECT_EQ(none.code, 0);
   EXPECT_NE(none.out.find("no usable CUDA GPU: no CUDA device"), std::string::npos) << none.out;
+  // Nothing measured: nothing kept (an empty run directory on every call helped nobody).
+  EXPECT_NE(none.out.find("nothing measured: no result saved"), std::string::npos) << none.out;
+  EXPECT_FALSE(fs::exists(out / "bench" / "gpu.json"));
   auto bad = clustermax::testing::RunShell(Cli() + " bench gpu warp-drive");
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("unknown GPU suite"), std::string::npos);
   fs::remove_all(out);
+}
+
+// A typo in --precisions or --models stops the command before any GPU work, telemetry thread or
+// directory (it was accepted silently, or aborted with exit 134 once telemetry ran).
+TEST(GpuCommand, TyposInPrecisionsAndModelsAreRefusedUpFront) {
+  fs::path out = OutDir("typo");
+  auto prec = clustermax::testing::RunShell("FAKE_GPU_COUNT=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string() +
+                                            " --precisions bf16,bf17 gemm");
+  EXPECT_EQ(prec.code, 1) << prec.out;
+  EXPECT_NE(prec.out.find("unknown precision 'bf17'"), std::string::npos) << prec.out;
+  auto model = clustermax::testing::RunShell("FAKE_GPU_COUNT=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string() +
+                                             " --models typo grouped-gemm");
+  EXPECT_EQ(model.code, 1) << model.out;
+  EXPECT_NE(model.out.find("unknown model 'typo' (known: "), std::string::npos) << model.out;
+  EXPECT_FALSE(fs::exists(out));
 }
 
 TEST(GpuCommand, EveryGpuAtOnceAndTheSlowOneIsNamed) {

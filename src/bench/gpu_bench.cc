@@ -106,6 +106,10 @@ JobOutcome RunJob(const std::string& helper, const json& job, const fs::path& jo
 
 class Telemetry {
  public:
+  Telemetry() = default;
+  Telemetry(const Telemetry&) = delete;
+  Telemetry& operator=(const Telemetry&) = delete;
+  ~Telemetry() { Stop(); }  // an exception between Start and Stop must not leave a joinable thread
   void Start() {
     thread_ = std::thread([this] { Loop(); });
   }
@@ -434,6 +438,14 @@ json RunGpuBench(const GpuBenchOptions& o) {
     work = fs::temp_directory_path() / fmt::format("clustermax-gpu-{}", getpid());
   }
   fs::create_directories(work);
+  // Our own work directory goes on every way out, an exception included.
+  struct RemoveWork {
+    fs::path dir;
+    ~RemoveWork() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } remove_work{o.work_dir.empty() ? work : fs::path()};
 
   Telemetry tele;
   if (o.telemetry) tele.Start();
@@ -567,8 +579,6 @@ json RunGpuBench(const GpuBenchOptions& o) {
     result["telemetry"] = tele.available() ? tele.Summary(0, 1e18) : json(nullptr);
     if (!tele.available()) result["telemetry_note"] = "no NVML samples: " + tele.error();
   }
-  std::error_code ec;
-  if (o.work_dir.empty()) fs::remove_all(work, ec);
   result["status"] = "ok";
   result["suites"] = out_suites;
   result["suite_order"] = out_order;

@@ -152,6 +152,18 @@ std::vector<int64_t> RouteTokens(int groups, int64_t tokens, bool skewed) {
   return out;
 }
 
+void ValidateGpuPlanOptions(const GpuPlanOptions& o) {
+  for (const auto& s : o.suites) {
+    if (!Known(GpuSuites(), s)) throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", s, fmt::join(GpuSuites(), ", ")));
+  }
+  Pick(o.precisions, {});
+  std::vector<std::string> models;
+  for (const auto& m : MoeModels()) models.push_back(m.id);
+  for (const auto& id : o.models) {
+    if (!Known(models, id)) throw std::invalid_argument(fmt::format("unknown model '{}' (known: {})", id, fmt::join(models, ", ")));
+  }
+}
+
 json PlanSuite(const std::string& suite, const GpuPlanOptions& o) {
   json items = json::array();
   const bool full = o.full;

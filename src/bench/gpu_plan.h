@@ -42,6 +42,10 @@ struct GpuPlanOptions {
   int gpu_count = 1;
 };
 
+// Throws std::invalid_argument naming the first unknown suite, precision or model (with the known
+// ones), so a typo stops the command before any GPU work, directory or thread is started.
+void ValidateGpuPlanOptions(const GpuPlanOptions& o);
+
 // Items of one suite, as the helper takes them ({"id", "kind", ...}); an item the GPU cannot run
 // carries "na": reason and is not sent. Suites: gemm, mamf (stage 1), grouped-gemm, gemv, membw,
 // pcie, p2p (all ordered pairs, uni and bidirectional), launch.

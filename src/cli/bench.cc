@@ -104,13 +104,22 @@ fs::path RunDir(const Common& c) {
 int Finish(json result, const Common& c, const std::string& suite, std::string (*render)(const json&),
            const std::function<json(const json&)>& grade) {
   result["grades"] = grade(result);
-  result["verdict"] = bench::WorstVerdict(result["grades"]);
+  // An interrupted run is not a result: whatever its grades so far, it is INCOMPLETE (never PASS),
+  // and `rate` and `db ingest` refuse it.
+  result["verdict"] = result.value("interrupted", false) ? "INCOMPLETE" : bench::WorstVerdict(result["grades"]);
   if (c.json_out) {
     std::cout << util::JsonText(result) << "\n";
   } else {
     std::cout << render(result);
   }
   std::cout.flush();
+  // Nothing measured (no GPU, no helper): nothing to keep, so no run directory is made.
+  bool measured = false;
+  for (const auto& g : result["grades"]) measured |= g.value("verdict", "SKIP") != "SKIP";
+  if (!measured && !result.value("interrupted", false) && result.value("status", "") == "skip") {
+    std::cerr << "nothing measured: no result saved\n";
+    return kExitOk;
+  }
   // Checked again: another run may have written the same file meanwhile.
   CheckOut(c, suite);
   fs::path dir = RunDir(c);
@@ -258,15 +267,14 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
       std::cout << bench::RenderGpuList();
       return kExitOk;
     }
-    for (const auto& s : gpu_suites) {
-      const auto& known = bench::GpuSuites();
-      if (std::find(known.begin(), known.end(), s) == known.end()) {
-        std::cerr << fmt::format("clustermax: unknown GPU suite '{}' (see bench gpu --list)\n", s);
-        return kExitToolError;
-      }
+    go.plan.suites = gpu_suites;
+    try {
+      bench::ValidateGpuPlanOptions(go.plan);  // before any GPU work, thread or directory
+    } catch (const std::invalid_argument& e) {
+      std::cerr << fmt::format("clustermax: {} (see bench gpu --list)\n", e.what());
+      return kExitToolError;
     }
     CheckOut(gc, "gpu");
-    go.plan.suites = gpu_suites;
     go.plan.full = gpu_full;
     go.telemetry = !no_telemetry;
     if (warmup >= 0) go.warmup_s = warmup;

@@ -223,6 +223,9 @@ RunInput LoadRunDir(const fs::path& dir) {
       if (!b.contains("kind") || b["kind"].get<std::string>().rfind("clustermax.bench.", 0) != 0) {
         throw std::runtime_error(f.string() + ": not a clustermax benchmark result");
       }
+      if (b.value("interrupted", false)) {
+        throw std::runtime_error(f.string() + ": an interrupted benchmark run (INCOMPLETE), not a result to rate or store; run it again to the end");
+      }
       in.benches.push_back(std::move(b));
     }
   }
