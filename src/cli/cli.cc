@@ -23,6 +23,7 @@
 #include "audit/slurm_fanout.h"
 #include "cli/bench.h"
 #include "cli/db.h"
+#include "cli/minimums.h"
 #include "cli/rate.h"
 #include "cli/web.h"
 #include "core/version.h"
@@ -55,14 +56,6 @@ struct AuditOptions {
   double counter_interval_s = 10;
   int verbosity = 0;
 };
-
-const core::MinimumTable& LoadMinimums(const std::string& file, core::MinimumTable& storage) {
-  if (file.empty()) return core::EmbeddedMinimumTable();
-  auto text = util::ReadLocalFile(file);
-  if (!text) throw std::runtime_error("cannot read minimum table " + file);
-  storage = core::ParseMinimumTable(*text, file);
-  return storage;
-}
 
 bool UseColor(bool no_color) {
   return !no_color && ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
@@ -135,6 +128,10 @@ fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const st
   write_evidence(tmp / "evidence");
   util::WriteFileAtomic(tmp / "report.json", util::JsonText(report::ToJson(report)) + "\n");
   util::WriteFileAtomic(tmp / "report.txt", report::RenderText(report, {.verbosity = 2, .color = false}));
+  // The table the run was judged with, kept beside it: `audit review` judges with the same one.
+  std::optional<std::string> table = report.minimums_origin == "embedded" ? std::optional<std::string>(core::EmbeddedMinimumTableText())
+                                                                          : util::ReadLocalFile(report.minimums_origin);
+  if (table) util::WriteFileAtomic(tmp / "minimum-versions.json", *table);
   for (int n = 1; n < 1000; ++n) {
     fs::path target = n == 1 ? out_dir : fs::path(fmt::format("{}-{}", out_dir.string(), n));
     std::error_code ec;
@@ -610,6 +607,11 @@ int Main(int argc, char** argv) {
   auto* show_cmd = minimums_cmd->add_subcommand("show", "Print the table in use");
   show_cmd->add_option("--minimums", minimums_file, "Table file instead of the embedded one")->check(CLI::ExistingFile);
   show_cmd->add_flag("--json", minimums_json, "Print the raw JSON");
+  std::string update_source;
+  bool update_force = false;
+  auto* update_cmd = minimums_cmd->add_subcommand("update", "Install a newer table from a file or an http(s) URL (verified, atomic, ~/.clustermax)");
+  update_cmd->add_option("source", update_source, "FILE or URL of a minimum-versions.json")->required();
+  update_cmd->add_flag("--force", update_force, "Install even a table older than the one in use");
 
   BenchCommands bench_cmds;
   AddBenchCommands(app, bench_cmds);
@@ -707,11 +709,16 @@ int Main(int argc, char** argv) {
       std::cout << report::RenderCheckDescription(c->info);
       return kExitOk;
     }
+    if (update_cmd->parsed()) {
+      std::cout << UpdateMinimums(update_source, update_force);
+      return kExitOk;
+    }
     if (show_cmd->parsed()) {
       core::MinimumTable storage;
-      const core::MinimumTable& t = LoadMinimums(minimums_file, storage);
+      std::string text;
+      const core::MinimumTable& t = LoadMinimums(minimums_file, storage, &text);
       if (minimums_json) {
-        std::cout << (minimums_file.empty() ? std::string(core::EmbeddedMinimumTableText()) : *util::ReadLocalFile(minimums_file));
+        std::cout << text;
         return kExitOk;
       }
       auto s = core::TableStaleness(t, std::chrono::system_clock::now());

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "checks/register.h"
+#include "cli/minimums.h"
 #include "cli/cli.h"
 #include "report/report.h"
 #include "util/files.h"
@@ -131,12 +132,12 @@ SavedRun LoadRun(const fs::path& path) {
 int Review(const ReviewOptions& o) {
   fs::path path = o.path.empty() ? LatestRun() : fs::path(o.path);
   SavedRun run = LoadRun(path);
+  // The table kept in the run directory (the one it was judged with), unless --minimums names another.
   core::MinimumTable storage;
-  const core::MinimumTable* minimums = &core::EmbeddedMinimumTable();
-  if (!o.minimums_file.empty()) {
-    storage = core::ParseMinimumTable(*util::ReadLocalFile(o.minimums_file), o.minimums_file);
-    minimums = &storage;
-  }
+  std::error_code ec;
+  std::string kept = (path / "minimum-versions.json").string();
+  const core::MinimumTable* minimums =
+      &LoadMinimums(!o.minimums_file.empty() ? o.minimums_file : fs::exists(kept, ec) ? kept : std::string(), storage);
   audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), run.selection);
   collect::CollectOptions opts;
   std::vector<audit::NodeEvidence> nodes;
