@@ -602,14 +602,15 @@ Finding HeadWorkerConsistency(const JudgeContext& ctx) {
 Finding NcclIbQps(const JudgeContext& ctx) {
   const Evidence& fleet = ctx.Get("fleet.summary");
   if (auto p = NotAFleet(fleet)) return *p;
-  auto ports = FleetFact(fleet, "rdma ports");
+  // Rails only (fleet fact "fabric rails"): frontend bonds, VFs and slow Ethernet carry no NCCL traffic.
+  auto ports = FleetFact(fleet, "fabric rails");
   auto qps = FleetFact(fleet, "nccl ib qps");
   std::vector<std::string> rdma_nodes;
   for (const auto& [node, v] : ports) {
-    if (util::Contains(v, "InfiniBand") || util::Contains(v, "Ethernet")) rdma_nodes.push_back(node);
+    if (util::ParseInt(v).value_or(0) > 0) rdma_nodes.push_back(node);
   }
   if (ports.empty()) return core::Warn(Reason::kEvidenceError, "no node reported its RDMA ports");
-  if (rdma_nodes.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no InfiniBand or RoCE port on any of the {} node(s)", ports.size()));
+  if (rdma_nodes.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no InfiniBand or RoCE rail on any of the {} node(s)", ports.size()));
   // Tiers: the highest switch Level (0 = leaf) in the topology, else the GPU node count.
   const Evidence& topo = ctx.Get("slurm.topology");
   const Evidence& nodes_e = ctx.Get("slurm.nodes");
