@@ -479,3 +479,16 @@ TEST(Verdicts, DownInfinibandRailsAreRailsNotFrontend) {
   EXPECT_NE(f.message.find("mlx5_0/1 1: DOWN"), std::string::npos) << f.message;
   EXPECT_NE(f.observed.find("11 fabric port(s)"), std::string::npos) << f.observed;
 }
+
+// hca-naming judges the rails' names: the kernel's mlx5_bond_0 (LAG) is not a custom rail name.
+// Before: the corpus's ConnectX-4 host WARNed "custom HCA names (mlx5_bond_0) without NCCL_IB_HCA".
+TEST(Verdicts, ABondsNameIsNotACustomRailName) {
+  auto cas = IbstatCorpus("ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
+  auto ok = JudgeFabric("hca-naming", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << AllText(ok);
+  // Mutation: an InfiniBand rail renamed by a udev rule is a custom name NCCL must be told about.
+  cas[0].name = "ib_rail0";
+  auto custom = JudgeFabric("hca-naming", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(custom.verdict, Verdict::kWarn) << AllText(custom);
+  EXPECT_NE(custom.message.find("custom HCA names (ib_rail0) without NCCL_IB_HCA"), std::string::npos) << custom.message;
+}
