@@ -613,7 +613,7 @@ TEST(NodeChecks, FabricClassOneNicPerGpuAtTheGenerationsRate) {
   EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
   EXPECT_NE(ok.message.find("8 active InfiniBand fabric port(s), 3200 Gb/s for 8 GPU(s)"), std::string::npos) << ok.message;
   bool frontend_named = false;
-  for (const auto& d : ok.details) frontend_named |= d.find("mlx5_bond_0/1: RoCE 25 Gb/s") != std::string::npos && d.find("storage/frontend") != std::string::npos;
+  for (const auto& d : ok.details) frontend_named |= d.find("mlx5_bond_0/1: RoCE 25 Gb/s") != std::string::npos && d.find("not a rail (bond)") != std::string::npos;
   EXPECT_TRUE(frontend_named);
   // Half the rate (HDR on H100), a missing NIC, a port down: each a WARN naming the cause.
   ev["rdma.devices"] = rdma(8, "200 Gb/sec (4X HDR)");

@@ -1,6 +1,9 @@
 // Slurm parsing and the scheduler checks on output recorded from the real CI cluster
 // (tests/fixtures/slurm/, Slurm 22.05.8), replayed through the collectors; the fleet summary,
 // the roll-up over unreachable nodes, and the bundle line protocol of the fan-out.
+#include <map>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "audit/fleet_summary.h"
@@ -10,6 +13,7 @@
 #include "collect/parsers.h"
 #include "testutil.h"
 #include "util/slurm_text.h"
+#include "util/strings.h"
 #include "util/time.h"
 
 using namespace clustermax;
@@ -507,4 +511,136 @@ TEST(SlurmChecks, PluginNamesWithoutTheirTypePrefixAreRead) {
   // Mutation: the same list without cgroup is still a gap.
   std::string without = with("affinity", "cgroup");
   EXPECT_NE(without.find("no task/cgroup"), std::string::npos) << without;
+}
+
+// Issue "Verdicts that hold", class 6: real sites' slurm.conf and topology.conf
+// (tests/fixtures/corpus/slurm, SOURCES.md), printed as slurmctld would print them.
+namespace {
+
+// `scontrol show node -o` for the NodeName and PartitionName lines of a slurm.conf: name, Gres,
+// state and partitions (the other keys are not judged by these checks).
+std::string NodesFromSlurmConf(const std::string& conf) {
+  std::vector<std::pair<std::string, std::string>> nodes;  // name, Gres
+  std::map<std::string, std::vector<std::string>> partitions;
+  for (const auto& raw : util::SplitLines(conf)) {
+    std::string line = raw.substr(0, raw.find('#'));
+    std::map<std::string, std::string> kv;
+    std::string first;
+    for (const auto& w : util::SplitWhitespace(line)) {
+      size_t eq = w.find('=');
+      if (eq == std::string::npos) continue;
+      std::string key = util::ToLower(w.substr(0, eq));
+      if (first.empty()) first = key;
+      kv[key] = w.substr(eq + 1);
+    }
+    if (first == "nodename" && kv["nodename"] != "DEFAULT") {
+      std::vector<std::string> names = util::ExpandHostlist(kv["nodename"]).value();
+      for (const auto& n : names) nodes.push_back({n, kv.count("gres") ? kv["gres"] : "(null)"});
+    } else if (first == "partitionname") {
+      std::vector<std::string> names = util::ExpandHostlist(kv["nodes"]).value();
+      for (const auto& n : names) partitions[n].push_back(kv["partitionname"]);
+    }
+  }
+  std::string out;
+  for (const auto& [name, gres] : nodes) {
+    out += fmt::format("NodeName={} Arch=x86_64 Gres={} State=IDLE{}\n", name, gres,
+                       partitions.count(name) ? fmt::format(" Partitions={}", fmt::join(partitions[name], ",")) : "");
+  }
+  return out;
+}
+
+// topology.conf without its comment lines, as `scontrol show topology` lists the same units.
+std::string TopologyFromConf(const std::string& conf) {
+  std::string out;
+  for (const auto& line : util::SplitLines(conf)) {
+    if (!util::Trim(line).empty() && util::Trim(line)[0] != '#') out += line + "\n";
+  }
+  return out;
+}
+
+host::Bundle Site(const std::string& slurm_conf, const std::string& topology_conf = "") {
+  host::Bundle b = Scheduler();
+  b.PutCommand({"scontrol", "show", "node", "-o"}, Out(NodesFromSlurmConf(ReadFixture("corpus/slurm/" + slurm_conf))));
+  if (!topology_conf.empty()) b.PutCommand({"scontrol", "show", "topology"}, Out(TopologyFromConf(ReadFixture("corpus/slurm/" + topology_conf))));
+  return b;
+}
+
+std::string WithConfig(std::string config, const std::string& key, const std::string& value) {
+  size_t at = config.find(key + " ");
+  EXPECT_NE(at, std::string::npos) << key;
+  config.replace(at, config.find('\n', at) - at, fmt::format("{:<24}= {}", key, value));
+  return config;
+}
+
+}  // namespace
+
+// Tuebingen's CFC cluster declares no GRES on any node (GresTypes=gpu, CPU nodes). Before:
+// "topology/tree covers all 0 GPU nodes" PASSed.
+TEST(SlurmChecks, TopologyWithNoGpuGresIsNotAPass) {
+  host::Bundle b = Site("tuebingen-cfc-slurm.conf", "tuebingen-cfc-topology.conf");
+  auto none = Judge("topology-conf", b);
+  EXPECT_EQ(none.verdict, core::Verdict::kSkip) << All(none);
+  EXPECT_NE(none.message.find("no node declares GPU GRES"), std::string::npos) << none.message;
+  // Mutation: one node declares GPUs, and the real file's names (cfc[01-16]) miss it (cfc001).
+  std::string nodes = NodesFromSlurmConf(ReadFixture("corpus/slurm/tuebingen-cfc-slurm.conf"));
+  nodes.replace(nodes.find("Gres=(null)"), 11, "Gres=gpu:4");
+  b.PutCommand({"scontrol", "show", "node", "-o"}, Out(nodes));
+  auto one = Judge("topology-conf", b);
+  EXPECT_EQ(one.verdict, core::Verdict::kWarn) << All(one);
+  EXPECT_NE(All(one).find("not covered: cfc001"), std::string::npos) << All(one);
+}
+
+// NVIDIA's circe SuperPOD declares no GRES on its 98 DGX nodes. When the nodes report GPUs, that is
+// a WARN; when they report none, not applicable.
+TEST(SlurmChecks, TopologyWithGpusButNoGresWarns) {
+  host::Bundle b = Site("nvidia-circe-superpod-slurm.conf", "circe-superpod-topology.conf");
+  auto gpus = JudgeFleet("topology-conf", b, {Node("circe-n001", "580.95.05"), Node("circe-n002", "580.95.05")});
+  EXPECT_EQ(gpus.verdict, core::Verdict::kWarn) << All(gpus);
+  EXPECT_NE(gpus.message.find("GPUs present on 2 node(s) but no node declares GPU GRES"), std::string::npos) << gpus.message;
+  // Mutation: the nodes report no GPU.
+  auto cpu1 = Node("circe-n001", "580.95.05"), cpu2 = Node("circe-n002", "580.95.05");
+  cpu1.evidence["gpu.inventory"].data["devices"] = json::array();
+  cpu2.evidence["gpu.inventory"].data["devices"] = json::array();
+  auto cpu = JudgeFleet("topology-conf", b, {cpu1, cpu2});
+  EXPECT_EQ(cpu.verdict, core::Verdict::kSkip) << All(cpu);
+  EXPECT_EQ(cpu.reason, core::Reason::kNotApplicable);
+}
+
+// circe runs HealthCheckProgram=/scratch/mlperf/admin/scripts/nhc.sh every 3600 s: a site script.
+// Before: "nhc" in its path made it NHC, judged against the login node's (absent) nhc.conf: WARN.
+TEST(SlurmChecks, ASiteHealthCheckScriptIsNotJudgedByTheLoginNodesNhc) {
+  std::string config = ReadFixture("slurm/scontrol-show-config.txt");
+  config = WithConfig(WithConfig(config, "HealthCheckInterval", "3600 sec"), "HealthCheckProgram", "/scratch/mlperf/admin/scripts/nhc.sh");
+  host::Bundle b = Scheduler();
+  b.PutCommand({"scontrol", "show", "config"}, Out(config));
+  auto site = Judge("healthcheck-program", b);
+  EXPECT_EQ(site.verdict, core::Verdict::kPass) << All(site);
+  EXPECT_NE(site.message.find("site health check program /scratch/mlperf/admin/scripts/nhc.sh configured, interval 3600 s"), std::string::npos) << site.message;
+  EXPECT_EQ(All(site).find("nhc.conf"), std::string::npos) << All(site);
+  // Mutation: the program is NHC itself, and the login node has no nhc.conf with checks.
+  b.PutCommand({"scontrol", "show", "config"}, Out(WithConfig(config, "HealthCheckProgram", "/usr/sbin/nhc")));
+  auto nhc = Judge("healthcheck-program", b);
+  EXPECT_EQ(nhc.verdict, core::Verdict::kWarn) << All(nhc);
+  EXPECT_NE(nhc.message.find("nhc.conf has no active check"), std::string::npos) << nhc.message;
+}
+
+// VinUni's lab: partition slurmpar holds slurmnode[1-7] with Gres=gpu:1 and slurmnode[8-10] with gpu:2.
+TEST(SlurmChecks, APartitionsNodesWithDifferentGpuGresAreNamed) {
+  auto vinuni = Judge("slurm-gres-gpu", Site("vinuni-slurm.conf"));
+  EXPECT_EQ(vinuni.verdict, core::Verdict::kWarn) << All(vinuni);
+  EXPECT_NE(All(vinuni).find("partition slurmpar: nodes differ in GPU GRES: gpu:1 on 7 node(s); odd: slurmnode8, slurmnode9, slurmnode10 (gpu:2)"),
+            std::string::npos) << All(vinuni);
+  // xjhpc: partition xj-h100-ib-1 of two nodes with Gres=gpu:h100:8, a CPU partition beside it.
+  host::Bundle b = Site("xjhpc-nodes.conf");
+  auto uniform = Judge("slurm-gres-gpu", b);
+  EXPECT_EQ(uniform.verdict, core::Verdict::kPass) << All(uniform);
+  // Mutation: one of the two declares no GRES.
+  std::string nodes = NodesFromSlurmConf(ReadFixture("corpus/slurm/xjhpc-nodes.conf"));
+  size_t at = nodes.find("NodeName=xjhpc-164-101-ai");
+  nodes.replace(nodes.find("Gres=gpu:h100:8", at), 15, "Gres=(null)");
+  b.PutCommand({"scontrol", "show", "node", "-o"}, Out(nodes));
+  auto odd = Judge("slurm-gres-gpu", b);
+  EXPECT_EQ(odd.verdict, core::Verdict::kWarn) << All(odd);
+  EXPECT_NE(All(odd).find("partition xj-h100-ib-1: nodes differ in GPU GRES"), std::string::npos) << All(odd);
+  EXPECT_NE(All(odd).find("xjhpc-164-101-ai (no GPU GRES)"), std::string::npos) << All(odd);
 }

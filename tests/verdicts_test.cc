@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "audit/fleet_summary.h"
+#include "checks/common.h"
 #include "checks/register.h"
 #include "collect/collector.h"
 #include "collect/parsers.h"
@@ -15,6 +17,7 @@
 #include "rating/catalog.h"
 #include "rating/rate.h"
 #include "testutil.h"
+#include "util/strings.h"
 #include "util/time.h"
 
 namespace fs = std::filesystem;
@@ -264,4 +267,228 @@ TEST(Verdicts, EccCountersOfOlderGenerationsAreReadAndNaIsNotZero) {
   // Pascal vGPU guest: every counter N/A: unverified, not "ECC clean".
   auto p4 = JudgeSmi("gpu-ecc-health", "pascal-grid-p4-1q-vgpu-guest-1.xml");
   EXPECT_NE(p4.verdict, Verdict::kPass) << p4.message;
+}
+
+// Issue "Verdicts that hold", class 5: fabric rails. ibstat / ibv_devinfo captured on real hosts
+// (tests/fixtures/corpus/ibstat, SOURCES.md) are laid out as the sysfs tree they were printed from
+// and read by the real rdma.devices collector. A rail is an InfiniBand port, a RoCE port at
+// >= 100 Gb/s on a physical function, or EFA; bonds, VFs of a PF on the node, Ethernet VFs and
+// slow Ethernet are listed as "not counted as a rail" and stay out of rail counts and NCCL checks.
+namespace {
+
+struct CorpusCa {
+  std::string name, layer, state = "Active", phys = "LinkUp", fw;
+  int part = 0;      // CA type MT<part> / vendor_part_id (decimal PCI device id)
+  std::string rate;  // "" when the tool does not print it (ibv_devinfo)
+  std::string physfn;  // a mutation: the VF's physical function on this node
+};
+
+// ibstat ("CA 'x'", "CA type: MT4115", "Rate: 100") and ibv_devinfo ("hca_id:", "vendor_part_id:",
+// "state: PORT_ACTIVE (4)"); one port per CA, as every CA of the corpus has.
+std::vector<CorpusCa> ParseCorpusIbstat(const std::string& text) {
+  std::vector<CorpusCa> out;
+  for (const auto& raw : util::SplitLines(text)) {
+    std::string line(util::Trim(raw));
+    auto value = [&](std::string_view key) -> std::optional<std::string> {
+      if (line.rfind(key, 0) != 0) return std::nullopt;
+      return std::string(util::Trim(line.substr(key.size())));
+    };
+    if (auto v = value("CA '")) out.push_back({.name = v->substr(0, v->find('\''))});
+    else if (auto v = value("hca_id:")) out.push_back({.name = *v});
+    else if (out.empty()) continue;
+    else if (auto v = value("CA type: MT")) out.back().part = std::stoi(*v);
+    else if (auto v = value("vendor_part_id:")) out.back().part = std::stoi(*v);
+    else if (auto v = value("Firmware version:")) out.back().fw = *v;
+    else if (auto v = value("fw_ver:")) out.back().fw = *v;
+    else if (auto v = value("State:")) out.back().state = *v;
+    else if (auto v = value("state:")) out.back().state = util::Contains(*v, "ACTIVE") ? "Active" : "Down";
+    else if (auto v = value("Physical state:")) out.back().phys = *v;
+    else if (auto v = value("Rate:")) out.back().rate = *v;
+    else if (auto v = value("Link layer:")) out.back().layer = *v;
+    else if (auto v = value("link_layer:")) out.back().layer = *v;
+  }
+  return out;
+}
+
+// The sysfs answers of those CAs, read by the rdma.devices collector.
+core::Evidence RdmaFromCorpus(const std::vector<CorpusCa>& cas) {
+  host::Bundle b;
+  auto file = [&](const std::string& path, const std::string& content) { b.PutFile(path, {host::IoStatus::kOk, content + "\n", false, ""}); };
+  host::DirResult top{host::IoStatus::kOk, {}, ""};
+  for (const auto& ca : cas) top.entries.push_back({ca.name, 'l'});
+  std::sort(top.entries.begin(), top.entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  b.PutDir("/sys/class/infiniband", top);
+  for (const auto& ca : cas) {
+    std::string base = "/sys/class/infiniband/" + ca.name;
+    file(base + "/fw_ver", ca.fw);
+    file(base + "/device/vendor", "0x15b3");
+    file(base + "/device/device", fmt::format("0x{:04x}", ca.part));
+    host::StatResult physfn;
+    physfn.status = ca.physfn.empty() ? host::IoStatus::kNotFound : host::IoStatus::kOk;
+    physfn.type = 'l';
+    physfn.link_target = ca.physfn.empty() ? "" : "../" + ca.physfn;
+    b.PutStat(base + "/device/physfn", physfn);
+    b.PutDir(base + "/ports", {host::IoStatus::kOk, {{"1", 'd'}}, ""});
+    std::string p = base + "/ports/1/";
+    bool active = ca.state == "Active";
+    file(p + "state", active ? "4: ACTIVE" : "1: DOWN");
+    file(p + "phys_state", ca.phys == "LinkUp" ? "5: LinkUp" : "3: Disabled");
+    if (!ca.rate.empty()) file(p + "rate", ca.rate + " Gb/sec");
+    file(p + "link_layer", ca.layer);
+  }
+  host::ReplayHost h(b);
+  return collect::CollectEvidence(h, {"rdma.devices"}, {})["rdma.devices"];
+}
+
+std::vector<CorpusCa> IbstatCorpus(const std::string& name) { return ParseCorpusIbstat(cmt::ReadFixture("corpus/ibstat/" + name)); }
+
+core::Finding JudgeFabric(const std::string& check, const core::Evidence& rdma, int gpus, const std::string& model, std::optional<std::string> gid_index = {}) {
+  const core::Check* c = checks::DefaultRegistry().Find(check);
+  json devices = json::array();
+  for (int i = 0; i < gpus; ++i) devices.push_back({{"index", i}, {"name", model}});
+  json vars = json::object();
+  if (gid_index) vars["NCCL_IB_GID_INDEX"] = *gid_index;
+  core::EvidenceSet ev = {{"rdma.devices", rdma},
+                          {"gpu.inventory", Ok({{"device_count", gpus}, {"devices", devices}})},
+                          {"pci.devices", Ok({{"devices", json::array()}, {"complete", true}, {"unreadable", 0}})},
+                          {"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}, {"env", json::object()}})}};
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  return c->judge(ctx);
+}
+
+std::string AllText(const core::Finding& f) {
+  std::string s = f.message;
+  for (const auto& d : f.details) s += "\n" + d;
+  return s;
+}
+
+}  // namespace
+
+// A ConnectX-4 host: two InfiniBand ports and a RoCE LAG device mlx5_bond_0 (ConnectX-4 Lx, 10 Gb/s).
+// Before: the bond was a RoCE port, so NCCL_IB_GID_INDEX unset was a WARN on an InfiniBand node.
+TEST(Verdicts, RdmaOverABondIsNotARail) {
+  auto cas = IbstatCorpus("ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
+  ASSERT_EQ(cas.size(), 3u);
+  core::Evidence rdma = RdmaFromCorpus(cas);
+  ASSERT_TRUE(rdma.ok()) << rdma.error;
+  auto ports = checks::ClassifyRdmaPorts(rdma.data);
+  ASSERT_EQ(ports.size(), 3u);
+  for (const auto& p : ports) EXPECT_EQ(p.rail, p.kind == "InfiniBand") << p.name << " " << p.because;
+  auto gid = JudgeFabric("nccl-roce-gid-index", rdma, 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(gid.verdict, Verdict::kSkip) << AllText(gid);
+  EXPECT_NE(AllText(gid).find("not counted as a rail: mlx5_bond_0/1 because RDMA device over a bond"), std::string::npos) << AllText(gid);
+  auto fabric = JudgeFabric("fabric-class", rdma, 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_NE(fabric.observed.find("2 fabric port(s) (InfiniBand)"), std::string::npos) << fabric.observed;
+  EXPECT_NE(AllText(fabric).find("not counted as a rail: mlx5_bond_0/1"), std::string::npos) << AllText(fabric);
+  // The bond at rail speed is still a bond (speed is not why it is left out) ...
+  cas[2].rate = "100";
+  EXPECT_EQ(JudgeFabric("nccl-roce-gid-index", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB").verdict, Verdict::kSkip);
+  // ... mutation: the same 100 Gb/s port on a plain function (no bond) is a RoCE rail, and the GID check applies.
+  cas[2].name = "mlx5_4";
+  auto roce = JudgeFabric("nccl-roce-gid-index", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(roce.verdict, Verdict::kWarn) << AllText(roce);
+  EXPECT_NE(roce.message.find("NCCL_IB_GID_INDEX is unset"), std::string::npos) << roce.message;
+}
+
+// The fleet summary and nccl-ib-qps-entropy count rails only: a node whose only RDMA device is the
+// corpus's RoCE bond has no fabric. Before: "Ethernet" in its ports made it an RDMA node.
+TEST(Verdicts, AFrontendBondDoesNotMakeAnRdmaNode) {
+  auto cas = IbstatCorpus("ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
+  std::vector<CorpusCa> bond_only = {cas[2]};
+  auto judge = [](const std::vector<CorpusCa>& node_cas) {
+    audit::NodeEvidence n;
+    n.node = "n1";
+    n.evidence["rdma.devices"] = RdmaFromCorpus(node_cas);
+    core::EvidenceSet ev;
+    ev["fleet.summary"] = audit::FleetSummary({&n}, {});
+    const core::Check* c = checks::DefaultRegistry().Find("nccl-ib-qps-entropy");
+    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+    return std::make_pair(c->judge(ctx), ev["fleet.summary"].data);
+  };
+  auto [bond, summary] = judge(bond_only);
+  EXPECT_EQ(bond.reason, core::Reason::kNotApplicable) << AllText(bond);
+  EXPECT_EQ(summary["nodes"][0]["facts"]["fabric rails"], "0");
+  EXPECT_EQ(summary["nodes"][0]["facts"]["rdma ports"], "1 x RoCE 10 Gb/s not a rail (bond)");
+  // Mutation: one InfiniBand rail beside it makes it an RDMA node (judged, not skipped).
+  auto [ib, summary2] = judge({cas[0], cas[2]});
+  EXPECT_NE(ib.verdict, Verdict::kSkip) << AllText(ib);
+  EXPECT_EQ(summary2["nodes"][0]["facts"]["fabric rails"], "1");
+}
+
+// An A100 cloud VM with 8 ConnectX-6 VFs (MT4124, HDR 200): in a guest the passed-through VF is the
+// rail (no physfn link there), so 8 rails for 8 GPUs PASS.
+TEST(Verdicts, PassedThroughInfinibandVfsAreAGuestsRails) {
+  auto cas = IbstatCorpus("ibstat-cx6-vf-hdr200-8port-ibpanic-exit255-1.txt");
+  ASSERT_EQ(cas.size(), 8u);
+  auto ok = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << AllText(ok);
+  // Mutation: one VF's physical function is on this node (sysfs physfn): that PF is the rail, the VF is not.
+  cas[3].physfn = "0000:41:00.0";
+  auto vf = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(vf.verdict, Verdict::kWarn) << AllText(vf);
+  EXPECT_NE(vf.message.find("7 fabric port(s) for 8 GPU(s)"), std::string::npos) << vf.message;
+  EXPECT_NE(AllText(vf).find("not counted as a rail: mlx5_3/1 because SR-IOV virtual function of PF 0000:41:00.0"), std::string::npos) << AllText(vf);
+}
+
+// An empty GPU model is not looked up: "the GPU model could not be read", never "rate for ''".
+TEST(Verdicts, AnUnreadGpuModelIsSaidSo) {
+  auto cas = IbstatCorpus("ibstat-cx6-vf-hdr200-8port-ibpanic-exit255-1.txt");
+  auto f = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "");
+  EXPECT_EQ(f.verdict, Verdict::kWarn) << AllText(f);
+  EXPECT_EQ(f.reason, core::Reason::kUnverified);
+  EXPECT_NE(f.message.find("the GPU model could not be read"), std::string::npos) << f.message;
+  EXPECT_EQ(f.message.find("''"), std::string::npos) << f.message;
+  auto unknown = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "NVIDIA Tesla V100-SXM2-16GB");
+  EXPECT_NE(unknown.message.find("no expected per-GPU rate for GPU model 'NVIDIA Tesla V100-SXM2-16GB'"), std::string::npos) << unknown.message;
+}
+
+// Azure ND H200 v5 (ibv_devinfo): InfiniBand VFs mlx5_ib* (ConnectX-7 VF, 4126) are the rails; the
+// accelerated-networking Ethernet VF mlx5_an0 (ConnectX-5 VF, 4122) is the frontend. Before: mlx5_an0
+// was a RoCE port, so an InfiniBand cluster was told to set NCCL_IB_GID_INDEX.
+TEST(Verdicts, AnEthernetVfIsTheFrontendNotARail) {
+  auto cas = IbstatCorpus("ibv_devinfo-azure-ndv5-h200-cx7vf-cx5vf-1.txt");
+  ASSERT_EQ(cas.size(), 3u);
+  core::Evidence rdma = RdmaFromCorpus(cas);
+  auto ports = checks::ClassifyRdmaPorts(rdma.data);
+  ASSERT_EQ(ports.size(), 3u);
+  for (const auto& p : ports) {
+    if (p.name == "mlx5_an0/1") {
+      EXPECT_FALSE(p.rail);
+      EXPECT_EQ(p.why_not, "SR-IOV VF");
+    } else {
+      EXPECT_TRUE(p.rail) << p.name << " " << p.because;
+    }
+  }
+  auto gid = JudgeFabric("nccl-roce-gid-index", rdma, 8, "NVIDIA H200");
+  EXPECT_EQ(gid.verdict, Verdict::kSkip) << AllText(gid);
+  EXPECT_NE(AllText(gid).find("not counted as a rail: mlx5_an0/1 because Ethernet SR-IOV virtual function"), std::string::npos) << AllText(gid);
+  // Mutation: the same port as an InfiniBand VF is a passed-through rail.
+  cas[2].layer = "InfiniBand";
+  for (const auto& p : checks::ClassifyRdmaPorts(RdmaFromCorpus(cas).data)) EXPECT_TRUE(p.rail) << p.name;
+}
+
+// A Dell XE9780 (8 x B300): seven ConnectX-8 ports Down (ibstat prints Rate 10 for a down port) and
+// four ConnectX-7 at 100. Before: the down ConnectX-8 ports were "storage/frontend" by their
+// placeholder rate and vanished; they are the GPU rails, and down.
+TEST(Verdicts, DownInfinibandRailsAreRailsNotFrontend) {
+  auto cas = IbstatCorpus("ibstat-cx8-down-cx7-active-b300-dell-1.txt");
+  ASSERT_EQ(cas.size(), 11u);
+  auto f = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "NVIDIA B300 SXM6 AC");
+  EXPECT_EQ(f.verdict, Verdict::kWarn) << AllText(f);
+  EXPECT_NE(f.message.find("7 fabric port(s) not ACTIVE"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("mlx5_0/1 1: DOWN"), std::string::npos) << f.message;
+  EXPECT_NE(f.observed.find("11 fabric port(s)"), std::string::npos) << f.observed;
+}
+
+// hca-naming judges the rails' names: the kernel's mlx5_bond_0 (LAG) is not a custom rail name.
+// Before: the corpus's ConnectX-4 host WARNed "custom HCA names (mlx5_bond_0) without NCCL_IB_HCA".
+TEST(Verdicts, ABondsNameIsNotACustomRailName) {
+  auto cas = IbstatCorpus("ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
+  auto ok = JudgeFabric("hca-naming", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << AllText(ok);
+  // Mutation: an InfiniBand rail renamed by a udev rule is a custom name NCCL must be told about.
+  cas[0].name = "ib_rail0";
+  auto custom = JudgeFabric("hca-naming", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
+  EXPECT_EQ(custom.verdict, Verdict::kWarn) << AllText(custom);
+  EXPECT_NE(custom.message.find("custom HCA names (ib_rail0) without NCCL_IB_HCA"), std::string::npos) << custom.message;
 }

@@ -96,20 +96,24 @@ const std::vector<std::pair<std::string, Fact>>& Facts() {
          return Joined(v);
        }},
       {"rdma ports", [](const NodeEvidence& n) -> std::string {
-         // "8 x InfiniBand 400 Gb/s, 2 x Ethernet 100 Gb/s": a node with a missing or slow port stands out.
+         // "8 x InfiniBand 400 Gb/s, 1 x RoCE 10 Gb/s not a rail (bond)": a node with a missing or slow port stands out.
          const json* d = Data(n, "rdma.devices");
          if (!d) return "";
          std::map<std::string, int> kinds;
-         for (const auto& dev : d->value("devices", json::array())) {
-           for (const auto& p : dev.value("ports", json::array())) {
-             auto rate = checks::PortRateGbps(p.value("rate", json()));
-             std::string layer = Str(p, "link_layer");
-             ++kinds[fmt::format("{} {}", layer.empty() ? "?" : layer, rate ? fmt::format("{:g} Gb/s", *rate) : "rate ?")];
-           }
+         for (const auto& p : checks::ClassifyRdmaPorts(*d)) {
+           ++kinds[fmt::format("{} {}{}", p.kind, p.gbps ? fmt::format("{:g} Gb/s", *p.gbps) : "rate ?", p.rail ? "" : " not a rail (" + p.why_not + ")")];
          }
          std::vector<std::string> parts;
          for (const auto& [k, c] : kinds) parts.push_back(fmt::format("{} x {}", c, k));
          return parts.empty() ? "none" : fmt::format("{}", fmt::join(parts, ", "));
+       }},
+      {"fabric rails", [](const NodeEvidence& n) -> std::string {
+         // The number of rails (checks::ClassifyRdmaPorts); bonds, VFs and slow Ethernet do not count.
+         const json* d = Data(n, "rdma.devices");
+         if (!d) return "";
+         int rails = 0;
+         for (const auto& p : checks::ClassifyRdmaPorts(*d)) rails += p.rail;
+         return std::to_string(rails);
        }},
       {"nccl ib qps", [](const NodeEvidence& n) -> std::string {
          const core::Evidence* cfg = Ev(n, "nccl.config");

@@ -49,6 +49,26 @@ std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::
 // The first number of a sysfs RDMA port rate ("400 Gb/sec (4X NDR)" -> 400); nullopt if none.
 std::optional<double> PortRateGbps(const nlohmann::json& rate);
 
+// One port of "rdma.devices", classified for the GPU fabric. A rail is an InfiniBand port, or a
+// RoCE port (Ethernet link layer) at >= fabric_min_gbps (data/node-thresholds.json, 100 Gb/s) or of
+// unread rate, on a physical function; or an EFA device. Not rails: RDMA devices over a bond (mlx5_bond_N, or a GID
+// netdev that is a bond master), SR-IOV virtual functions whose physical function is on this node
+// (sysfs physfn), Ethernet VFs (a guest's accelerated networking), and slower Ethernet (frontend,
+// storage). An InfiniBand VF without a physfn link is a guest's passed-through rail (Azure ND).
+struct RdmaPortClass {
+  std::string name;   // "mlx5_0/1"
+  std::string kind;   // "InfiniBand", "RoCE", "EFA", "?" or the link layer read
+  std::optional<double> gbps;
+  std::string state;  // "" when unread
+  bool rail = false;
+  std::string why_not;  // for non-rails: "bond", "SR-IOV VF", "slow Ethernet", ...
+  std::string because;  // for non-rails: the sentence a report shows
+  const nlohmann::json* port = nullptr;  // into the evidence
+};
+std::vector<RdmaPortClass> ClassifyRdmaPorts(const nlohmann::json& rdma_devices_data);
+// "not counted as rails: mlx5_bond_0/1 (RDMA over bond0 ...)" lines, one per non-rail port.
+std::vector<std::string> NotRailLines(const std::vector<RdmaPortClass>& ports);
+
 void RegisterVersionChecks(core::Registry& r);
 void RegisterIsolationChecks(core::Registry& r);
 void RegisterHardwareChecks(core::Registry& r);

@@ -160,10 +160,15 @@ Finding HcaNaming(const JudgeContext& ctx) {
   if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
   std::vector<std::string> names, custom;
   static const std::regex mlx(R"(^mlx5_\d+$)");
+  // Only rail devices matter to NCCL_IB_HCA: mlx5_bond_0 or a guest's Ethernet VF keep their names.
+  std::set<std::string> rail_devices;
+  for (const auto& p : ClassifyRdmaPorts(rdma.data)) {
+    if (p.rail) rail_devices.insert(p.name.substr(0, p.name.rfind('/')));
+  }
   for (const auto& d : rdma.data.value("devices", json::array())) {
     std::string n = d.value("name", "");
     names.push_back(n);
-    if (!std::regex_match(n, mlx)) custom.push_back(n);
+    if (!std::regex_match(n, mlx) && (rail_devices.count(n) || d.value("ports", json::array()).empty())) custom.push_back(n);
   }
   if (names.empty()) return core::Skip(Reason::kNotApplicable, "no RDMA device");
   std::string hca = NcclSetting(ctx.Get("nccl.config"), "NCCL_IB_HCA");
@@ -182,16 +187,18 @@ Finding HcaNaming(const JudgeContext& ctx) {
 Finding NcclRoceGidIndex(const JudgeContext& ctx) {
   const Evidence& rdma = ctx.Get("rdma.devices");
   if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
+  // Only RoCE rails: a frontend bond, a VF or a slow Ethernet port is not NCCL's fabric.
   std::vector<std::pair<std::string, json>> roce;  // copies: the ports outlive no temporary
-  for (const auto& d : rdma.data.value("devices", json::array())) {
-    for (const auto& p : d.value("ports", json::array())) {
-      if (p.value("link_layer", json()) == "Ethernet") roce.push_back({d.value("name", "") + "/" + p.value("port", ""), p});
-    }
+  const auto ports = ClassifyRdmaPorts(rdma.data);
+  for (const auto& p : ports) {
+    if (p.rail && p.kind == "RoCE") roce.push_back({p.name, *p.port});
   }
-  if (roce.empty()) return core::Skip(Reason::kNotApplicable, "no RoCE port");
+  std::vector<std::string> not_rails = NotRailLines(ports);
+  if (roce.empty()) return core::Skip(Reason::kNotApplicable, not_rails.empty() ? "no RoCE port" : "no RoCE rail").Details(not_rails);
   std::string idx = NcclSetting(ctx.Get("nccl.config"), "NCCL_IB_GID_INDEX");
   if (idx.empty()) {
-    return core::Warn(Reason::kConfig, fmt::format("NCCL_IB_GID_INDEX is unset on a RoCE node ({} port(s)): NCCL may pick a RoCE v1 or link-local GID", roce.size()))
+    return core::Warn(Reason::kConfig, fmt::format("NCCL_IB_GID_INDEX is unset on a RoCE node ({} RoCE rail(s)): NCCL may pick a RoCE v1 or link-local GID", roce.size()))
+        .Details(not_rails)
         .Observed("unset").Expected("NCCL_IB_GID_INDEX pointing at a RoCE v2 GID (commonly 3)");
   }
   auto n = util::ParseInt(idx);
@@ -211,12 +218,13 @@ Finding NcclRoceGidIndex(const JudgeContext& ctx) {
   Finding f = bad.empty() ? core::Pass(fmt::format("NCCL_IB_GID_INDEX={} is a routable RoCE v2 GID on all {} port(s)", *n, roce.size()))
                           : core::Warn(Reason::kConfig, fmt::format("NCCL_IB_GID_INDEX={} is not a routable RoCE v2 GID on {} of {} port(s): {}", *n, bad.size(),
                                                                     roce.size(), bad[0]));
-  return f.Details(lines).Observed("NCCL_IB_GID_INDEX=" + idx).Expected("a RoCE v2 GID with a routable address (commonly 3)");
+  return f.Details(lines).Details(not_rails).Observed("NCCL_IB_GID_INDEX=" + idx).Expected("a RoCE v2 GID with a routable address (commonly 3)");
 }
 
 
-// fabric-class: the GPU-to-GPU fabric, one RDMA NIC per GPU at the GPU generation's rate. A port is
-// a fabric candidate at >= 100 Gb/s (or EFA); slower ones are storage or frontend.
+// fabric-class: the GPU-to-GPU fabric, one RDMA NIC per GPU at the GPU generation's rate. Only rails
+// count (ClassifyRdmaPorts: InfiniBand, RoCE >= 100 Gb/s on a physical function, EFA); bonds, VFs
+// and slow Ethernet are listed as not rails.
 Finding FabricClass(const JudgeContext& ctx) {
   const Evidence& pci = ctx.Get("pci.devices");
   const Evidence& gpu = ctx.Get("gpu.inventory");
@@ -229,10 +237,10 @@ Finding FabricClass(const JudgeContext& ctx) {
   }
   if (auto p = core::EvidenceProblem(rdma, "RDMA devices")) return *p;
   const json& fabric = core::EmbeddedThresholds().data()["fabric"];
-  double min_gbps = fabric.value("fabric_min_gbps", 100.0);
-  std::string model_name;
+  std::string model_name;  // "" when unread: never looked up
   if (gpu.ok() && !gpu.data["devices"].empty()) model_name = gpu.data["devices"][0].value("name", json()).is_string() ? gpu.data["devices"][0]["name"].get<std::string>() : "";
-  auto model = core::EmbeddedThresholds().Model(model_name);
+  model_name = std::string(util::Trim(model_name));
+  auto model = model_name.empty() ? std::nullopt : core::EmbeddedThresholds().Model(model_name);
   std::optional<double> per_gpu;
   if (model && fabric["per_gpu_gbps"].contains(model->pattern)) per_gpu = fabric["per_gpu_gbps"][model->pattern].get<double>();
   auto generation = [&](double gbps) {
@@ -246,26 +254,19 @@ Finding FabricClass(const JudgeContext& ctx) {
   int fabric_ports = 0;
   double active_gbps = 0;
   std::set<std::string> kinds;
-  for (const auto& d : rdma.data.value("devices", json::array())) {
-    bool efa = d.value("vendor", json()) == "0x1d0f";
-    for (const auto& p : d.value("ports", json::array())) {
-      std::string name = d.value("name", "") + "/" + p.value("port", "");
-      std::string layer = p.value("link_layer", json()).is_string() ? p["link_layer"].get<std::string>() : "";
-      std::string state = p.value("state", json()).is_string() ? p["state"].get<std::string>() : "";
-      auto rate = PortRateGbps(p.value("rate", json()));
-      std::string kind = efa ? "EFA" : layer == "InfiniBand" ? "InfiniBand" : layer == "Ethernet" ? "RoCE" : layer.empty() ? "?" : layer;
-      bool is_fabric = efa || ((kind == "InfiniBand" || kind == "RoCE") && rate && *rate >= min_gbps);
-      bool active = state.find("ACTIVE") != std::string::npos;
-      lines.push_back(fmt::format("{}: {} {}{} {} — {}", name, kind, rate ? fmt::format("{:g} Gb/s", *rate) : "rate ?",
-                                  kind == "InfiniBand" && rate ? " (" + generation(*rate) + ")" : "", state.empty() ? "state ?" : state,
-                                  is_fabric ? "fabric" : "storage/frontend"));
-      if (!is_fabric) continue;
-      ++fabric_ports;
-      kinds.insert(kind);
-      if (active) active_gbps += rate.value_or(0);
-      else inactive.push_back(name + " " + (state.empty() ? "state unread" : state));
-    }
+  const auto ports = ClassifyRdmaPorts(rdma.data);
+  for (const auto& p : ports) {
+    bool active = p.state.find("ACTIVE") != std::string::npos;
+    lines.push_back(fmt::format("{}: {} {}{} {} — {}", p.name, p.kind, p.gbps ? fmt::format("{:g} Gb/s", *p.gbps) : "rate ?",
+                                p.kind == "InfiniBand" && p.gbps ? " (" + generation(*p.gbps) + ")" : "", p.state.empty() ? "state ?" : p.state,
+                                p.rail ? "rail" : "not a rail (" + p.why_not + ")"));
+    if (!p.rail) continue;
+    ++fabric_ports;
+    kinds.insert(p.kind);
+    if (active) active_gbps += p.gbps.value_or(0);
+    else inactive.push_back(p.name + " " + (p.state.empty() ? "state unread" : p.state));
   }
+  for (auto& l : NotRailLines(ports)) lines.push_back(std::move(l));
   std::string expected = per_gpu ? fmt::format("one active IB/RoCE/EFA NIC per GPU, {} x {:g} Gb/s", gpus, *per_gpu)
                                   : fmt::format("one active IB/RoCE/EFA NIC per GPU ({} GPUs)", gpus);
   if (rdma.data.value("devices", json::array()).empty()) {
@@ -281,7 +282,9 @@ Finding FabricClass(const JudgeContext& ctx) {
   }
   std::string observed = fmt::format("{} fabric port(s) ({}), {:g} Gb/s active, {} GPU(s)", fabric_ports, fmt::join(kinds, "+"), active_gbps, gpus);
   Finding f = !problems.empty() ? core::Warn(Reason::kConfig, fmt::format("{}", fmt::join(problems, "; ")))
-              : !per_gpu ? core::Warn(Reason::kUnverified, fmt::format("{} fabric port(s) for {} GPU(s); no expected per-GPU rate for '{}'", fabric_ports, gpus, model_name))
+              : model_name.empty() ? core::Warn(Reason::kUnverified, fmt::format("{} fabric port(s) for {} GPU(s); the GPU model could not be read, so the per-GPU "
+                                                                                 "fabric rate cannot be judged", fabric_ports, gpus))
+              : !per_gpu ? core::Warn(Reason::kUnverified, fmt::format("{} fabric port(s) for {} GPU(s); no expected per-GPU rate for GPU model '{}'", fabric_ports, gpus, model_name))
                          : core::Pass(fmt::format("{} active {} fabric port(s), {:g} Gb/s for {} GPU(s)", fabric_ports, fmt::join(kinds, "+"), active_gbps, gpus));
   return f.Observed(observed).Expected(expected).Details(lines);
 }

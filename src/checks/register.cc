@@ -193,6 +193,66 @@ std::optional<double> PortRateGbps(const json& rate) {
   return v;
 }
 
+std::vector<RdmaPortClass> ClassifyRdmaPorts(const json& data) {
+  const json& fabric = core::EmbeddedThresholds().data()["fabric"];
+  double min_gbps = fabric.value("fabric_min_gbps", 100.0);
+  std::set<std::string> vf_ids;  // Mellanox SR-IOV VF device ids (pci.ids)
+  for (const auto& id : fabric.value("mellanox_vf_device_ids", json::array())) vf_ids.insert(util::ToLower(id.get<std::string>()));
+  auto str = [](const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  std::vector<RdmaPortClass> out;
+  if (!data.is_object() || !data.contains("devices") || !data["devices"].is_array()) return out;
+  for (const auto& d : data["devices"]) {
+    std::string dev = str(d, "name");
+    bool efa = str(d, "vendor") == "0x1d0f";
+    std::string physfn = str(d, "sriov_physfn");  // the PF's PCI address when this function is a VF of a PF on this node
+    bool vf_id = !efa && vf_ids.count(util::ToLower(str(d, "device_id"))) > 0;
+    if (!d.is_object() || !d.contains("ports") || !d["ports"].is_array()) continue;
+    for (const auto& p : d["ports"]) {  // by reference: c.port points into the evidence
+      RdmaPortClass c;
+      c.name = dev + "/" + str(p, "port");
+      c.port = &p;
+      c.state = str(p, "state");
+      c.gbps = PortRateGbps(p.value("rate", json()));
+      std::string layer = str(p, "link_layer");
+      c.kind = efa ? "EFA" : layer == "InfiniBand" ? "InfiniBand" : layer == "Ethernet" ? "RoCE" : layer.empty() ? "?" : layer;
+      std::string bond = str(p, "bond_master");
+      auto no = [&](const char* why, std::string because) {
+        c.why_not = why;
+        c.because = std::move(because);
+      };
+      std::string rate = c.gbps ? fmt::format("{:g} Gb/s", *c.gbps) : "an unread rate";
+      if (efa) {
+        c.rail = true;
+      } else if (dev.find("_bond") != std::string::npos || !bond.empty()) {
+        no("bond", fmt::format("RDMA device over a bond ({}): a bonded frontend or storage link, not a per-GPU rail", bond.empty() ? dev : bond));
+      } else if (!physfn.empty()) {
+        no("SR-IOV VF", fmt::format("SR-IOV virtual function of {} (its physical function is counted)", physfn));
+      } else if (vf_id && c.kind != "InfiniBand") {
+        no("SR-IOV VF", fmt::format("{} SR-IOV virtual function (device {}): a guest's accelerated networking, not a rail", layer.empty() ? "non-InfiniBand" : layer,
+                                    str(d, "device_id")));
+      } else if (c.kind == "InfiniBand") {
+        c.rail = true;  // any rate: a down port reports a placeholder rate and is still a rail
+      } else if (c.kind == "RoCE" && (!c.gbps || *c.gbps >= min_gbps)) {
+        c.rail = true;  // an unread rate is unknown: judged as a rail (its 0 Gb/s shows), never hidden
+      } else if (c.kind == "RoCE") {
+        no("slow Ethernet", fmt::format("Ethernet at {}, below the {:g} Gb/s rail speed (frontend or storage)", rate, min_gbps));
+      } else {
+        no("no fabric link layer", fmt::format("link layer {}: neither InfiniBand nor Ethernet", layer.empty() ? "unread" : layer));
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> NotRailLines(const std::vector<RdmaPortClass>& ports) {
+  std::vector<std::string> out;
+  for (const auto& p : ports) {
+    if (!p.rail) out.push_back(fmt::format("not counted as a rail: {} because {}", p.name, p.because));
+  }
+  return out;
+}
+
 bool NotInstalled(const core::Evidence& e) { return e.ok() && e.data.contains("installed") && !e.data["installed"].get<bool>(); }
 
 }  // namespace clustermax::checks

@@ -42,7 +42,8 @@ std::optional<long long> MegaBytes(const std::string& v) {
 
 // Nodes whose GRES declares GPUs, and all nodes, from `scontrol show node -o`.
 struct NodeView {
-  std::string name, state, reason, gres;
+  std::string name, state, reason, gres, partitions;
+  std::string gpu_gres;  // the GPU part of Gres, "gpu:h100:8" (sockets dropped), "" when none
   long long gpus = 0;
   bool gres_typed = true;
 };
@@ -54,12 +55,17 @@ std::vector<NodeView> Nodes(const Evidence& nodes) {
     v.state = r.value("State", "");
     v.reason = r.value("Reason", "");
     v.gres = r.value("Gres", "");
+    v.partitions = r.value("Partitions", "");
     if (v.gres == "(null)") v.gres.clear();
+    std::vector<std::string> gpu_parts;
     for (const auto& g : util::ParseGres(v.gres)) {
       if (g.name != "gpu") continue;
       v.gpus += g.count;
       if (g.type.empty()) v.gres_typed = false;
+      gpu_parts.push_back(g.type.empty() ? fmt::format("gpu:{}", g.count) : fmt::format("gpu:{}:{}", g.type, g.count));
     }
+    std::sort(gpu_parts.begin(), gpu_parts.end());
+    v.gpu_gres = fmt::format("{}", fmt::join(gpu_parts, ","));
     out.push_back(v);
   }
   return out;
@@ -166,6 +172,25 @@ Finding GresGpu(const JudgeContext& ctx) {
     else if (n.gpus > 0 && phys >= 0 && phys != n.gpus) warns.push_back(fmt::format("{}: GRES declares {} GPU(s), NVML sees {}", n.name, n.gpus, phys));
     else if (n.gpus > 0 && !n.gres_typed) warns.push_back(fmt::format("{}: gpu GRES without a type", n.name));
   }
+  // The nodes of a GPU partition must offer the same GPU GRES: a job asking --gres=gpu:8 of the
+  // partition cannot land on a node declaring 4, none or another type.
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> by_partition;  // partition -> GPU GRES -> nodes
+  for (const auto& n : nodes) {
+    for (const auto& part : util::Split(n.partitions, ',')) {
+      if (!util::Trim(part).empty() && part != "(null)") by_partition[std::string(util::Trim(part))][n.gpu_gres.empty() ? "no GPU GRES" : n.gpu_gres].push_back(n.name);
+    }
+  }
+  for (const auto& [part, groups] : by_partition) {
+    if (groups.size() < 2) continue;
+    std::vector<std::pair<std::string, std::vector<std::string>>> sorted(groups.begin(), groups.end());
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.size() > b.second.size(); });
+    std::vector<std::string> odd;
+    for (size_t i = 1; i < sorted.size(); ++i) {
+      odd.push_back(fmt::format("{} ({})", util::Ellipsize(fmt::format("{}", fmt::join(sorted[i].second, ", ")), 160), sorted[i].first));
+    }
+    warns.push_back(fmt::format("partition {}: nodes differ in GPU GRES: {} on {} node(s); odd: {}", part, sorted[0].first, sorted[0].second.size(),
+                                fmt::join(odd, "; ")));
+  }
   int declared = static_cast<int>(std::count_if(nodes.begin(), nodes.end(), [](const NodeView& n) { return n.gpus > 0; }));
   if (declared == 0 && physical.empty()) {
     return core::Warn(Reason::kConfig, "no node declares gpu GRES, and no node evidence to compare with").Details(lines);
@@ -176,6 +201,15 @@ Finding GresGpu(const JudgeContext& ctx) {
                                : core::Pass(fmt::format("gpu GRES with a type on all {} GPU node(s){}", declared,
                                                         physical.empty() ? " (counts not compared: no node evidence)" : ", counts match NVML"));
   return f.Expected("Gres=gpu:<type>:N on every GPU node, N = the GPUs the node has").Details(fails).Details(warns).Details(lines);
+}
+
+// Is Slurm's HealthCheckProgram LBNL NHC itself (/usr/sbin/nhc, nhc-wrapper)? A site script, even
+// one named nhc.sh, is not: the login node's /etc/nhc/nhc.conf says nothing about what it runs.
+bool IsNhcProgram(const std::string& prog) {
+  auto words = util::SplitWhitespace(prog);
+  if (words.empty()) return false;
+  std::string base = words[0].substr(words[0].rfind('/') + 1);
+  return base == "nhc" || base == "nhc-wrapper";
 }
 
 Finding HealthCheckProgram(const JudgeContext& ctx) {
@@ -196,10 +230,13 @@ Finding HealthCheckProgram(const JudgeContext& ctx) {
   auto words = util::SplitWhitespace(interval);  // "60 sec" on 22.05
   auto secs = words.empty() ? std::nullopt : util::ParseInt(words[0]);
   if (!secs || *secs == 0) return core::Warn(Reason::kConfig, fmt::format("HealthCheckProgram {} with interval 0: it never runs periodically", prog)).Details(lines);
-  bool is_nhc = util::Contains(prog, "nhc");
+  bool is_nhc = IsNhcProgram(prog);
   bool is_dcgm = util::ContainsIgnoreCase(prog, "dcgm");
   if (is_nhc && nhc_lines == 0) return core::Warn(Reason::kConfig, "HealthCheckProgram is NHC but nhc.conf has no active check").Details(lines);
-  return core::Pass(fmt::format("{} every {} s{}", prog, *secs, is_nhc ? " (NHC)" : is_dcgm ? " (DCGM)" : "")).Details(lines);
+  if (is_nhc) return core::Pass(fmt::format("{} every {} s (NHC, {} active line(s) in nhc.conf)", prog, *secs, nhc_lines)).Details(lines);
+  lines.pop_back();  // the NHC installation is not this program's configuration
+  return core::Pass(fmt::format("site health check program {} configured, interval {} s{}", prog, *secs, is_dcgm ? " (DCGM)" : ""))
+      .Details(lines).Detail("a site script: what it checks is not read (NHC's configuration is not judged for it)");
 }
 
 // dcgm-healthchecks-slurm: DCGM wired into the health program (NHC configuration) or the
@@ -242,7 +279,7 @@ Finding AutoRemediation(const JudgeContext& ctx) {
   const Evidence& nhc = ctx.Get("nhc.install");
   std::string hc = Cfg(config, "HealthCheckProgram"), rts = Cfg(config, "ReturnToService");
   // Any health program drains, except NHC told not to (MARK_OFFLINE=0).
-  bool nhc_told_not_to = util::Contains(hc, "nhc") && nhc.ok() && nhc.data["mark_offline"] == json(false);
+  bool nhc_told_not_to = IsNhcProgram(hc) && nhc.ok() && nhc.data["mark_offline"] == json(false);
   bool drain = !Unset(hc) && !nhc_told_not_to;
   std::vector<std::string> back;
   if (rts == "2") back.push_back("ReturnToService=2");
@@ -377,6 +414,23 @@ Finding TopologyConf(const JudgeContext& ctx) {
     if (n.gpus == 0) continue;
     ++gpu_nodes;
     if (!covered.count(n.name)) missing.push_back(n.name);
+  }
+  if (gpu_nodes == 0) {
+    // Nothing to cover is not coverage: decide from the nodes' own GPU inventory (fleet audits).
+    std::vector<std::string> with_gpus;
+    const Evidence& fleet = ctx.Get("fleet.summary");
+    auto gpus = fleet.ok() ? FleetFact(fleet, "gpus") : std::map<std::string, std::string>{};
+    for (const auto& [node, v] : gpus) {
+      if (v != "0") with_gpus.push_back(fmt::format("{} ({})", node, v));
+    }
+    if (!with_gpus.empty()) {
+      return core::Warn(Reason::kConfig, fmt::format("GPUs present on {} node(s) but no node declares GPU GRES: which nodes {} must cover cannot be told",
+                                                     with_gpus.size(), plugin))
+          .Details({"GPU nodes without GRES: " + util::Ellipsize(fmt::format("{}", fmt::join(with_gpus, ", ")), 240)})
+          .Expected("Gres=gpu:<type>:N on every GPU node, and topology units covering them");
+    }
+    if (!gpus.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no node declares GPU GRES, and none of the {} node(s) read has a GPU", gpus.size()));
+    return core::Skip(Reason::kUnverified, "no node declares GPU GRES (whether the nodes have GPUs needs their evidence: audit --slurm)");
   }
   if (!missing.empty()) {
     return core::Warn(Reason::kConfig, fmt::format("{} with {} of {} GPU nodes outside every switch or block", plugin, missing.size(), gpu_nodes))
@@ -602,14 +656,15 @@ Finding HeadWorkerConsistency(const JudgeContext& ctx) {
 Finding NcclIbQps(const JudgeContext& ctx) {
   const Evidence& fleet = ctx.Get("fleet.summary");
   if (auto p = NotAFleet(fleet)) return *p;
-  auto ports = FleetFact(fleet, "rdma ports");
+  // Rails only (fleet fact "fabric rails"): frontend bonds, VFs and slow Ethernet carry no NCCL traffic.
+  auto ports = FleetFact(fleet, "fabric rails");
   auto qps = FleetFact(fleet, "nccl ib qps");
   std::vector<std::string> rdma_nodes;
   for (const auto& [node, v] : ports) {
-    if (util::Contains(v, "InfiniBand") || util::Contains(v, "Ethernet")) rdma_nodes.push_back(node);
+    if (util::ParseInt(v).value_or(0) > 0) rdma_nodes.push_back(node);
   }
   if (ports.empty()) return core::Warn(Reason::kEvidenceError, "no node reported its RDMA ports");
-  if (rdma_nodes.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no InfiniBand or RoCE port on any of the {} node(s)", ports.size()));
+  if (rdma_nodes.empty()) return core::Skip(Reason::kNotApplicable, fmt::format("no InfiniBand or RoCE rail on any of the {} node(s)", ports.size()));
   // Tiers: the highest switch Level (0 = leaf) in the topology, else the GPU node count.
   const Evidence& topo = ctx.Get("slurm.topology");
   const Evidence& nodes_e = ctx.Get("slurm.nodes");
@@ -862,8 +917,8 @@ void RegisterSlurmChecks(core::Registry& r) {
          PrologFast});
   r.Add({CheckInfo{.id = "topology-conf", .category = "networking", .title = "Topology-aware scheduling covers every GPU node",
                    .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.", .remediation = "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
-                   .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes"}, .cluster = true,
-                   .reproduce = "scontrol show config | grep TopologyPlugin; scontrol show topology"},
+                   .criterion = "topology-conf", .targets = kS, .needs = {"slurm.config", "slurm.topology", "slurm.nodes", "fleet.summary"}, .cluster = true,
+                   .node_needs = {"gpu.inventory"}, .reproduce = "scontrol show config | grep TopologyPlugin; scontrol show topology"},
          TopologyConf});
   r.Add({CheckInfo{.id = "pyxis", .category = "orchestration", .title = "Pyxis container plugin loaded in srun",
                    .rationale = "Pyxis lets users run containers in Slurm jobs with srun --container-image.", .remediation = "Install nvslurm-plugin-pyxis and load spank_pyxis.so in plugstack.conf.",

@@ -317,7 +317,8 @@ Evidence UserManagement(host::Host& h, const CollectOptions& o) {
 
 Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
   Evidence e;
-  e.sources = {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/device/vendor"};
+  e.sources = {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/device/{vendor,device}",
+               "stat:/sys/class/infiniband/*/device/physfn", "stat:/sys/class/net/*/bonding"};
   auto dir = h.ListDir("/sys/class/infiniband");
   json devices = json::array();
   if (dir.status == host::IoStatus::kOk) {
@@ -357,10 +358,33 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
             port["gid_types"] = types;
             port["gids"] = gids;
           }
+          // A GID netdev that is a bond master (bonding/ directory): RDMA over a bond, not a rail.
+          if (link_layer == "Ethernet") {
+            json bond = false;
+            for (const auto& n : ndevs) {
+              auto st = h.Stat("/sys/class/net/" + n.get<std::string>() + "/bonding");
+              if (st.status == host::IoStatus::kOk) {
+                bond = n;
+                break;
+              }
+              if (st.status != host::IoStatus::kNotFound) bond = nullptr;  // unread
+            }
+            port["bond_master"] = bond;
+          }
           ports.push_back(port);
         }
       }
+      // SR-IOV: a physfn link marks a VF whose physical function is on this machine; the PCI
+      // device id tells a VF passed through to a guest (no physfn there).
+      auto device_id = h.ReadFile(base + "/device/device", 64);
+      auto physfn = h.Stat(base + "/device/physfn");
+      json sriov_physfn = physfn.status == host::IoStatus::kOk ? json(physfn.link_target.empty() ? std::string("its physical function")
+                                                                                              : "PF " + physfn.link_target.substr(physfn.link_target.rfind('/') + 1))
+                          : physfn.status == host::IoStatus::kNotFound ? json(false)
+                                                                      : json(nullptr);
       devices.push_back({{"name", d.name},
+                         {"device_id", device_id.status == host::IoStatus::kOk ? json(std::string(util::Trim(device_id.content))) : json(nullptr)},
+                         {"sriov_physfn", sriov_physfn},
                          {"ports", ports},
                          {"fw_ver", fw.status == host::IoStatus::kOk ? json(std::string(util::Trim(fw.content))) : json(nullptr)},
                          {"fw_read_status", ToString(fw.status)},
@@ -416,6 +440,7 @@ void RegisterOsCollectors(std::vector<Collector>& out) {
                  UserManagement});
   out.push_back({{"rdma.devices", "RDMA devices and their firmware from sysfs",
                   {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}",
+                   "file:/sys/class/infiniband/*/device/device", "stat:/sys/class/infiniband/*/device/physfn", "stat:/sys/class/net/<GID netdev>/bonding",
                    "dir:/sys/bus/pci/devices"}, ""},
                  RdmaDevices});
 }
