@@ -1,5 +1,7 @@
 #include "cli/web.h"
 
+#include "util/strings.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -18,6 +20,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -55,23 +58,52 @@ std::string RunBody(const json& run, const std::string& anchor) {
   return body;
 }
 
-// The whole store on one page: leaderboard, every latest scorecard, the run history, and the
-// newest run of each provider and cluster.
+// The whole store on one page: the leaderboard and each latest scorecard, the run history with
+// working links, every run in detail (the newest of each provider and cluster open, the others
+// folded), and the difference of each run from the one before it. The newest kStaticRuns runs.
+constexpr size_t kStaticRuns = 200;
+
 std::string StorePage(const store::Store& s) {
-  json board = s.Leaderboard();
-  std::string body = web::Leaderboard(board, nullptr);
-  for (const auto& r : board) body += RunBody(s.Show(r["id"].get<int64_t>()), "rating-" + std::to_string(r["id"].get<int64_t>()));
   json runs = s.List();
-  body += web::History(runs, nullptr);
-  std::map<std::string, bool> seen;
-  for (const auto& r : runs) {
-    std::string key = r["provider"].get<std::string>() + "/" + r["cluster"].get<std::string>();
-    if (r["kind"] != "run" || seen[key]) continue;
-    seen[key] = true;
-    body += fmt::format("<h2>{} / {}: run {}</h2>", web::Escape(r["provider"].get<std::string>()), web::Escape(r["cluster"].get<std::string>()),
-                        r["id"].get<int64_t>());
-    body += RunBody(s.Show(r["id"].get<int64_t>()), "run-" + std::to_string(r["id"].get<int64_t>()));
+  if (runs.size() > kStaticRuns) runs.erase(runs.begin() + kStaticRuns, runs.end());
+  std::set<int64_t> shown;
+  for (const auto& r : runs) shown.insert(r["id"].get<int64_t>());
+  std::set<std::pair<int64_t, int64_t>> pairs;
+  for (const auto& p : web::DiffPairs(runs)) pairs.insert(p);
+  // Links are anchors on this page; a run not on it gets none.
+  web::LinkFn link = [&](const std::string& kind, const std::string& arg) -> std::string {
+    if (kind == "diff") {
+      std::string a = arg;
+      std::replace(a.begin(), a.end(), '/', '-');
+      return "#diff-" + a;
+    }
+    auto id = util::ParseInt(arg);
+    if (!id || !shown.count(*id)) return "";
+    return fmt::format("#{}-{}", kind, *id);
+  };
+  json board = s.Leaderboard();
+  std::string body = web::Leaderboard(board, link);
+  std::set<int64_t> rendered;
+  for (const auto& r : board) {
+    int64_t id = r["id"].get<int64_t>();
+    body += fmt::format("<div id=\"rating-{}\">{}</div>", id, RunBody(s.Show(id), fmt::format("findings-{}", id)));
+    rendered.insert(id);
   }
+  body += web::History(runs, link);
+  std::set<std::string> seen;
+  for (const auto& r : runs) {
+    int64_t id = r["id"].get<int64_t>();
+    if (rendered.count(id)) continue;
+    std::string key = r["provider"].get<std::string>() + "/" + r["cluster"].get<std::string>();
+    bool open = seen.insert(key).second;
+    bool rating = r["kind"] == "rating";
+    body += fmt::format("<details id=\"{}-{}\" class=\"run\"{}><summary><b>{} / {}: {} {}</b> <span class=\"muted small\">{}</span></summary>{}</details>",
+                        rating ? "rating" : "run", id, open ? " open" : "", web::Escape(r["provider"].get<std::string>()),
+                        web::Escape(r["cluster"].get<std::string>()), rating ? "rating" : "run", id,
+                        web::Escape(r["collected_at"].is_string() ? r["collected_at"].get<std::string>() : r["ingested_at"].get<std::string>()),
+                        RunBody(s.Show(id), fmt::format("findings-{}", id)));
+  }
+  for (const auto& [a, b] : pairs) body += web::DiffView(s.Diff(a, b), fmt::format("diff-{}-{}", a, b));
   return web::Document("clustermax: leaderboard and runs", body, Nav(false));
 }
 
@@ -505,6 +537,10 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
       with_store(res, [&](const store::Store& s) {
         int64_t a = run_id(req.matches[1]), b = run_id(req.matches[2]);
         if (!s.Contains(a) || !s.Contains(b)) return not_found(res);
+        if ((s.Show(a)["kind"] == "rating") != (s.Show(b)["kind"] == "rating")) {
+          res.status = 400;
+          return html(res, web::Document("not comparable", fmt::format("<p>{} and {} are a run and a rating: a diff compares two runs, or two ratings.</p>", a, b), Nav(true)));
+        }
         html(res, web::Document("clustermax: diff", web::DiffView(s.Diff(a, b)), Nav(true)));
       });
     });

@@ -473,6 +473,9 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     }
   }
   out["tier"] = tier;
+  json cut_offs = json::array();
+  for (const auto& t : cat.tiers) cut_offs.push_back({{"tier", t.tier}, {"min_score", t.min_score}, {"max_below", t.max_below}});
+  out["cut_offs"] = cut_offs;  // the ladder's rules, for a chart's cut-off lines
   out["decided_by"] = decided;
   out["tier_rule"] = rule_text;
   out["gates"] = gates;

@@ -46,10 +46,15 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 .PASS,.met{background:var(--pass)}.WARN,.partly-met{background:var(--warn)}.FAIL,.unmet,.wrong{background:var(--fail)}
 .SKIP,.unknown,.not-applicable{background:var(--skip)}.muted{color:#5f6b7a}.small{font-size:12px}
 .tier{font-size:22px;font-weight:700;padding:6px 14px;border-radius:4px;color:#fff;display:inline-block}
-.PLATINUM{background:#5b6b7f}.GOLD{background:#b8860b}.SILVER{background:#8a939c}.BRONZE{background:#a0522d}
-.PARTICIPATION_RIBBON{background:#1565c0}.UNDERPERFORMING{background:var(--fail)}.UNAVAILABLE{background:var(--skip)}.INSUFFICIENT_EVIDENCE{background:#fff;color:#5f6b76;border:1px dashed #8a939c}
-.podium{display:flex;gap:16px;align-items:flex-end;margin:12px 0}.podium>div{flex:0 0 200px;text-align:center;border:1px solid var(--line);border-radius:6px;padding:10px;background:var(--bg)}
-.podium .p1{padding-top:34px}.podium .p2{padding-top:22px}.filter{display:flex;gap:14px;align-items:center;margin:6px 0;flex-wrap:wrap}
+.PLATINUM{background:#dfe3e8;color:#1b1f24;box-shadow:inset 0 0 0 1px #9aa3ad}.GOLD{background:#d4a017;color:#1b1f24}.SILVER{background:#a9b0b8;color:#1b1f24}
+.BRONZE{background:#a0582c}.PARTICIPATION_RIBBON{background:#1565c0}.UNDERPERFORMING{background:var(--fail)}.UNAVAILABLE{background:var(--skip)}
+.INSUFFICIENT_EVIDENCE{background:#fff;color:#5f6b76;box-shadow:inset 0 0 0 1px #8a939c;border:1px dashed #8a939c}
+.podium{display:flex;gap:16px;align-items:flex-end;margin:12px 0 18px}.podium>div{flex:0 0 210px;text-align:center;border:1px solid var(--line);border-radius:6px 6px 0 0;padding:10px;background:var(--bg)}
+.podium .p1{order:2;min-height:250px;border-top:4px solid #d4a017}.podium .p2{order:1;min-height:220px;border-top:4px solid #a9b0b8}.podium .p3{order:3;min-height:195px;border-top:4px solid #a0582c}
+.podium .place{font-size:26px;font-weight:700;color:#5f6b7a}.podium .score{font-size:13px;color:#5f6b7a;margin-top:6px}
+.lead{border-left:4px solid var(--fail);padding:4px 12px;margin:10px 0;background:#fdf3f3}.lead.raise{border-color:#1565c0;background:#f2f6fc}
+details>summary{cursor:pointer;color:#10243e}details.na{display:inline}
+.filter{display:flex;gap:14px;align-items:center;margin:6px 0;flex-wrap:wrap}
 .matrix td{padding:0;width:12px;height:12px;border:1px solid #fff}.matrix th{font-weight:400;font-size:11px;white-space:nowrap}
 svg text{font:12px "DejaVu Sans",sans-serif}
 )css";
@@ -81,6 +86,40 @@ document.addEventListener('DOMContentLoaded', function () {
 });
 )js";
 
+// A tier as a person reads it ("Participation Ribbon", not PARTICIPATION_RIBBON); the enum stays the
+// CSS class that gives each tier its colour.
+std::string TierName(const std::string& t) {
+  static const std::map<std::string, std::string> names = {
+      {"PLATINUM", "Platinum"},       {"GOLD", "Gold"},
+      {"SILVER", "Silver"},           {"BRONZE", "Bronze"},
+      {"PARTICIPATION_RIBBON", "Participation Ribbon"}, {"UNDERPERFORMING", "Underperforming"},
+      {"UNAVAILABLE", "Unavailable"}, {"INSUFFICIENT_EVIDENCE", "Not rated: insufficient evidence"}};
+  auto it = names.find(t);
+  return it == names.end() ? t : it->second;
+}
+
+std::string TierBadge(const json& tier, const std::string& css = "tier") {
+  std::string t = S(tier);
+  return fmt::format("<span class=\"{} {}\">{}</span>", css, Escape(t), Escape(TierName(t)));
+}
+
+// A member of a document from a file or the store, or null when it is absent (older or hand-made
+// documents lack some; a view shows less rather than failing).
+const json& At(const json& o, const char* key) {
+  static const json null;
+  if (!o.is_object()) return null;
+  auto it = o.find(key);
+  return it == o.end() ? null : *it;
+}
+
+std::string BenchTitle(const std::string& kind) {
+  if (kind == "clustermax.bench.gpu") return "GPU compute";
+  if (kind == "clustermax.bench.storage") return "Storage (POSIX filesystem)";
+  if (kind == "clustermax.bench.storage-scaling") return "Storage scaling across nodes";
+  if (kind == "clustermax.bench.s3") return "S3 object storage";
+  return kind;
+}
+
 std::string Status(const std::string& s, const std::string& label = "") {
   return fmt::format("<span class=\"st {}\">{}</span>", Escape(s), Escape(label.empty() ? s : label));
 }
@@ -88,10 +127,22 @@ std::string Status(const std::string& s, const std::string& label = "") {
 struct Bar {
   std::string label;
   double value;
-  std::optional<double> ref;  // a reference mark (peak, bar)
+  std::optional<double> ref;  // a reference mark (peak, the pass bar)
   std::string css;            // status colour class
   std::string note;
-  std::string absent;         // non-empty: no value (e.g. "not rated"), drawn as an empty outline with this text
+  std::string absent;             // non-empty: no value (e.g. "not rated"), drawn as an empty outline with this text
+  std::optional<double> warn_ref;  // a second mark: the warn bar of a graded metric
+};
+
+// A vertical line across every bar (a tier cut-off), with its label above the chart.
+struct Line {
+  double at;
+  std::string label;
+};
+
+struct ChartOptions {
+  bool log = false;  // log10 axis (values spanning decades: metadata rates)
+  std::vector<Line> lines;
 };
 
 const char* Colour(const std::string& css) {
@@ -102,20 +153,35 @@ const char* Colour(const std::string& css) {
   return "#1565c0";
 }
 
-// Horizontal bars with the value printed and an optional reference tick.
-std::string BarChart(const std::string& title, const std::vector<Bar>& bars, const std::string& unit) {
+std::string BarChart(const std::string& title, const std::vector<Bar>& bars, const std::string& unit, const ChartOptions& opt = {}) {
   if (bars.empty()) return "";
-  double top = 0;
-  for (const auto& b : bars) top = std::max({top, b.value, b.ref.value_or(0)});
+  double top = 0, bottom = 0;
+  for (const auto& b : bars) {
+    if (!b.absent.empty()) continue;
+    top = std::max({top, b.value, b.ref.value_or(0), b.warn_ref.value_or(0)});
+    for (double v : {b.value, b.ref.value_or(0), b.warn_ref.value_or(0)}) {
+      if (v > 0 && (bottom == 0 || v < bottom)) bottom = v;
+    }
+  }
+  for (const auto& l : opt.lines) top = std::max(top, l.at);
   if (top <= 0) top = 1;
-  const int label_w = 250, chart_w = 520, row = 22;
-  int h = static_cast<int>(bars.size()) * row + 30;
+  const int label_w = 250, chart_w = 520, row = 22, head = opt.lines.empty() ? 4 : 20;
+  // Log axis: from a decade under the smallest value's to the decade above the largest, so the
+  // smallest bar is still a bar.
+  double lo = opt.log ? std::floor(std::log10(bottom > 0 ? bottom : 1)) - 1 : 0, hi = opt.log ? std::ceil(std::log10(top)) : 0;
+  if (opt.log && hi <= lo) hi = lo + 1;
+  auto x_of = [&](double v) {
+    if (!opt.log) return v / top * chart_w;
+    if (v <= 0) return 0.0;
+    return std::clamp((std::log10(v) - lo) / (hi - lo), 0.0, 1.0) * chart_w;
+  };
+  int h = static_cast<int>(bars.size()) * row + 30 + head;
   std::string svg = fmt::format("<svg role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", Escape(title),
                                 label_w + chart_w + 120, h, label_w + chart_w + 120, h);
   for (size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
-    int y = static_cast<int>(i) * row + 4;
-    double w = b.value / top * chart_w;
+    int y = static_cast<int>(i) * row + head;
+    double w = x_of(b.value);
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 6, y + 14, Escape(b.label));
     if (!b.absent.empty()) {
       // No value is not a zero: a dashed outline across the chart, the reason written inside.
@@ -125,15 +191,33 @@ std::string BarChart(const std::string& title, const std::vector<Bar>& bars, con
                          Escape(b.absent));
       continue;
     }
-    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\"><title>{}</title></rect>", label_w, y, w, Colour(b.css),
+    svg += fmt::format("<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\"><title>{}</title></rect>", label_w, y, w, Colour(b.css),
                        Escape(fmt::format("{}: {:.1f} {}{}", b.label, b.value, unit, b.note.empty() ? "" : " (" + b.note + ")")));
     if (b.ref) {
-      double x = label_w + *b.ref / top * chart_w;
-      svg += fmt::format("<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"2\"/>", x, x, y - 2, y + 18);
+      double x = label_w + x_of(*b.ref);
+      svg += fmt::format("<line class=\"mark pass\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"2\"/>", x, x, y - 2, y + 18);
     }
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{:.1f}</text>", label_w + w + 4, y + 14, b.value);
+    if (b.warn_ref) {
+      double x = label_w + x_of(*b.warn_ref);
+      svg += fmt::format("<line class=\"mark warn\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#b26a00\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>",
+                         x, x, y - 2, y + 18);
+    }
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", label_w + w + 4, y + 14, b.value >= 1000 ? fmt::format("{:.0f}", b.value) : fmt::format("{:.1f}", b.value));
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"muted\">{}</text></svg>", label_w, h - 6, Escape(unit));
+  for (const auto& l : opt.lines) {
+    double x = label_w + x_of(l.at);
+    svg += fmt::format("<g class=\"cutoff\"><line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>"
+                       "<text x=\"{:.1f}\" y=\"12\" text-anchor=\"middle\">{}</text></g>",
+                       x, x, head - 4, h - 26, x, Escape(l.label));
+  }
+  if (opt.log) {
+    for (double d = lo; d <= hi; d += 1) {
+      double x = label_w + (d - lo) / (hi - lo) * chart_w;
+      svg += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#5f6b76\">{}</text>", x, h - 18,
+                         d >= 3 ? fmt::format("{:.0f}k", std::pow(10, d) / 1000) : fmt::format("{:.0f}", std::pow(10, d)));
+    }
+  }
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"muted\">{}</text></svg>", label_w, h - 4, Escape(unit + (opt.log ? " (log scale)" : "")));
   return fmt::format("<h3>{}</h3>{}", Escape(title), svg);
 }
 
@@ -314,7 +398,27 @@ std::string StorageCharts(const json& b) {
       if (p.contains("ops_per_s") && p["ops_per_s"].is_number()) meta.push_back({p.value("id", ""), p["ops_per_s"].get<double>(), std::nullopt, "", ""});
     }
   }
-  return out + BarChart("Small-file metadata (operations per second)", meta, "ops/s");
+  // Rates from hundreds to hundreds of thousands per second: a log axis keeps the slow ones visible.
+  out += BarChart("Small-file metadata (operations per second)", meta, "ops/s", {.log = true});
+  // Every graded metric against its bars (one chart per unit): solid tick pass, dashed tick warn.
+  std::map<std::string, std::vector<Bar>> by_unit;
+  for (const auto& g : b.value("grades", json::array())) {
+    if (!g.contains("value") || !g["value"].is_number() || !g.contains("pass") || !g["pass"].is_number()) continue;
+    std::optional<double> warn;
+    if (g.contains("warn") && g["warn"].is_number()) warn = g["warn"].get<double>();
+    std::string cmp = g.value("better", "") == "lower" ? "<=" : ">=";
+    by_unit[g.value("unit", "")].push_back({g.value("metric", ""), g["value"].get<double>(), g["pass"].get<double>(), g.value("verdict", ""),
+                                            fmt::format("pass {} {}{}", cmp, S(g["pass"]), warn ? fmt::format(", warn {} {}", cmp, *warn) : ""), "", warn});
+  }
+  for (const auto& [unit, bars] : by_unit) {
+    double lo = 0, hi = 0;
+    for (const auto& x : bars) {
+      if (x.value > 0) lo = lo == 0 ? x.value : std::min(lo, x.value);
+      hi = std::max(hi, x.value);
+    }
+    out += BarChart(fmt::format("Graded metrics ({})", unit), bars, unit + "; solid tick: pass bar, dashed tick: warn bar", {.log = lo > 0 && hi / lo > 100});
+  }
+  return out;
 }
 
 }  // namespace
@@ -329,12 +433,18 @@ std::string Document(const std::string& title, const std::string& body, const st
 std::string Leaderboard(const json& board, const LinkFn& link) {
   std::string out = "<section id=\"leaderboard\"><h2>Leaderboard</h2>";
   if (board.empty()) return out + "<p class=\"muted\">No rating stored yet (clustermax rate ... --out r.json; clustermax db ingest r.json).</p></section>";
+  auto mean = [](const json& r) -> std::string {
+    if (!r["summary"].is_object() || !r["summary"].contains("score") || !r["summary"]["score"].is_number()) return "-";
+    return fmt::format("{:.2f}", r["summary"]["score"].get<double>());
+  };
+  // The podium: first place in the middle and tallest, as on a results page.
   out += "<div class=\"podium\">";
   static const char* places[] = {"p1", "p2", "p3"};
+  static const char* ordinals[] = {"1st", "2nd", "3rd"};
   for (size_t i = 0; i < board.size() && i < 3; ++i) {
     const json& r = board[i];
-    out += fmt::format("<div class=\"{}\"><div class=\"muted\">#{}</div><div><b>{}</b></div><div class=\"small\">{}</div><span class=\"tier {}\">{}</span></div>",
-                       places[i], i + 1, E(r["provider"]), E(r["cluster"]), E(r["tier"]), E(r["tier"]));
+    out += fmt::format("<div class=\"{}\"><div class=\"place\">{}</div><div><b>{}</b></div><div class=\"small\">{}</div>{}<div class=\"score\">mean category score {}</div></div>",
+                       places[i], ordinals[i], E(r["provider"]), E(r["cluster"]), TierBadge(r["tier"]), mean(r));
   }
   out += "</div><table><thead><tr><th>#</th><th>provider</th><th>cluster</th><th>tier</th><th class=\"num\">mean category score</th><th>edition</th><th>rated</th></tr></thead><tbody>";
   for (size_t i = 0; i < board.size(); ++i) {
@@ -342,64 +452,109 @@ std::string Leaderboard(const json& board, const LinkFn& link) {
     std::string name = E(r["provider"]);
     std::string href = link ? link("rating", std::to_string(r["id"].get<int64_t>())) : "";
     if (!href.empty()) name = fmt::format("<a href=\"{}\">{}</a>", Escape(href), name);
-    double score = r["summary"].is_object() ? r["summary"].value("score", 0.0) : 0.0;
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td><span class=\"st {}\">{}</span></td><td class=\"num\">{:.2f}</td><td>{}</td><td class=\"small\">{}</td></tr>",
-                       i + 1, name, E(r["cluster"]), E(r["tier"]), E(r["tier"]), score, E(r["edition"]), E(r["ingested_at"]));
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"small\">{}</td></tr>", i + 1, name,
+                       E(r["cluster"]), TierBadge(r["tier"], "st"), mean(r), E(r["edition"]), E(r["ingested_at"]));
   }
   return out + "</tbody></table></section>";
 }
 
 std::string Scorecard(const json& r) {
-  std::string who = E(r["provider"].is_string() ? r["provider"] : json("(unnamed provider)"));
-  if (r["cluster"].is_string()) who += " / " + E(r["cluster"]);
-  std::string out = fmt::format("<section class=\"scorecard\"><h2>Scorecard: {}</h2><p><span class=\"tier {}\">{}</span></p><p>Decided by {}</p>", who, E(r["tier"]),
-                                E(r["tier"]), E(r["decided_by"]));
-  if (r.value("tier", "") != r.value("tier_by_scores", "")) out += fmt::format("<p class=\"muted\">The category scores alone would give {}.</p>", E(r["tier_by_scores"]));
-  if (r.contains("evidence") && r["evidence"].is_object()) {
-    const json& e = r["evidence"];
+  std::string who = E(At(r, "provider").is_string() ? At(r, "provider") : json("(unnamed provider)"));
+  if (At(r, "cluster").is_string()) who += " / " + E(At(r, "cluster"));
+  std::string out = fmt::format("<section class=\"scorecard\"><h2>Scorecard: {}</h2><p>{}</p>", who, TierBadge(At(r, "tier")));
+  if (At(r, "decided_by").is_string()) out += fmt::format("<p>Decided by {}</p>", E(At(r, "decided_by")));
+  if (At(r, "tier_by_scores").is_string() && At(r, "tier") != At(r, "tier_by_scores")) {
+    out += fmt::format("<p class=\"muted\">The category scores alone would give {}.</p>", Escape(TierName(S(At(r, "tier_by_scores")))));
+  }
+  if (r.contains("evidence") && At(r, "evidence").is_object()) {
+    const json& e = At(r, "evidence");
     out += fmt::format("<p class=\"small\">Evidence: {:.0f} % of the applicable criteria, {} of {} categories rated{}{}</p>", e.value("coverage", 0.0) * 100,
-                       E(e["rated_categories"]), r["categories"].size(), e.value("machine_evidence", false) ? "" : ", nothing read from the machine",
+                       E(e["rated_categories"]), At(r, "categories").size(), e.value("machine_evidence", false) ? "" : ", nothing read from the machine",
                        e.value("meets_minimum", false) ? "" : " <b>(short of the minimum for any tier)</b>");
   }
-  std::vector<Bar> bars;
-  for (const auto& c : r["categories"]) {
-    if (!c.contains("score") || !c["score"].is_number()) {
-      // Not rated: no evidence for any criterion. Shown as such, never as a score of 0.
-      bars.push_back({c.value("title", ""), 0, std::nullopt, "SKIP", c.value("not_rated", std::string("no evidence")), "not rated"});
-      continue;
-    }
-    double s = c["score"].get<double>();
-    bars.push_back({c.value("title", ""), s * 100, std::nullopt, s >= 0.8 ? "PASS" : s >= 0.5 ? "WARN" : "FAIL",
-                    fmt::format("coverage {:.0f} %", c.value("coverage", 0.0) * 100)});
-  }
-  out += BarChart("Category scores (%)", bars, "% of the attainable credit");
-  out += "<table><thead><tr><th>category</th><th>criterion</th><th>verdict</th><th class=\"num\">credit</th><th>evidence</th></tr></thead><tbody>";
-  for (const auto& c : r["categories"]) {
-    for (const auto& k : c["criteria"]) {
-      std::string ev;
-      for (const auto& x : k["items"]) {
-        ev += fmt::format("<div class=\"small\">{} {} <span class=\"muted\">{}</span></div>", E(x["source"]), E(x["status"]), E(x["detail"]));
+  // Lead with what failed: criteria not met and the evidence that failed them (a FAIL, a WARN, a "no").
+  std::string failed;
+  int n_failed = 0;
+  for (const auto& c : At(r, "categories")) {
+    for (const auto& k : At(c, "criteria")) {
+      std::string v = k.value("verdict", "");
+      if (v != "unmet" && v != "partly-met") continue;
+      std::string items;
+      for (const auto& x : At(k, "items")) {
+        std::string st = S(x["status"]);
+        if (st.rfind("FAIL", 0) == 0 || st.rfind("WARN", 0) == 0 || st == "no" || st == "partial") {
+          items += fmt::format("<li class=\"small\">{} {}: {}</li>", E(x["source"]), E(x["status"]), E(x["detail"]));
+        }
       }
-      out += fmt::format("<tr><td>{}</td><td>{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>", E(c["id"]) + (c.value("rated", true) ? "" : " <span class=\"muted\">(not rated)</span>"), E(k["title"]),
-                         k.value("critical", false) ? " <b>(critical)</b>" : "", Status(k.value("verdict", "")), E(k["credit"]), ev);
+      ++n_failed;
+      failed += fmt::format("<li>{} {}{} <span class=\"muted\">({})</span><ul>{}</ul></li>", Status(v), E(k["title"]), k.value("critical", false) ? " <b>(critical)</b>" : "",
+                            E(c["title"]), items);
     }
   }
-  out += "</tbody></table>";
-  const json& n = r["next_tier"];
+  if (n_failed) out += fmt::format("<div class=\"lead\"><h3>What failed ({} criteria)</h3><ul>{}</ul></div>", n_failed, failed);
+  const json& n = At(r, "next_tier");
   if (n.is_object()) {
-    out += fmt::format("<h3>To reach {}</h3><ol>", E(n["tier"]));
+    std::string target = S(n["tier"]);
+    out += fmt::format("<div class=\"lead raise\"><h3>To reach {}</h3>", Escape(TierName(target)));
+    if (n.contains("about") && n["about"].is_string()) out += fmt::format("<p class=\"small muted\">{}</p>", E(n["about"]));
+    out += "<ol>";
     for (const auto& f : n["fixes"]) {
-      out += fmt::format("<li>{} <span class=\"muted\">{}</span>", E(f["title"]), E(f["criterion"]));
+      out += fmt::format("<li>{} <span class=\"muted\">{}{}</span>", E(f["title"]), E(f["criterion"]),
+                         f.contains("gain") ? fmt::format(" (+{:.2f})", f["gain"].get<double>()) : "");
       const json& items = f.contains("items") ? f["items"] : f.value("evidence", json::array());
       out += "<ul>";
       for (const auto& x : items) out += fmt::format("<li class=\"small\">{} {}: {}</li>", E(x["source"]), E(x["status"]), E(x["detail"]));
       out += "</ul></li>";
     }
-    out += "</ol>";
+    out += "</ol></div>";
   }
-  if (!r["unknown_criteria"].empty()) {
-    out += "<p class=\"muted\">Unknown, not credited: ";
-    for (const auto& u : r["unknown_criteria"]) out += E(u) + " ";
+  // Category scores, with the cut-off of the tier given and of the next one as lines.
+  std::vector<Bar> bars;
+  for (const auto& c : At(r, "categories")) {
+    if (!c.contains("score") || !c["score"].is_number()) {
+      // Not rated: no evidence for any criterion. Shown as such, never as a score of 0.
+      bars.push_back({c.value("title", S(At(c, "id"))), 0, std::nullopt, "SKIP", c.value("not_rated", std::string("no evidence")), "not rated"});
+      continue;
+    }
+    double sc = c["score"].get<double>();
+    bars.push_back({c.value("title", S(At(c, "id"))), sc * 100, std::nullopt, sc >= 0.8 ? "PASS" : sc >= 0.5 ? "WARN" : "FAIL",
+                    fmt::format("coverage {:.0f} %", c.value("coverage", 0.0) * 100)});
+  }
+  ChartOptions lines;
+  for (const auto& co : r.value("cut_offs", json::array())) {
+    std::string t = S(co["tier"]);
+    bool given = t == S(At(r, "tier")), next = n.is_object() && t == S(n["tier"]);
+    if (given || next) lines.lines.push_back({co["min_score"].get<double>() * 100, fmt::format("{} {:.0f} %", TierName(t), co["min_score"].get<double>() * 100)});
+  }
+  out += BarChart("Category scores (%)", bars, "% of the attainable credit; dashed: tier cut-offs", lines);
+  // Every criterion and its evidence, collapsed: what is not applicable folds further still.
+  size_t n_criteria = 0;
+  for (const auto& c : At(r, "categories")) n_criteria += At(c, "criteria").size();
+  out += fmt::format("<details class=\"criteria\"><summary>All {} criteria and their evidence</summary>", n_criteria);
+  out += "<table><thead><tr><th>category</th><th>criterion</th><th>verdict</th><th class=\"num\">credit</th><th>evidence</th></tr></thead><tbody>";
+  for (const auto& c : At(r, "categories")) {
+    for (const auto& k : At(c, "criteria")) {
+      std::string ev, na;
+      int n_na = 0;
+      for (const auto& x : At(k, "items")) {
+        std::string line = fmt::format("<div class=\"small\">{} {} <span class=\"muted\">{}</span></div>", E(x["source"]), E(x["status"]), E(x["detail"]));
+        if (x.value("state", "") == "excluded") {
+          na += line;
+          ++n_na;
+        } else {
+          ev += line;
+        }
+      }
+      if (n_na) ev += fmt::format("<details class=\"na small\"><summary>{} not applicable</summary>{}</details>", n_na, na);
+      out += fmt::format("<tr><td>{}</td><td>{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
+                         E(c["id"]) + (c.value("rated", true) ? "" : " <span class=\"muted\">(not rated)</span>"), E(k["title"]),
+                         k.value("critical", false) ? " <b>(critical)</b>" : "", Status(k.value("verdict", "")), E(k["credit"]), ev);
+    }
+  }
+  out += "</tbody></table></details>";
+  if (!At(r, "unknown_criteria").empty()) {
+    out += "<p class=\"muted small\">Unknown, not credited: ";
+    for (const auto& u : At(r, "unknown_criteria")) out += E(u) + " ";
     out += "</p>";
   }
   return out + "</section>";
@@ -466,7 +621,7 @@ std::string FleetMatrix(const json& report) {
 
 std::string Benchmark(const json& b) {
   std::string kind = b.value("kind", "");
-  std::string out = fmt::format("<section class=\"bench\"><h2>Benchmark: {}</h2>", Escape(kind));
+  std::string out = fmt::format("<section class=\"bench\"><h2>Benchmark: {}</h2>", Escape(BenchTitle(kind)));
   if (b.value("status", "ok") == "skip") return out + fmt::format("<p>{} {}</p></section>", Status("SKIP"), E(b["reason"]));
   out += fmt::format("<p>host {}, started {}, {} s; verdict {}</p>", E(b.value("host", json())), E(b.value("started", json())), E(b.value("seconds", json())),
                      Status(b.value("verdict", "SKIP")));
@@ -482,34 +637,43 @@ std::string Benchmark(const json& b) {
   return out + GradesTable(b.value("grades", json::array())) + "</section>";
 }
 
-std::string History(const json& runs, const LinkFn& link) {
-  std::string out = "<section id=\"history\"><h2>Runs</h2><table><thead><tr><th>id</th><th>kind</th><th>provider</th><th>cluster</th><th>target</th><th>collected</th><th class=\"num\">nodes</th><th>summary</th><th>diff</th></tr></thead><tbody>";
-  // Runs come newest first: walk from the oldest to find each run's predecessor of the same
-  // provider and cluster (the diff link), in one pass.
-  std::vector<int64_t> previous(runs.size(), -1);
+std::vector<std::pair<int64_t, int64_t>> DiffPairs(const json& runs) {
+  // Runs come newest first: walk from the oldest, pairing each run with the one before it of the
+  // same provider and cluster.
+  std::vector<std::pair<int64_t, int64_t>> out;
   std::map<std::string, int64_t> last;
   for (size_t i = runs.size(); i-- > 0;) {
     const json& r = runs[i];
     if (r["kind"] != "run") continue;
     std::string key = S(r["provider"]) + "/" + S(r["cluster"]);
     auto it = last.find(key);
-    if (it != last.end()) previous[i] = it->second;
+    if (it != last.end()) out.push_back({it->second, r["id"].get<int64_t>()});
     last[key] = r["id"].get<int64_t>();
   }
+  return out;
+}
+
+std::string History(const json& runs, const LinkFn& link) {
+  std::string out = "<section id=\"history\"><h2>Runs</h2><table><thead><tr><th>id</th><th>kind</th><th>provider</th><th>cluster</th><th>target</th><th>collected</th><th class=\"num\">nodes</th><th>summary</th><th>diff</th></tr></thead><tbody>";
+  std::map<int64_t, int64_t> previous;
+  for (const auto& [a, b] : DiffPairs(runs)) previous[b] = a;
   for (size_t i = 0; i < runs.size(); ++i) {
     const json& r = runs[i];
     int64_t id = r["id"];
     std::string diff;
-    if (previous[i] >= 0 && link) {
-      diff = fmt::format("<a href=\"{}\">vs {}</a>", Escape(link("diff", fmt::format("{}/{}", previous[i], id))), previous[i]);
+    if (previous.count(id) && link) {
+      std::string href = link("diff", fmt::format("{}/{}", previous[id], id));
+      if (!href.empty()) diff = fmt::format("<a href=\"{}\">vs {}</a>", Escape(href), previous[id]);
     }
     std::string name = std::to_string(id);
     std::string href = link ? link(r["kind"] == "rating" ? "rating" : "run", std::to_string(id)) : "";
     if (!href.empty()) name = fmt::format("<a href=\"{}\">{}</a>", Escape(href), id);
-    std::string summary = E(r["tier"]);
+    std::string summary = r["tier"].is_string() ? TierBadge(r["tier"], "st") : "";
     if (r["kind"] == "run" && r["summary"].is_object()) {
       const json& s = r["summary"];
       summary = fmt::format("{} fail, {} warn, {} pass", s.value("fail", 0), s.value("warn", 0), s.value("pass", 0));
+    } else if (r["kind"] == "run") {
+      summary = "benchmarks only";
     }
     out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>", name,
                        E(r["kind"]), E(r["provider"]), E(r["cluster"]), E(r["target"]), E(r["collected_at"]), E(r["nodes"]), summary, diff);
@@ -517,18 +681,30 @@ std::string History(const json& runs, const LinkFn& link) {
   return out + "</tbody></table></section>";
 }
 
-std::string DiffView(const json& d) {
-  std::string out = fmt::format("<section id=\"diff\"><h2>Run {} → run {}</h2><p class=\"muted\">{} / {}: {} → {}</p>", E(d["from"]["id"]), E(d["to"]["id"]),
-                                E(d["to"]["provider"]), E(d["to"]["cluster"]), E(d["from"]["collected_at"]), E(d["to"]["collected_at"]));
-  if (d["checks"].empty() && d["metrics"].empty()) return out + "<p>No change.</p></section>";
-  out += "<table><thead><tr><th>check or metric</th><th>before</th><th>after</th><th>now</th></tr></thead><tbody>";
+std::string DiffView(const json& d, const std::string& anchor) {
+  std::string out = fmt::format("<section id=\"{}\"><h2>{} {} → {}</h2><p class=\"muted\">{} / {}: {} → {}; {} regression(s)</p>", Escape(anchor),
+                                d["from"].value("kind", "") == "rating" ? "Rating" : "Run", E(d["from"]["id"]), E(d["to"]["id"]), E(d["to"]["provider"]),
+                                E(d["to"]["cluster"]), E(d["from"]["collected_at"]), E(d["to"]["collected_at"]), E(d.value("regressions", json(0))));
+  bool tier = d.contains("tier") && d["tier"].is_object();
+  const json cats = d.value("categories", json::array());
+  if (d["checks"].empty() && d["metrics"].empty() && !tier && cats.empty()) return out + "<p>No change.</p></section>";
+  out += "<table><thead><tr><th>change</th><th>check, metric or category</th><th>before</th><th>after</th><th>now</th></tr></thead><tbody>";
+  auto dir = [](const json& x) { return Status(x.value("direction", "") == "worse" ? "FAIL" : x.value("direction", "") == "better" ? "PASS" : "SKIP", x.value("direction", "changed")); };
+  if (tier) {
+    out += fmt::format("<tr><td>{}</td><td>tier</td><td>{}</td><td>{}</td><td></td></tr>", dir(d["tier"]), TierBadge(d["tier"]["from"], "st"),
+                       TierBadge(d["tier"]["to"], "st"));
+  }
+  for (const auto& c : cats) {
+    auto cell = [](const json& v) { return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("not rated"); };
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", dir(c), E(c["category"]), cell(c["from"]), cell(c["to"]));
+  }
   for (const auto& c : d["checks"]) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td></tr>", E(c["check"]),
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td></tr>", dir(c), E(c["check"]),
                        c["from"].is_null() ? "-" : Status(S(c["from"])), c["to"].is_null() ? "-" : Status(S(c["to"])), E(c["message"]));
   }
   for (const auto& m : d["metrics"]) {
     auto cell = [&](const json& x) { return x.is_null() ? std::string("-") : Status(S(x["verdict"])) + " " + E(x["value"]) + " " + E(m["unit"]); };
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", E(m["metric"]), cell(m["from"]), cell(m["to"]));
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", dir(m), E(m["metric"]), cell(m["from"]), cell(m["to"]));
   }
   return out + "</tbody></table></section>";
 }

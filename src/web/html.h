@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,6 +35,8 @@ std::string FleetMatrix(const nlohmann::json& report);
 std::string Benchmark(const nlohmann::json& bench);
 // Stored runs, newest first, and the difference of two runs.
 std::string History(const nlohmann::json& runs, const LinkFn& link);
-std::string DiffView(const nlohmann::json& diff);
+// (older, newer) run ids of each run and the run before it of the same provider and cluster.
+std::vector<std::pair<int64_t, int64_t>> DiffPairs(const nlohmann::json& runs);
+std::string DiffView(const nlohmann::json& diff, const std::string& anchor = "diff");
 
 }  // namespace clustermax::web
