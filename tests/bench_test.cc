@@ -485,6 +485,25 @@ TEST(BenchCli, StorageInterruptedBySigintCleansUpAndSaysSo) {
   EXPECT_NE(ingest.out.find("interrupted"), std::string::npos) << ingest.out;
 }
 
+// On a terminal a long benchmark keeps one progress line with the time left; in a log it prints
+// its steps as plain lines and no control characters.
+TEST(BenchCli, ProgressWithAnEstimateOnATerminalPlainLinesInALog) {
+  fs::path dir = Scratch("cli-progress");
+  std::string cmd = std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() +
+                    " --quick --size 16M --files 2 --duration 1 --ramp 0 --tests seq-write-1m-buffered,seq-read-1m-buffered,metadata --exit-zero --json --out " +
+                    Scratch("cli-progress-out").string();
+  // `script` gives the command a pseudo-terminal, as an interactive shell would.
+  auto tty = clustermax::testing::RunShell("TERM=xterm script -qec '" + cmd + " --force' /dev/null");
+  EXPECT_EQ(tty.code, 0) << tty.out;
+  EXPECT_NE(tty.out.find("\r\x1b[K  "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find(" elapsed, ETA "), std::string::npos) << tty.out;
+  auto log = clustermax::testing::RunShell(cmd + " --force 2>&1 >/dev/null");
+  EXPECT_EQ(log.code, 0) << log.out;
+  EXPECT_NE(log.out.find("  seq-write-1m-buffered: "), std::string::npos) << log.out;
+  EXPECT_EQ(log.out.find('\r'), std::string::npos) << log.out;
+  EXPECT_EQ(log.out.find("ETA"), std::string::npos) << log.out;
+}
+
 TEST(BenchCli, BadOptionsAreUsageErrors) {
   fs::path dir = Scratch("cli-usage");
   auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() + " --tests nope");

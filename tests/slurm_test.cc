@@ -183,6 +183,20 @@ TEST(SlurmFleet, DriftOnOneNodeIsNamed) {
   EXPECT_NE(drift.dump().find("n2 (570.86.10)"), std::string::npos) << drift.dump();
 }
 
+// On a terminal the fan-out says how many nodes have answered while the step runs (it was silent
+// until the end); the same audit in a log prints no such line.
+TEST(SlurmFleet, OnATerminalTheNodesAnsweredAreCounted) {
+  fs::path out = kDir / "runs" / "tty";
+  std::string cmd = Env() + " TERM=xterm " + CLUSTERMAX_BINARY + " audit --slurm --yes --exit-zero --check slurm-node-states --check gpu-ecc-health --out " +
+                    out.string() + " >/dev/null";
+  Proc tty = Sh("script -qec '" + cmd + "' /dev/null");
+  EXPECT_NE(tty.out.find("of 3 nodes answered"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("3 of 3 nodes answered"), std::string::npos) << tty.out;
+  Proc log = Sh(Env() + " " + CLUSTERMAX_BINARY + " audit --slurm --yes --exit-zero --check slurm-node-states --out " + (kDir / "runs" / "log").string() +
+                " 2>&1 >/dev/null");
+  EXPECT_EQ(log.out.find("nodes answered"), std::string::npos) << log.out;
+}
+
 TEST(SlurmFleet, InsideAnAllocationTheStepOverlapsIt) {
   Proc p = Sh(Env() + " timeout 120 salloc -N2 --gres=gpu:8 " + CLUSTERMAX_BINARY + " audit --slurm --yes --json --exit-zero --out " +
               (kDir / "runs" / "salloc").string() + " 2>" + (kDir / "salloc.stderr").string());

@@ -1,5 +1,13 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+
+#include "util/progress.h"
+
 #include "util/line_frames.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -81,4 +89,45 @@ TEST(LineFrames, RoundTripThroughInterleavedLabelledOutput) {
   EXPECT_TRUE(partial.empty());
   EXPECT_NE(errors["n1"].find("incomplete (2 of 3 parts arrived)"), std::string::npos) << errors["n1"];
   EXPECT_NE(errors["n2"].find("disagree"), std::string::npos);
+}
+
+// Progress: on a terminal one line rewritten in place with the fraction, the time spent and an
+// estimate; elsewhere plain phase lines and nothing else.
+namespace {
+std::string Captured(bool tty, const std::function<void(clustermax::util::Progress&)>& use) {
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = ::open_memstream(&buf, &len);
+  {
+    clustermax::util::Progress p(f, tty);
+    use(p);
+  }
+  std::fclose(f);
+  std::string out(buf, len);
+  std::free(buf);
+  return out;
+}
+}  // namespace
+
+TEST(Progress, ATerminalGetsOneLineWithAnEstimateALogGetsPlainLines) {
+  auto work = [](clustermax::util::Progress& p) {
+    p.Text("PUT 64M objects, 8 streams");
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    p.Fraction(0.25);
+    p.Fraction(0.26);  // within a quarter second: not drawn
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    p.Count(3, 10, "nodes answered");
+  };
+  std::string tty = Captured(true, work);
+  EXPECT_NE(tty.find("\r\x1b[K  PUT 64M objects, 8 streams"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("3 of 10 nodes answered"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("30 %"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("25 %, 0:00 elapsed, ETA 0:0"), std::string::npos) << tty;
+  EXPECT_EQ(tty.find("26 %"), std::string::npos) << "redrawn at most four times a second: " << tty;
+  EXPECT_EQ(tty.find('\n'), std::string::npos) << "a terminal line is rewritten, never scrolled";
+  EXPECT_EQ(tty.substr(tty.size() - 4), "\r\x1b[K") << "the line is cleared at the end";
+  std::string log = Captured(false, work);
+  EXPECT_EQ(log, "  PUT 64M objects, 8 streams\n");  // no estimates, no control characters in a log
+  EXPECT_EQ(clustermax::util::FormatDuration(65), "1:05");
+  EXPECT_EQ(clustermax::util::FormatDuration(3723), "1:02:03");
 }

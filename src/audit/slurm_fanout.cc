@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "util/line_frames.h"
+#include "util/progress.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
 
@@ -126,7 +127,32 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   res.argv = argv;
 
   // The nodes' documents arrive byte-exact: each node redacted its own evidence before sending it.
-  auto run = login.Run({argv, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), 1ull << 31, /*redact=*/false});
+  host::CommandSpec spec{argv, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), 1ull << 31, /*redact=*/false};
+  // On a terminal, the nodes that answered so far (a node has answered when the last part of its
+  // document arrived) and the time left; nothing otherwise.
+  util::Progress progress;
+  std::set<std::string> answered;
+  std::string partial;
+  if (progress.tty()) {
+    spec.on_stdout = [&](std::string_view chunk) {
+      partial.append(chunk);
+      size_t from = 0, nl;
+      while ((nl = partial.find('\n', from)) != std::string::npos) {
+        std::string_view line(partial.data() + from, nl - from);
+        from = nl + 1;
+        size_t m = line.find(marker + " ");
+        if (m == std::string_view::npos) continue;
+        auto f = util::SplitWhitespace(line.substr(m + marker.size() + 1));
+        if (f.size() < 3) continue;
+        auto index = util::ParseInt(f[1]), count = util::ParseInt(f[2]);
+        if (index && count && *index + 1 == *count) answered.insert(std::string(f[0]));
+      }
+      partial.erase(0, from);
+      progress.Count(answered.size(), nodes.size(), fmt::format("nodes answered (the step ends within {})", util::FormatDuration(o.timeout_s)));
+    };
+  }
+  auto run = login.Run(spec);
+  progress.Finish();
   std::map<std::string, std::string> errors;
   res.documents = util::UnframeLines(marker, run.out, errors);
   std::string err = std::string(util::Trim(run.err));

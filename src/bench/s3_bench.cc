@@ -462,8 +462,12 @@ void ValidateS3Options(const S3BenchOptions& o) {
 
 namespace {
 
-json RunS3BenchUnredacted(const S3BenchOptions& o) {
-  ValidateS3Options(o);
+json RunS3BenchUnredacted(const S3BenchOptions& given) {
+  ValidateS3Options(given);
+  // Steps, for the progress estimate: PUT and GET per size and stream count, LIST, mixed, delete.
+  S3BenchOptions o = given;
+  o.progress = CountingSteps(given.progress, given.fraction,
+                             static_cast<int>(given.sizes.size() * given.concurrency.size() * 2) + 2 + (given.mixed_s > 0 ? 1 : 0));
   auto started = std::chrono::system_clock::now();
   uint64_t largest = std::max<uint64_t>(*std::max_element(o.sizes.begin(), o.sizes.end()), o.mixed_object);
   std::string host = util::Hostname();

@@ -32,6 +32,7 @@ struct S3BenchOptions {
   double mixed_s = 10;               // 0: no mixed run (ClusterMAX 3.0 runs 15 minutes: 900)
   uint64_t mixed_object = 1u << 20;
   std::function<void(const std::string&)> progress;
+  std::function<void(double)> fraction;  // how far the whole run is, 0..1, at each step
 };
 
 void ValidateS3Options(const S3BenchOptions& o);

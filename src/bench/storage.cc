@@ -800,8 +800,15 @@ void StampSectors(char* p, size_t n, uint64_t tag) {
   }
 }
 
-json RunStorageBench(const StorageOptions& o) {
-  ValidateStorageOptions(o);
+json RunStorageBench(const StorageOptions& given) {
+  ValidateStorageOptions(given);
+  // Steps, for the progress estimate: each I/O workload, each checkpoint run, the five metadata phases.
+  int steps = 0;
+  for (const auto& w : DefaultIoWorkloads()) steps += Selected(given, w.id, "io");
+  if (Selected(given, "checkpoint", "checkpoint")) steps += given.ckpt_runs;
+  if (Selected(given, "metadata", "metadata")) steps += 5;
+  StorageOptions o = given;
+  o.progress = CountingSteps(given.progress, given.fraction, steps);
   fs::path base = fs::absolute(o.path);
   SpaceInfo space = QuerySpace(base);
   uint64_t need = StorageFootprint(o);

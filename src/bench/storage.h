@@ -48,6 +48,7 @@ struct StorageOptions {
   uint32_t meta_file_size = 4096;
 
   std::function<void(const std::string&)> progress;  // one line per step (stderr in the CLI)
+  std::function<void(double)> fraction;              // how far the whole run is, 0..1, at each step
 };
 
 // Bytes the run writes at most (checked against free space before anything is created).

@@ -5,7 +5,10 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -18,6 +21,19 @@ namespace clustermax::bench {
 std::atomic<bool>& CancelFlag();
 void InstallCancelHandlers();
 bool Cancelled();
+
+// A progress callback that also reports how far a run of `steps` steps is: each line announces the
+// start of the next step, so the fraction done before it is (steps announced so far) / steps.
+// `fraction` empty: `progress` unchanged.
+inline std::function<void(const std::string&)> CountingSteps(std::function<void(const std::string&)> progress, std::function<void(double)> fraction,
+                                                            int steps) {
+  if (!fraction || steps <= 0) return progress;
+  auto done = std::make_shared<int>(0);
+  return [progress = std::move(progress), fraction = std::move(fraction), steps, done](const std::string& line) {
+    fraction(std::min(1.0, static_cast<double>((*done)++) / steps));
+    if (progress) progress(line);
+  };
+}
 
 struct SpaceInfo {
   uint64_t free_bytes = 0, total_bytes = 0;

@@ -26,6 +26,7 @@
 #include "util/line_frames.h"
 #include "bench/workspace.h"
 #include "cli/cli.h"
+#include "util/progress.h"
 #include "util/files.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -134,6 +135,13 @@ int Finish(json result, const Common& c, const std::string& suite, std::string (
   return result["verdict"] == "FAIL" && !c.exit_zero ? kExitFail : kExitOk;
 }
 
+
+// Steps and how far the run is go to `progress`: one line rewritten in place with an estimate of
+// the time left on a terminal, plain lines otherwise.
+void Report(util::Progress& progress, std::function<void(const std::string&)>& lines, std::function<void(double)>& fraction) {
+  lines = [&progress](const std::string& line) { progress.Text(line); };
+  fraction = [&progress](double f) { progress.Fraction(f); };
+}
 
 constexpr const char* kBenchMarker = "CLUSTERMAX-BENCH";
 
@@ -350,8 +358,10 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
       scale_slurm.timeout_s = step_timeout > 0 ? step_timeout : 120 + 3 * (6 * (so.duration_s + so.ramp_s) + so.ckpt_runs * 60.0 + 60.0);
       return RunStorageScaling(so, scale_slurm, sc);
     }
-    if (!sc.quiet) so.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    auto progress = std::make_shared<util::Progress>();
+    if (!sc.quiet) Report(*progress, so.progress, so.fraction);
     json r = bench::RunStorageBench(so);
+    progress->Finish();
     return Finish(std::move(r), sc, "storage", bench::RenderStorage,
                   [](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(sc)); });
   };
@@ -399,9 +409,11 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     s3o.max_bytes_per_row = bench::ParseSize(max_row);
     s3o.mixed_object = bench::ParseSize(mixed_object);
     s3o.config.credentials = bench::LoadS3Credentials(profile, [](const char* k) { return std::getenv(k); });
-    if (!s3c.quiet) s3o.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    auto progress = std::make_shared<util::Progress>();
+    if (!s3c.quiet) Report(*progress, s3o.progress, s3o.fraction);
     bench::InstallCancelHandlers();
     json r = bench::RunS3Bench(s3o);
+    progress->Finish();
     return Finish(std::move(r), s3c, "s3", bench::RenderS3,
                   [](const json& x) { return bench::Grade(bench::S3Metrics(x), BarsFor(s3c)); });
   };

@@ -5,6 +5,7 @@
 // Thread-safety: every implementation is safe to call from several collector threads at once.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,6 +63,9 @@ struct CommandSpec {
   // LocalHost redacts secrets from a tool's output (host/redact.h). Off only for our own framed
   // documents coming back from other nodes (already redacted there, and they must arrive byte-exact).
   bool redact = true;
+  // Called with each piece of stdout as it arrives (progress of a long command); the result still
+  // carries the whole output. Not recorded in a bundle; a replayed command never calls it.
+  std::function<void(std::string_view)> on_stdout;
 };
 
 struct CommandResult {

@@ -7,6 +7,8 @@
 // that arrived, and `error` saying that the output was cut there.
 #pragma once
 #include <chrono>
+#include <functional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -16,8 +18,9 @@ namespace clustermax::host {
 
 // `path` is the resolved executable; argv[0] is passed unchanged. `env` entries "K=V" are added
 // to (or replace in) the inherited environment.
+// `on_stdout`, when set, sees each piece of stdout as it is read.
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output,
-                         const std::vector<std::string>& env);
+                         const std::vector<std::string>& env, const std::function<void(std::string_view)>& on_stdout = {});
 
 }  // namespace clustermax::host
