@@ -369,7 +369,7 @@ Finding XidHistory(const JudgeContext& ctx) {
 Finding IbPortHealth(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("rdma.devices");
   if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
-  std::vector<std::string> down, lines;
+  std::vector<std::string> down, unread, lines;
   int ports = 0;
   for (const auto& d : e.data["devices"]) {
     for (const auto& p : d.value("ports", json::array())) {
@@ -379,12 +379,15 @@ Finding IbPortHealth(const JudgeContext& ctx) {
       std::string phys = p["phys_state"].is_string() ? p["phys_state"].get<std::string>() : "?";
       lines.push_back(fmt::format("{}: {}, {}, {}, {}", who, state, phys, p["rate"].is_string() ? p["rate"].get<std::string>() : "?",
                                   p["link_layer"].is_string() ? p["link_layer"].get<std::string>() : "?"));
-      if (state.find("ACTIVE") == std::string::npos || phys.find("LinkUp") == std::string::npos) down.push_back(who + ": " + state + ", " + phys);
+      // A state sysfs did not give is unread, not down.
+      if (!p["state"].is_string() || !p["phys_state"].is_string()) unread.push_back(who + ": " + state + ", " + phys);
+      else if (state.find("ACTIVE") == std::string::npos || phys.find("LinkUp") == std::string::npos) down.push_back(who + ": " + state + ", " + phys);
     }
   }
   if (ports == 0) return core::Skip(Reason::kNotApplicable, "no InfiniBand or RoCE port");
-  Finding f = !down.empty() ? core::Fail(Severity::kConfig, fmt::format("{} of {} RDMA port(s) not active", down.size(), ports)).Details(down)
-                            : core::Pass(fmt::format("all {} RDMA port(s) active and linked up", ports));
+  Finding f = !down.empty()     ? core::Fail(Severity::kConfig, fmt::format("{} of {} RDMA port(s) not active", down.size(), ports)).Details(down)
+              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("the state of {} of {} RDMA port(s) was not read", unread.size(), ports)).Details(unread)
+                                : core::Pass(fmt::format("all {} RDMA port(s) active and linked up", ports));
   return f.Expected("4: ACTIVE, 5: LinkUp").Details(lines);
 }
 
