@@ -190,11 +190,11 @@ core::Finding JudgeSafe(const core::Check& c, const EvidenceFixture& f) {
 }
 
 // What "the check reads the leaf" means: some perturbation of its value (never null, see
-// Perturbations) moves the verdict, its reason or the observed value (the fact the verdict rests on).
-// Message and details are left out on purpose: checks print facts they do not judge there (a GPU's
-// index, "newest 200 of 10001 listed"), which is fine; a fact that moves the verdict or what the
-// check says it observed is one it judges, and that fact, unread, must not PASS. The perturbations
-// are coarse on purpose (x1000, negative, empty) so that thresholds (temperatures, counts) are crossed.
+// Perturbations) moves the verdict, its reason, the observed value or the message. Details are left
+// out on purpose: checks print facts they do not judge there (a GPU's index, a port's rate), which is
+// fine. A fact only echoed in observed or the message (the log's source) is exempted below with its
+// reason. The perturbations are coarse on purpose (x1000, negative, empty) so that thresholds
+// (temperatures, counts) are crossed.
 std::string Key(const core::Finding& f) {
   return fmt::format("{}|{}|{}|{}", core::ToString(f.verdict), core::ToString(f.reason), f.observed, f.message);
 }
