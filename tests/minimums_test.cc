@@ -2,6 +2,10 @@
 // grace periods, staleness and malformed tables.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include "checks/register.h"
+#include "core/check.h"
 #include "core/minimums.h"
 #include "util/time.h"
 
@@ -160,4 +164,95 @@ TEST(Minimums, MalformedTablesAreRejectedClearly) {
                    "t"),
                core::MinimumTableError);
   EXPECT_THROW(core::ParseMinimumTable(R"({"schema_version":1,"generated":"soon","components":[]})", "t"), core::MinimumTableError);
+}
+
+// ---- Coverage of the keyed families: every branch, train, minor or GPU program between a family's
+// oldest and newest row is listed, end-of-life or declared unlisted with its reason.
+
+namespace {
+std::vector<std::string> GapNames(const core::MinimumTable& t) {
+  std::vector<std::string> out;
+  for (const auto& g : core::MinimumTableGaps(t)) out.push_back(g.component + " " + g.key);
+  return out;
+}
+core::MinimumTable Without(const char* component, const char* key) {
+  core::MinimumTable t = core::EmbeddedMinimumTable();
+  for (auto& c : t.components) {
+    if (c.id != component) continue;
+    auto n = c.floors.size();
+    std::erase_if(c.floors, [&](const core::Floor& f) { return f.key == key; });
+    EXPECT_EQ(c.floors.size(), n - 1) << component << " has no row " << key;
+  }
+  return t;
+}
+}  // namespace
+
+TEST(MinimumGaps, EmbeddedTableHasNone) {
+  EXPECT_EQ(GapNames(core::EmbeddedMinimumTable()), std::vector<std::string>{});
+  // Every declared unlisted key carries its reason, and is not also listed.
+  for (const auto& c : core::EmbeddedMinimumTable().components) {
+    for (const auto& [key, why] : c.unlisted_keys) {
+      EXPECT_FALSE(why.empty()) << c.id << " " << key;
+      for (const auto& f : c.floors) EXPECT_NE(f.key, key) << c.id << ": " << key << " is both listed and unlisted";
+    }
+  }
+}
+
+TEST(MinimumGaps, ARemovedRowIsNamed) {
+  EXPECT_EQ(GapNames(Without("nvidiaDriver", "570")), std::vector<std::string>{"nvidiaDriver 570"});
+  EXPECT_EQ(GapNames(Without("connectxFirmware", "39")), std::vector<std::string>{"connectxFirmware 39"});
+  EXPECT_EQ(GapNames(Without("runc", "1.2")), std::vector<std::string>{"runc 1.2"});
+  // A GPU program another programMap component knows.
+  EXPECT_EQ(GapNames(Without("rocm", "MI300A")), std::vector<std::string>{"rocm MI300A"});
+  // The oldest or newest row only narrows the family: nothing lies outside it to miss.
+  EXPECT_EQ(GapNames(Without("nvidiaDriver", "595")), std::vector<std::string>{});
+  // An end-of-life key, or a declared unlisted one, is covered; dropping the declaration is a gap.
+  core::MinimumTable t = core::EmbeddedMinimumTable();
+  for (auto& c : t.components) {
+    if (c.id == "nvidiaDriver") c.unlisted_keys.erase("575");
+  }
+  auto gaps = core::MinimumTableGaps(t);
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0].component, "nvidiaDriver");
+  EXPECT_EQ(gaps[0].key, "575");
+  EXPECT_EQ(gaps[0].family, "driver branch");
+}
+
+TEST(MinimumGaps, UnlistedKeysParseAndGradeUnknown) {
+  const auto* drv = core::EmbeddedMinimumTable().Find("nvidiaDriver");
+  ASSERT_NE(drv, nullptr);
+  EXPECT_EQ(drv->unlisted_keys.count("575"), 1u);
+  EXPECT_EQ(V("nvidiaDriver", "575.57.08"), Outcome::kUnknown);  // declared unlisted is never a pass
+  EXPECT_EQ(V("connectxFirmware", "28.40.1000"), Outcome::kUnknown);
+}
+
+TEST(MinimumGaps, TheTableCheckWarnsNamingTheGap) {
+  const core::Check* c = checks::DefaultRegistry().Find("minimum-table-current");
+  ASSERT_NE(c, nullptr);
+  core::EvidenceSet none;
+  auto judge = [&](const core::MinimumTable& t) {
+    core::JudgeContext ctx(c->info, none, t, core::Target::kStandalone, *util::ParseRfc3339("2026-09-26T00:00:00Z"));
+    return c->judge(ctx);
+  };
+  EXPECT_EQ(judge(core::EmbeddedMinimumTable()).verdict, core::Verdict::kPass);
+  // A table loaded from text with one driver row removed.
+  auto text = nlohmann::json::parse(core::EmbeddedMinimumTableText());
+  for (auto& comp : text["components"]) {
+    if (comp["id"] != "nvidiaDriver") continue;
+    auto& floors = comp["floors"];
+    for (size_t i = 0; i < floors.size(); ++i) {
+      if (floors[i]["key"] == "580") floors.erase(i);
+    }
+  }
+  auto f = judge(core::ParseMinimumTable(text.dump(), "mutated.json"));
+  EXPECT_EQ(f.verdict, core::Verdict::kWarn);
+  EXPECT_EQ(f.reason, core::Reason::kToolFault);
+  EXPECT_NE(f.message.find("driver branch 580 (nvidiaDriver)"), std::string::npos) << f.message;
+  // Stale and gapped: one WARN naming both.
+  core::MinimumTable mutated = core::ParseMinimumTable(text.dump(), "mutated.json");
+  core::JudgeContext late(c->info, none, mutated, core::Target::kStandalone, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  auto stale = c->judge(late);
+  EXPECT_EQ(stale.verdict, core::Verdict::kWarn);
+  EXPECT_NE(stale.message.find("days old"), std::string::npos) << stale.message;
+  EXPECT_NE(stale.message.find("580"), std::string::npos) << stale.message;
 }

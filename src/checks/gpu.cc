@@ -105,11 +105,15 @@ Finding IdleThermals(const JudgeContext& ctx) {
   if (auto f = NeedDevices(ctx, gpu)) return *f;
   const auto& t = core::EmbeddedThresholds();
   double warn_c = t.data()["idle"]["temperature_warn_c"], fail_c = t.data()["idle"]["temperature_fail_c"];
-  std::vector<std::string> hot, over, lines;
+  std::vector<std::string> hot, over, lines, unread;
   int idle = 0;
   for (const auto& d : gpu->data["devices"]) {
     const json& util = d.value("utilization_gpu_pct", json());
-    if (!util.is_number() || util.get<double>() > 0) continue;  // busy or unknown: not idle
+    if (!util.is_number()) {  // unknown: neither idle nor busy
+      unread.push_back(Who(d) + ": utilisation not read");
+      continue;
+    }
+    if (util.get<double>() > 0) continue;  // busy: not judged at idle
     ++idle;
     std::string name = d.value("name", json()).is_string() ? d["name"].get<std::string>() : "";
     auto m = t.Model(name);
@@ -120,12 +124,15 @@ Finding IdleThermals(const JudgeContext& ctx) {
     if (c.is_number() && c.get<double>() >= fail_c) hot.push_back(fmt::format("{}: {} C at idle", Who(d), c.dump()));
     else if ((c.is_number() && c.get<double>() > warn_c) || (p.is_number() && p.get<double>() > ceiling)) {
       over.push_back(fmt::format("{}: {} W, {} C", Who(d), p.dump(), c.dump()));
+    } else if (!c.is_number() || !p.is_number()) {
+      unread.push_back(fmt::format("{}: power {} W, temperature {} C not read", Who(d), p.dump(), c.dump()));
     }
   }
-  if (idle == 0) return core::Skip(Reason::kUnverified, "no idle GPU at sampling time (all busy or utilisation unreadable)");
+  if (idle == 0) return core::Skip(Reason::kUnverified, "no idle GPU at sampling time (all busy or utilisation unreadable)").Details(unread);
   Finding f = !hot.empty() ? core::Fail(Severity::kConfig, fmt::format("{} idle GPU(s) at or above {:.0f} C", hot.size(), fail_c)).Details(hot)
               : !over.empty() ? core::Warn(Reason::kConfig, fmt::format("{} idle GPU(s) above the power or temperature ceiling", over.size())).Details(over)
-                              : core::Pass(fmt::format("{} idle GPU(s) within power and temperature ceilings", idle));
+              : !unread.empty() ? core::Warn(Reason::kUnverified, fmt::format("power or temperature not read on {} of {} idle GPU(s)", unread.size(), idle)).Details(unread)
+                                : core::Pass(fmt::format("{} idle GPU(s) within power and temperature ceilings", idle));
   f.expected = fmt::format("idle power <= class ceiling, temperature <= {:.0f} C", warn_c);
   f.Detail("one sample taken at collection time");
   return f.Details(lines);

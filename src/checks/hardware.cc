@@ -72,6 +72,12 @@ Finding GpuDrivers(const JudgeContext& ctx) {
   const Evidence& pci = ctx.Get("pci.devices");
   const Evidence& gpu = ctx.Get("gpu.inventory");
   if (auto p = core::EvidenceProblem(pci, "PCI inventory")) return *p;
+  // A device the inventory did not classify may be a GPU: never counted as "not a GPU".
+  for (const auto& d : pci.data["devices"]) {
+    if (!d.value("gpu", json()).is_boolean()) {
+      return core::Warn(Reason::kEvidenceError, "PCI device " + d.value("bdf", json()).dump() + " is not classified as GPU or not");
+    }
+  }
   int pci_gpus = CountPciGpus(pci);
   if (pci_gpus == 0) {
     if (gpu.ok() && gpu.data.value("device_count", 0) > 0) {

@@ -24,6 +24,11 @@ Finding GpuEccHealth(const JudgeContext& ctx) {
     // never zero.
     bool ecc_off = ecc.value("current", json()).is_boolean() && !ecc["current"].get<bool>();
     if (!ecc_off && !ecc.value("volatile_uncorrected", json()).is_number()) unread.push_back(who + ": uncorrectable ECC count not readable");
+    if (!ecc.value("current", json()).is_boolean()) unread.push_back(who + ": ECC mode not readable");
+    // Row remapping (Ampere and newer) reports both flags; a remap state we did not read is unknown.
+    if (rr.is_object() && (!rr.value("pending", json()).is_boolean() || !rr.value("failure", json()).is_boolean())) {
+      unread.push_back(who + ": row-remap pending/failure state not readable");
+    }
     long long unc = Num(ecc, "volatile_uncorrected");
     long long corr = Num(ecc, "volatile_corrected");
     lines.push_back(fmt::format("{}: ECC {}, volatile uncorrected {}, corrected {}, remapped rows {}/{}{}{}, retired pages {}/{}", who,

@@ -25,7 +25,9 @@ Finding GuestKernelCurrent(const JudgeContext& ctx) {
   if (auto p = core::EvidenceProblem(e, "kernel package inventory")) return *p;
   if (!e.data["running"].is_string()) return core::Warn(Reason::kEvidenceError, "running kernel release unreadable");
   std::string running = e.data["running"];
-  bool reboot_flag = e.data.value("reboot_required", false);
+  // The collector sets the flag only when it could stat the reboot-required file: absent is unread.
+  const json flag = e.data.contains("reboot_required") ? e.data["reboot_required"] : json();
+  bool reboot_flag = flag == json(true);
   if (!e.data["installed"].is_array()) {
     std::string why = e.data.value("package_db_error", std::string("package database unreadable"));
     return core::Warn(Reason::kEvidenceError, (reboot_flag ? "reboot-required flag present; " : std::string()) + why)
@@ -44,6 +46,8 @@ Finding GuestKernelCurrent(const JudgeContext& ctx) {
   Finding f;
   if (newest != running) {
     f = core::Fail(Severity::kVersion, fmt::format("a newer kernel {} is installed but {} is running (reboot pending)", newest, running));
+  } else if (!flag.is_boolean()) {
+    f = core::Warn(Reason::kEvidenceError, "the running kernel is the newest installed, but the reboot-required flag could not be read");
   } else if (reboot_flag) {
     f = core::Warn(Reason::kConfig, "the running kernel is the newest installed, but the reboot-required flag is set");
     for (const auto& pkg : e.data.value("reboot_required_pkgs", json::array())) f.Detail("reboot-required by " + pkg.get<std::string>());

@@ -22,7 +22,10 @@ Finding Januscape(const JudgeContext& ctx) {
   const Evidence& kvm = ctx.Get("kvm.exposure");
   if (auto p = core::EvidenceProblem(cpu, "CPU flags")) return *p;
   if (auto p = core::EvidenceProblem(kvm, "KVM state")) return *p;
-  bool virt_flag = cpu.data.value("vmx", false) || cpu.data.value("svm", false);
+  const json vmx = cpu.data.value("vmx", json()), svm = cpu.data.value("svm", json());
+  bool virt_flag = vmx == json(true) || svm == json(true);
+  // "No vmx/svm" needs both flags read; one present flag is enough for the rest.
+  if (!virt_flag && (!vmx.is_boolean() || !svm.is_boolean())) return core::Warn(Reason::kEvidenceError, "CPU virtualisation flags (vmx/svm) not read");
   if (!virt_flag) return core::Pass("the CPU exposes no vmx/svm flag: nested virtualisation is impossible").Observed("no vmx/svm");
   if (kvm.data["dev_kvm"] == json(false)) return core::Pass("/dev/kvm is absent").Observed("vmx/svm, no /dev/kvm");
   if (!kvm.data["nested"].is_string()) {
@@ -94,6 +97,7 @@ Finding DpuHostIsolation(const JudgeContext& ctx) {
 Finding BmcIpmi(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("bmc.ipmi");
   if (auto p = core::EvidenceProblem(e, "IPMI device nodes")) return *p;
+  if (!e.data.value("devices", json()).is_array()) return core::Warn(Reason::kEvidenceError, "IPMI device node list not read");
   if (e.data["devices"].empty()) {
     if (!e.data.value("device_check_complete", false)) return core::Warn(Reason::kEvidenceError, "IPMI device nodes could not be checked");
     return core::Pass("no in-band IPMI device node").Observed("none").Expected("no in-band BMC access");
@@ -143,6 +147,7 @@ Finding CudaDriverCompat(const JudgeContext& ctx) {
 Finding NcclVersionCurrent(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("nccl.libraries");
   if (auto p = core::EvidenceProblem(e, "NCCL library search")) return *p;
+  if (!e.data.value("versions", json()).is_array()) return core::Warn(Reason::kEvidenceError, "NCCL library version list not read");
   std::string version;
   if (!e.data["versions"].empty()) version = e.data["versions"][0]["version"];
   else if (e.data["header"].is_object()) version = e.data["header"]["version"];
@@ -364,7 +369,7 @@ Finding XidHistory(const JudgeContext& ctx) {
 Finding IbPortHealth(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("rdma.devices");
   if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
-  std::vector<std::string> down, lines;
+  std::vector<std::string> down, unread, lines;
   int ports = 0;
   for (const auto& d : e.data["devices"]) {
     for (const auto& p : d.value("ports", json::array())) {
@@ -374,12 +379,15 @@ Finding IbPortHealth(const JudgeContext& ctx) {
       std::string phys = p["phys_state"].is_string() ? p["phys_state"].get<std::string>() : "?";
       lines.push_back(fmt::format("{}: {}, {}, {}, {}", who, state, phys, p["rate"].is_string() ? p["rate"].get<std::string>() : "?",
                                   p["link_layer"].is_string() ? p["link_layer"].get<std::string>() : "?"));
-      if (state.find("ACTIVE") == std::string::npos || phys.find("LinkUp") == std::string::npos) down.push_back(who + ": " + state + ", " + phys);
+      // A state sysfs did not give is unread, not down.
+      if (!p["state"].is_string() || !p["phys_state"].is_string()) unread.push_back(who + ": " + state + ", " + phys);
+      else if (state.find("ACTIVE") == std::string::npos || phys.find("LinkUp") == std::string::npos) down.push_back(who + ": " + state + ", " + phys);
     }
   }
   if (ports == 0) return core::Skip(Reason::kNotApplicable, "no InfiniBand or RoCE port");
-  Finding f = !down.empty() ? core::Fail(Severity::kConfig, fmt::format("{} of {} RDMA port(s) not active", down.size(), ports)).Details(down)
-                            : core::Pass(fmt::format("all {} RDMA port(s) active and linked up", ports));
+  Finding f = !down.empty()     ? core::Fail(Severity::kConfig, fmt::format("{} of {} RDMA port(s) not active", down.size(), ports)).Details(down)
+              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("the state of {} of {} RDMA port(s) was not read", unread.size(), ports)).Details(unread)
+                                : core::Pass(fmt::format("all {} RDMA port(s) active and linked up", ports));
   return f.Expected("4: ACTIVE, 5: LinkUp").Details(lines);
 }
 

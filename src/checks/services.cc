@@ -281,7 +281,7 @@ Finding DcgmDiagQuick(const JudgeContext& ctx) {
   if (!e.data["runtime_error"].get<std::string>().empty()) {
     return core::Warn(Reason::kEvidenceError, "dcgmi diag could not run: " + e.data["runtime_error"].get<std::string>());
   }
-  std::vector<std::string> fails, warns;
+  std::vector<std::string> fails, warns, unknown;
   int passed = 0;
   for (const auto& r : e.data["results"]) {
     std::string who = fmt::format("{} / {}{}", r["category"].get<std::string>(), r["test"].get<std::string>(),
@@ -290,12 +290,14 @@ Finding DcgmDiagQuick(const JudgeContext& ctx) {
     if (r["status"] == "fail") fails.push_back(who + why);
     else if (r["status"] == "warn") warns.push_back(who + why);
     else if (r["status"] == "pass") ++passed;
+    else if (r["status"] != "skip" && r["status"] != "skipped" && r["status"] != "not run") unknown.push_back(who + ": result " + r["status"].dump());
   }
   if (fails.empty() && warns.empty() && passed == 0) return core::Warn(Reason::kEvidenceError, "dcgmi diag returned no test result");
-  Finding f = !fails.empty() ? core::Fail(Severity::kConfig, fmt::format("{} DCGM diagnostic result(s) failed", fails.size()))
-              : !warns.empty() ? core::Warn(Reason::kConfig, fmt::format("{} DCGM diagnostic warning(s)", warns.size()))
-                               : core::Pass(fmt::format("all {} DCGM level-1 results passed", passed));
-  return f.Expected("every test passes").Details(fails).Details(warns);
+  Finding f = !fails.empty()     ? core::Fail(Severity::kConfig, fmt::format("{} DCGM diagnostic result(s) failed", fails.size()))
+              : !warns.empty()   ? core::Warn(Reason::kConfig, fmt::format("{} DCGM diagnostic warning(s)", warns.size()))
+              : !unknown.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("{} DCGM diagnostic result(s) not understood", unknown.size()))
+                                 : core::Pass(fmt::format("all {} DCGM level-1 results passed", passed));
+  return f.Expected("every test passes").Details(fails).Details(warns).Details(unknown);
 }
 
 // dcgm-healthchecks: the DCGM host engine on a GPU node (what HealthCheckProgram, NHC and the

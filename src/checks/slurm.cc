@@ -126,11 +126,15 @@ Finding NodeStates(const JudgeContext& ctx) {
   if (nodes.empty()) return core::Warn(Reason::kEvidenceError, "scontrol show node listed no node");
   std::set<std::string> healthy;
   for (const auto& s : SlurmThresholds()["healthy_node_states"]) healthy.insert(s.get<std::string>());
-  std::vector<std::string> bad;
+  std::vector<std::string> bad, unread;
   int gpu_nodes = 0;
   for (const auto& n : nodes) {
     if (n.gpus == 0) continue;
     ++gpu_nodes;
+    if (n.state.empty()) {  // no State= in the record: unread, never healthy
+      unread.push_back(n.name + ": state not read");
+      continue;
+    }
     // "IDLE+DRAIN", "DOWN*", "MIXED+COMPLETING": every flag must be a healthy one.
     std::string base = n.state;
     bool not_responding = base.find('*') != std::string::npos;
@@ -140,9 +144,10 @@ Finding NodeStates(const JudgeContext& ctx) {
     if (!ok) bad.push_back(fmt::format("{}: {}{}", n.name, n.state, n.reason.empty() ? "" : " (" + n.reason + ")"));
   }
   if (gpu_nodes == 0) return core::Skip(Reason::kNotApplicable, "no node declares GPU GRES");
-  Finding f = bad.empty() ? core::Pass(fmt::format("all {} GPU nodes idle, allocated or mixed", gpu_nodes))
-                          : core::Warn(Reason::kConfig, fmt::format("{} of {} GPU nodes down, drained or not responding", bad.size(), gpu_nodes));
-  return f.Details(bad);
+  Finding f = !bad.empty()    ? core::Warn(Reason::kConfig, fmt::format("{} of {} GPU nodes down, drained or not responding", bad.size(), gpu_nodes))
+              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("the state of {} of {} GPU nodes was not read", unread.size(), gpu_nodes))
+                                : core::Pass(fmt::format("all {} GPU nodes idle, allocated or mixed", gpu_nodes));
+  return f.Details(bad).Details(unread);
 }
 
 Finding GresGpu(const JudgeContext& ctx) {

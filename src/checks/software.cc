@@ -12,6 +12,7 @@ using core::Evidence;
 Finding NcclInstalled(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("nccl.libraries");
   if (auto p = core::EvidenceProblem(e, "NCCL library search")) return *p;
+  if (!e.data.value("versions", json()).is_array()) return core::Warn(Reason::kEvidenceError, "NCCL library version list not read");
   const json& libs = e.data["libraries"];
   std::string version;
   std::string from;

@@ -206,6 +206,21 @@ Finding MinimumTableCurrent(const JudgeContext& ctx) {
                       : core::Pass(fmt::format("the minimum-version table is {:.0f} days old", s.age_days));
   f.observed = fmt::format("generated {} ({})", t.generated_text, t.origin);
   f.expected = fmt::format("<= {} days old", t.max_age_days);
+  // A key between a family's rows that the table neither lists nor declares unlisted grades
+  // unknown on every node: most likely a row was lost. Our fault, like staleness.
+  auto gaps = core::MinimumTableGaps(t);
+  if (!gaps.empty()) {
+    std::vector<std::string> named;
+    for (const auto& g : gaps) named.push_back(fmt::format("{} {} ({})", g.family, g.key, g.component));
+    std::string gap_text = fmt::format("the minimum-version table has {} gap(s): {}", gaps.size(), fmt::join(named, ", "));
+    if (f.verdict == core::Verdict::kPass) {
+      f = Warn(Reason::kToolFault, gap_text).Observed(f.observed).Expected(f.expected);
+    } else {
+      f.message += "; " + gap_text;
+    }
+    f.expected += ", every key between a family's oldest and newest row listed or declared unlisted";
+    for (const auto& g : gaps) f.Detail(fmt::format("{}: {} {} is neither listed, end-of-life nor declared unlisted", g.component, g.family, g.key));
+  }
   return f;
 }
 

@@ -252,22 +252,31 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
     return std::nullopt;
   }
   nlohmann::json j = nlohmann::json::parse(doc, nullptr, false);
-  if (j.is_discarded() || !j.contains("DCGM Diagnostic")) {
+  // DCGM 3.1 names the document "DCGM GPU Diagnostic" and pads its test lists with nulls.
+  const char* root_key = !j.is_discarded() && j.contains("DCGM Diagnostic")       ? "DCGM Diagnostic"
+                         : !j.is_discarded() && j.contains("DCGM GPU Diagnostic") ? "DCGM GPU Diagnostic"
+                                                                                   : nullptr;
+  if (!root_key || !j[root_key].is_object()) {
     if (error) *error = "not a DCGM Diagnostic document";
     return std::nullopt;
   }
-  const auto& root = j["DCGM Diagnostic"];
+  const auto& root = j[root_key];
   DcgmDiag d;
   if (j.contains("runtime_error")) d.runtime_error = j["runtime_error"].dump();
   if (root.contains("runtime_error")) d.runtime_error = root["runtime_error"].is_string() ? root["runtime_error"].get<std::string>() : root["runtime_error"].dump();
-  for (const auto& cat : root.value("test_categories", nlohmann::json::array())) {
-    for (const auto& test : cat.value("tests", nlohmann::json::array())) {
-      for (const auto& r : test.value("results", nlohmann::json::array())) {
+  auto list = [](const nlohmann::json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_array() ? o[key] : nlohmann::json::array();
+  };
+  for (const auto& cat : list(root, "test_categories")) {
+    for (const auto& test : list(cat, "tests")) {
+      for (const auto& r : list(test, "results")) {
+        if (!r.is_object()) continue;
         DcgmDiagResult x;
         x.category = cat.value("category", "");
         x.test = test.value("name", "");
-        x.status = util::ToLower(r.value("status", ""));
+        x.status = r.contains("status") && r["status"].is_string() ? util::ToLower(r["status"].get<std::string>()) : "";
         if (r.contains("gpu_id")) x.gpu = r["gpu_id"].is_string() ? r["gpu_id"].get<std::string>() : r["gpu_id"].dump();
+        else if (r.contains("gpu_ids")) x.gpu = r["gpu_ids"].is_string() ? r["gpu_ids"].get<std::string>() : r["gpu_ids"].dump();
         else if (r.contains("entity_id")) x.gpu = r["entity_id"].dump();
         for (const auto& w : r.value("warnings", nlohmann::json::array())) {
           std::string text = w.is_object() ? w.value("warning", "") : (w.is_string() ? w.get<std::string>() : w.dump());
@@ -279,6 +288,163 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
     }
   }
   return d;
+}
+
+std::optional<DcgmDiag> ParseDcgmDiagTable(std::string_view text, std::string* error) {
+  static const std::regex section(R"(^[|+]-+\s+(\S[^-+|]*?)\s+-+[+|])");
+  static const std::regex per_gpu(R"(^GPU\s*(\d+)\s*:\s*(\w+))");           // DCGM 4: "GPU0: Pass"
+  static const std::regex status_gpu(R"(^(\w+)(?:\s+-\s+(?:GPU:\s*(\d+)|All))?\s*$)");  // "Fail - GPU: 0", "Pass - All"
+  DcgmDiag d;
+  bool table = false;
+  std::string category;
+  std::string* text_row = nullptr;  // the Error/Warning text being continued, if any
+  std::string info;                 // Info text (dropped)
+  int test_row = -1;                // the result whose test a continuation row belongs to
+  for (const auto& raw : util::SplitLines(text)) {
+    std::string line(util::Trim(raw));
+    if (line.empty() || (line[0] != '|' && line[0] != '+')) continue;
+    std::smatch m;
+    if (std::regex_search(line, m, section)) {
+      category = m[1];
+      text_row = nullptr;
+      test_row = -1;
+      continue;
+    }
+    if (line[0] == '+') {
+      text_row = nullptr;
+      continue;
+    }
+    auto cells = util::Split(line, '|', true);
+    if (cells.size() < 3) continue;
+    std::string name(util::Trim(cells[1]));
+    // The cell is padded by one space on the left and two on the right; wrapped text is cut at the
+    // cell's width, so a chunk keeps its own trailing space ("peristence " + "mode").
+    std::string value = cells[2].size() >= 3 ? cells[2].substr(1, cells[2].size() - 3) : "";
+    if (name == "Diagnostic") {
+      table = true;
+      continue;
+    }
+    if (name.empty()) {
+      if (text_row) {
+        *text_row += value;
+      } else if (test_row >= 0) {  // another result of the test above: "Fail - GPU: 0", "GPU0: Pass"
+        DcgmDiagResult x = d.results[test_row];
+        x.warnings.clear();
+        std::string v(util::Trim(value));
+        if (std::regex_search(v, m, per_gpu)) {
+          x.gpu = m[1];
+          x.status = util::ToLower(m[2].str());
+        } else if (std::regex_match(v, m, status_gpu)) {
+          x.status = util::ToLower(m[1].str());
+          x.gpu = m[2].matched ? m[2].str() : "";
+        } else {
+          continue;
+        }
+        d.results.push_back(std::move(x));
+      }
+      continue;
+    }
+    if (name == "Error" || name == "Warning") {
+      if (d.results.empty()) continue;
+      d.results.back().warnings.push_back(value);
+      text_row = &d.results.back().warnings.back();
+      continue;
+    }
+    if (name == "Info") {
+      info = value;
+      text_row = &info;
+      continue;
+    }
+    text_row = nullptr;
+    if (category == "Metadata") continue;
+    DcgmDiagResult x;
+    x.category = category;
+    x.test = name;
+    std::string v(util::Trim(value));
+    if (std::regex_match(v, m, status_gpu)) {
+      x.status = util::ToLower(m[1].str());
+      x.gpu = m[2].matched ? m[2].str() : "";
+    } else {
+      x.status = util::ToLower(v);  // an unknown result word, kept as read
+    }
+    d.results.push_back(std::move(x));
+    test_row = static_cast<int>(d.results.size()) - 1;
+  }
+  if (!table && d.results.empty()) {
+    if (error) *error = "no dcgmi diag table in the output";
+    return std::nullopt;
+  }
+  for (auto& r : d.results) {
+    for (auto& w : r.warnings) w = std::string(util::Trim(w));
+  }
+  return d;
+}
+
+namespace {
+// ibstat's words for port states, in sysfs form.
+std::string SysfsState(std::string_view word) {
+  std::string w = util::ToLower(util::Trim(word));
+  if (w.rfind("port_", 0) == 0) w = w.substr(5);  // ibv_devinfo: "PORT_ACTIVE (4)"
+  w = w.substr(0, w.find(' '));
+  if (w == "down") return "1: DOWN";
+  if (w == "initializing" || w == "init") return "2: INIT";
+  if (w == "armed") return "3: ARMED";
+  if (w == "active") return "4: ACTIVE";
+  if (w == "active_defer") return "5: ACTIVE_DEFER";
+  return std::string(util::Trim(word));
+}
+std::string SysfsPhysState(std::string_view word) {
+  static const char* kStates[] = {"", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test"};
+  std::string w(util::Trim(word));
+  for (int i = 1; i < 8; ++i) {
+    if (w == kStates[i]) return fmt::format("{}: {}", i, kStates[i]);
+  }
+  return w;
+}
+}  // namespace
+
+std::vector<RdmaDeviceText> ParseRdmaListing(std::string_view text) {
+  static const std::regex ibstat_ca(R"(^CA '([^']+)')");
+  static const std::regex ibstatus_port(R"(^Infiniband device '([^']+)' port (\d+) status:)");
+  static const std::regex ibv_hca(R"(^hca_id:\s*(\S+))");
+  static const std::regex ibstat_port(R"(^Port (\d+):)");
+  static const std::regex ibv_port(R"(^port:\s*(\d+))");
+  std::vector<RdmaDeviceText> out;
+  auto device = [&](const std::string& name) -> RdmaDeviceText& {
+    if (out.empty() || out.back().name != name) out.push_back({name, "", "", {}});
+    return out.back();
+  };
+  for (const auto& raw : util::SplitLines(text)) {
+    std::string line(util::Trim(raw));
+    std::smatch m;
+    if (std::regex_search(line, m, ibstat_ca) || std::regex_search(line, m, ibv_hca)) {
+      device(m[1]);
+      continue;
+    }
+    if (std::regex_search(line, m, ibstatus_port)) {
+      device(m[1]).ports.push_back({m[2], "", "", "", ""});
+      continue;
+    }
+    if (out.empty()) continue;
+    if (std::regex_search(line, m, ibstat_port) || std::regex_search(line, m, ibv_port)) {
+      out.back().ports.push_back({m[1], "", "", "", ""});
+      continue;
+    }
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = util::ToLower(util::Trim(line.substr(0, colon)));
+    std::string value(util::Trim(line.substr(colon + 1)));
+    auto& dev = out.back();
+    if (key == "firmware version" || key == "fw_ver") dev.fw_ver = value;
+    else if (key == "ca type") dev.ca_type = value;
+    if (dev.ports.empty()) continue;
+    auto& port = dev.ports.back();
+    if (key == "state") port.state = value.find(':') != std::string::npos ? value : SysfsState(value);  // ibstatus prints sysfs's words
+    else if (key == "physical state" || key == "phys state") port.phys_state = value.find(':') != std::string::npos ? value : SysfsPhysState(value);
+    else if (key == "rate") port.rate = value.find("Gb/sec") != std::string::npos ? value : value + " Gb/sec";
+    else if (key == "link layer" || key == "link_layer") port.link_layer = value;
+  }
+  return out;
 }
 
 AcsControl ParseAcsControl(std::string_view config) {

@@ -102,6 +102,23 @@ struct DcgmDiag {
   std::string runtime_error;
 };
 std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* error);
+// The table `dcgmi diag -r N` prints without -j: one result per test row ("Pass", "Pass - All",
+// "Fail - GPU: 0", and DCGM 4's per-GPU "GPU0: Pass" rows under a test), Error/Warning rows (text
+// wrapped over several rows) attached to the test above them. Metadata and Info rows are not
+// results. nullopt (with `error`) when there is no diagnostic table.
+std::optional<DcgmDiag> ParseDcgmDiagTable(std::string_view text, std::string* error);
+
+// RDMA ports as `ibstat`, `ibstatus` or `ibv_devinfo` print them, in the words of sysfs (what the
+// rdma.devices collector reads): state "4: ACTIVE", phys_state "5: LinkUp", rate "100 Gb/sec".
+// A field the tool does not print (ibv_devinfo has no rate) stays empty.
+struct RdmaPortText {
+  std::string port, state, phys_state, rate, link_layer;
+};
+struct RdmaDeviceText {
+  std::string name, fw_ver, ca_type;
+  std::vector<RdmaPortText> ports;
+};
+std::vector<RdmaDeviceText> ParseRdmaListing(std::string_view text);
 
 // PCI config space: the ACS Control register of the ACS extended capability (ID 0x000D).
 // `unreadable` when the extended space (offset 0x100 and up) was not read (non-root readers get

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <array>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -418,6 +419,7 @@ MinimumTable ParseMinimumTable(std::string_view json_text, std::string origin) {
       c.package = jc.value("package", "");
       c.source = jc.value("source", "");
       c.eol_keys = jc.value("eol_keys", std::vector<std::string>{});
+      c.unlisted_keys = jc.value("unlisted_keys", std::map<std::string, std::string>{});
       for (const auto& jf : jc.at("floors")) {
         Floor f;
         f.key = jf.at("key").get<std::string>();
@@ -440,6 +442,94 @@ MinimumTable ParseMinimumTable(std::string_view json_text, std::string origin) {
     throw MinimumTableError(fmt::format("{}: malformed table: {}", t.origin, e.what()));
   }
   return t;
+}
+
+namespace {
+
+bool Covers(const Component& c, const std::string& key) {
+  return FindFloor(c, key) || std::find(c.eol_keys.begin(), c.eol_keys.end(), key) != c.eol_keys.end() ||
+         c.unlisted_keys.count(key);
+}
+
+// Integer keys of a family in [oldest floor, newest floor], `step` apart, that the table does not cover.
+void IntegerGaps(const Component& c, long long step, const std::string& family, std::vector<TableGap>& out) {
+  std::optional<long long> lo, hi;
+  for (const auto& f : c.floors) {
+    auto k = util::ParseInt(f.key);
+    if (!k) continue;
+    lo = lo ? std::min(*lo, *k) : *k;
+    hi = hi ? std::max(*hi, *k) : *k;
+  }
+  if (!lo) return;
+  for (long long k = *lo - (*lo % step) + step; k < *hi; k += step) {
+    if (!Covers(c, std::to_string(k))) out.push_back({c.id, std::to_string(k), family});
+  }
+}
+
+// Ladder rungs MAJOR.MINOR: within each major, the minors between its lowest and highest rung.
+void LadderGaps(const Component& c, std::vector<TableGap>& out) {
+  std::map<long long, std::pair<long long, long long>> majors;  // major -> [lowest, highest] minor
+  for (const auto& f : c.floors) {
+    auto dot = f.key.find('.');
+    if (dot == std::string::npos) continue;
+    auto major = util::ParseInt(f.key.substr(0, dot)), minor = util::ParseInt(f.key.substr(dot + 1));
+    if (!major || !minor) continue;
+    auto [it, fresh] = majors.try_emplace(*major, *minor, *minor);
+    if (!fresh) it->second = {std::min(it->second.first, *minor), std::max(it->second.second, *minor)};
+  }
+  for (const auto& [major, range] : majors) {
+    for (long long m = range.first + 1; m < range.second; ++m) {
+      std::string key = fmt::format("{}.{}", major, m);
+      if (!Covers(c, key)) out.push_back({c.id, key, "runc minor"});
+    }
+  }
+}
+
+// GPU programs in generation order: "MI250" < "MI250X" < "MI300A" < "MI300X" (number, then suffix).
+bool ProgramBefore(const std::string& a, const std::string& b) {
+  auto split = [](const std::string& s) {
+    size_t i = s.find_first_of("0123456789");
+    size_t j = s.find_first_not_of("0123456789", i == std::string::npos ? s.size() : i);
+    if (j == std::string::npos) j = s.size();
+    long long n = i == std::string::npos ? 0 : util::ParseInt(s.substr(i, j - i)).value_or(0);
+    return std::tuple(s.substr(0, i == std::string::npos ? s.size() : i), n, s.substr(j));
+  };
+  return split(a) < split(b);
+}
+
+void ProgramGaps(const MinimumTable& t, const Component& c, std::vector<TableGap>& out) {
+  std::vector<std::string> known;  // every program any programMap component of the table names
+  for (const auto& other : t.components) {
+    if (other.kind != ComparisonKind::kProgramMap) continue;
+    for (const auto& f : other.floors) {
+      if (std::find(known.begin(), known.end(), f.key) == known.end()) known.push_back(f.key);
+    }
+  }
+  std::sort(known.begin(), known.end(), ProgramBefore);
+  std::string lo, hi;
+  for (const auto& f : c.floors) {
+    if (lo.empty() || ProgramBefore(f.key, lo)) lo = f.key;
+    if (hi.empty() || ProgramBefore(hi, f.key)) hi = f.key;
+  }
+  for (const auto& p : known) {
+    if (ProgramBefore(lo, p) && ProgramBefore(p, hi) && !Covers(c, p)) out.push_back({c.id, p, "GPU program"});
+  }
+}
+
+}  // namespace
+
+std::vector<TableGap> MinimumTableGaps(const MinimumTable& t) {
+  std::vector<TableGap> out;
+  for (const auto& c : t.components) {
+    switch (c.kind) {
+      case ComparisonKind::kBranchMap: IntegerGaps(c, 5, "driver branch", out); break;
+      case ComparisonKind::kTrainMap: IntegerGaps(c, 1, "firmware train", out); break;
+      case ComparisonKind::kLadder: LadderGaps(c, out); break;
+      case ComparisonKind::kProgramMap: ProgramGaps(t, c, out); break;
+      default: break;  // single floors, windows, packages and named lines have no key sequence
+    }
+  }
+  return out;
 }
 
 std::string_view EmbeddedMinimumTableText() { return embedded::kMinimumVersionsJson; }

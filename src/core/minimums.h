@@ -2,6 +2,7 @@
 // comparison kinds. This is the only reader of the table; checks receive typed comparisons.
 // Semantics: docs/minimum-versions.md. Every comparison is pure (the "now" is passed in).
 #pragma once
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,6 +41,10 @@ struct Component {
   std::string policy;  // releaseWindow
   std::string package; // distroPackages: package name
   std::vector<std::string> eol_keys;
+  // Keys of the family deliberately left out of the table, each with the reason (a number NVIDIA
+  // never used, a train the bulletin does not fix): graded unknown like any unlisted key, and not
+  // reported as a gap by MinimumTableGaps.
+  std::map<std::string, std::string> unlisted_keys;
   std::vector<Floor> floors;
   std::string source;
 };
@@ -98,5 +103,19 @@ struct Staleness {
   bool stale = false;
 };
 Staleness TableStaleness(const MinimumTable& t, util::SysTime now);
+
+// A key of a keyed family that lies between the family's oldest and newest row and that the table
+// neither lists (a floor), nor marks end-of-life (`eol_keys`), nor declares deliberately unlisted
+// (`unlisted_keys`): most likely a row lost or never added. A version on it grades unknown.
+struct TableGap {
+  std::string component;  // "nvidiaDriver"
+  std::string key;        // "575"
+  std::string family;     // "driver branch", "firmware train", "runc minor", "GPU program"
+};
+// Gaps of every keyed family, in table order then key order. The families and their steps:
+// branchMap (NVIDIA driver branches, numbered in steps of 5), trainMap (firmware trains, step 1),
+// ladder (MAJOR.MINOR rungs, consecutive minors within a major) and programMap (GPU programs: the
+// programs of all programMap components of the table, in generation order). Pure.
+std::vector<TableGap> MinimumTableGaps(const MinimumTable& t);
 
 }  // namespace clustermax::core
