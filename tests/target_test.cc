@@ -58,7 +58,11 @@ void SetMountinfoRoot(host::Bundle& b, const std::string& fstype) {
 
 TEST(TargetDetection, AVmWhoseImageCarriesDockerenvIsAVm) {
   host::Bundle b = Fixture();
+  // As on the machine this bundle came from: systemd-detect-virt says "docker" from /.dockerenv.
   b.PutStat("/.dockerenv", {host::IoStatus::kOk, 'f', 0644, 0, "", ""});
+  b.PutCommand({"systemd-detect-virt", "--container"}, {host::IoStatus::kOk, 0, 0, "docker\n", "", 5, false, false, "/usr/bin/systemd-detect-virt", ""});
+  b.PutCommand({"systemd-detect-virt", "--vm"}, {host::IoStatus::kOk, 0, 0, "bhyve\n", "", 5, false, false, "/usr/bin/systemd-detect-virt", ""});
+  b.PutFile("/proc/1/cgroup", {host::IoStatus::kOk, "1:cpu:/\n0::/\n", false, ""});
   auto d = Detect(b);
   EXPECT_EQ(d.target, core::Target::kVm) << d.decision;
   EXPECT_NE(d.decision.find("/.dockerenv"), std::string::npos) << d.decision;
@@ -67,6 +71,7 @@ TEST(TargetDetection, AVmWhoseImageCarriesDockerenvIsAVm) {
   EXPECT_NE(all.find("5 virtio PCI device(s) of 6"), std::string::npos) << all;
   EXPECT_NE(all.find("PID 1 is process_api"), std::string::npos) << all;
   EXPECT_NE(all.find("root filesystem is ext4"), std::string::npos) << all;
+  EXPECT_NE(all.find("systemd-detect-virt --container: docker (from /.dockerenv only)"), std::string::npos) << all;
 
   // Mutation: an overlay root is a runtime container marker: a container on that VM.
   SetMountinfoRoot(b, "overlay");

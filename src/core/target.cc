@@ -90,14 +90,22 @@ TargetDetection DetectTarget(const EvidenceSet& ev) {
   std::vector<std::string> runtime, files, vm;
   for (const auto& tok : d.value("cgroup_tokens", json::array())) runtime.push_back("PID 1's cgroup names " + tok.get<std::string>());
   if (!str("container_env").empty()) runtime.push_back("container=" + str("container_env"));
-  if (std::string c = str("container"); !c.empty() && c != "none") runtime.push_back("systemd-detect-virt --container: " + c);
+  bool dockerenv = d.value("dockerenv", json()) == json(true);
+  if (std::string c = str("container"); !c.empty() && c != "none") {
+    // systemd-detect-virt answers "docker" from /.dockerenv alone: the same image file, no more.
+    if (c == "docker" && dockerenv) {
+      files.push_back("systemd-detect-virt --container: docker (from /.dockerenv only)");
+    } else {
+      runtime.push_back("systemd-detect-virt --container: " + c);
+    }
+  }
   if (d.value("containerenv", json()) == json(true)) runtime.push_back("/run/.containerenv present");
   std::string root_fs = str("root_fstype");
   if (root_fs == "overlay" || root_fs == "fuse-overlayfs" || root_fs == "aufs") runtime.push_back("root filesystem is " + root_fs);
   for (const auto& m : d.value("runtime_bind_mounts", json::array())) runtime.push_back(m.get<std::string>() + " is a separate mount (a runtime writes it)");
   // Files an image carries, and a PID 1 that is no init system: containers usually, but also
   // micro-VMs with their own init and VM images built from container layers.
-  if (d.value("dockerenv", json()) == json(true)) files.push_back("/.dockerenv present (a file in the image)");
+  if (dockerenv) files.insert(files.begin(), "/.dockerenv present (a file in the image)");
   std::string pid1 = str("pid1");
   static const std::array<std::string_view, 6> kInits = {"systemd", "init", "upstart", "openrc-init", "runit", "s6-svscan"};
   bool pid1_init = !pid1.empty() && std::find(kInits.begin(), kInits.end(), pid1) != kInits.end();

@@ -34,7 +34,8 @@ inline bool InMask(TargetMask m, Target t) { return (m & Bit(t)) != 0; }
 // "os.cpuinfo", "pci.devices"; any of them may be missing), decision out.
 //  1. SLURM_JOB_ID, then KUBERNETES_SERVICE_HOST: the scheduler's target.
 //  2. A runtime container marker (a container cgroup of PID 1, the `container` variable,
-//     systemd-detect-virt --container, /run/.containerenv, an overlay root, /etc/hostname,
+//     systemd-detect-virt --container unless its "docker" rests on /.dockerenv alone,
+//     /run/.containerenv, an overlay root, /etc/hostname,
 //     /etc/hosts or /etc/resolv.conf bind-mounted): container, whatever runs below it.
 //  3. Only image files (/.dockerenv) or a PID 1 that is no init system: a container unless the
 //     machine boots itself: VM markers (hypervisor CPU flag, a VM's DMI names, virtio PCI
