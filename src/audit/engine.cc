@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -46,6 +47,27 @@ std::string HostnameFrom(const core::EvidenceSet& ev, host::Host& h) {
   auto r = h.ReadFile("/proc/sys/kernel/hostname", 4096);
   if (r.status == host::IoStatus::kOk) return std::string(util::Trim(r.content));
   return "localhost";
+}
+
+// An image's name: its own /etc/hostname, else the kernel hostname file inside it (a mounted live
+// root), else the name of the directory it lies in; never the auditing host's name (nor "localhost").
+std::string ImageName(const core::EvidenceSet& ev, host::Host& h, const std::string& sysroot) {
+  auto r = h.ReadFile("/etc/hostname", 4096);
+  if (r.status == host::IoStatus::kOk) {
+    auto lines = util::SplitLines(r.content);
+    for (const auto& l : lines) {
+      std::string name(util::Trim(l));
+      if (!name.empty() && name[0] != '#') return util::SanitizeUtf8(name);
+    }
+  }
+  auto it = ev.find("os.kernel");
+  if (it != ev.end() && it->second.ok() && it->second.data["hostname"].is_string() && !it->second.data["hostname"].get<std::string>().empty()) {
+    return it->second.data["hostname"];
+  }
+  std::filesystem::path p(sysroot);
+  while (!p.empty() && p.filename().empty() && p.has_parent_path() && p != p.parent_path()) p = p.parent_path();
+  std::string dir = p.filename().string();
+  return util::SanitizeUtf8(dir.empty() ? "image" : dir);
 }
 
 std::vector<std::string> CollectorsFor(const Plan& plan, const std::string& role) {
@@ -111,7 +133,7 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
   NodeEvidence n;
   n.role = role;
   n.evidence = collect::CollectEvidence(rec, CollectorsFor(plan, role), opts);
-  n.node = HostnameFrom(n.evidence, rec);
+  n.node = bundle.manifest.sysroot.empty() ? HostnameFrom(n.evidence, rec) : ImageName(n.evidence, rec, bundle.manifest.sysroot);
   // In a Slurm step the node's name is Slurm's (several slurmd may share one host).
   if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute") n.node = util::SanitizeUtf8(*sn);
   bundle.manifest.hostname = n.node;
@@ -209,7 +231,14 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
   for (const auto& n : nodes) {
     r.nodes.push_back(n.node);
     for (const auto& m : n.replay_misses) r.replay_misses.push_back(n.node + ": " + m);
+    for (const auto& [id, e] : n.evidence) {
+      if (!e.data.is_object() || !e.data.contains("not_taken")) continue;
+      std::vector<std::string> what;
+      for (const auto& q : e.data["not_taken"]) what.push_back(q.is_string() ? q.get<std::string>() : q.dump());
+      r.not_taken.push_back(fmt::format("{}: {}{}: {}", n.node, id, e.ok() ? " (kept its file evidence)" : "", fmt::join(what, ", ")));
+    }
   }
+  if (!nodes.empty()) r.target_detection = nodes.front().manifest.target_detection;
   r.unreachable = unreachable;
   // Fleet: node checks on the compute nodes, cluster checks on the login node, which also gets the
   // derived evidence of the whole fleet. Without roles (one node, or plain replays) every check

@@ -51,6 +51,11 @@ struct Report {
   std::vector<std::string> replay_misses;  // "node: request"
   std::vector<UnreachableNode> unreachable;  // fleet audits: nodes asked for that returned nothing
   nlohmann::json fleet;                      // fleet audits: coverage and drift (null otherwise)
+  // What target detection weighed and decided (the first node's manifest); null when not recorded.
+  nlohmann::json target_detection;
+  // "node: evidence-id: request, ..." for evidence an image (--sysroot) could not give: the
+  // commands, PATH lookups, environment and NVML that would have been the auditing host's.
+  std::vector<std::string> not_taken;
   int Count(core::Verdict v) const;
 };
 

@@ -26,7 +26,20 @@ Finding Januscape(const JudgeContext& ctx) {
   bool virt_flag = vmx == json(true) || svm == json(true);
   // "No vmx/svm" needs both flags read; one present flag is enough for the rest.
   if (!virt_flag && (!vmx.is_boolean() || !svm.is_boolean())) return core::Warn(Reason::kEvidenceError, "CPU virtualisation flags (vmx/svm) not read");
-  if (!virt_flag) return core::Pass("the CPU exposes no vmx/svm flag: nested virtualisation is impossible").Observed("no vmx/svm");
+  if (!virt_flag) {
+    // Without vmx/svm, hardware-assisted KVM cannot run; but a /dev/kvm that is present anyway is
+    // a KVM without those flags (PVM-style nesting, or flags hidden from /proc/cpuinfo): not ruled out.
+    if (kvm.data["dev_kvm"] == json(true)) {
+      return core::Warn(Reason::kUnverified, "the CPU exposes no vmx/svm flag, but /dev/kvm is present: a KVM without hardware "
+                                             "virtualisation flags (PVM, or flags hidden from /proc/cpuinfo) may still run guests")
+          .Observed("no vmx/svm, /dev/kvm present")
+          .Expected("no /dev/kvm, or nested virtualisation off");
+    }
+    if (kvm.data["dev_kvm"] == json(false)) {
+      return core::Pass("the CPU exposes no vmx/svm flag and /dev/kvm is absent: nested virtualisation is impossible").Observed("no vmx/svm, no /dev/kvm");
+    }
+    return core::Warn(Reason::kEvidenceError, "the CPU exposes no vmx/svm flag, but whether /dev/kvm exists was not read").Observed("no vmx/svm");
+  }
   if (kvm.data["dev_kvm"] == json(false)) return core::Pass("/dev/kvm is absent").Observed("vmx/svm, no /dev/kvm");
   if (!kvm.data["nested"].is_string()) {
     if (kvm.data.value("nested_unreadable", false) || kvm.data["dev_kvm"].is_null()) {
@@ -114,8 +127,12 @@ Finding BmcIpmi(const JudgeContext& ctx) {
 }
 
 Finding CudaToolkitPresent(const JudgeContext& ctx) {
-  if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  // A toolkit that is installed is graded as present (cuda-toolkit-security grades the same
+  // toolkit, GPU or not); only its absence is excused where no NVIDIA GPU needs it.
   const Evidence& e = ctx.Get("cuda.toolkits");
+  if (!e.ok() || e.data["toolkits"].empty()) {
+    if (auto skip = SkipUnlessNvidia(ctx.Get("pci.devices"), ctx.Get("gpu.inventory"))) return *skip;
+  }
   if (auto p = core::EvidenceProblem(e, "CUDA toolkit inventory")) return *p;
   if (e.data["toolkits"].empty()) return core::Fail(Severity::kMissing, "no CUDA toolkit (nvcc) on this node").Observed("absent").Expected("nvcc present");
   return core::Pass(fmt::format("{} CUDA toolkit(s); default {}", e.data["toolkits"].size(), e.data["default"].dump()))
@@ -453,23 +470,23 @@ void RegisterNodeChecks(core::Registry& r) {
   r.Add({CheckInfo{.id = "cuda-toolkit-present", .category = "software", .title = "A CUDA toolkit (nvcc) is installed",
                    .rationale = "Users build extensions and kernels on the node; without nvcc every job ships its own toolkit.",
                    .remediation = "Install a current CUDA toolkit under /usr/local/cuda.", .criterion = "hpc-sdk",
-                   .targets = kS | kSA | kV, .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits"}, .reproduce = "nvcc --version"},
+                   .targets = kS | kSA | kV | kC, .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits"}, .reproduce = "nvcc --version"},
          CudaToolkitPresent});
   r.Add({CheckInfo{.id = "cuda-driver-compat", .category = "software", .title = "The default CUDA toolkit runs on the installed driver",
                    .rationale = "A toolkit newer than the driver's CUDA version fails at run time without forward compatibility.",
                    .remediation = "Upgrade the driver or install the cuda-compat package matching the toolkit.",
-                   .targets = kS | kSA | kV, .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits"},
+                   .targets = kS | kSA | kV | kC, .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits"},
                    .reproduce = "nvcc --version; nvidia-smi | head -4"},
          CudaDriverCompat});
   r.Add({CheckInfo{.id = "nccl-version-current", .category = "software", .title = "NCCL at or above the recommended floor",
                    .rationale = "Older NCCL releases miss fabric and topology fixes that cost collective bandwidth.",
-                   .remediation = "Install a current libnccl2.", .criterion = "nccl-installed", .targets = kS | kK | kSA | kV,
+                   .remediation = "Install a current libnccl2.", .criterion = "nccl-installed", .targets = kS | kK | kSA | kV | kC,
                    .needs = {"nccl.libraries"}, .reproduce = "ldconfig -p | grep libnccl"},
          NcclVersionCurrent});
   r.Add({CheckInfo{.id = "ncu-profiling", .category = "software", .title = "Nsight Compute installed and new enough for the GPU",
                    .rationale = "Kernel-level profiling is how users find why a kernel is slow.",
                    .remediation = "Install Nsight Compute (part of the CUDA toolkit or standalone).", .criterion = "ncu-profiling",
-                   .targets = kS | kK | kSA | kV, .needs = {"pci.devices", "gpu.inventory", "ncu.binary"}, .reproduce = "ncu --version"},
+                   .targets = kS | kK | kSA | kV | kC, .needs = {"pci.devices", "gpu.inventory", "ncu.binary"}, .reproduce = "ncu --version"},
          NcuProfiling});
   r.Add({CheckInfo{.id = "ncu-profiling-counters", .category = "software", .title = "GPU performance counters open to users",
                    .rationale = "With counters admin-only, ncu fails for users with ERR_NVGPUCTRPERM.",

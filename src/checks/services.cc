@@ -476,6 +476,7 @@ Finding SharedFs(const JudgeContext& ctx) {
 }  // namespace
 
 void RegisterServiceChecks(core::Registry& r) {
+  using core::kC;
   using core::kK;
   using core::kS;
   using core::kSA;
@@ -523,7 +524,7 @@ void RegisterServiceChecks(core::Registry& r) {
          DcgmExporterVersion});
   r.Add({CheckInfo{.id = "security-rocm", .category = "versions", .title = "ROCm at or above its GPU program's floor",
                    .rationale = "ROCm advisories (AMD-SB-6018/6024/6027) are fixed per Instinct generation.",
-                   .remediation = "Upgrade ROCm to the program's fixed release.", .targets = kS | kSA | kV, .needs = {"amd.stack"},
+                   .remediation = "Upgrade ROCm to the program's fixed release.", .targets = kS | kSA | kV | kC, .needs = {"amd.stack"},
                    .reproduce = "cat /opt/rocm/.info/version; amd-smi static --asic"},
          Rocm});
   r.Add({CheckInfo{.id = "security-amd-driver", .category = "versions", .title = "AMD GPU driver release >= 31.40, bound to the loaded module",
@@ -568,12 +569,12 @@ void RegisterServiceChecks(core::Registry& r) {
          ArmSmmuCmdqv});
   r.Add({CheckInfo{.id = "hpcx-available", .category = "software", .title = "HPC-X or a UCX-enabled MPI is available",
                    .rationale = "MPI jobs over InfiniBand need UCX; HPC-X bundles it with SHARP and NCCL plugins.",
-                   .remediation = "Install HPC-X (or Open MPI built with UCX) and expose it via modules.", .targets = kS | kSA | kV,
+                   .remediation = "Install HPC-X (or Open MPI built with UCX) and expose it via modules.", .targets = kS | kSA | kV | kC,
                    .needs = {"mpi.hpcx"}, .reproduce = "ompi_info --parsable | grep pml:ucx; ls -d /opt/hpcx*"},
          HpcxAvailable});
   r.Add({CheckInfo{.id = "cuda-arch-support", .category = "software", .title = "Toolkit and profiler support the GPU architecture",
                    .rationale = "An nvcc or ncu older than the GPU cannot build for or profile it.",
-                   .remediation = "Install a toolkit and Nsight Compute new enough for the GPU.", .targets = kS | kSA | kV,
+                   .remediation = "Install a toolkit and Nsight Compute new enough for the GPU.", .targets = kS | kSA | kV | kC,
                    .needs = {"pci.devices", "gpu.inventory", "cuda.toolkits", "ncu.binary"}, .reproduce = "nvcc --version; ncu --version"},
          CudaArchSupport});
   r.Add({CheckInfo{.id = "object-storage-endpoint", .category = "storage", .title = "S3 object storage endpoint reachable and usable",

@@ -145,7 +145,7 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .rationale = "Multi-GPU training needs NCCL on the host (outside containers too) at a known version.",
              .remediation = "Install libnccl2 and libnccl-dev from the CUDA repository (or HPC-X / HPC SDK's NCCL).",
              .criterion = "nccl-installed",
-             .targets = core::kS | core::kSA | core::kV,
+             .targets = core::kS | core::kSA | core::kV | core::kC,
              .needs = {"nccl.libraries"},
              .reproduce = "ldconfig -p | grep libnccl",
          },

@@ -269,7 +269,7 @@ void RegisterVersionChecks(core::Registry& r) {
              .remediation = "Install CUDA 13.1 or newer and make it the default (/usr/local/cuda); remove older toolkits.",
              .criterion = "cuda-toolkit-security",
              .references = {{"NVIDIA a_id 5755", std::string(kNv) + "5755/"}},
-             .targets = kS | kSA | kV,
+             .targets = kS | kSA | kV | kC,  // the toolkit a workload builds with, in a container too
              .needs = {"cuda.toolkits"},
              .reproduce = "nvcc --version",
          },

@@ -61,27 +61,12 @@ bool UseColor(bool no_color) {
   return !no_color && ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
 }
 
-struct Detected {
-  core::Target target = core::Target::kStandalone;
-  std::string why;
-};
-
-Detected DetectTarget(host::Host& h) {
+// Weighs every VM, container and scheduler marker (core::DetectTarget; the rule is documented
+// there and in docs/ARCHITECTURE.md). Read through `h`, so a recording host keeps the answers.
+core::TargetDetection DetectTarget(host::Host& h) {
   collect::CollectOptions o;
   o.command_timeout = std::chrono::seconds(3);
-  auto ev = collect::CollectEvidence(h, {"os.virtualization"}, o);
-  const json& d = ev["os.virtualization"].data;
-  auto str = [&](const char* k) { return d.value(k, json()).is_string() ? d[k].get<std::string>() : std::string(); };
-  if (!str("slurm_job_id").empty()) return {core::Target::kSlurm, "SLURM_JOB_ID=" + str("slurm_job_id")};
-  if (!str("kubernetes_service_host").empty()) return {core::Target::kK8s, "KUBERNETES_SERVICE_HOST is set"};
-  std::string ctr = str("container");
-  if (d.value("dockerenv", false) || d.value("containerenv", false) || (!ctr.empty() && ctr != "none") ||
-      !d.value("cgroup_tokens", json::array()).empty() || !str("container_env").empty()) {
-    return {core::Target::kContainer, ctr.empty() || ctr == "none" ? "container markers (/.dockerenv, cgroups)" : "systemd-detect-virt: " + ctr};
-  }
-  std::string vm = str("vm");
-  if (!vm.empty() && vm != "none") return {core::Target::kVm, "systemd-detect-virt: " + vm};
-  return {core::Target::kStandalone, "no VM, container or scheduler markers"};
+  return core::DetectTarget(collect::CollectEvidence(h, {"os.virtualization", "os.cpuinfo", "pci.devices"}, o));
 }
 
 collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::Selection& sel) {
@@ -291,15 +276,28 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     return EmitReport(report, a);
   }
 
+  if (!a.sysroot.empty() && a.slurm && !a.local_only) {
+    throw audit::UsageError("--sysroot audits an image's files; it cannot fan out over a Slurm fleet (use --local-only)");
+  }
   host::LocalHost local(a.sysroot);
-  Detected detected = DetectTarget(local);
+  host::Bundle bundle;  // the detection's answers are recorded with the node's evidence
+  core::TargetDetection detected;
+  {
+    host::RecordingHost rec(local, bundle);
+    detected = DetectTarget(rec);
+  }
   sel.target = detected.target;
-  std::string how = "detected: " + detected.why;
+  std::string how = "detected: " + detected.decision;
   if (a.standalone) sel.target = core::Target::kStandalone, how = "--standalone";
   if (a.vm) sel.target = core::Target::kVm, how = "--vm";
   if (a.container) sel.target = core::Target::kContainer, how = "--container";
   if (a.slurm) sel.target = core::Target::kSlurm, how = "--slurm";
   if (a.k8s) sel.target = core::Target::kK8s, how = "--k8s";
+  json detection = detected.ToJson();
+  if (explicit_targets > 0) {
+    detection["chosen"] = core::ToString(sel.target);
+    detection["by"] = how;
+  }
   audit::Plan plan = audit::BuildPlan(registry, sel);
 
   if (a.show) {
@@ -321,9 +319,10 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
   // The target block: what will be audited, with which identity, before anything is collected.
   std::string user = std::getenv("USER") ? std::getenv("USER") : std::to_string(::getuid());
   std::string hn = util::Hostname();
-  std::string sysroot_note = a.sysroot.empty() ? "" : fmt::format(" (files under sysroot {})", a.sysroot);
   bool fleet = sel.target == core::Target::kSlurm && a.slurm && !a.local_only;
-  std::string scope = !fleet ? fmt::format("this node: {}{}", hn, sysroot_note)
+  std::string scope = !a.sysroot.empty() ? fmt::format("the image under {} (its files only: commands, PATH, environment and NVML "
+                                                       "would be this host's and are not taken)", a.sysroot)
+                      : !fleet           ? fmt::format("this node: {}", hn)
                              : fmt::format("Slurm fleet: {} (one srun step, node checks on every node; scheduler checks from {})",
                                            !a.nodelist.empty() ? "nodes " + a.nodelist
                                            : !a.partition.empty() ? "partition " + a.partition
@@ -336,6 +335,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
       core::ToString(sel.target), how, scope, user, ::getuid(),
       a.profiles.empty() ? "all" : fmt::format("{}", fmt::join(a.profiles, ",")), plan.checks.size(), plan.collectors.size(),
       sel.probes.empty() ? "none (passive: reads state only)" : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
+  for (const auto& m : detected.weighed) std::cerr << "  weighed:  " << util::EscapeControls(m) << "\n";
   if (sel.target == core::Target::kK8s || (sel.target == core::Target::kSlurm && !fleet)) {
     std::cerr << "  note:     this audits the local node only" << (sel.target == core::Target::kK8s ? "; Kubernetes fan-out is not part of this build" : "") << "\n";
   }
@@ -359,9 +359,9 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     throw audit::UsageError(fmt::format("output directory {} exists and is not empty", a.out_dir));
   }
   auto opts = MakeCollectOptions(a, sel);
-  host::Bundle bundle;
   audit::StampManifest(bundle.manifest, argv);
   bundle.manifest.sysroot = a.sysroot;
+  bundle.manifest.target_detection = detection;
   std::vector<audit::NodeEvidence> nodes;
   std::vector<host::Bundle> fleet_bundles;
   std::vector<audit::UnreachableNode> unreachable;

@@ -1,5 +1,6 @@
 #include "collect/collector.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <thread>
@@ -35,6 +36,7 @@ core::EvidenceStatus FromIo(host::IoStatus s) {
     case host::IoStatus::kPermissionDenied: return core::EvidenceStatus::kPermissionDenied;
     case host::IoStatus::kTimeout: return core::EvidenceStatus::kTimeout;
     case host::IoStatus::kNotRecorded: return core::EvidenceStatus::kNotCollected;
+    case host::IoStatus::kNotTaken: return core::EvidenceStatus::kNotCollected;
     case host::IoStatus::kError: return core::EvidenceStatus::kError;
   }
   return core::EvidenceStatus::kError;
@@ -75,6 +77,57 @@ std::optional<host::CommandResult> RunFor(core::Evidence& e, host::Host& h, std:
   return r;
 }
 
+namespace {
+
+// Notes the requests a files-only host cannot answer (commands, PATH lookups, environment, NVML)
+// while forwarding them, so the driver can say which evidence was not taken and why.
+class NotTakenTracker : public host::HostWrapper {
+ public:
+  using HostWrapper::HostWrapper;
+  host::CommandResult Run(const host::CommandSpec& spec) override {
+    Note("command " + util::JoinArgv(spec.argv));
+    return target().Run(spec);
+  }
+  host::WhichResult Which(const std::string& name) override {
+    Note("PATH lookup " + name);
+    return target().Which(name);
+  }
+  std::optional<std::string> GetEnv(const std::string& name) override {
+    Note("environment " + name);
+    return target().GetEnv(name);
+  }
+  host::NvmlResult QueryNvml(std::chrono::milliseconds timeout) override {
+    Note("NVML");
+    return target().QueryNvml(timeout);
+  }
+  const std::vector<std::string>& requests() const { return requests_; }
+
+ private:
+  void Note(std::string what) {
+    std::lock_guard lock(mu_);  // a collector may fan out over threads
+    if (std::find(requests_.begin(), requests_.end(), what) == requests_.end()) requests_.push_back(std::move(what));
+  }
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+};
+
+core::Evidence RunCollector(const Collector& c, host::Host& host, const CollectOptions& opts) {
+  std::string reason = host.NotTakenReason();
+  if (reason.empty()) return c.collect(host, opts);
+  NotTakenTracker tracker(host);
+  core::Evidence e = c.collect(tracker, opts);
+  if (tracker.requests().empty()) return e;
+  if (!c.info.keeps_files_in_image) {
+    e.status = core::EvidenceStatus::kNotCollected;
+    e.error = reason;
+    e.data = nlohmann::json::object();
+  }
+  e.data["not_taken"] = tracker.requests();
+  return e;
+}
+
+}  // namespace
+
 core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts) {
   core::EvidenceSet out;
   std::mutex mu;
@@ -96,7 +149,7 @@ core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::strin
         // A collector that throws (a parser meeting input nobody expected) loses its own evidence
         // only: an exception must never unwind out of this worker thread.
         try {
-          e = c->collect(host, opts);
+          e = RunCollector(*c, host, opts);
         } catch (const std::exception& ex) {
           e = core::Evidence{};
           e.status = core::EvidenceStatus::kError;

@@ -33,6 +33,11 @@ struct CollectorInfo {
   std::string description;
   std::vector<std::string> sources;  // files, commands and libraries it touches
   std::string probe;                 // non-empty: an active probe; runs only when enabled
+  // On a host that audits files only (Host::NotTakenReason, --sysroot) a collector that asks for a
+  // command, PATH lookup, environment variable or NVML is marked not collected with that reason.
+  // A collector whose data records such an answer as unknown and stands on its files (the
+  // virtualisation markers) keeps its evidence; the requests are listed all the same.
+  bool keeps_files_in_image = false;
 };
 
 using CollectFn = std::function<core::Evidence(host::Host&, const CollectOptions&)>;
@@ -46,7 +51,8 @@ const std::vector<Collector>& Collectors();
 const Collector* FindCollector(std::string_view id);
 
 // Runs the named collectors concurrently on `host`. A probe collector whose probe is not enabled
-// yields status probe-disabled without touching the host.
+// yields status probe-disabled without touching the host. On a host that audits files only, the
+// requests it could not take are listed in the evidence's data["not_taken"] (see CollectorInfo).
 core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts);
 
 // ---- helpers shared by the collector files ----

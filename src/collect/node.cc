@@ -298,12 +298,7 @@ Evidence BlockDevices(host::Host& h, const CollectOptions& o) {
   e.sources.push_back("file:/proc/self/mountinfo");
   auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
   if (mi.status == host::IoStatus::kOk) {
-    for (const auto& line : util::SplitLines(mi.content)) {
-      auto parts = util::SplitWhitespace(line);
-      size_t sep = std::find(parts.begin(), parts.end(), "-") - parts.begin();
-      if (parts.size() < 5 || sep + 2 >= parts.size()) continue;
-      mounts.push_back({{"mount_point", parts[4]}, {"fstype", parts[sep + 1]}, {"source", parts[sep + 2]}});
-    }
+    for (const auto& m : ParseMountinfo(mi.content)) mounts.push_back({{"mount_point", m.mount_point}, {"fstype", m.fstype}, {"source", m.source}});
   }
   e.status = EvidenceStatus::kOk;
   e.data = {{"disks", disks}, {"mounts", mounts}};

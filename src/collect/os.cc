@@ -1,4 +1,5 @@
 // Collectors for the operating system, kernel, PCI inventory, CPU and access facts.
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -97,6 +98,27 @@ Evidence OsVirtualization(host::Host& h, const CollectOptions& o) {
     auto v = h.GetEnv(var);
     e.data[util::ToLower(var)] = v ? json(*v) : json(nullptr);
   }
+  // PID 1's name: an init system boots a machine; a container runs its workload (or tini) there.
+  e.sources.push_back("file:/proc/1/comm");
+  auto comm = h.ReadFile("/proc/1/comm", 4096);
+  e.data["pid1"] = comm.status == host::IoStatus::kOk ? json(std::string(util::Trim(comm.content))) : json(nullptr);
+  // The root filesystem and the files a container runtime bind-mounts over the image.
+  e.sources.push_back("file:/proc/self/mountinfo");
+  auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
+  e.data["root_fstype"] = nullptr;
+  json binds = json::array();
+  if (mi.status == host::IoStatus::kOk) {
+    std::string root = "";
+    for (const auto& m : ParseMountinfo(mi.content)) {
+      if (m.mount_point == "/") root = m.fstype;
+      if ((m.mount_point == "/etc/hostname" || m.mount_point == "/etc/hosts" || m.mount_point == "/etc/resolv.conf") &&
+          std::find(binds.begin(), binds.end(), json(m.mount_point)) == binds.end()) {
+        binds.push_back(m.mount_point);
+      }
+    }
+    e.data["root_fstype"] = root;
+  }
+  e.data["runtime_bind_mounts"] = binds;
   return e;
 }
 
@@ -413,11 +435,12 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
 void RegisterOsCollectors(std::vector<Collector>& out) {
   out.push_back({{"os.release", "Distribution identity from /etc/os-release", {"file:/etc/os-release"}, ""}, OsReleaseEvidence});
   out.push_back({{"os.kernel", "Running kernel release and hostname", {"file:/proc/sys/kernel/osrelease", "file:/proc/sys/kernel/hostname"}, ""}, OsKernel});
-  out.push_back({{"os.virtualization", "VM and container markers (systemd-detect-virt, /.dockerenv, cgroups, DMI)",
+  out.push_back({{"os.virtualization", "VM and container markers (systemd-detect-virt, /.dockerenv, cgroups, PID 1, mounts, DMI)",
                   {"cmd:systemd-detect-virt --vm", "cmd:systemd-detect-virt --container", "stat:/.dockerenv",
-                   "stat:/run/.containerenv", "file:/proc/1/cgroup", "file:/sys/class/dmi/id/sys_vendor",
-                   "file:/sys/class/dmi/id/product_name", "env:container", "env:SLURM_JOB_ID", "env:KUBERNETES_SERVICE_HOST"},
-                  ""},
+                   "stat:/run/.containerenv", "file:/proc/1/cgroup", "file:/proc/1/comm", "file:/proc/self/mountinfo",
+                   "file:/sys/class/dmi/id/sys_vendor", "file:/sys/class/dmi/id/product_name", "env:container", "env:SLURM_JOB_ID",
+                   "env:KUBERNETES_SERVICE_HOST"},
+                  "", /*keeps_files_in_image=*/true},
                  OsVirtualization});
   out.push_back({{"os.cpuinfo", "CPU model, count and virtualisation flags", {"file:/proc/cpuinfo"}, ""}, OsCpuinfo});
   out.push_back({{"pci.devices", "PCI inventory from sysfs (vendor, device, class, bound driver)",

@@ -1,5 +1,6 @@
 #include "collect/parsers.h"
 
+#include <algorithm>
 #include <cctype>
 #include <regex>
 
@@ -570,6 +571,17 @@ GpuLogScan ParseGpuKernelLog(std::string_view text, size_t max_events) {
   scan.truncated = all.size() > keep;
   for (size_t i = 0; i < keep; ++i) scan.events.push_back(std::move(all[all.size() - 1 - i]));
   return scan;
+}
+
+std::vector<Mount> ParseMountinfo(std::string_view text) {
+  std::vector<Mount> out;
+  for (const auto& line : util::SplitLines(text)) {
+    auto parts = util::SplitWhitespace(line);
+    size_t sep = std::find(parts.begin(), parts.end(), "-") - parts.begin();
+    if (parts.size() < 5 || sep + 2 >= parts.size()) continue;
+    out.push_back({parts[4], parts[sep + 1], parts[sep + 2]});
+  }
+  return out;
 }
 
 }  // namespace clustermax::collect

@@ -54,6 +54,12 @@ struct CpuInfo {
 };
 std::optional<CpuInfo> ParseCpuinfo(std::string_view text);
 
+struct Mount {
+  std::string mount_point, fstype, source;
+};
+// /proc/self/mountinfo, in order (a later mount on the same point hides an earlier one).
+std::vector<Mount> ParseMountinfo(std::string_view text);
+
 struct LdconfigEntry {
   std::string soname, path;
 };

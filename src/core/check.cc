@@ -61,7 +61,7 @@ std::optional<Finding> EvidenceProblem(const Evidence& e, std::string_view what)
     case EvidenceStatus::kProbeDisabled:
       return Skip(Reason::kProbeDisabled, fmt::format("{}: active probe, not requested", what));
     case EvidenceStatus::kNotCollected:
-      return Warn(Reason::kEvidenceError, fmt::format("{}: evidence was not collected", what));
+      return Warn(Reason::kEvidenceError, fmt::format("{}: evidence was not collected{}", what, e.error.empty() ? "" : " (" + e.error + ")"));
     default:
       return Warn(Reason::kEvidenceError,
                   fmt::format("{} could not be read ({}){}", what, ToString(e.status),

@@ -137,6 +137,7 @@ json Bundle::ToJson() const {
                    {"sysroot", manifest.sysroot},           {"target", manifest.target},
                    {"probes", manifest.probes},             {"uid", manifest.uid},
                    {"role", manifest.role},                 {"partial", manifest.partial}};
+  if (!manifest.target_detection.is_null()) j["manifest"]["target_detection"] = manifest.target_detection;
   json files = json::object();
   for (const auto& [path, r] : files_) {
     json f = StatusJson(r.status, r.error);
@@ -226,6 +227,7 @@ Bundle Bundle::FromJson(const json& j) {
     b.manifest.uid = m.value("uid", -1L);
     b.manifest.role = m.value("role", "");
     b.manifest.partial = m.value("partial", "");
+    if (m.contains("target_detection") && m["target_detection"].is_object()) b.manifest.target_detection = m["target_detection"];
     for (const auto& [path, f] : j.at("files").items()) {
       FileResult r;
       r.status = IoStatusFromString(f.at("status").get<std::string>());
@@ -423,6 +425,10 @@ NvmlResult RecordingHost::QueryNvml(std::chrono::milliseconds timeout) {
 }
 
 // ---- ReplayHost ----
+
+std::string ReplayHost::NotTakenReason() const {
+  return bundle_.manifest.sysroot.empty() ? std::string() : std::string(kNotTakenFromImage);
+}
 
 void ReplayHost::Miss(std::string what) {
   std::lock_guard lock(mu_);

@@ -43,6 +43,9 @@ struct Manifest {
   std::string role;
   std::string partial;  // non-empty: the collection stopped early (why)
   long uid = -1;
+  // What target detection weighed and decided (core::TargetDetection::ToJson, plus "chosen" and
+  // "by" when a flag overrode it); null when the bundle was not collected by `audit`.
+  nlohmann::json target_detection;
 };
 
 class Bundle {
@@ -121,6 +124,8 @@ class ReplayHost : public Host {
   std::optional<std::string> GetEnv(const std::string& name) override;
   NvmlResult QueryNvml(std::chrono::milliseconds timeout) override;
   void Sleep(std::chrono::milliseconds) override {}
+  // The bundle of an image (its manifest names a sysroot) was collected from files only.
+  std::string NotTakenReason() const override;
   std::vector<std::string> misses() const;
 
  private:

@@ -5,13 +5,14 @@
 
 namespace clustermax::host {
 namespace {
-constexpr std::array<std::pair<IoStatus, std::string_view>, 6> kNames{{
+constexpr std::array<std::pair<IoStatus, std::string_view>, 7> kNames{{
     {IoStatus::kOk, "ok"},
     {IoStatus::kNotFound, "not-found"},
     {IoStatus::kPermissionDenied, "permission-denied"},
     {IoStatus::kTimeout, "timeout"},
     {IoStatus::kError, "error"},
     {IoStatus::kNotRecorded, "not-recorded"},
+    {IoStatus::kNotTaken, "not-taken"},
 }};
 }  // namespace
 

@@ -23,7 +23,12 @@ enum class IoStatus {
   kTimeout,
   kError,
   kNotRecorded,  // replay only: the bundle has no answer for this request
+  kNotTaken,     // the machine being audited cannot answer it (an image under --sysroot has no commands)
 };
+
+// Why a host audits files only: with --sysroot the files are the image's, but a command, PATH
+// lookup, environment variable or NVML query would be answered by the auditing host.
+inline constexpr std::string_view kNotTakenFromImage = "command evidence cannot be taken from an image (--sysroot)";
 std::string_view ToString(IoStatus s);
 // The bundle key of a sampled read: "<path>#sample<N>".
 std::string SampleKey(const std::string& path, int sample);
@@ -107,6 +112,10 @@ class Host {
   virtual NvmlResult QueryNvml(std::chrono::milliseconds timeout) = 0;
   // Waits between two samples of a counter. A replay does not wait.
   virtual void Sleep(std::chrono::milliseconds d) = 0;
+  // Non-empty when this host audits files only (an image under --sysroot, or the replay of its
+  // bundle): Run, Which and QueryNvml answer kNotTaken and GetEnv nothing, and the collection
+  // driver marks the evidence that asked for them not collected, with this reason.
+  virtual std::string NotTakenReason() const { return {}; }
 };
 
 // Forwards every call to a target host; subclasses override what they need (leveldb EnvWrapper).
@@ -124,6 +133,7 @@ class HostWrapper : public Host {
   std::optional<std::string> GetEnv(const std::string& name) override { return target_.GetEnv(name); }
   NvmlResult QueryNvml(std::chrono::milliseconds timeout) override { return target_.QueryNvml(timeout); }
   void Sleep(std::chrono::milliseconds d) override { target_.Sleep(d); }
+  std::string NotTakenReason() const override { return target_.NotTakenReason(); }
 
  protected:
   Host& target() { return target_; }

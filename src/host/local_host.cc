@@ -147,8 +147,14 @@ StatResult LocalHost::Stat(const std::string& path) {
   return r;
 }
 
+std::string LocalHost::NotTakenReason() const { return sysroot_.empty() ? std::string() : std::string(kNotTakenFromImage); }
+
 WhichResult LocalHost::Which(const std::string& name) {
   WhichResult r;
+  if (!sysroot_.empty()) {
+    r.status = IoStatus::kNotTaken;
+    return r;
+  }
   if (name.find('/') != std::string::npos) {
     if (::access(name.c_str(), X_OK) == 0) {
       r.status = IoStatus::kOk;
@@ -177,6 +183,12 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     r.error = "empty argv";
     return r;
   }
+  if (!sysroot_.empty()) {
+    CommandResult r;
+    r.status = IoStatus::kNotTaken;
+    r.error = std::string(kNotTakenFromImage);
+    return r;
+  }
   WhichResult w = Which(spec.argv[0]);
   if (w.status != IoStatus::kOk) {
     CommandResult r;
@@ -194,6 +206,7 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
 }
 
 std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
+  if (!sysroot_.empty()) return std::nullopt;  // an image has no environment; ours is not its
   const char* v = std::getenv(name.c_str());
   if (!v) return std::nullopt;
   return RedactEnv(name, v);
@@ -201,6 +214,14 @@ std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
 
 void LocalHost::Sleep(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
-NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) { return gpu::QueryNvml(timeout); }
+NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) {
+  if (!sysroot_.empty()) {
+    NvmlResult r;
+    r.status = IoStatus::kNotTaken;
+    r.error = std::string(kNotTakenFromImage);
+    return r;
+  }
+  return gpu::QueryNvml(timeout);
+}
 
 }  // namespace clustermax::host

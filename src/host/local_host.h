@@ -1,6 +1,7 @@
 // LocalHost: the real machine. With a sysroot, every file path (/proc, /sys, /etc, /dev, /var,
-// /usr, /opt, ...) is re-rooted under it, so a mounted node image or a test tree can be audited;
-// commands still come from PATH.
+// /usr, /opt, ...) is re-rooted under it, so a mounted node image or a test tree can be audited.
+// An image has no processes of its own: with a sysroot, commands, PATH lookups and NVML answer
+// kNotTaken and the environment is empty (the auditing host's tools never stand for the image's).
 #pragma once
 #include <string>
 
@@ -20,6 +21,7 @@ class LocalHost : public Host {
   std::optional<std::string> GetEnv(const std::string& name) override;
   NvmlResult QueryNvml(std::chrono::milliseconds timeout) override;
   void Sleep(std::chrono::milliseconds d) override;
+  std::string NotTakenReason() const override;
 
  private:
   std::string Rooted(const std::string& path) const;

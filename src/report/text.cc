@@ -45,6 +45,21 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
                    r.nodes.size(), fmt::join(r.nodes, ", ")));
   line(fmt::format("evidence collected {} ({}); minimum table {} generated {}", r.collected_at, r.mode, r.minimums_origin,
                    r.minimums_generated));
+  if (r.target_detection.is_object()) {
+    const auto& td = r.target_detection;
+    std::string chosen = td.value("chosen", td.value("target", std::string()));
+    line(fmt::format("target detection: {}{}", td.value("decision", std::string()),
+                     td.contains("by") ? fmt::format("; audited as {} ({})", chosen, td.value("by", std::string())) : std::string()));
+    if (o.verbosity >= 1 || chosen != td.value("target", std::string())) {
+      for (const auto& m : td.value("weighed", nlohmann::json::array())) line("  weighed: " + m.get<std::string>());
+    }
+  }
+  if (!r.not_taken.empty()) {
+    line(fmt::format("NOT TAKEN FROM THE IMAGE: {} evidence source(s) need commands, PATH lookups, environment or NVML, which "
+                     "would be the auditing host's (--sysroot); their checks judge them as not collected:",
+                     r.not_taken.size()));
+    for (const auto& m : r.not_taken) line("  - " + m);
+  }
   if (!r.replay_misses.empty()) {
     line(fmt::format("WARNING: the evidence bundle could not answer {} request(s); those checks judge missing evidence:",
                      r.replay_misses.size()));
@@ -190,7 +205,9 @@ nlohmann::json ToJson(const audit::Report& r) {
             {"warn", r.Count(core::Verdict::kWarn)},
             {"fail", r.Count(core::Verdict::kFail)},
             {"skip", r.Count(core::Verdict::kSkip)}}},
-          {"replay_misses", r.replay_misses}};
+          {"replay_misses", r.replay_misses},
+          {"not_taken", r.not_taken},
+          {"target_detection", r.target_detection}};
   out["fleet"] = FleetJson(r);
   out["results"] = std::move(results);
   return out;
