@@ -85,6 +85,21 @@ TEST(MinimumsUpdate, OlderBrokenOrFutureTablesAreRefusedAndNothingChanges) {
   auto bad = cmt::RunBinary("minimums update " + (d / "broken.json").string(), env);
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_FALSE(fs::exists(installed));
+  // A table with a lost row (a driver branch between two listed ones) is refused, naming it.
+  json gap = json::parse(TableGenerated(DaysAgo(1)));
+  for (auto& c : gap["components"]) {
+    if (c["id"] != "nvidiaDriver") continue;
+    json kept = json::array();
+    for (const auto& f : c["floors"]) {
+      if (f["key"] != "570") kept.push_back(f);
+    }
+    c["floors"] = kept;
+  }
+  std::ofstream(d / "gap.json") << gap.dump();
+  auto gapped = cmt::RunBinary("minimums update " + (d / "gap.json").string(), env);
+  EXPECT_EQ(gapped.code, 1) << gapped.out;
+  EXPECT_NE(gapped.out.find("driver branch 570"), std::string::npos) << gapped.out;
+  EXPECT_FALSE(fs::exists(installed));
   std::ofstream(d / "deep.json") << std::string(100000, '[');
   EXPECT_EQ(cmt::RunBinary("minimums update " + (d / "deep.json").string(), env).code, 1);
   EXPECT_EQ(cmt::RunBinary("minimums update " + (d / "missing.json").string(), env).code, 1);

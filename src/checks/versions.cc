@@ -201,7 +201,8 @@ Finding Dcgm(const JudgeContext& ctx) {
 Finding MinimumTableCurrent(const JudgeContext& ctx) {
   const auto& t = ctx.minimums();
   auto s = core::TableStaleness(t, ctx.now());
-  Finding f = s.stale ? Warn(Reason::kToolFault, fmt::format("the minimum-version table is {:.0f} days old (limit {}): it may miss recent advisories",
+  Finding f = s.stale ? Warn(Reason::kToolFault, fmt::format("the minimum-version table is {:.0f} days old (limit {}): it may miss recent advisories; "
+                                                              "install a newer one with: clustermax minimums update FILE|URL",
                                                               s.age_days, t.max_age_days))
                       : core::Pass(fmt::format("the minimum-version table is {:.0f} days old", s.age_days));
   f.observed = fmt::format("generated {} ({})", t.generated_text, t.origin);

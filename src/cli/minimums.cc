@@ -6,8 +6,10 @@
 #include <iostream>
 #include <memory>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/version.h"
 #include "host/redact.h"
@@ -109,6 +111,13 @@ std::string UpdateMinimums(const std::string& source, bool force) {
   std::string shown = IsUrl(source) ? host::RedactArg(source) : source;
   // Verified as a whole table: schema, every component and floor, the dates (throws with the reason).
   core::MinimumTable fresh = core::ParseMinimumTable(text, shown);
+  // A key lost between two rows would grade unknown on every node: not a table to install.
+  auto gaps = core::MinimumTableGaps(fresh);
+  if (!gaps.empty() && !force) {
+    std::vector<std::string> named;
+    for (const auto& g : gaps) named.push_back(fmt::format("{} {} ({})", g.family, g.key, g.component));
+    throw std::runtime_error(fmt::format("{}: the table has {} gap(s): {}: refused (--force installs it anyway)", shown, gaps.size(), fmt::join(named, ", ")));
+  }
   auto now = std::chrono::system_clock::now();
   if (fresh.generated > now + std::chrono::hours(24)) {
     throw std::runtime_error(fmt::format("{}: generated {}, in the future: refused (is this machine's clock right?)", shown, fresh.generated_text));
