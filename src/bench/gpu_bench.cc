@@ -479,7 +479,9 @@ json RunGpuBench(const GpuBenchOptions& o) {
     return outcomes;
   };
 
+  size_t suites_done = 0;
   for (const auto& suite : suites) {
+    if (o.fraction) o.fraction(static_cast<double>(suites_done++) / static_cast<double>(suites.size()));
     if (Cancelled()) break;
     double from = tele.Now();
     auto ts = std::chrono::steady_clock::now();

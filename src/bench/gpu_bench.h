@@ -26,6 +26,7 @@ struct GpuBenchOptions {
   bool telemetry = true;         // NVML sampling during the run
   std::filesystem::path work_dir;  // where job files go (a temporary directory when empty)
   std::function<void(const std::string&)> progress;
+  std::function<void(double)> fraction;  // how far the run is, 0..1, at each suite
 };
 
 // The helper to run: `explicit_path`, else $CLUSTERMAX_GPU_HELPER, else clustermax-gpu in the

@@ -294,9 +294,11 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
       }
       go.gpus.push_back(static_cast<int>(*v));
     }
-    if (!gc.quiet) go.progress = [](const std::string& line) { std::cerr << "  " << line << "\n"; };
+    auto progress = std::make_shared<util::Progress>();
+    if (!gc.quiet) Report(*progress, go.progress, go.fraction);
     bench::InstallCancelHandlers();
     json r = bench::RunGpuBench(go);
+    progress->Finish();
     return Finish(std::move(r), gc, "gpu", bench::RenderGpu, [](const json& x) { return bench::GradeGpu(x); });
   };
 
