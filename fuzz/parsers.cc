@@ -1,6 +1,6 @@
 // The proc/sysfs/command-output text parsers of collect/parsers.h (os-release, cpuinfo, ldconfig,
 // quota reports, dpkg lists, nvidia-smi -L and boost-slider, tool version banners, the NVIDIA
-// driver's /proc file, nccl.h, PCI config space and sysfs device paths). Every parser gets the
+// driver's /proc file, nccl.h, PCI config space and sysfs device paths, ibstat/ibv_devinfo listings). Every parser gets the
 // whole input. The dcgmi JSON parser has its own target (dcgmi.cc).
 #include <string>
 
@@ -35,6 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     collect::AcsControl acs = collect::ParseAcsControl(t);
     (void)acs.RedirectsP2p();
     collect::PciChain(t);
+    for (const auto& d : collect::ParseRdmaListing(t)) (void)d;  // ibstat / ibstatus / ibv_devinfo
   } catch (const std::exception&) {
   }
   return 0;
