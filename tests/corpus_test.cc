@@ -255,13 +255,18 @@ TEST(CorpusIbstat, Cx4InfinibandAndRoceBond) {
   EXPECT_EQ(d[2].fw_ver, "14.23.1020");
   EXPECT_EQ(d[2].ports[0].link_layer, "Ethernet");
   EXPECT_EQ(PortHealth(d).verdict, Verdict::kPass);
-  // Mutation: the RoCE bond's port goes down.
+  // Mutation: the RoCE bond's port goes down: not a rail, so a WARN that says so, not a fabric FAIL.
   auto text = Corpus("ibstat/ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
   auto at = text.find("CA 'mlx5_bond_0'");
-  text = text.substr(0, at) + Replace(text.substr(at), "State: Active", "State: Down");
-  auto down = collect::ParseRdmaListing(text);
+  std::string bond_down = text.substr(0, at) + Replace(text.substr(at), "State: Active", "State: Down");
+  auto down = collect::ParseRdmaListing(bond_down);
   EXPECT_EQ(down[2].ports[0].state, "1: DOWN");
-  auto f = PortHealth(down);
+  auto side = PortHealth(down);
+  EXPECT_EQ(side.verdict, Verdict::kWarn) << side.message;
+  EXPECT_NE(side.message.find("not fabric rails"), std::string::npos) << side.message;
+  // Mutation: an InfiniBand rail goes down instead: FAIL.
+  std::string rail_down = Replace(text, "State: Active", "State: Down");  // the first CA, mlx5_2
+  auto f = PortHealth(collect::ParseRdmaListing(rail_down));
   EXPECT_EQ(f.verdict, Verdict::kFail);
   EXPECT_NE(f.message.find("1 of 3"), std::string::npos) << f.message;
 }

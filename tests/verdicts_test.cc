@@ -390,6 +390,36 @@ TEST(Verdicts, RdmaOverABondIsNotARail) {
   EXPECT_NE(roce.message.find("NCCL_IB_GID_INDEX is unset"), std::string::npos) << roce.message;
 }
 
+// ib-port-health and roce-tenant-isolation judge rails too: a frontend bond that is down is a WARN
+// naming why it is not a rail (it was a fabric FAIL), and a RoCE bond is not a RoCE fabric.
+TEST(Verdicts, ADownFrontendBondIsNotADownRail) {
+  auto cas = IbstatCorpus("ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
+  ASSERT_EQ(cas.size(), 3u);
+  auto judge = [](const std::string& check, const std::vector<CorpusCa>& node) { return JudgeFabric(check, RdmaFromCorpus(node), 2, "NVIDIA A100-SXM4-80GB"); };
+  auto all_up = judge("ib-port-health", cas);
+  cas[2].state = "Down";
+  cas[2].phys = "Disabled";
+  auto bond_down = judge("ib-port-health", cas);
+  EXPECT_EQ(bond_down.verdict, Verdict::kWarn) << AllText(bond_down) << " (all up: " << AllText(all_up) << ")";
+  EXPECT_NE(AllText(bond_down).find("mlx5_bond_0/1"), std::string::npos) << AllText(bond_down);
+  EXPECT_NE(AllText(bond_down).find("not a rail"), std::string::npos) << AllText(bond_down);
+  // Mutation: an InfiniBand rail down instead is a FAIL.
+  cas[2].state = "Active";
+  cas[2].phys = "LinkUp";
+  cas[0].state = "Down";
+  cas[0].phys = "Polling";
+  EXPECT_EQ(judge("ib-port-health", cas).verdict, Verdict::kFail);
+  cas[0].state = "Active";
+  cas[0].phys = "LinkUp";
+  auto roce = judge("roce-tenant-isolation", cas);
+  EXPECT_EQ(roce.verdict, Verdict::kSkip) << AllText(roce);
+  EXPECT_NE(AllText(roce).find("not counted as a rail: mlx5_bond_0/1"), std::string::npos) << AllText(roce);
+  // Mutation: the same port as a 100 Gb/s RoCE rail on its own function is the RoCE fabric.
+  cas[2].name = "mlx5_4";
+  cas[2].rate = "100";
+  EXPECT_EQ(judge("roce-tenant-isolation", cas).reason, core::Reason::kAttestationRequired);
+}
+
 // The fleet summary and nccl-ib-qps-entropy count rails only: a node whose only RDMA device is the
 // corpus's RoCE bond has no fabric. Before: "Ethernet" in its ports made it an RDMA node.
 TEST(Verdicts, AFrontendBondDoesNotMakeAnRdmaNode) {

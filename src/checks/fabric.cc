@@ -82,14 +82,16 @@ Finding IbTenantIsolation(const JudgeContext& ctx) {
 Finding RoceTenantIsolation(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("rdma.devices");
   if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
+  // The GPU fabric's RoCE rails only: a frontend or storage port over Ethernet is not the fabric.
   std::vector<std::string> lines;
   bool roce = false;
-  for (const auto& p : Ports(e)) {
-    if (p.link_layer != "Ethernet") continue;
+  const auto classes = ClassifyRdmaPorts(e.data);
+  for (const auto& c : classes) {
+    if (!c.rail || c.kind != "RoCE") continue;
     roce = true;
-    lines.push_back(fmt::format("{}: GID netdevs {}", p.name, p.ndevs.dump()));
+    lines.push_back(fmt::format("{}: GID netdevs {}", c.name, (*c.port).value("gid_ndevs", json::array()).dump()));
   }
-  if (!roce) return core::Skip(Reason::kNotApplicable, "no RoCE port");
+  if (!roce) return core::Skip(Reason::kNotApplicable, "no RoCE rail").Details(NotRailLines(classes));
   return core::Warn(Reason::kAttestationRequired, "RoCE fabric: one VLAN (or VRF/VXLAN) per tenant can only be attested by the provider")
       .Expected("attested per-tenant VLAN, GIDs on the tenant VLAN interface")
       .Details(lines);

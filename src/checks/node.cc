@@ -386,25 +386,30 @@ Finding XidHistory(const JudgeContext& ctx) {
 Finding IbPortHealth(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("rdma.devices");
   if (auto p = core::EvidenceProblem(e, "RDMA devices")) return *p;
-  std::vector<std::string> down, unread, lines;
-  int ports = 0;
-  for (const auto& d : e.data["devices"]) {
-    for (const auto& p : d.value("ports", json::array())) {
-      ++ports;
-      std::string who = d["name"].get<std::string>() + "/" + p["port"].get<std::string>();
-      std::string state = p["state"].is_string() ? p["state"].get<std::string>() : "?";
-      std::string phys = p["phys_state"].is_string() ? p["phys_state"].get<std::string>() : "?";
-      lines.push_back(fmt::format("{}: {}, {}, {}, {}", who, state, phys, p["rate"].is_string() ? p["rate"].get<std::string>() : "?",
-                                  p["link_layer"].is_string() ? p["link_layer"].get<std::string>() : "?"));
-      // A state sysfs did not give is unread, not down.
-      if (!p["state"].is_string() || !p["phys_state"].is_string()) unread.push_back(who + ": " + state + ", " + phys);
-      else if (state.find("ACTIVE") == std::string::npos || phys.find("LinkUp") == std::string::npos) down.push_back(who + ": " + state + ", " + phys);
+  // A rail that is down FAILs; a port that is not a rail (a bond, a VF, slow Ethernet: the one rule
+  // of ClassifyRdmaPorts) that is down is a WARN naming why it is not a rail, never a fabric FAIL.
+  std::vector<std::string> down, side_down, unread, lines;
+  auto classes = ClassifyRdmaPorts(e.data);
+  for (const auto& c : classes) {
+    const json& p = *c.port;
+    std::string state = p["state"].is_string() ? p["state"].get<std::string>() : "?";
+    std::string phys = p["phys_state"].is_string() ? p["phys_state"].get<std::string>() : "?";
+    lines.push_back(fmt::format("{}: {}, {}, {}, {}{}", c.name, state, phys, p["rate"].is_string() ? p["rate"].get<std::string>() : "?",
+                                p["link_layer"].is_string() ? p["link_layer"].get<std::string>() : "?", c.rail ? "" : " (not a rail: " + c.why_not + ")"));
+    // A state sysfs did not give is unread, not down.
+    if (!p["state"].is_string() || !p["phys_state"].is_string()) {
+      unread.push_back(c.name + ": " + state + ", " + phys);
+    } else if (state.find("ACTIVE") == std::string::npos || phys.find("LinkUp") == std::string::npos) {
+      (c.rail ? down : side_down).push_back(c.name + ": " + state + ", " + phys + (c.rail ? "" : " (not a rail: " + c.because + ")"));
     }
   }
+  size_t ports = classes.size();
   if (ports == 0) return core::Skip(Reason::kNotApplicable, "no InfiniBand or RoCE port");
-  Finding f = !down.empty()     ? core::Fail(Severity::kConfig, fmt::format("{} of {} RDMA port(s) not active", down.size(), ports)).Details(down)
-              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("the state of {} of {} RDMA port(s) was not read", unread.size(), ports)).Details(unread)
-                                : core::Pass(fmt::format("all {} RDMA port(s) active and linked up", ports));
+  Finding f = !down.empty()      ? core::Fail(Severity::kConfig, fmt::format("{} of {} RDMA port(s) not active", down.size(), ports)).Details(down)
+              : !unread.empty()  ? core::Warn(Reason::kEvidenceError, fmt::format("the state of {} of {} RDMA port(s) was not read", unread.size(), ports)).Details(unread)
+              : !side_down.empty() ? core::Warn(Reason::kConfig, fmt::format("{} RDMA port(s) that are not fabric rails are not active; every rail is", side_down.size()))
+                                         .Details(side_down)
+                                   : core::Pass(fmt::format("all {} RDMA port(s) active and linked up", ports));
   return f.Expected("4: ACTIVE, 5: LinkUp").Details(lines);
 }
 
