@@ -16,10 +16,33 @@ start_slurmd() {
   local name=$1
   mkdir -p "$D/spool/$name"
   slurmd -f "$D/slurm.conf" -N "$name"
+  # slurmd writes its PID file after it forks: wait for it, so a `down` right after stops it too.
+  for _ in $(seq 1 100); do
+    [ -s "$D/slurmd-$name.pid" ] && kill -0 "$(cat "$D/slurmd-$name.pid")" 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "slurmd $name wrote no PID file" >&2
+}
+# The slurmd ports are fixed (17001..): a slurmd another cluster directory left behind (a test run
+# that was stopped, a race at its teardown) would answer for our node. Stop any slurmd on them.
+free_ports() {
+  local n=$1 pids=""
+  for i in $(seq 1 "$n"); do
+    pids="$pids $(ss -H -ltnp "sport = :$((17000 + i))" 2>/dev/null | grep -o '"slurmd",pid=[0-9]*' | grep -o '[0-9]*$' || true)"
+  done
+  pids=$(echo $pids)
+  [ -z "$pids" ] && return 0
+  echo "stopping slurmd left on the test ports: $pids" >&2
+  kill $pids 2>/dev/null || true
+  for _ in $(seq 1 50); do
+    local alive=""; for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+    [ -z "$alive" ] && return 0; sleep 0.2
+  done
+  kill -9 $pids 2>/dev/null || true
 }
 case "$cmd" in
   install)
-    pkgs=(slurmctld slurmd slurm-client munge libpmix2)
+    pkgs=(slurmctld slurmd slurm-client munge libpmix2 iproute2)
     missing=()
     for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
     if ((${#missing[@]})); then
@@ -30,6 +53,7 @@ case "$cmd" in
     ;;
   up)
     N=${3:-3}
+    free_ports "$N"
     mkdir -p "$D/state" "$D/spool" "$D/dev" /run/munge /var/log/munge /var/lib/munge
     [ -s /etc/munge/munge.key ] || mungekey --create --force
     chown munge:munge /etc/munge/munge.key /run/munge /var/log/munge /var/lib/munge
