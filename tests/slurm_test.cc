@@ -247,7 +247,7 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
     EXPECT_EQ(s["returned"], k) << s.dump();
     ASSERT_TRUE(s["aggregate"].contains("storage.seq-write")) << s.dump();
     const json& w = s["aggregate"]["storage.seq-write"];
-    EXPECT_EQ(w["nodes"], k) << s.dump();
+    EXPECT_EQ(w["nodes"], k) << s.dump() << "\n" << Sh("cat " + (kDir / "scale.stderr").string()).out;
     ASSERT_TRUE(w.contains("sum")) << s.dump();
     EXPECT_GT(w["sum"].get<double>(), 0.0) << s.dump();
     EXPECT_LE(w["worst_value"].get<double>(), w["sum"].get<double>());
@@ -264,7 +264,7 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
   EXPECT_EQ(left, 0u);
   // The table names every step.
   Proc table = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --nodes 2 --path " + shared.string() + " --out " + out.string() +
-                  "-2 --size 16M --files 1 --duration 0.5 --ramp 0 --tests seq-write-1m-direct --exit-zero -q");
+                  "-2 --size 16M --files 1 --duration 1 --ramp 0 --tests seq-write-1m-direct --exit-zero -q");
   EXPECT_NE(table.out.find("seq write GB/s (sum | worst | eff.)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("2/2"), std::string::npos) << table.out;
 }
