@@ -3,22 +3,16 @@
 
 #include "audit/engine.h"
 #include "checks/register.h"
+#include "testutil.h"
 #include "util/time.h"
 
 using namespace clustermax;
 using core::EvidenceStatus;
 using core::Verdict;
 using nlohmann::json;
+using clustermax::testing::Ok;
 
 namespace {
-
-core::Evidence Ok(const std::string& id, json data) {
-  core::Evidence e;
-  e.id = id;
-  e.status = EvidenceStatus::kOk;
-  e.data = std::move(data);
-  return e;
-}
 
 json NvidiaPci(int gpus) {
   json devices = json::array();

@@ -20,6 +20,8 @@
 using namespace clustermax;
 using core::Verdict;
 using nlohmann::json;
+using clustermax::testing::Ok;
+using clustermax::testing::Out;
 namespace fs = std::filesystem;
 namespace cmt = clustermax::testing;
 
@@ -35,14 +37,6 @@ void ExpectAllCovered(const std::string& dir, const std::set<std::string>& cover
   }
 }
 
-core::Evidence Ok(const std::string& id, json data) {
-  core::Evidence e;
-  e.id = id;
-  e.status = core::EvidenceStatus::kOk;
-  e.data = std::move(data);
-  return e;
-}
-
 core::Finding JudgeOn(const std::string& check, const core::EvidenceSet& ev, core::Target target) {
   const core::Check* c = checks::DefaultRegistry().Find(check);
   EXPECT_NE(c, nullptr) << check;
@@ -52,14 +46,6 @@ core::Finding JudgeOn(const std::string& check, const core::EvidenceSet& ev, cor
   }
   core::JudgeContext ctx(c->info, full, core::EmbeddedMinimumTable(), target, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
-}
-
-host::CommandResult Out(const std::string& text, int code = 0) {
-  host::CommandResult r;
-  r.status = host::IoStatus::kOk;
-  r.exit_code = code;
-  r.out = text;
-  return r;
 }
 
 std::string Replace(std::string s, const std::string& from, const std::string& to) {

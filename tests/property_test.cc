@@ -28,6 +28,8 @@
 
 using namespace clustermax;
 using nlohmann::json;
+using clustermax::testing::Ok;
+using clustermax::testing::Out;
 namespace fs = std::filesystem;
 namespace cmt = clustermax::testing;
 
@@ -41,23 +43,6 @@ struct EvidenceFixture {
 };
 
 util::SysTime Time(const std::string& rfc3339) { return *util::ParseRfc3339(rfc3339); }
-
-core::Evidence Ok(const std::string& id, json data) {
-  core::Evidence e;
-  e.id = id;
-  e.status = core::EvidenceStatus::kOk;
-  e.data = std::move(data);
-  return e;
-}
-
-host::CommandResult Out(const std::string& text, int code = 0, const std::string& err = "") {
-  host::CommandResult r;
-  r.status = host::IoStatus::kOk;
-  r.exit_code = code;
-  r.out = text;
-  r.err = err;
-  return r;
-}
 
 // Every evidence id some check needs (fleet.summary is derived by the engine, never collected).
 std::vector<std::string> AllNeeds() {

@@ -19,17 +19,9 @@
 using namespace clustermax;
 using clustermax::testing::ReadFixture;
 using nlohmann::json;
+using clustermax::testing::Out;
 
 namespace {
-
-host::CommandResult Out(const std::string& text, int code = 0, const std::string& err = "") {
-  host::CommandResult r;
-  r.status = host::IoStatus::kOk;
-  r.exit_code = code;
-  r.out = text;
-  r.err = err;
-  return r;
-}
 
 // A bundle answering the scheduler commands with recorded output.
 host::Bundle Scheduler(const std::string& nodes_fixture = "slurm/scontrol-show-node-o.txt") {

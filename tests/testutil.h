@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "core/evidence.h"
+#include "host/host.h"
 #include "util/files.h"
 
 namespace clustermax::testing {
@@ -17,6 +21,24 @@ inline std::string ReadFixture(const std::string& rel) {
   auto t = util::ReadLocalFile(Fixture(rel));
   if (!t) throw std::runtime_error("missing fixture " + rel);
   return *t;
+}
+
+// Evidence collected fine, with `data`.
+inline core::Evidence Ok(const std::string& id, nlohmann::json data) {
+  core::Evidence e;
+  e.id = id;
+  e.status = core::EvidenceStatus::kOk;
+  e.data = std::move(data);
+  return e;
+}
+// A command that ran, with its stdout, exit code and stderr.
+inline host::CommandResult Out(const std::string& text, int code = 0, const std::string& err = "") {
+  host::CommandResult r;
+  r.status = host::IoStatus::kOk;
+  r.exit_code = code;
+  r.out = text;
+  r.err = err;
+  return r;
 }
 
 struct Shell {
