@@ -6,12 +6,12 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev libsimdjson-dev
   libgtest-dev libgmock-dev
-  # benchmarks: io_uring for storage, libcurl (HTTP + SigV4) for S3, inih for ~/.aws/credentials
+  # benchmarks: io_uring for storage, libcurl's header for S3 (the library is loaded at run time), inih for ~/.aws/credentials
   liburing-dev libcurl4-openssl-dev libinih-dev
   # rating: the attested assessment file (YAML); the results store (SQLite)
   libyaml-cpp-dev libsqlite3-dev libsqlitecpp-dev
-  # dashboard: cpp-httplib for serve; a real headless Chromium and curl in the tests
-  libcpp-httplib-dev chromium fonts-dejavu-core curl
+  # dashboard: Boost.Beast (header-only) parses requests for serve; a real headless Chromium and curl in the tests
+  libboost-dev chromium fonts-dejavu-core curl
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
 )

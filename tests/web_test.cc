@@ -23,6 +23,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli/http_server.h"
 #include "store/store.h"
 #include "testutil.h"
 #include "util/files.h"
@@ -716,3 +717,39 @@ TEST(WebServe, ReadOnlyMountedStoreIsListedAndServed) {
 
 }  // namespace
 }  // namespace clustermax::web
+
+// The request head as the server parses and routes it (Boost.Beast's parser, our routes): what
+// it cannot parse is a 400, another method a 405, a body a 413, HEAD has no body, groups reach
+// the handler.
+TEST(WebServe, RequestHeadsAreParsedAndRoutedStrictly) {
+  clustermax::cli::HttpServer svr;
+  std::vector<std::string> seen;
+  svr.Get(R"(/run/(\d+))", [&](const clustermax::cli::HttpRequest& req, clustermax::cli::HttpResponse& res) {
+    seen = req.matches;
+    res.set_content("run " + req.matches[1], "text/plain");
+  });
+  svr.Get("/boom", [](const clustermax::cli::HttpRequest&, clustermax::cli::HttpResponse&) { throw std::runtime_error("/secret/path"); });
+  auto status = [](const std::string& m) { return m.substr(0, m.find("\r\n")); };
+  std::string ok = svr.Respond("GET /run/42?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(status(ok), "HTTP/1.1 200 OK");
+  EXPECT_EQ(ok.substr(ok.size() - 6), "run 42");
+  EXPECT_NE(ok.find("Content-Length: 6\r\n"), std::string::npos) << ok;
+  EXPECT_EQ(seen, (std::vector<std::string>{"/run/42", "42"}));
+  std::string head = svr.Respond("HEAD /run/7 HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(status(head), "HTTP/1.1 200 OK");
+  EXPECT_NE(head.find("Content-Length: 5\r\n"), std::string::npos) << head;
+  EXPECT_EQ(head.substr(head.size() - 4), "\r\n\r\n") << "a HEAD answer has no body";
+  EXPECT_EQ(status(svr.Respond("NOT AN HTTP REQUEST\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nBad Header Without Colon\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status(svr.Respond("GET http://evil/run/1 HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(status(svr.Respond("POST /run/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")), "HTTP/1.1 405 Method Not Allowed");
+  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n")), "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")), "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(status(svr.Respond("GET /run/x HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 404 Not Found");
+  EXPECT_EQ(status(svr.Respond("GET /run/1/ HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 404 Not Found") << "a route matches the whole path";
+  std::string boom = svr.Respond("GET /boom HTTP/1.1\r\nHost: a\r\n\r\n");
+  EXPECT_EQ(status(boom), "HTTP/1.1 500 Internal Server Error");
+  EXPECT_EQ(boom.find("/secret/path"), std::string::npos) << "an exception's text stays on the server";
+  std::string big = "GET /run/1 HTTP/1.1\r\nX: " + std::string(20000, 'a') + "\r\n\r\n";
+  EXPECT_EQ(status(svr.Respond(big)), "HTTP/1.1 431 Request Header Fields Too Large");
+}

@@ -1,6 +1,5 @@
 #include "bench/s3.h"
 
-#include <curl/curl.h>
 #include <ini.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include <pugixml.hpp>
 
 #include "bench/workspace.h"
+#include "util/curl.h"
 #include "util/files.h"
 
 namespace clustermax::bench {
@@ -26,10 +26,8 @@ namespace clustermax::bench {
 namespace {
 using Clock = std::chrono::steady_clock;
 
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+// libcurl, loaded on first use (throws util::CurlUnavailable with the package to install).
+const util::CurlApi& Api() { return util::Curl("bench s3"); }
 
 struct IniState {
   std::string profile;
@@ -172,7 +170,7 @@ void ParseListObjects(const std::string& body, std::vector<std::string>& keys, s
 }
 
 std::string S3Response::Describe() const {
-  if (curl_code != 0) return fmt::format("no response: {} (curl error {})", curl_error.empty() ? curl_easy_strerror(static_cast<CURLcode>(curl_code)) : curl_error, curl_code);
+  if (curl_code != 0) return fmt::format("no response: {} (curl error {})", curl_error.empty() ? Api().easy_strerror(static_cast<CURLcode>(curl_code)) : curl_error, curl_code);
   if (mismatch) return "GET returned different bytes than were PUT";
   std::string s = std::to_string(status);
   if (!error_code.empty()) s += " " + error_code;
@@ -208,19 +206,19 @@ struct Transfer {
 }  // namespace
 
 S3Client::S3Client(S3Config config) : cfg_(std::move(config)) {
-  GlobalInit();
+  Api();  // no libcurl: say so before any option is looked at
   if (cfg_.endpoint.rfind("http://", 0) != 0 && cfg_.endpoint.rfind("https://", 0) != 0) {
     throw std::invalid_argument("--endpoint must start with http:// or https:// (got '" + RedactSecrets(cfg_.endpoint, cfg_) + "')");
   }
   while (!cfg_.endpoint.empty() && cfg_.endpoint.back() == '/') cfg_.endpoint.pop_back();
   if (cfg_.bucket.empty() || cfg_.bucket.find('/') != std::string::npos) throw std::invalid_argument("--bucket must be a bucket name");
   if (cfg_.addressing != "path" && cfg_.addressing != "virtual") throw std::invalid_argument("--addressing must be path or virtual");
-  curl_ = curl_easy_init();
+  curl_ = Api().easy_init();
   if (!curl_) throw std::runtime_error("curl_easy_init failed");
 }
 
 S3Client::~S3Client() {
-  if (curl_) curl_easy_cleanup(static_cast<CURL*>(curl_));
+  if (curl_) Api().easy_cleanup(static_cast<CURL*>(curl_));
 }
 
 std::string S3Client::Url(const std::string& key, const std::string& query) const {
@@ -267,55 +265,55 @@ S3Response S3Client::Perform(Request& r) {
 
 S3Response S3Client::PerformOnce(Request& r) {
   auto* c = static_cast<CURL*>(curl_);
-  curl_easy_reset(c);  // options only: the connection cache survives
+  Api().easy_reset(c);  // options only: the connection cache survives
   S3Response resp;
   Transfer tr{&r, &resp, c, cancellable_};
   r.sent = 0;
   char errbuf[CURL_ERROR_SIZE] = {0};
   std::string url = Url(r.key, r.query);
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg_.connect_timeout_s * 1000));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(cfg_.request_timeout_s * 1000));
-  curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+  Api().easy_setopt(c, CURLOPT_URL, url.c_str());
+  Api().easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+  Api().easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  Api().easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(cfg_.connect_timeout_s * 1000));
+  Api().easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(cfg_.request_timeout_s * 1000));
+  Api().easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
   if (cfg_.insecure_tls) {
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    Api().easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+    Api().easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
   }
   curl_slist* connect_to = nullptr;
   if (!cfg_.connect_to.empty()) {
-    connect_to = curl_slist_append(nullptr, cfg_.connect_to.c_str());
-    curl_easy_setopt(c, CURLOPT_CONNECT_TO, connect_to);
+    connect_to = Api().slist_append(nullptr, cfg_.connect_to.c_str());
+    Api().easy_setopt(c, CURLOPT_CONNECT_TO, connect_to);
   }
   curl_slist* headers = nullptr;
   // The payload hash: the hash of the empty body where there is none, UNSIGNED-PAYLOAD otherwise
   // (libcurl signs the header's value; it does not add the header itself).
   bool has_body = r.body_size > 0 || r.method == "PUT" || r.method == "POST";
-  headers = curl_slist_append(headers, has_body ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+  headers = Api().slist_append(headers, has_body ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
                                                 : "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  if (!cfg_.fixed_amz_date.empty()) headers = curl_slist_append(headers, ("X-Amz-Date: " + cfg_.fixed_amz_date).c_str());
-  if (!r.range.empty()) headers = curl_slist_append(headers, ("Range: " + r.range).c_str());
+  if (!cfg_.fixed_amz_date.empty()) headers = Api().slist_append(headers, ("X-Amz-Date: " + cfg_.fixed_amz_date).c_str());
+  if (!r.range.empty()) headers = Api().slist_append(headers, ("Range: " + r.range).c_str());
   if (!cfg_.credentials.session_token.empty()) {
-    headers = curl_slist_append(headers, ("x-amz-security-token: " + cfg_.credentials.session_token).c_str());
+    headers = Api().slist_append(headers, ("x-amz-security-token: " + cfg_.credentials.session_token).c_str());
   }
   // No 100-continue round trip before a body. (An empty "Expect:" header would remove the header
   // but libcurl would still sign it, and AWS would reject the signature.)
-  curl_easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  Api().easy_setopt(c, CURLOPT_EXPECT_100_TIMEOUT_MS, 0L);
+  Api().easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   std::string userpwd;
   std::string sigv4 = "aws:amz:" + cfg_.region + ":s3";
   if (!cfg_.credentials.anonymous()) {
     userpwd = cfg_.credentials.access_key + ":" + cfg_.credentials.secret_key;
-    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
-    curl_easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
+    Api().easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4.c_str());
+    Api().easy_setopt(c, CURLOPT_USERPWD, userpwd.c_str());
   }
 
   if (r.method == "PUT") {
-    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_size));
-    curl_easy_setopt(c, CURLOPT_READDATA, &r);
-    curl_easy_setopt(c, CURLOPT_READFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
+    Api().easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    Api().easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_size));
+    Api().easy_setopt(c, CURLOPT_READDATA, &r);
+    Api().easy_setopt(c, CURLOPT_READFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
       auto* rq = static_cast<Request*>(ud);
       size_t want = std::min(size * n, rq->body_size - rq->sent);
       std::memcpy(buf, rq->body + rq->sent, want);
@@ -323,16 +321,16 @@ S3Response S3Client::PerformOnce(Request& r) {
       return want;
     });
   } else if (r.method == "POST") {
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body_size));
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, r.body ? r.body : "");
+    Api().easy_setopt(c, CURLOPT_POST, 1L);
+    Api().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body_size));
+    Api().easy_setopt(c, CURLOPT_POSTFIELDS, r.body ? r.body : "");
   } else if (r.method == "HEAD") {
-    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    Api().easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (r.method == "DELETE") {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
+    Api().easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
   }
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &tr);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
+  Api().easy_setopt(c, CURLOPT_HEADERDATA, &tr);
+  Api().easy_setopt(c, CURLOPT_HEADERFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
     auto* t = static_cast<Transfer*>(ud);
     std::string_view line(buf, size * n);
     if (line.size() > 5 && strncasecmp(line.data(), "etag:", 5) == 0) {
@@ -343,13 +341,13 @@ S3Response S3Client::PerformOnce(Request& r) {
     }
     return size * n;
   });
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &tr);
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
+  Api().easy_setopt(c, CURLOPT_WRITEDATA, &tr);
+  Api().easy_setopt(c, CURLOPT_WRITEFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
     auto* t = static_cast<Transfer*>(ud);
     size_t len = size * n;
     if (!t->status_known) {  // the status line is in: error bodies are small XML, kept whatever the request
       long status = 0;
-      curl_easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+      Api().easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
       t->error_body = status >= 300;
       t->status_known = true;
     }
@@ -363,16 +361,16 @@ S3Response S3Client::PerformOnce(Request& r) {
     t->received += len;
     return len;
   });
-  curl_easy_setopt(c, CURLOPT_XFERINFODATA, &tr);
-  curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, +[](void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
+  Api().easy_setopt(c, CURLOPT_XFERINFODATA, &tr);
+  Api().easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+  Api().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, +[](void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
     return static_cast<Transfer*>(ud)->cancellable && Cancelled() ? 1 : 0;  // Ctrl-C aborts a long transfer
   });
 
-  CURLcode rc = curl_easy_perform(c);
+  CURLcode rc = Api().easy_perform(c);
   resp.curl_code = rc;
-  if (rc != CURLE_OK) resp.curl_error = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
+  if (rc != CURLE_OK) resp.curl_error = errbuf[0] ? errbuf : Api().easy_strerror(rc);
+  Api().easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp.status);
   if (rc == CURLE_OK) {
     if (r.method == "PUT" || r.method == "POST") {
       resp.bytes = r.sent;
@@ -387,8 +385,8 @@ S3Response S3Client::PerformOnce(Request& r) {
       }
     }
   }
-  curl_slist_free_all(headers);
-  curl_slist_free_all(connect_to);
+  Api().slist_free_all(headers);
+  Api().slist_free_all(connect_to);
   return resp;
 }
 

@@ -1,6 +1,5 @@
 #include "cli/minimums.h"
 
-#include <curl/curl.h>
 
 #include <chrono>
 #include <iostream>
@@ -13,6 +12,7 @@
 
 #include "core/version.h"
 #include "host/redact.h"
+#include "util/curl.h"
 #include "util/files.h"
 #include "util/strings.h"
 
@@ -26,10 +26,12 @@ constexpr size_t kMaxTableBytes = 4u << 20;
 
 bool IsUrl(const std::string& s) { return s.rfind("http://", 0) == 0 || s.rfind("https://", 0) == 0; }
 
+const util::CurlApi& Api() { return util::Curl("minimums update from a URL"); }
+
 // GET over http(s) only (redirects too; from https only to https), at most kMaxTableBytes, 60 s.
 std::string Fetch(const std::string& url) {
-  std::unique_ptr<CURL, void (*)(CURL*)> c(curl_easy_init(), curl_easy_cleanup);
-  if (!c) throw std::runtime_error("curl_easy_init failed");
+  std::unique_ptr<CURL, void (*)(CURL*)> c(Api().easy_init(), Api().easy_cleanup);
+  if (!c) throw std::runtime_error("Api().easy_init failed");
   std::string body;
   char errbuf[CURL_ERROR_SIZE] = {0};
   auto write = +[](char* p, size_t size, size_t n, void* user) -> size_t {
@@ -39,26 +41,32 @@ std::string Fetch(const std::string& url) {
     return size * n;
   };
   std::string agent = fmt::format("clustermax/{}", core::kToolVersion);
-  curl_easy_setopt(c.get(), CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, url.rfind("https://", 0) == 0 ? "https" : "http,https");
-  curl_easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT, 15L);
-  curl_easy_setopt(c.get(), CURLOPT_TIMEOUT, 60L);
-  curl_easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c.get(), CURLOPT_USERAGENT, agent.c_str());
-  curl_easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, write);
-  curl_easy_setopt(c.get(), CURLOPT_WRITEDATA, &body);
-  CURLcode rc = curl_easy_perform(c.get());
+  Api().easy_setopt(c.get(), CURLOPT_URL, url.c_str());
+  bool https_only = url.rfind("https://", 0) == 0;
+  // The _STR forms arrived in 7.85; RHEL 9 (7.76) and Ubuntu 22.04 (7.81) know only the bit masks.
+  if (Api().easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_UNKNOWN_OPTION) {
+    Api().easy_setopt(c.get(), CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  }
+  if (Api().easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, https_only ? "https" : "http,https") == CURLE_UNKNOWN_OPTION) {
+    Api().easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS, static_cast<long>(https_only ? CURLPROTO_HTTPS : CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  }
+  Api().easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
+  Api().easy_setopt(c.get(), CURLOPT_MAXREDIRS, 5L);
+  Api().easy_setopt(c.get(), CURLOPT_CONNECTTIMEOUT, 15L);
+  Api().easy_setopt(c.get(), CURLOPT_TIMEOUT, 60L);
+  Api().easy_setopt(c.get(), CURLOPT_NOSIGNAL, 1L);
+  Api().easy_setopt(c.get(), CURLOPT_USERAGENT, agent.c_str());
+  Api().easy_setopt(c.get(), CURLOPT_ERRORBUFFER, errbuf);
+  Api().easy_setopt(c.get(), CURLOPT_WRITEFUNCTION, write);
+  Api().easy_setopt(c.get(), CURLOPT_WRITEDATA, &body);
+  CURLcode rc = Api().easy_perform(c.get());
   std::string shown = host::RedactArg(url);
   if (rc == CURLE_WRITE_ERROR && body.size() + 1 > kMaxTableBytes - 65536) {
     throw std::runtime_error(fmt::format("{}: larger than {} MiB: not a minimum-version table", shown, kMaxTableBytes >> 20));
   }
-  if (rc != CURLE_OK) throw std::runtime_error(fmt::format("{}: {}", shown, *errbuf ? errbuf : curl_easy_strerror(rc)));
+  if (rc != CURLE_OK) throw std::runtime_error(fmt::format("{}: {}", shown, *errbuf ? errbuf : Api().easy_strerror(rc)));
   long status = 0;
-  curl_easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
+  Api().easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status != 200) throw std::runtime_error(fmt::format("{}: HTTP {} (not the table)", shown, status));
   return body;
 }
