@@ -14,6 +14,8 @@ pkgs=(
   libboost-dev chromium fonts-dejavu-core curl
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
+  # tests: the shells the completion scripts are for; man-db renders the man page
+  bash-completion zsh man-db groff-base
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/s3rver.sh install   # the real S3-compatible server the S3 tests start (npm)
 bash scripts/slurm-ci.sh install # Debian's Slurm and munge: the fleet tests start a 3-node cluster
+bash scripts/minroot.sh install  # a minimal Debian root (debootstrap) for the portable-binary test
 jobs=$(nproc)
 # The CUDA helper (clustermax-gpu) is compiled wherever the CUDA toolkit is installed.
 if [ -z "${CUDACXX:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -102,4 +103,60 @@ TEST(Cli, GroupOptionsAreAcceptedAfterTheSubcommand) {
   auto checks = Cli("checks list --json");
   EXPECT_EQ(checks.code, 0);
   EXPECT_EQ(checks.out.find('['), 0u) << checks.out.substr(0, 100);
+}
+
+// The completion scripts and the man page come from the command tree: bash completes commands,
+// nested subcommands and options of the command typed so far; zsh loads the script; the man page
+// renders without a warning and documents every command.
+TEST(Cli, CompletionScriptsAndManPageFollowTheCommandTree) {
+  auto bash = Cli("completion bash");
+  ASSERT_EQ(bash.code, 0) << bash.out;
+  fs::path dir = fs::temp_directory_path() / ("cm-completion-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  std::ofstream(dir / "clustermax.bash") << bash.out;
+  auto complete = [&](const std::string& words) {
+    std::string script = "source " + (dir / "clustermax.bash").string() + "; COMP_WORDS=(" + words +
+                         "); COMP_CWORD=$((${#COMP_WORDS[@]}-1)); _clustermax; echo \"${COMPREPLY[*]}\"";
+    auto r = cmt::RunShell("bash -c '" + script + "'");
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::string out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  };
+  EXPECT_EQ(complete("clustermax au"), "audit");
+  EXPECT_EQ(complete("clustermax audit --stand"), "--standalone");
+  EXPECT_EQ(complete("clustermax audit rev"), "review");
+  EXPECT_EQ(complete("clustermax audit review --comm"), "--command") << "options of the nested command, not of audit";
+  EXPECT_EQ(complete("clustermax bench --standalone"), "") << "audit's options are not bench's";
+  EXPECT_EQ(complete("clustermax minimums up"), "update");
+  EXPECT_EQ(complete("clustermax --vers"), "--version");
+
+  auto zsh = Cli("completion zsh");
+  ASSERT_EQ(zsh.code, 0);
+  EXPECT_EQ(zsh.out.rfind("#compdef clustermax\n", 0), 0u);
+  std::ofstream(dir / "_clustermax") << zsh.out;
+  if (cmt::RunShell("command -v zsh").code == 0) {
+    auto z = cmt::RunShell("zsh -fc 'autoload -U compinit && compinit -u -D; source " + (dir / "_clustermax").string() +
+                           "; print -r -- ${_clustermax_commands[audit]}; print -r -- ${(t)_clustermax_options}'");
+    EXPECT_EQ(z.code, 0) << z.out;
+    EXPECT_NE(z.out.find("review:Re-judge"), std::string::npos) << z.out;
+    EXPECT_NE(z.out.find("association"), std::string::npos) << z.out;
+  }
+
+  auto man = Cli("manpage");
+  ASSERT_EQ(man.code, 0);
+  std::ofstream(dir / "clustermax.1") << man.out;
+  for (const char* cmd : {"audit", "audit review", "bench gpu", "completion", "serve", "db diff", "minimums update"}) {
+    EXPECT_NE(man.out.find(std::string(".SS \"clustermax ") + cmd + "\""), std::string::npos) << cmd;
+  }
+  EXPECT_EQ(man.out.find("manpage"), std::string::npos) << "the hidden command is not documented";
+  if (cmt::RunShell("command -v man").code == 0) {
+    auto r = cmt::RunShell("MANWIDTH=100 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l " + (dir / "clustermax.1").string() + " 2>" +
+                           (dir / "warnings").string());
+    EXPECT_EQ(r.code, 0);
+    EXPECT_EQ(util::ReadLocalFile(dir / "warnings").value_or("?"), "") << "man page warnings";
+    EXPECT_NE(r.out.find("--standalone"), std::string::npos);
+    EXPECT_NE(r.out.find("EXIT STATUS"), std::string::npos);
+  }
+  fs::remove_all(dir);
 }

@@ -26,6 +26,7 @@
 #include "cli/minimums.h"
 #include "cli/rate.h"
 #include "cli/web.h"
+#include "cli/docs.h"
 #include "core/version.h"
 #include "host/local_host.h"
 #include "report/report.h"
@@ -532,7 +533,7 @@ int Main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   CLI::App app{"clustermax: audit, benchmark and rate GPU clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(core::kToolVersion) + " (" + core::kGitSha + ")");
+  app.set_version_flag("--version", fmt::format("clustermax {} (commit {}, {})", core::kToolVersion, core::kGitSha, core::kBuildType));
 
   AuditOptions a;
   auto* audit_cmd = app.add_subcommand("audit", "Audit this node (read-only unless probes are enabled)");
@@ -639,6 +640,11 @@ int Main(int argc, char** argv) {
   collect_cmd->add_option("--node-timeout", cc.node_timeout_s, "Send what was collected after this many seconds (0: no deadline)");
   collect_cmd->add_option("--out", cc.out, "Write the bundle to FILE instead of stdout lines");
 
+  static std::string completion_shell;
+  auto* completion_cmd = app.add_subcommand("completion", "Print the shell completion script (bash or zsh)");
+  completion_cmd->add_option("shell", completion_shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  auto* manpage_cmd = app.add_subcommand("manpage", "Print the man page (roff)")->group("");  // the build installs it
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -662,6 +668,14 @@ int Main(int argc, char** argv) {
       return Review(ro);
     }
     if (audit_cmd->parsed()) return RunAudit(a, args);
+    if (completion_cmd->parsed()) {
+      std::cout << (completion_shell == "bash" ? BashCompletion(app) : ZshCompletion(app));
+      return kExitOk;
+    }
+    if (manpage_cmd->parsed()) {
+      std::cout << ManPage(app, core::kToolVersion);
+      return kExitOk;
+    }
     if (collect_cmd->parsed()) return RunCollect(cc, args);
     if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
     if (rate_cmd.cmd->parsed()) return rate_cmd.run();

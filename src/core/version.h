@@ -4,4 +4,6 @@
 namespace clustermax::core {
 extern const char* const kToolVersion;
 extern const char* const kGitSha;
+// How it was built: the CMake build type, plus "portable" for the shipped static node binary.
+extern const char* const kBuildType;
 }  // namespace clustermax::core
