@@ -14,6 +14,8 @@ pkgs=(
   libboost-dev chromium fonts-dejavu-core curl
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
+  # exports: promtool checks the Prometheus text, a real Prometheus scrapes serve's /metrics
+  prometheus
 )
 missing=()
 for p in "${pkgs[@]}"; do
