@@ -377,6 +377,28 @@ TEST(ExportSarif, HostileTextIsValidJson) {
   EXPECT_EQ(back["runs"][0]["results"].size(), 2 * GoldenReport()["results"].size());
 }
 
+// Documents of the wrong shape (as the store or a hand-edited run directory may hold) are rendered
+// as far as they go, never thrown on (serve's /metrics renders whatever the store holds).
+TEST(ExportShapes, WrongTypesNeverThrow) {
+  std::vector<json> docs = {nullptr, 1, "text", json::array({1, "x"}), json::object(),
+                            {{"results", "x"}, {"nodes", 3}, {"tool", "t"}, {"summary", json::array()}},
+                            {{"results", json::array({1, "x", nullptr, {{"id", 5}, {"nodes", "n"}, {"critical", "yes"}}})}},
+                            {{"results", json::array({{{"id", "a"}, {"nodes", json::array({1, {{"node", 7}, {"status", 3}, {"details", "d"}}})}}})}},
+                            {{"kind", "clustermax.bench.storage"}, {"grades", json::array({1, {{"metric", 2}, {"value", "v"}}})},
+                             {"workloads", json::array({1, {{"latency", 5}}})}, {"checkpoint", 1}, {"metadata", {{"phases", 1}}}},
+                            {{"kind", "clustermax.bench.gpu"}, {"suites", {{"gemm", {{"items", json::array({1, {{"gpus", json::array({1, {{"status", "ok"}, {"time_ms", 1}}})}}})}}}}}},
+                            {{"kind", "clustermax.bench.s3"}, {"transfers", 1}, {"requests", json::array()}}};
+  for (const auto& d : docs) {
+    EXPECT_NO_THROW({
+      std::string prom = RenderPrometheus(d, {d});
+      if (!prom.empty()) ExpectValidExposition(prom);
+    }) << d.dump();
+    EXPECT_NO_THROW(RenderJUnit(d)) << d.dump();
+    EXPECT_NO_THROW(ToSarif(d, &checks::DefaultRegistry())) << d.dump();
+    EXPECT_NO_THROW(web::MetricsFromRuns(json::array({{{"documents", {{"report.json", d}, {"bench/x.json", d}}}}}), json::array({d}), 1)) << d.dump();
+  }
+}
+
 // ---- The binary and real consumers ----
 
 fs::path Scratch(const std::string& name) {
