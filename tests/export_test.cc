@@ -448,13 +448,24 @@ TEST(ExportTools, PromtoolAcceptsTheOutput) {
   ASSERT_EQ(out.code, 0) << util::ReadLocalFile(d / "m.prom").value_or("");
   auto check = RunShell("promtool check metrics < " + (d / "m.prom").string());
   EXPECT_EQ(check.code, 0) << check.out;
-  // The audit itself (replaying the recorded bundle) with --format prometheus, too.
-  std::string bundle = clustermax::testing::Fixture("bundles/debian12-container-cpu.json").string();
-  auto audit = RunShell(cli + " audit --replay " + bundle + " --exit-zero --format prometheus > " + (d / "audit.prom").string() + " 2>/dev/null");
+  // The audit itself with --format prometheus, replaying the recorded bundle renamed to a hostile
+  // host name (quotes, backslash, newline, escape sequence, bidi override; JSON cannot carry
+  // invalid UTF-8), and the same audit as JUnit XML.
+  json bundle = json::parse(clustermax::testing::ReadFixture("bundles/debian12-container-cpu.json"));
+  bundle["manifest"]["hostname"] = "gpu\"01\\x\n}{le=\"1\"} 7 <&>\x01\x1b[2J \u202e end";
+  std::ofstream(d / "hostile-bundle.json") << bundle.dump();
+  std::string replay = cli + " audit --replay " + (d / "hostile-bundle.json").string() + " --exit-zero ";
+  auto audit = RunShell(replay + "--format prometheus > " + (d / "audit.prom").string() + " 2>/dev/null");
   ASSERT_EQ(audit.code, 0) << audit.out;
-  EXPECT_NE(util::ReadLocalFile(d / "audit.prom").value_or("").find("clustermax_check_status{"), std::string::npos);
+  std::string prom = util::ReadLocalFile(d / "audit.prom").value_or("");
+  EXPECT_NE(prom.find("clustermax_check_status{node=\"gpu\\\"01\\\\x\\\\n}{le=\\\"1\\\"} 7 <&>\\\\x01\\\\x1b[2J \\\\u202e end\",check="),
+            std::string::npos) << prom.substr(0, 3000);
   auto check_audit = RunShell("promtool check metrics < " + (d / "audit.prom").string());
   EXPECT_EQ(check_audit.code, 0) << check_audit.out;
+  auto junit = RunShell(replay + "--format junit 2>/dev/null");
+  pugi::xml_document doc;
+  EXPECT_TRUE(doc.load_string(junit.out.c_str())) << junit.out.substr(0, 2000);
+  EXPECT_EQ(std::string(doc.child("testsuites").child("testsuite").attribute("name").value()), "gpu\"01\\x\\n}{le=\"1\"} 7 <&>\\x01\\x1b[2J \\u202e end");
   fs::remove_all(d);
 }
 
