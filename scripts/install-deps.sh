@@ -14,8 +14,9 @@ pkgs=(
   libboost-dev chromium fonts-dejavu-core curl
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
-  # exports: promtool checks the Prometheus text, a real Prometheus scrapes serve's /metrics
-  prometheus
+  # exports: promtool checks the Prometheus text, a real Prometheus scrapes serve's /metrics,
+  # node_exporter's textfile collector reads --textfile
+  prometheus prometheus-node-exporter
 )
 missing=()
 for p in "${pkgs[@]}"; do

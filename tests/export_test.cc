@@ -584,6 +584,37 @@ std::string PollUntil(const std::string& cmd, const std::function<bool(const std
 
 }  // namespace scrape
 
+// node_exporter's textfile collector (the consumer --textfile is for) reads the file without error
+// and serves the finding.
+TEST(ExportTools, NodeExporterReadsTheTextfile) {
+  if (!Have("prometheus-node-exporter")) GTEST_SKIP() << "prometheus-node-exporter is not installed (scripts/install-deps.sh installs it)";
+  fs::path d = Scratch("textfile-collector");
+  json r = HostileReport();
+  fs::path run = MakeRun(d, r);
+  fs::create_directories(d / "textfile");
+  std::string cli = CLUSTERMAX_BINARY;
+  auto out = RunShell(cli + " export " + run.string() + " --textfile " + (d / "textfile" / "clustermax.prom").string() + " >/dev/null");
+  ASSERT_EQ(out.code, 0) << out.out;
+  int port = scrape::FreePort();
+  scrape::Child ne({"prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
+                    "--collector.textfile.directory=" + (d / "textfile").string(), "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+                   d / "node-exporter.log");
+  std::string metrics = scrape::PollUntil("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(port) + "/metrics",
+                                          [](const std::string& o) { return o.find("node_textfile_scrape_error") != std::string::npos; }, 15);
+  EXPECT_NE(metrics.find("\nnode_textfile_scrape_error 0\n"), std::string::npos) << metrics.substr(0, 3000)
+      << util::ReadLocalFile(d / "node-exporter.log").value_or("");
+  // node_exporter sorts the labels by name.
+  std::string failing;
+  for (const auto& res : r["results"]) {
+    if (res["nodes"][0]["status"] == "FAIL") failing = res["id"].get<std::string>();
+  }
+  ASSERT_FALSE(failing.empty());
+  EXPECT_NE(metrics.find("clustermax_check_status{category=\"" + r["results"][0]["category"].get<std::string>()), std::string::npos);
+  EXPECT_NE(metrics.find("check=\"" + failing + "\",node=\"gpu-node-01\",status=\"FAIL\"} 1\n"), std::string::npos) << metrics.substr(0, 3000);
+  EXPECT_NE(metrics.find("clustermax_bench_grade_flops{metric=\"gpu.gemm.fp64\""), std::string::npos);
+  fs::remove_all(d);
+}
+
 // A real Prometheus scrapes `clustermax serve` and answers a query for one finding.
 TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
   if (!Have("prometheus")) GTEST_SKIP() << "prometheus is not installed (Debian package prometheus; scripts/install-deps.sh installs it)";
