@@ -44,7 +44,7 @@ void AddExportCommand(CLI::App& app, ExportCommand& e) {
   auto* cmd = app.add_subcommand("export", "A saved run (report.json, bench/*.json) as Prometheus text, JUnit XML or SARIF 2.1.0");
   cmd->add_option("run", dir, "Run directory")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--format", format, "prometheus (default), junit or sarif")->check(CLI::IsMember({"prometheus", "junit", "sarif"}));
-  cmd->add_option("-o,--out", out, "Write to FILE (atomically) instead of stdout");
+  cmd->add_option("-o,--out", out, "Write to FILE (atomically, mode 0600) instead of stdout");
   cmd->add_option("--textfile", textfile, "Also write the Prometheus text to PATH.prom for node_exporter's textfile collector (mode 0644)");
   e.cmd = cmd;
   e.run = []() -> int {
@@ -53,7 +53,7 @@ void AddExportCommand(CLI::App& app, ExportCommand& e) {
     std::string text = RenderExport(format, report, in.benches);
     if (!textfile.empty()) WriteTextfile(textfile, format == "prometheus" ? text : RenderExport("prometheus", report, in.benches));
     if (!out.empty()) {
-      util::WriteFileAtomic(out, text, 0644);
+      util::WriteFileAtomic(out, text);  // 0600 like every other output: JUnit and SARIF carry messages and observed values
     } else {
       std::cout << text;
     }
