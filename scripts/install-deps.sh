@@ -16,6 +16,9 @@ pkgs=(
   pciutils kmod sudo procps util-linux
   # tests: the shells the completion scripts are for; man-db renders the man page
   bash-completion zsh man-db groff-base
+  # exports: promtool checks the Prometheus text, a real Prometheus scrapes serve's /metrics,
+  # node_exporter's textfile collector reads --textfile
+  prometheus prometheus-node-exporter
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/s3rver.sh install   # the real S3-compatible server the S3 tests start (npm)
+bash scripts/export-consumers.sh install  # a JUnit XML parser and a JSON Schema validator with the SARIF schema (npm)
 bash scripts/slurm-ci.sh install # Debian's Slurm and munge: the fleet tests start a 3-node cluster
 bash scripts/minroot.sh install  # a minimal Debian root (debootstrap) for the portable-binary test
 jobs=$(nproc)

@@ -23,6 +23,7 @@
 #include "audit/slurm_fanout.h"
 #include "cli/bench.h"
 #include "cli/db.h"
+#include "cli/export.h"
 #include "cli/minimums.h"
 #include "cli/rate.h"
 #include "cli/web.h"
@@ -44,6 +45,7 @@ struct AuditOptions {
   bool standalone = false, vm = false, container = false, slurm = false, k8s = false;
   bool yes = false, show = false, dry_run = false, active = false, exit_zero = false, json_out = false;
   bool no_color = false;
+  std::string format = "text", textfile;  // --format (json is --json), --textfile PATH.prom
   std::vector<std::string> profiles, checks, probes, replay, timeouts;
   std::string out_dir, sysroot, minimums_file, probe_image, enroot_image, record;
   std::string s3_endpoint, s3_bucket, s3_region, s3_addressing;
@@ -135,8 +137,11 @@ fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const st
 }
 
 int EmitReport(const audit::Report& report, const AuditOptions& a) {
-  if (a.json_out) {
+  if (!a.textfile.empty()) WriteTextfile(a.textfile, RenderExport("prometheus", report::ToJson(report), {}));
+  if (a.json_out || a.format == "json") {
     std::cout << util::JsonText(report::ToJson(report)) << "\n";
+  } else if (a.format != "text") {
+    std::cout << RenderExport(a.format, report::ToJson(report), {});
   } else {
     std::cout << report::RenderText(report, {.verbosity = a.verbosity, .color = UseColor(a.no_color)});
   }
@@ -578,6 +583,9 @@ int Main(int argc, char** argv) {
                         "Seconds between the two reads of RDMA error counters (0: one read, history only)")
       ->check(CLI::NonNegativeNumber);
   audit_cmd->add_flag("--json", a.json_out, "Print the JSON report instead of text");
+  audit_cmd->add_option("--format", a.format, "Output: text (default), json, prometheus, junit (XML) or sarif (2.1.0); docs/exports.md")
+      ->check(CLI::IsMember({"text", "json", "prometheus", "junit", "sarif"}));
+  audit_cmd->add_option("--textfile", a.textfile, "Also write the Prometheus text to PATH.prom (node_exporter textfile collector; atomic, mode 0644)");
   audit_cmd->add_flag("-v", a.verbosity, "More detail (-v, -vv, -vvv)");
   audit_cmd->add_flag("--exit-zero", a.exit_zero, "Exit 0 even when checks FAIL");
   audit_cmd->add_flag("--no-color", a.no_color, "No colours (also NO_COLOR or a non-terminal)");
@@ -622,6 +630,8 @@ int Main(int argc, char** argv) {
   AddDbCommands(app, db_cmds);
   WebCommands web_cmds;
   AddWebCommands(app, web_cmds);
+  ExportCommand export_cmd;
+  AddExportCommand(app, export_cmd);
 
   CollectCmd cc;
   auto* collect_cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
@@ -680,6 +690,7 @@ int Main(int argc, char** argv) {
     if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
     if (rate_cmd.cmd->parsed()) return rate_cmd.run();
     if (db_cmds.db->parsed()) return db_cmds.run();
+    if (export_cmd.cmd->parsed()) return export_cmd.run();
     if (web_cmds.report->parsed()) return web_cmds.run_report();
     if (web_cmds.serve->parsed()) return web_cmds.run_serve();
     if (bench_cmds.storage->parsed()) return bench_cmds.run_storage();

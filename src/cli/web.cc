@@ -23,6 +23,7 @@
 #include "store/store.h"
 #include "util/files.h"
 #include "web/html.h"
+#include "web/metrics.h"
 
 namespace clustermax::cli {
 namespace fs = std::filesystem;
@@ -247,6 +248,16 @@ void AddWebCommands(CLI::App& app, WebCommands& w) {
         for (auto& r : rows) r.erase("dir");  // where a run was ingested from is this machine's business
         res.set_content(util::JsonText(rows, -1), "application/json");
       });
+    });
+    svr.Get("/metrics", [&](const HttpRequest&, HttpResponse& res) {
+      with_store(res, [&](const store::Store& s) { res.set_content(web::StoreMetrics(s), web::kPrometheusContentType); });
+    });
+    svr.Get("/healthz", [&](const HttpRequest&, HttpResponse& res) {
+      std::string why;
+      web::Health h = web::CheckHealth(db, &why);
+      if (!why.empty()) std::cerr << "clustermax: serve: /healthz: " << why << "\n";
+      res.status = h.status;
+      res.set_content(h.body, "text/plain; charset=utf-8");
     });
     g_server = &svr;
     std::signal(SIGINT, StopServer);
