@@ -23,6 +23,7 @@
 #include "audit/slurm_fanout.h"
 #include "cli/bench.h"
 #include "cli/db.h"
+#include "cli/health.h"
 #include "cli/minimums.h"
 #include "cli/rate.h"
 #include "cli/web.h"
@@ -621,6 +622,8 @@ int Main(int argc, char** argv) {
   AddDbCommands(app, db_cmds);
   WebCommands web_cmds;
   AddWebCommands(app, web_cmds);
+  HealthCommand health_cmd;
+  AddHealthCommand(app, health_cmd);
 
   CollectCmd cc;
   auto* collect_cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
@@ -663,6 +666,7 @@ int Main(int argc, char** argv) {
     }
     if (audit_cmd->parsed()) return RunAudit(a, args);
     if (collect_cmd->parsed()) return RunCollect(cc, args);
+    if (health_cmd.cmd->parsed()) return health_cmd.run();
     if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
     if (rate_cmd.cmd->parsed()) return rate_cmd.run();
     if (db_cmds.db->parsed()) return db_cmds.run();
