@@ -17,9 +17,7 @@
 #include <fmt/format.h>
 
 #include "audit/health.h"
-#include "checks/register.h"
 #include "cli/cli.h"
-#include "core/minimums.h"
 #include "host/local_host.h"
 #include "util/files.h"
 #include "util/slurm_text.h"
