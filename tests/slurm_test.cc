@@ -10,11 +10,15 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "testutil.h"
+#include "util/time.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -297,6 +301,113 @@ TEST(SlurmFleet, AKilledNodeIsReportedAndTheRestKept) {
   EXPECT_NE(review.out.find("no evidence from n3"), std::string::npos) << review.out;
   Proc restart = Sh(Env() + " bash " + kScript + " restart-node " + kDir.string() + " n3");
   EXPECT_EQ(restart.code, 0) << restart.out;
+}
+
+// `clustermax health` as the cluster's HealthCheckProgram: every node runs it every
+// HealthCheckInterval with its own evidence (a kernel-log file and extra arguments the test plants
+// under health/<node>/). A new hardware Xid in n2's log drains n2 with our reason; it is old on the
+// next run, so n2 resumes. A missing required mount keeps n2 drained until it is removed. A drain
+// by an administrator is never resumed.
+namespace {
+std::map<std::string, std::string> NodeRecord(const std::string& node) {
+  Proc p = Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol show node -o " + node);
+  std::map<std::string, std::string> out;
+  std::string line = p.out.substr(0, p.out.find('\n'));
+  // Reason= runs to the end of the record's fields; every other value is one word.
+  size_t r = line.find(" Reason=");
+  if (r != std::string::npos) {
+    out["Reason"] = line.substr(r + 8);
+    line = line.substr(0, r);
+  }
+  std::istringstream in(line);
+  for (std::string w; in >> w;) {
+    size_t eq = w.find('=');
+    if (eq != std::string::npos) out[w.substr(0, eq)] = w.substr(eq + 1);
+  }
+  return out;
+}
+// Seconds until `pred(record of node)` holds, or -1 after `limit_s`.
+double WaitFor(const std::string& node, const std::function<bool(std::map<std::string, std::string>&)>& pred, double limit_s) {
+  auto t0 = std::chrono::steady_clock::now();
+  while (true) {
+    auto rec = NodeRecord(node);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (pred(rec)) return secs;
+    if (secs > limit_s) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+bool Drained(std::map<std::string, std::string>& r) { return r["State"].find("DRAIN") != std::string::npos; }
+bool Idle(std::map<std::string, std::string>& r) { return r["State"] == "IDLE"; }
+}  // namespace
+
+TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
+  constexpr int kInterval = 5;
+  fs::path hd = kDir / "health";
+  fs::remove_all(hd);
+  for (const char* n : {"n1", "n2", "n3"}) {
+    fs::create_directories(hd / n);
+    std::ofstream(hd / n / "kern.log") << "2026-12-01T10:00:00+0000 ci kernel: e1000e: eth0 NIC Link is Up\n";
+  }
+  // The wrapper: slurmd runs the program with a bare environment and SLURMD_NODENAME set (60 s at most).
+  std::ofstream(hd / "hc.sh") << "#!/bin/sh\n"
+                                 "# HealthCheckProgram of the CI cluster: clustermax health on this slurmd's evidence.\n"
+                                 "export PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF=" << (kDir / "slurm.conf").string() << "\n"
+                                 "# 8 healthy H100s (the fake NVML), so the GPU checks judge and the Xid check applies.\n"
+                                 "export LD_LIBRARY_PATH=" << CLUSTERMAX_FAKE_NVML_DIR << " FAKE_NVML_HEALTHY=1\n"
+                                 "d=" << hd.string() << "/${SLURMD_NODENAME:?}\n"
+                                 "exec " << CLUSTERMAX_BINARY << " health --drain --resume --node \"$SLURMD_NODENAME\" --kernel-log \"$d/kern.log\""
+                                 " --state \"$d/state.json\" --timeout 10 $(cat \"$d/args\" 2>/dev/null) >>\"$d/out.log\" 2>&1\n";
+  fs::permissions(hd / "hc.sh", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  Up("SLURM_CI_EXTRA='HealthCheckProgram=" + (hd / "hc.sh").string() + "\nHealthCheckInterval=" + std::to_string(kInterval) +
+     "\nHealthCheckNodeState=ANY'");
+  // Every node has run it and is healthy.
+  for (const char* n : {"n1", "n2", "n3"}) {
+    for (int i = 0; i < 100 && !fs::exists(hd / n / "state.json"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    ASSERT_TRUE(fs::exists(hd / n / "state.json")) << n;
+    EXPECT_GE(WaitFor(n, Idle, 15), 0) << n << ": " << NodeRecord(n)["State"];
+  }
+
+  // A hardware Xid appears in n2's kernel log: drained with our reason within the interval.
+  std::ofstream(hd / "n2" / "kern.log", std::ios::app)
+      << clustermax::util::FormatRfc3339(std::chrono::system_clock::now())
+      << " ci kernel: NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.\n";
+  double drain_s = WaitFor("n2", Drained, 3 * kInterval);
+  std::cout << "[ health ] n2 drained " << drain_s << " s after the Xid was planted (HealthCheckInterval=" << kInterval << ")\n";
+  ASSERT_GE(drain_s, 0) << NodeRecord("n2")["State"];
+  EXPECT_LE(drain_s, kInterval + 3.0);
+  std::string reason = NodeRecord("n2")["Reason"];
+  EXPECT_EQ(reason.rfind("clustermax: gpu-xid-history: ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("Xid 79"), std::string::npos) << reason;
+  EXPECT_EQ(NodeRecord("n1")["State"], "IDLE");
+  EXPECT_EQ(NodeRecord("n3")["State"], "IDLE");
+  // Only new errors count: the next run sees the Xid as old and resumes the node it drained.
+  double resume_s = WaitFor("n2", Idle, 3 * kInterval);
+  std::cout << "[ health ] n2 back to IDLE " << resume_s << " s later\n";
+  EXPECT_GE(resume_s, 0) << NodeRecord("n2")["State"];
+
+  // A persistent fault: a required mount that is missing keeps n2 drained until it is removed.
+  std::ofstream(hd / "n2" / "args") << "--require-mount /clustermax-ci-absent\n";
+  EXPECT_GE(WaitFor("n2", Drained, 3 * kInterval), 0);
+  EXPECT_NE(NodeRecord("n2")["Reason"].find("clustermax: storage-mount-stable: "), std::string::npos) << NodeRecord("n2")["Reason"];
+  std::this_thread::sleep_for(std::chrono::seconds(2 * kInterval));
+  auto held = NodeRecord("n2");
+  EXPECT_TRUE(Drained(held)) << held["State"];
+  fs::remove(hd / "n2" / "args");
+  double back_s = WaitFor("n2", Idle, 3 * kInterval);
+  std::cout << "[ health ] n2 back to IDLE " << back_s << " s after the mount fault was removed\n";
+  EXPECT_GE(back_s, 0);
+
+  // An administrator's drain is never resumed by a healthy run.
+  Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n3 State=DRAIN Reason=maintenance");
+  std::this_thread::sleep_for(std::chrono::seconds(2 * kInterval + 1));
+  auto n3 = NodeRecord("n3");
+  EXPECT_TRUE(Drained(n3)) << n3["State"];
+  EXPECT_EQ(n3["Reason"].rfind("maintenance", 0), 0u) << n3["Reason"];
+  // The other tests expect the cluster without a health check, every node idle (slurmctld keeps
+  // a drain across its restart).
+  Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n3 State=RESUME");
+  Up();
 }
 
 int main(int argc, char** argv) {

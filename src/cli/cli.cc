@@ -24,6 +24,7 @@
 #include "cli/bench.h"
 #include "cli/db.h"
 #include "cli/export.h"
+#include "cli/health.h"
 #include "cli/minimums.h"
 #include "cli/rate.h"
 #include "cli/web.h"
@@ -632,6 +633,8 @@ int Main(int argc, char** argv) {
   AddWebCommands(app, web_cmds);
   ExportCommand export_cmd;
   AddExportCommand(app, export_cmd);
+  HealthCommand health_cmd;
+  AddHealthCommand(app, health_cmd);
 
   CollectCmd cc;
   auto* collect_cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
@@ -687,6 +690,7 @@ int Main(int argc, char** argv) {
       return kExitOk;
     }
     if (collect_cmd->parsed()) return RunCollect(cc, args);
+    if (health_cmd.cmd->parsed()) return health_cmd.run();
     if (bench_cmds.gpu->parsed()) return bench_cmds.run_gpu();
     if (rate_cmd.cmd->parsed()) return rate_cmd.run();
     if (db_cmds.db->parsed()) return db_cmds.run();

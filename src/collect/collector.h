@@ -26,6 +26,13 @@ struct CollectOptions {
   int threads = 8;
   // Time between the two reads of the RDMA error counters (live errors vs history); 0: one read.
   std::chrono::milliseconds counter_interval{10'000};
+  // kernel.xid: read this kernel-log file (through the host, so under a sysroot too) instead of
+  // journalctl/dmesg; and journalctl's --since value (health mode narrows it to its last run).
+  std::string kernel_log_file;
+  std::string kernel_log_since = "-7d";
+  // storage.shared-mounts: mount points that must be mounted whatever their filesystem
+  // (health --require-mount), listed with the fstab's network mounts.
+  std::vector<std::string> required_mounts;
 };
 
 struct CollectorInfo {

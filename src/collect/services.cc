@@ -169,10 +169,19 @@ Evidence SharedMounts(host::Host& h, const CollectOptions& o) {
                                                                            util::Contains(f.size() > 3 ? f[3] : "", "x-systemd.automount")}});
     }
   }
+  // Mount points the caller requires (health --require-mount), whatever their filesystem.
+  auto required = [&](const std::string& mp) { return std::find(o.required_mounts.begin(), o.required_mounts.end(), mp) != o.required_mounts.end(); };
+  for (const auto& r : o.required_mounts) {
+    bool listed = false;
+    for (auto& x : expected) {
+      if (x["mount_point"] == r) listed = true, x["noauto"] = false;  // required: an automount not yet triggered is missing
+    }
+    if (!listed) expected.push_back({{"mount_point", r}, {"fstype", "required"}, {"noauto", false}});
+  }
   for (const auto& line : util::SplitLines(mi.content)) {
     auto parts = util::SplitWhitespace(line);
     size_t sep = std::find(parts.begin(), parts.end(), "-") - parts.begin();
-    if (parts.size() < 5 || sep + 2 >= parts.size() || !is_net(parts[sep + 1])) continue;
+    if (parts.size() < 5 || sep + 2 >= parts.size() || !(is_net(parts[sep + 1]) || required(parts[4]))) continue;
     auto spec = Command({"stat", "-c", "%n", parts[4]}, o, "storage.shared-mounts");
     spec.timeout = std::min(spec.timeout, std::chrono::milliseconds(2000));
     auto r = h.Run(spec);

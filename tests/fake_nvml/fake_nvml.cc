@@ -30,6 +30,9 @@ enum { kSuccess = 0, kUninitialized = 1, kInvalidArgument = 2, kNotSupported = 3
 static const unsigned kGpus = 8;
 static const unsigned kBus[kGpus] = {0x19, 0x3b, 0x4c, 0x5d, 0x9b, 0xbb, 0xcb, 0xdb};
 
+// FAKE_NVML_HEALTHY: none of the planted faults below (x8 link, ECC errors, retired pages, a down
+// NVLink): a healthy node for the health-check tests.
+static bool Faulty() { return std::getenv("FAKE_NVML_HEALTHY") == nullptr; }
 static unsigned Index(nvmlDevice_t d) { return static_cast<unsigned>(reinterpret_cast<unsigned long>(d) - 1); }
 static int Copy(char* dst, unsigned len, const char* src) {
   if (std::strlen(src) + 1 > len) return kInvalidArgument;
@@ -115,7 +118,7 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int* major, int* m
 }
 nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g = 5; return kSuccess; }
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g = 5; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned* w) { *w = Index(d) == 5 ? 8 : 16; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned* w) { *w = Faulty() && Index(d) == 5 ? 8 : 16; return kSuccess; }
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t, unsigned* w) { *w = 16; return kSuccess; }
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t, unsigned* m) { *m = 1; return kSuccess; }
 // FAKE_NVML_VIRT: the virtualization mode (0 none, 1 pass-through, 2 vGPU).
@@ -130,7 +133,7 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t, unsigned* cur, unsigned* pend) {
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int counter_type, unsigned long long* n) {
-  *n = (Index(d) == 3 && error_type == 1) ? (counter_type == 0 ? 4 : 9) : 0;
+  *n = (Faulty() && Index(d) == 3 && error_type == 1) ? (counter_type == 0 ? 4 : 9) : 0;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned* corr, unsigned* unc, unsigned* pending, unsigned* failure) {
@@ -141,11 +144,11 @@ nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned* corr, unsigned* u
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned* count, unsigned long long*) {
-  *count = (Index(d) == 6 && cause == 1) ? 2 : 0;
+  *count = (Faulty() && Index(d) == 6 && cause == 1) ? 2 : 0;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, unsigned* pending) {
-  *pending = Index(d) == 6 ? 1 : 0;
+  *pending = Faulty() && Index(d) == 6 ? 1 : 0;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t, unsigned* mw) { *mw = 71250; return kSuccess; }
@@ -161,7 +164,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t* u) {
 // 18 NVLinks per GPU; link 7 of GPU 2 is down.
 nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, unsigned* active) {
   if (link >= 18) return kInvalidArgument;
-  *active = (Index(d) == 2 && link == 7) ? 0 : 1;
+  *active = (Faulty() && Index(d) == 2 && link == 7) ? 0 : 1;
   return kSuccess;
 }
 nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) { *r = 0x1; return kSuccess; }
