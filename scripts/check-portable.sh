@@ -27,7 +27,7 @@ for bin in "$@"; do
   fi
   if [ -n "$glibc" ] && [ "$(printf '%s\n%s\n' "$glibc" "$floor" | sort -V | tail -1)" != "$floor" ]; then
     newer=$(readelf --dyn-syms -W "$bin" | awk '{print $8}' | grep '@GLIBC_' | while read -r s; do
-      v=${s##*@GLIBC_}; [ "$(printf '%s\n%s\n' "$v" "$floor" | sort -V | tail -1)" != "$floor" ] && echo "$s"; done | sort -u | tr '\n' ' ')
+      v=${s##*@GLIBC_}; [ "$(printf '%s\n%s\n' "$v" "$floor" | sort -V | tail -1)" != "$floor" ] && echo "$s"; done | sort -u | tr '\n' ' ' || true)
     echo "$name: needs GLIBC_$glibc, newer than the floor $floor: $newer" >&2
     status=1
   fi

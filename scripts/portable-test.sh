@@ -22,7 +22,7 @@ root=$work/root
 cp -a "$cache" "$root"
 # Nothing of ours may come from the root: no C++ runtime at all, no -dev package.
 rm -f "$root"/usr/lib/x86_64-linux-gnu/libstdc++.so.6* "$root"/usr/lib/*/libstdc++.so.6*
-if chroot "$root" dpkg-query -W -f='${Package}\n' | grep -E -- '-dev$|^libcurl|^g\+\+|^gcc' ; then fail "the minimal root has development packages"; fi
+if chroot "$root" dpkg-query -W -f='${Package}\n' | grep -E -- '-dev$|^libcurl|^(gcc|g\+\+|cpp)(-[0-9]+)?$' ; then fail "the minimal root has development packages"; fi
 
 # In a private mount namespace: /proc, /sys and /dev of this machine, as on a node.
 in_root() {
@@ -60,6 +60,14 @@ set -e
 grep -q "libcurl is not installed on this node" <<<"$msg" || fail "no clear libcurl message: $msg"
 grep -q "install the libcurl4 package" <<<"$msg" || fail "the message does not name the package: $msg"
 echo "minimal root: without libcurl: $msg"
+# The stand-ins for glibc functions newer than 2.34 (src/util/glibc_compat.cc): with them forced,
+# a thrown and caught exception still unwinds (an unwinder without them would abort: 134).
+set +e
+msg=$(in_root env CLUSTERMAX_GLIBC_FALLBACK=1 /usr/local/bin/clustermax minimums update /no/such/table.json 2>&1)
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q "no such file" <<<"$msg" || fail "with the glibc stand-ins forced, an error exited $rc: $msg"
+echo "minimal root: glibc stand-ins forced: exceptions unwind ($msg)"
 
 # The package: built with CPack, installed with dpkg in the root, working from /usr/bin.
 (cd "$build" && cpack -G DEB -B "$work/packages" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; fail "cpack"; }
