@@ -1,4 +1,4 @@
-// The evidence bundle reader (host::ParseJson, simdjson into nlohmann; host::Bundle::FromJson),
+// The evidence bundle reader (host::ParseJson, RapidJSON's SAX reader into nlohmann; host::Bundle::FromJson),
 // as `audit --replay`, `audit review` and the Slurm fan-out use it: the bundle is written back
 // (ToJson), replayed through every collector (ReplayHost) and judged, and the report rendered.
 #include <string>

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
-  nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev libsimdjson-dev
+  nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev rapidjson-dev
   libgtest-dev libgmock-dev
   # benchmarks: io_uring for storage, libcurl (HTTP + SigV4) for S3, inih for ~/.aws/credentials
   liburing-dev libcurl4-openssl-dev libinih-dev

@@ -1,7 +1,12 @@
 #include "host/bundle.h"
 
+#include <charconv>
+#include <cstdint>
+
 #include <fmt/format.h>
-#include <simdjson.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
 
 #include "util/files.h"
 #include "util/strings.h"
@@ -299,66 +304,168 @@ Bundle Bundle::FromJson(const json& j) {
 }
 
 namespace {
-// simdjson's DOM as an nlohmann value. A fleet replay reads hundreds of megabytes of bundles, and
-// nlohmann's lexer (a character at a time) was half of judging 1,000 nodes; simdjson validates and
-// indexes the text in one vectorised pass, and the strings are then copied whole.
-json FromSimd(simdjson::dom::element e) {
-  using T = simdjson::dom::element_type;
-  switch (e.type()) {
-    case T::ARRAY: {
-      simdjson::dom::array arr;
-      if (e.get(arr)) return nullptr;  // cannot fail: the type was just read
-      json a = json::array();
-      for (simdjson::dom::element v : arr) a.push_back(FromSimd(v));
-      return a;
+// Valid UTF-8 (NUL allowed: "\u0000" is a character of a JSON string). RapidJSON validates the
+// input, but an escaped lone low surrogate ("\udc00") would come out encoded; simdjson refused it.
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0, n = s.size();
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  while (i < n) {
+    unsigned char c = b(i);
+    if (c < 0x80) {
+      ++i;
+      continue;
     }
-    case T::OBJECT: {
-      simdjson::dom::object obj;
-      if (e.get(obj)) return nullptr;
-      json o = json::object();
-      for (simdjson::dom::key_value_pair field : obj) o[std::string(field.key)] = FromSimd(field.value);  // the last duplicate wins, as in nlohmann
-      return o;
+    size_t len = 0;
+    char32_t cp = 0, min = 0;
+    if (c >= 0xC2 && c <= 0xDF) len = 1, cp = c & 0x1F, min = 0x80;
+    else if ((c & 0xF0) == 0xE0) len = 2, cp = c & 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4) len = 3, cp = c & 0x07, min = 0x10000;
+    else return false;
+    if (i + len >= n) return false;
+    for (size_t k = 1; k <= len; ++k) {
+      if ((b(i + k) >> 6) != 0x2) return false;
+      cp = (cp << 6) | (b(i + k) & 0x3F);
     }
-    case T::INT64: {
-      int64_t v = 0;
-      if (e.get(v)) return nullptr;
-      return v;
-    }
-    case T::UINT64: {
-      uint64_t v = 0;
-      if (e.get(v)) return nullptr;
-      return v;
-    }
-    case T::DOUBLE: {
-      double v = 0;
-      if (e.get(v)) return nullptr;
-      return v;
-    }
-    case T::STRING: {
-      std::string_view v;
-      if (e.get(v)) return nullptr;
-      return std::string(v);
-    }
-    case T::BOOL: {
-      bool v = false;
-      if (e.get(v)) return nullptr;
-      return v;
-    }
-    case T::NULL_VALUE: return nullptr;
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len + 1;
   }
-  return nullptr;
+  return true;
 }
+// RapidJSON's SAX events built straight into an nlohmann value (no intermediate DOM). A fleet
+// replay reads hundreds of megabytes of bundles, and nlohmann's own lexer (a character at a time)
+// was half of judging 1,000 nodes. Behaviour kept from the simdjson reader this replaced (pinned by
+// Bundle.ParseJsonKeepsNumbersKeysEscapesAndRefusalsExactly): integers that fit int64 are signed,
+// larger ones up to UINT64_MAX unsigned and wider ones refused (RapidJSON would round them to a
+// double, so numbers arrive as text and are converted here with std::from_chars, correctly rounded;
+// an underflow is a signed zero, an overflow an error); the last duplicate key wins; a string that
+// is not valid UTF-8 after unescaping (a lone surrogate) is an error.
+class NlohmannBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, NlohmannBuilder> {
+ public:
+  json root;
+  std::string error;
+
+  bool Null() { return Put(json(nullptr)); }
+  bool Bool(bool b) { return Put(json(b)); }
+  bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+    std::string_view t(s, n);
+    if (t.find_first_of(".eE") == std::string_view::npos) {
+      if (t.front() == '-') {
+        int64_t v = 0;
+        auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+        if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return Fail(t, "integer out of range");
+        return Put(json(v));
+      }
+      uint64_t v = 0;
+      auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+      if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return Fail(t, "integer out of range");
+      return v <= static_cast<uint64_t>(INT64_MAX) ? Put(json(static_cast<int64_t>(v))) : Put(json(v));
+    }
+    double v = 0;
+    auto r = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (r.ptr != t.data() + t.size()) return Fail(t, "malformed number");
+    if (r.ec == std::errc::result_out_of_range) {
+      if (!Underflows(t)) return Fail(t, "number out of range");
+      v = t.front() == '-' ? -0.0 : 0.0;
+    } else if (r.ec != std::errc()) {
+      return Fail(t, "malformed number");
+    }
+    return Put(json(v));
+  }
+  bool String(const char* s, rapidjson::SizeType n, bool) {
+    if (!ValidUtf8(std::string_view(s, n))) return Fail(std::string_view(s, std::min<size_t>(n, 40)), "string is not valid UTF-8");
+    return Put(json(std::string(s, n)));
+  }
+  bool Key(const char* s, rapidjson::SizeType n, bool) {
+    if (!ValidUtf8(std::string_view(s, n))) return Fail(std::string_view(s, std::min<size_t>(n, 40)), "key is not valid UTF-8");
+    key_.assign(s, n);
+    return true;
+  }
+  bool StartObject() { return Open(json::object()); }
+  bool EndObject(rapidjson::SizeType) { return Close(); }
+  bool StartArray() { return Open(json::array()); }
+  bool EndArray(rapidjson::SizeType) { return Close(); }
+
+ private:
+  // An overflowing decimal (from_chars says out of range) is an underflow when its magnitude is
+  // below 1: the first significant digit's power of ten plus the exponent is negative.
+  static bool Underflows(std::string_view t) {
+    size_t e = t.find_first_of("eE");
+    std::string_view mant = t.substr(0, e);
+    long long exp = 0;
+    if (e != std::string_view::npos) {
+      std::string_view x = t.substr(e + 1);
+      bool neg = !x.empty() && x.front() == '-';
+      if (!x.empty() && (x.front() == '-' || x.front() == '+')) x.remove_prefix(1);
+      for (char c : x) exp = std::min<long long>(exp * 10 + (c - '0'), 1'000'000'000LL);
+      if (neg) exp = -exp;
+    }
+    size_t dot = mant.find('.');
+    std::string_view intpart = mant.substr(0, dot);
+    long long magnitude = 0;  // power of ten of the first significant digit
+    size_t first = intpart.find_first_of("123456789");
+    if (first != std::string_view::npos) {
+      magnitude = static_cast<long long>(intpart.size() - first) - 1;
+    } else if (dot != std::string_view::npos) {
+      std::string_view frac = mant.substr(dot + 1);
+      size_t f = frac.find_first_of("123456789");
+      if (f == std::string_view::npos) return true;
+      magnitude = -static_cast<long long>(f) - 1;
+    }
+    return magnitude + exp < 0;
+  }
+  bool Fail(std::string_view what, const char* why) {
+    error = fmt::format("{}: {}", why, util::SanitizeUtf8(what));
+    return false;
+  }
+  bool Open(json&& empty) {
+    json* slot = Slot();
+    *slot = std::move(empty);
+    stack_.push_back(slot);
+    return true;
+  }
+  bool Close() {
+    stack_.pop_back();
+    return true;
+  }
+  // Where the next value goes: the root, the end of the open array, or the open object's key (an
+  // existing key is replaced: the last duplicate wins, as in nlohmann). Pointers to open containers
+  // stay valid: only the innermost open container grows.
+  json* Slot() {
+    if (stack_.empty()) return &root;
+    json& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(nullptr);
+      return &top.back();
+    }
+    return &top[key_];
+  }
+  bool Put(json&& v) {
+    *Slot() = std::move(v);
+    return true;
+  }
+  std::vector<json*> stack_;
+  std::string key_;
+};
 }  // namespace
 
 json ParseJson(std::string_view text) {
   if (util::JsonNestingDepth(text, util::kMaxJsonDepth) > util::kMaxJsonDepth) {
     throw BundleError(fmt::format("JSON nested deeper than {} levels; refused", util::kMaxJsonDepth));
   }
-  thread_local simdjson::dom::parser parser;  // one per thread: its buffers are reused
-  simdjson::dom::element root;
-  auto error = parser.parse(text.data(), text.size()).get(root);
-  if (error) throw BundleError(fmt::format("not valid JSON ({})", simdjson::error_message(error)));
-  return FromSimd(root);
+  // Iterative (no recursion on deep input), UTF-8 validated, numbers as text (converted exactly
+  // above). A NUL byte reads as the end of RapidJSON's stream, so the whole text must be consumed.
+  constexpr unsigned kFlags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag |
+                              rapidjson::kParseFullPrecisionFlag | rapidjson::kParseNumbersAsStringsFlag;
+  rapidjson::MemoryStream ms(text.data(), text.size());
+  rapidjson::Reader reader;
+  NlohmannBuilder builder;
+  rapidjson::ParseResult ok = reader.Parse<kFlags>(ms, builder);
+  if (!ok) {
+    std::string why = builder.error.empty() ? rapidjson::GetParseError_En(ok.Code()) : builder.error;
+    throw BundleError(fmt::format("not valid JSON ({} at byte {})", why, ok.Offset()));
+  }
+  if (ms.Tell() != text.size()) throw BundleError(fmt::format("not valid JSON (content after the document at byte {})", ms.Tell()));
+  return std::move(builder.root);
 }
 
 Bundle Bundle::Load(const std::filesystem::path& path) {
