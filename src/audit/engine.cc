@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <unordered_map>
 #include <stdexcept>
 #include <mutex>
 #include <thread>
@@ -362,9 +363,13 @@ struct FleetJudge::State {
     bool added = false;
     std::string node, started_at, role;
     std::vector<std::string> misses, not_taken;
-    NodeFacts facts;
-    nlohmann::json target_detection;
+    std::string partial;
+    std::vector<uint32_t> facts;      // per fact, an index into fact_values (interned: long-lived
+                                      // small strings per node fragment the heap the bundles churn)
+    nlohmann::json target_detection;  // slot 0's only: the first node is always kept
   };
+  std::vector<std::unordered_map<std::string, uint32_t>> fact_ids;  // per fact: value -> index
+  std::vector<std::vector<std::string>> fact_values;
   std::vector<Slot> slots;
   std::mutex mu;                                   // tables, findings, logins
   std::vector<FindingTable> tables;                // per check
@@ -393,7 +398,7 @@ void FleetJudge::Add(size_t slot, NodeEvidence n) {
   sl.role = n.role;
   sl.misses = std::move(n.replay_misses);
   NotTakenLines(n, sl.not_taken);
-  sl.target_detection = n.manifest.target_detection;
+  if (slot == 0) sl.target_detection = n.manifest.target_detection;
   if (n.role == "login") {
     s.login_seen = true;
     std::lock_guard lock(s.mu);
@@ -401,7 +406,8 @@ void FleetJudge::Add(size_t slot, NodeEvidence n) {
     s.logins.emplace(slot, std::move(n));
     return;
   }
-  sl.facts = FactsOf(n);
+  NodeFacts facts = FactsOf(n);
+  sl.partial = std::move(facts.partial);
   // Until a login node has been seen the replay may have none, and then every check is judged on
   // every node: judge the cluster checks too (a fleet's login bundle usually comes first).
   bool fleet = s.login_seen;
@@ -414,6 +420,16 @@ void FleetJudge::Add(size_t slot, NodeEvidence n) {
   }
   std::lock_guard lock(s.mu);
   for (auto& [c, f] : judged) s.findings[c][slot] = s.tables[c].Intern(std::move(f));
+  if (s.fact_ids.size() < facts.values.size()) {
+    s.fact_ids.resize(facts.values.size());
+    s.fact_values.resize(facts.values.size());
+  }
+  sl.facts.reserve(facts.values.size());
+  for (size_t k = 0; k < facts.values.size(); ++k) {
+    auto [it, fresh] = s.fact_ids[k].try_emplace(facts.values[k], static_cast<uint32_t>(s.fact_values[k].size()));
+    if (fresh) s.fact_values[k].push_back(facts.values[k]);
+    sl.facts.push_back(it->second);
+  }
   sl.added = true;
 }
 
@@ -457,9 +473,16 @@ Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool 
   bool fleet = !logins.empty();
   std::vector<NodeEvidence> login_views;
   if (fleet) {
+    std::vector<NodeFacts> store(computes.size());
     std::vector<const NodeFacts*> facts;
     facts.reserve(computes.size());
-    for (uint32_t k : computes) facts.push_back(&s.slots[kept[k]].facts);
+    for (size_t j = 0; j < computes.size(); ++j) {
+      const auto& sl = s.slots[kept[computes[j]]];
+      store[j].node = sl.node;
+      store[j].partial = sl.partial;
+      for (size_t k = 0; k < sl.facts.size(); ++k) store[j].values.push_back(s.fact_values[k][sl.facts[k]]);
+      facts.push_back(&store[j]);
+    }
     NodeFacts login_facts = FactsOf(s.logins.at(kept[logins.front()]));
     core::Evidence summary = FleetSummary(facts, unreachable, &login_facts);
     r.fleet = summary.data;
