@@ -3,81 +3,126 @@
 
 1. `clustermax audit --slurm` on the 3-node CI Slurm cluster (scripts/slurm-ci.sh, fake NVML on the
    nodes), N runs: median wall time and peak RSS of the login-node process.
-2. Judging 1,000 nodes: the last run's login bundle plus 1,000 copies of its node bundles (varied
+2. Judging many nodes: the last run's login bundle plus N copies of its node bundles (varied
    hostnames; 1 % of them on another driver, so drift is computed and reported) in one
-   `clustermax audit --replay`: wall time and peak RSS, median of 3.
+   `clustermax audit --replay`: wall time and peak RSS, median of --replay-runs. `--bundles` takes a
+   list (1000,10000) to show how time and memory grow with the node count.
 
-Usage: bench/fleet_bench.py [--binary build/clustermax] [--runs 10] [--bundles 1000]
+Usage: bench/fleet_bench.py [--binary build/clustermax] [--runs 10] [--bundles 1000,10000]
+       bench/fleet_bench.py --from DIR --bundles 1000,10000   # judge only, from bundles kept with --keep
 Needs root (the cluster's munge and mknod'ed fake GPUs); brings the cluster up and down itself.
+With --from DIR (a directory a --keep run wrote: login.json and the node bundles) no cluster is
+started: step 2 alone runs on those bundles, so runs are comparable while the machine changes (a
+bundle records the node's state: thousands of TCP connections make /proc/net/tcp alone 800 KB).
 """
-import argparse, glob, json, os, random, shutil, statistics, subprocess, sys, tempfile
+import argparse, glob, json, os, random, shutil, statistics, subprocess, sys, tempfile, time
 
 from audit_bench import run  # wall time and peak RSS of one command (same measurement for every bench)
 
+
+def run_cpu(argv, env=None):
+    """Like audit_bench.run, plus the CPU seconds (user + system) the command used: on a shared
+    machine wall time follows the load, CPU time much less."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def write_fleet(tmp, login, nodes, count):
+    """login.json plus `count` node bundles gpuNNNN.json (copies of `nodes`); returns their paths."""
+    rnd = random.Random(11)
+    paths = [os.path.join(tmp, "login.json")]
+    with open(paths[0], "w") as f:
+        json.dump(login, f)
+    texts = [json.dumps(n) for n in nodes]
+    for i in range(count):
+        b = json.loads(texts[i % len(nodes)])
+        b["manifest"]["hostname"] = f"gpu{i:04d}"
+        if rnd.random() < 0.01:
+            b["nvml"]["data"]["driver_version"] = "570.86.10"
+        p = os.path.join(tmp, f"gpu{i:04d}.json")
+        with open(p, "w") as f:
+            json.dump(b, f)
+        paths.append(p)
+    return paths
+
+
+def judge(binary, paths, runs, env):
+    jw, jr, jc = [], [], []
+    for _ in range(runs):
+        w, r, c, code = run_cpu([binary, "audit", "--replay", *paths, "--json", "--exit-zero"], env)
+        if code != 0:
+            sys.exit(f"replay exited {code}")
+        jw.append(w)
+        jr.append(r)
+        jc.append(c)
+    return jw, jr, jc
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", default="build/clustermax")
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--bundles", type=int, default=1000)
+    ap.add_argument("--bundles", default="1000", help="node counts to judge, comma-separated (1000,10000)")
+    ap.add_argument("--replay-runs", type=int, default=3)
     ap.add_argument("--keep", help="copy the generated bundles (login.json, gpuNNNN.json) into this directory for profiling")
+    ap.add_argument("--from", dest="source", help="judge only: login.json and node bundles from this directory (a --keep run)")
     a = ap.parse_args()
+    counts = [int(c) for c in a.bundles.split(",") if c]
     binary = os.path.abspath(a.binary)
     fake_nvml = os.path.join(os.path.dirname(binary), "tests", "fake_nvml")
     tmp = tempfile.mkdtemp(prefix="cm-fleet-")
     cluster = os.path.join(tmp, "slurm")
     script = os.path.join(ROOT, "scripts", "slurm-ci.sh")
-    subprocess.run(["bash", script, "install"], check=True)
-    subprocess.run(["bash", script, "up", cluster, "3"], check=True)
-    env = {**os.environ, "SLURM_CONF": os.path.join(cluster, "slurm.conf"), "LD_LIBRARY_PATH": fake_nvml}
+    env = {**os.environ, "LD_LIBRARY_PATH": fake_nvml}
+    rows = []
     try:
-        walls, rss = [], []
-        for i in range(a.runs):
-            w, r, code = run([binary, "audit", "--slurm", "--yes", "--exit-zero", "--out", os.path.join(tmp, f"run{i}")], env)
-            if code != 0:
-                sys.exit(f"fleet audit run {i} exited {code}")
-            walls.append(w)
-            rss.append(r)
-        evidence = os.path.join(tmp, f"run{a.runs - 1}", "evidence")
-        bundles = {os.path.basename(p)[:-5]: json.load(open(p)) for p in glob.glob(os.path.join(evidence, "*.json"))}
-        login = [b for b in bundles.values() if b["manifest"].get("role") == "login"][0]
-        nodes = [b for b in bundles.values() if b["manifest"].get("role") == "compute"]
+        if a.source:
+            files = sorted(glob.glob(os.path.join(a.source, "*.json")))
+        else:
+            subprocess.run(["bash", script, "install"], check=True)
+            subprocess.run(["bash", script, "up", cluster, "3"], check=True)
+            env["SLURM_CONF"] = os.path.join(cluster, "slurm.conf")
+            walls, rss = [], []
+            for i in range(a.runs):
+                w, r, code = run([binary, "audit", "--slurm", "--yes", "--exit-zero", "--out", os.path.join(tmp, f"run{i}")], env)
+                if code != 0:
+                    sys.exit(f"fleet audit run {i} exited {code}")
+                walls.append(w)
+                rss.append(r)
+            rows.append(f"| fleet audit, 3-node Slurm cluster, {a.runs} runs | {statistics.median(walls):.3f} s (min {min(walls):.3f}, max {max(walls):.3f}) "
+                        f"| {statistics.median(rss):.1f} MiB (login process) | < 3 s |")
+            files = glob.glob(os.path.join(tmp, f"run{a.runs - 1}", "evidence", "*.json"))
+        bundles = [json.load(open(p)) for p in files]
+        login = [b for b in bundles if b["manifest"].get("role") == "login"][0]
+        nodes = sorted((b for b in bundles if b["manifest"].get("role") == "compute"), key=lambda b: b["manifest"]["hostname"])[:3]
         if len(nodes) != 3:
             sys.exit(f"expected 3 node bundles, got {len(nodes)}")
-        rnd = random.Random(11)
-        paths = [os.path.join(tmp, "login.json")]
-        json.dump(login, open(paths[0], "w"))
-        for i in range(a.bundles):
-            b = json.loads(json.dumps(nodes[i % 3]))
-            b["manifest"]["hostname"] = f"gpu{i:04d}"
-            if rnd.random() < 0.01:
-                b["nvml"]["data"]["driver_version"] = "570.86.10"
-            p = os.path.join(tmp, f"gpu{i:04d}.json")
-            json.dump(b, open(p, "w"))
-            paths.append(p)
-        if a.keep:
-            os.makedirs(a.keep, exist_ok=True)
-            for p in paths:
-                shutil.copy(p, a.keep)
-        jw, jr = [], []
-        for _ in range(3):
-            w, r, code = run([binary, "audit", "--replay", *paths, "--json", "--exit-zero"], env)
-            if code != 0:
-                sys.exit(f"replay exited {code}")
-            jw.append(w)
-            jr.append(r)
-        size = sum(os.path.getsize(p) for p in paths[1:]) / len(paths[1:]) / 1024
-        print(f"| what | median wall | median peak RSS | target |")
-        print(f"|---|---|---|---|")
-        print(f"| fleet audit, 3-node Slurm cluster, {a.runs} runs | {statistics.median(walls):.3f} s (min {min(walls):.3f}, max {max(walls):.3f}) "
-              f"| {statistics.median(rss):.1f} MiB (login process) | < 3 s |")
-        print(f"| judge {a.bundles} node bundles + login (replay, fleet), 3 runs | {statistics.median(jw):.2f} s "
-              f"({1000 * statistics.median(jw) / a.bundles:.1f} ms per node) | {statistics.median(jr):.0f} MiB | < 5 s, < 1 GiB |")
-        print(f"\nnode bundle size: {size:.0f} KiB on average")
+        for count in counts:
+            fleet = os.path.join(tmp, f"fleet{count}")
+            os.makedirs(fleet)
+            paths = write_fleet(fleet, login, nodes, count)
+            if a.keep:
+                os.makedirs(a.keep, exist_ok=True)
+                for p in paths:
+                    shutil.copy(p, a.keep)
+            jw, jr, jc = judge(binary, paths, a.replay_runs, env)
+            size = sum(os.path.getsize(p) for p in paths[1:]) / len(paths[1:]) / 1024
+            rows.append(f"| judge {count} node bundles + login (replay, fleet, `--json`), {a.replay_runs} runs | {statistics.median(jw):.2f} s "
+                        f"(min {min(jw):.2f}, max {max(jw):.2f}; {1000 * statistics.median(jw) / count:.2f} ms per node; CPU {statistics.median(jc):.1f} s) "
+                        f"| {statistics.median(jr):.0f} MiB | < 10 s, < 1 GiB |  (bundles of {size:.0f} KiB)")
+            shutil.rmtree(fleet, ignore_errors=True)
+        print("| what | median wall | median peak RSS | target |")
+        print("|---|---|---|---|")
+        for r in rows:
+            print(r)
     finally:
-        subprocess.run(["bash", script, "down", cluster])
+        if not a.source:
+            subprocess.run(["bash", script, "down", cluster])
         shutil.rmtree(tmp, ignore_errors=True)
 
 

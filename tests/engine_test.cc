@@ -9,12 +9,18 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
 
 #include "audit/engine.h"
 #include "checks/register.h"
 #include "host/local_host.h"
 #include "report/report.h"
 #include "testutil.h"
+#include "util/files.h"
 
 using namespace clustermax;
 namespace fs = std::filesystem;
@@ -575,5 +581,76 @@ TEST(Cli, DcgmDiagProbeRunsOnlyWhenAskedAndGradesEveryResult) {
   std::string details = r["details"].dump();
   EXPECT_NE(details.find("Hardware / memory on GPU 1: A memory mismatch was detected on GPU 1 (error_id 85)"), std::string::npos) << details;
   EXPECT_NE(details.find("Deployment / pcie on GPU 1"), std::string::npos) << details;
+  fs::remove_all(dir);
+}
+
+// The streaming fleet judge (FleetJudge: one bundle per core in memory, compact findings, the report
+// written piece by piece) gives byte for byte the report of the reference path (every node's
+// evidence in memory, Judge, ToJson/RenderText), for a fleet whose login bundle is not first (cluster
+// checks are judged speculatively until it arrives), with drift, a node name given twice and a
+// bundle given twice, and for a replay without a login node (every check on every node).
+TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
+  fs::path dir = fs::temp_directory_path() / ("cm-fleet-stream-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  json base = json::parse(*util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")));
+  auto write = [&](const std::string& file, const std::string& host, const std::string& role, int variant) {
+    json b = base;
+    b["manifest"]["hostname"] = host;
+    b["manifest"]["role"] = role;
+    b["manifest"]["started_at"] = fmt::format("2026-11-30T10:00:{:02d}Z", variant % 60);
+    if (variant % 7 == 3) b["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"}, {"content", "6.1.0-99-amd64\n"}};
+    if (variant % 11 == 5) b["files"].erase("/etc/os-release");
+    fs::path p = dir / file;
+    util::WriteFileAtomic(p, b.dump());
+    return p.string();
+  };
+  auto reference = [&](const std::vector<std::string>& paths, const audit::Plan& plan) {
+    std::vector<audit::NodeEvidence> all = audit::ReplayFiles(paths, plan, {}), kept;
+    std::set<std::pair<std::string, std::string>> seen;
+    for (auto& n : all) {
+      if (seen.insert({n.node, n.manifest.started_at}).second) kept.push_back(std::move(n));
+    }
+    return audit::Judge(plan, kept, core::EmbeddedMinimumTable());
+  };
+  auto compare = [&](const std::vector<std::string>& paths, bool expect_fleet) {
+    audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm});
+    audit::Report ref = reference(paths, plan);
+    std::vector<audit::FleetJudge::Duplicate> dups;
+    std::vector<size_t> kept;
+    audit::Report got = audit::ReplayAndJudgeFiles(paths, plan, {}, core::EmbeddedMinimumTable(), &dups, &kept);
+    EXPECT_EQ(!got.fleet.is_null(), expect_fleet);
+    EXPECT_EQ(got.nodes, ref.nodes);
+    EXPECT_EQ(dups.size(), 1u);
+    EXPECT_EQ(kept.size() + dups.size(), paths.size());
+    std::string json_ref = util::JsonText(report::ToJson(ref)), json_got;
+    report::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
+    EXPECT_GT(json_ref.size(), 100000u);
+    EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size() << " bytes)";
+    // The streamed writer on the reference report too, and ToJson on the streamed one.
+    std::string json_ref_streamed;
+    report::WriteJson(ref, [&](std::string_view p) { json_ref_streamed.append(p); });
+    EXPECT_TRUE(json_ref == json_ref_streamed);
+    EXPECT_TRUE(json_ref == util::JsonText(report::ToJson(got)));
+    for (int v = 0; v <= 3; ++v) {
+      std::string text_ref = report::RenderText(ref, {.verbosity = v, .color = false}), text_got;
+      report::WriteText(got, {.verbosity = v, .color = false}, [&](std::string_view p) { text_got.append(p); });
+      EXPECT_TRUE(text_ref == text_got) << "text reports differ at verbosity " << v;
+    }
+    return got;
+  };
+  std::vector<std::string> fleet, plain;
+  for (int i = 0; i < 24; ++i) {
+    if (i == 5) fleet.push_back(write("login.json", "login1", "login", 59));
+    fleet.push_back(write(fmt::format("n{:02d}.json", i), i == 9 ? "n03" : fmt::format("n{:02d}", i), "compute", i));
+    plain.push_back(write(fmt::format("p{:02d}.json", i), i == 9 ? "p03" : fmt::format("p{:02d}", i), "", i));
+  }
+  fleet.push_back(fleet[2]);  // the same bundle twice: judged once
+  plain.push_back(plain[2]);
+  audit::Report f = compare(fleet, true);
+  ASSERT_FALSE(f.fleet.is_null());
+  EXPECT_FALSE(f.fleet["drift"].empty()) << f.fleet["drift"].dump();
+  EXPECT_EQ(f.fleet["nodes_returned"], 24);
+  compare(plain, false);
   fs::remove_all(dir);
 }

@@ -7,6 +7,10 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <stdexcept>
 #include <mutex>
 #include <thread>
 
@@ -88,15 +92,17 @@ Finding JudgeOne(const core::Check& c, const core::EvidenceSet& ev, const core::
   }
 }
 
-Finding RollUp(const std::vector<NodeFinding>& nodes, const std::vector<UnreachableNode>& unreachable) {
+Finding RollUp(const NodeFindings& nodes, const std::vector<UnreachableNode>& unreachable) {
   if (nodes.size() == 1 && unreachable.empty()) return nodes.front().finding;
-  const NodeFinding* worst = &nodes.front();
+  size_t worst = 0;
   int counts[4] = {0, 0, 0, 0};
-  for (const auto& n : nodes) {
-    ++counts[static_cast<int>(n.finding.verdict)];
-    if (core::Rank(n.finding.verdict) > core::Rank(worst->finding.verdict)) worst = &n;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    Verdict v = nodes[i].finding.verdict;
+    ++counts[static_cast<int>(v)];
+    if (core::Rank(v) > core::Rank(nodes[worst].finding.verdict)) worst = i;
   }
-  Finding f = worst->finding;
+  const Finding& wf = nodes[worst].finding;
+  Finding f = wf;
   size_t m = nodes.size() + unreachable.size();
   if (!unreachable.empty() && (f.verdict == Verdict::kPass || f.verdict == Verdict::kSkip)) {
     // Evidence that was not read is never a PASS: the nodes that answered passed, the rest are unknown.
@@ -111,17 +117,77 @@ Finding RollUp(const std::vector<NodeFinding>& nodes, const std::vector<Unreacha
     for (const auto& n : nodes) w.details.push_back(n.node + ": " + n.finding.message);
     return w;
   }
-  int n_worst = counts[static_cast<int>(worst->finding.verdict)];
-  f.message = fmt::format("{} of {} nodes {}: {}", n_worst, m, core::ToString(worst->finding.verdict), worst->finding.message);
+  int n_worst = counts[static_cast<int>(wf.verdict)];
+  f.message = fmt::format("{} of {} nodes {}: {}", n_worst, m, core::ToString(wf.verdict), wf.message);
   f.details.clear();
   for (const auto& n : nodes) {
-    if (n.finding.verdict == worst->finding.verdict) f.details.push_back(n.node + ": " + n.finding.message);
+    if (n.finding.verdict == wf.verdict) f.details.push_back(n.node + ": " + n.finding.message);
   }
   for (const auto& u : unreachable) f.details.push_back(u.node + ": no evidence (" + u.reason + ")");
   return f;
 }
 
+Finding JudgePlanned(const Plan& plan, const PlannedCheck& pc, const core::EvidenceSet& ev, const core::MinimumTable& minimums,
+                     util::SysTime now) {
+  if (pc.state == PlanState::kNotInScope) {
+    return core::Skip(Reason::kNotInScope, fmt::format("target {} is not in this check's targets ({})", core::ToString(plan.selection.target),
+                                                       core::MaskToString(pc.check->info.targets)));
+  }
+  if (pc.state == PlanState::kProbeDisabled) {
+    return core::Skip(Reason::kProbeDisabled,
+                      fmt::format("active probe, not requested (enable with --probe {} or --active)", pc.check->info.probe));
+  }
+  return JudgeOne(*pc.check, ev, minimums, plan.selection.target, now);
+}
+
+// The report's not_taken lines of one node.
+void NotTakenLines(const NodeEvidence& n, std::vector<std::string>& out) {
+  for (const auto& [id, e] : n.evidence) {
+    if (!e.data.is_object() || !e.data.contains("not_taken")) continue;
+    std::vector<std::string> what;
+    for (const auto& q : e.data["not_taken"]) what.push_back(q.is_string() ? q.get<std::string>() : q.dump());
+    out.push_back(fmt::format("{}: {}{}: {}", n.node, id, e.ok() ? " (kept its file evidence)" : "", fmt::join(what, ", ")));
+  }
+}
+
+size_t HashFinding(const Finding& f) {
+  std::hash<std::string_view> h;
+  size_t x = static_cast<size_t>(f.verdict) * 1000003u ^ static_cast<size_t>(f.reason) * 10007u ^ static_cast<size_t>(f.severity);
+  auto mix = [&](std::string_view s) { x = (x ^ h(s)) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull; };
+  mix(f.observed);
+  mix(f.expected);
+  mix(f.message);
+  for (const auto& d : f.details) mix(d);
+  return x;
+}
+
+bool SameFinding(const Finding& a, const Finding& b) {
+  return a.verdict == b.verdict && a.reason == b.reason && a.severity == b.severity && a.observed == b.observed &&
+         a.expected == b.expected && a.message == b.message && a.details == b.details;
+}
+
 }  // namespace
+
+uint32_t FindingTable::Intern(Finding f) {
+  size_t h = HashFinding(f);
+  auto [lo, hi] = index_.equal_range(h);
+  for (auto it = lo; it != hi; ++it) {
+    if (SameFinding(distinct_[it->second], f)) return it->second;
+  }
+  uint32_t i = static_cast<uint32_t>(distinct_.size());
+  distinct_.push_back(std::move(f));
+  index_.emplace(h, i);
+  return i;
+}
+
+void NodeFindings::push_back(NodeFinding n) {
+  if (!own_names_) {
+    own_names_ = std::make_shared<std::vector<std::string>>(names_ ? *names_ : std::vector<std::string>{});
+    names_ = own_names_;
+  }
+  own_names_->push_back(std::move(n.node));
+  rows_.push_back({static_cast<uint32_t>(own_names_->size() - 1), table_.Intern(std::move(n.finding))});
+}
 
 NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle,
                          const std::string& role) {
@@ -231,12 +297,7 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
   for (const auto& n : nodes) {
     r.nodes.push_back(n.node);
     for (const auto& m : n.replay_misses) r.replay_misses.push_back(n.node + ": " + m);
-    for (const auto& [id, e] : n.evidence) {
-      if (!e.data.is_object() || !e.data.contains("not_taken")) continue;
-      std::vector<std::string> what;
-      for (const auto& q : e.data["not_taken"]) what.push_back(q.is_string() ? q.get<std::string>() : q.dump());
-      r.not_taken.push_back(fmt::format("{}: {}{}: {}", n.node, id, e.ok() ? " (kept its file evidence)" : "", fmt::join(what, ", ")));
-    }
+    NotTakenLines(n, r.not_taken);
   }
   if (!nodes.empty()) r.target_detection = nodes.front().manifest.target_detection;
   r.unreachable = unreachable;
@@ -278,18 +339,7 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
     cr.nodes.reserve(targets.size());
     for (const auto* np : targets) {
       const NodeEvidence& n = *np;
-      Finding f;
-      if (pc.state == PlanState::kNotInScope) {
-        f = core::Skip(Reason::kNotInScope,
-                       fmt::format("target {} is not in this check's targets ({})", core::ToString(plan.selection.target),
-                                   core::MaskToString(pc.check->info.targets)));
-      } else if (pc.state == PlanState::kProbeDisabled) {
-        f = core::Skip(Reason::kProbeDisabled,
-                       fmt::format("active probe, not requested (enable with --probe {} or --active)", pc.check->info.probe));
-      } else {
-        f = JudgeOne(*pc.check, n.evidence, minimums, plan.selection.target, now);
-      }
-      cr.nodes.push_back({n.node, std::move(f)});
+      cr.nodes.push_back({n.node, JudgePlanned(plan, pc, n.evidence, minimums, now)});
     }
     if (cr.nodes.empty()) {
       cr.finding = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
@@ -301,6 +351,223 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
   size_t work = plan.checks.size() * std::max<size_t>(1, nodes.size());
   ParallelFor(plan.checks.size(), work < 2000 ? 1u : Cores(), judge_check);
   return r;
+}
+
+// ---- FleetJudge ----
+
+struct FleetJudge::State {
+  const Plan& plan;
+  const core::MinimumTable& minimums;
+  util::SysTime now;
+  struct Slot {
+    bool added = false;
+    std::string node, started_at, role;
+    std::vector<std::string> misses, not_taken;
+    std::string partial;
+    std::vector<uint32_t> facts;      // per fact, an index into fact_values (interned: long-lived
+                                      // small strings per node fragment the heap the bundles churn)
+    nlohmann::json target_detection;  // slot 0's only: the first node is always kept
+  };
+  std::vector<std::unordered_map<std::string, uint32_t>> fact_ids;  // per fact: value -> index
+  std::vector<std::vector<std::string>> fact_values;
+  std::vector<Slot> slots;
+  std::mutex mu;                                   // tables, findings, logins
+  std::vector<FindingTable> tables;                // per check
+  std::vector<std::vector<uint32_t>> findings;     // per check, per slot (kNone: not judged)
+  std::map<size_t, NodeEvidence> logins;           // slot -> evidence, for the cluster checks
+  std::atomic<bool> login_seen{false};
+  static constexpr uint32_t kNone = UINT32_MAX;
+  State(const Plan& p, const core::MinimumTable& m) : plan(p), minimums(m) {}
+};
+
+FleetJudge::FleetJudge(const Plan& plan, const core::MinimumTable& minimums, util::SysTime now, size_t slots)
+    : s_(std::make_unique<State>(plan, minimums)) {
+  s_->now = now;
+  s_->slots.resize(slots);
+  s_->tables.resize(plan.checks.size());
+  s_->findings.assign(plan.checks.size(), std::vector<uint32_t>(slots, State::kNone));
+}
+
+FleetJudge::~FleetJudge() = default;
+
+void FleetJudge::Add(size_t slot, NodeEvidence n) {
+  State& s = *s_;
+  State::Slot& sl = s.slots.at(slot);
+  sl.node = n.node;
+  sl.started_at = n.manifest.started_at;
+  sl.role = n.role;
+  sl.misses = std::move(n.replay_misses);
+  NotTakenLines(n, sl.not_taken);
+  if (slot == 0) sl.target_detection = n.manifest.target_detection;
+  if (n.role == "login") {
+    s.login_seen = true;
+    std::lock_guard lock(s.mu);
+    sl.added = true;
+    s.logins.emplace(slot, std::move(n));
+    return;
+  }
+  NodeFacts facts = FactsOf(n);
+  sl.partial = std::move(facts.partial);
+  // Until a login node has been seen the replay may have none, and then every check is judged on
+  // every node: judge the cluster checks too (a fleet's login bundle usually comes first).
+  bool fleet = s.login_seen;
+  std::vector<std::pair<size_t, Finding>> judged;
+  judged.reserve(s.plan.checks.size());
+  for (size_t c = 0; c < s.plan.checks.size(); ++c) {
+    const auto& pc = s.plan.checks[c];
+    if (fleet && pc.check->info.cluster) continue;
+    judged.emplace_back(c, JudgePlanned(s.plan, pc, n.evidence, s.minimums, s.now));
+  }
+  std::lock_guard lock(s.mu);
+  for (auto& [c, f] : judged) s.findings[c][slot] = s.tables[c].Intern(std::move(f));
+  if (s.fact_ids.size() < facts.values.size()) {
+    s.fact_ids.resize(facts.values.size());
+    s.fact_values.resize(facts.values.size());
+  }
+  sl.facts.reserve(facts.values.size());
+  for (size_t k = 0; k < facts.values.size(); ++k) {
+    auto [it, fresh] = s.fact_ids[k].try_emplace(facts.values[k], static_cast<uint32_t>(s.fact_values[k].size()));
+    if (fresh) s.fact_values[k].push_back(facts.values[k]);
+    sl.facts.push_back(it->second);
+  }
+  sl.added = true;
+}
+
+Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool drop_duplicates, std::vector<Duplicate>* duplicates,
+                          std::vector<size_t>* kept_out) {
+  State& s = *s_;
+  const Plan& plan = s.plan;
+  Report r;
+  r.tool_version = core::kToolVersion;
+  r.git_sha = core::kGitSha;
+  r.plan = plan;
+  r.minimums_origin = s.minimums.origin;
+  r.minimums_generated = s.minimums.generated_text;
+  r.collected_at = util::FormatRfc3339(s.now);
+  std::vector<size_t> kept;
+  std::set<std::pair<std::string, std::string>> collections;
+  for (size_t i = 0; i < s.slots.size(); ++i) {
+    const auto& sl = s.slots[i];
+    if (!sl.added) continue;
+    if (drop_duplicates && !collections.insert({sl.node, sl.started_at}).second) {
+      if (duplicates) duplicates->push_back({i, sl.node, sl.started_at});
+      continue;
+    }
+    kept.push_back(i);
+  }
+  if (kept_out) *kept_out = kept;
+  auto names = std::make_shared<std::vector<std::string>>();
+  names->reserve(kept.size());
+  for (size_t i : kept) {
+    auto& sl = s.slots[i];
+    names->push_back(sl.node);
+    r.nodes.push_back(sl.node);
+    for (const auto& m : sl.misses) r.replay_misses.push_back(sl.node + ": " + m);
+    for (auto& l : sl.not_taken) r.not_taken.push_back(std::move(l));
+  }
+  if (!kept.empty()) r.target_detection = s.slots[kept.front()].target_detection;
+  r.unreachable = unreachable;
+  // Positions (in the report's node list) of the compute and login nodes.
+  std::vector<uint32_t> computes, logins;
+  for (size_t k = 0; k < kept.size(); ++k) (s.slots[kept[k]].role == "login" ? logins : computes).push_back(static_cast<uint32_t>(k));
+  bool fleet = !logins.empty();
+  std::vector<NodeEvidence> login_views;
+  if (fleet) {
+    std::vector<NodeFacts> store(computes.size());
+    std::vector<const NodeFacts*> facts;
+    facts.reserve(computes.size());
+    for (size_t j = 0; j < computes.size(); ++j) {
+      const auto& sl = s.slots[kept[computes[j]]];
+      store[j].node = sl.node;
+      store[j].partial = sl.partial;
+      for (size_t k = 0; k < sl.facts.size(); ++k) store[j].values.push_back(s.fact_values[k][sl.facts[k]]);
+      facts.push_back(&store[j]);
+    }
+    NodeFacts login_facts = FactsOf(s.logins.at(kept[logins.front()]));
+    core::Evidence summary = FleetSummary(facts, unreachable, &login_facts);
+    r.fleet = summary.data;
+    for (uint32_t k : logins) {
+      NodeEvidence v = std::move(s.logins.at(kept[k]));
+      v.evidence["fleet.summary"] = summary;
+      login_views.push_back(std::move(v));
+    }
+    s.logins.clear();
+  }
+  std::vector<uint32_t> all(kept.size());
+  for (size_t k = 0; k < kept.size(); ++k) all[k] = static_cast<uint32_t>(k);
+  r.results.resize(plan.checks.size());
+  auto finish_check = [&](size_t c) {
+    const auto& pc = plan.checks[c];
+    CheckResult& cr = r.results[c];
+    cr.info = &pc.check->info;
+    bool on_login = fleet && pc.check->info.cluster;
+    std::vector<NodeFindings::Row> rows;
+    FindingTable table;
+    if (on_login) {
+      for (size_t j = 0; j < login_views.size(); ++j) {
+        rows.push_back({logins[j], table.Intern(JudgePlanned(plan, pc, login_views[j].evidence, s.minimums, s.now))});
+      }
+    } else {
+      const auto& targets = fleet ? computes : all;
+      rows.reserve(targets.size());
+      for (uint32_t k : targets) {
+        uint32_t f = s.findings[c][kept[k]];
+        if (f == State::kNone) throw std::logic_error(fmt::format("check {} was not judged on {}", pc.check->info.id, (*names)[k]));
+        rows.push_back({k, f});
+      }
+      table = std::move(s.tables[c]);
+    }
+    cr.nodes = NodeFindings(names, std::move(table), std::move(rows));
+    if (cr.nodes.empty()) {
+      cr.finding = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
+      for (const auto& u : unreachable) cr.finding.details.push_back(u.node + ": no evidence (" + u.reason + ")");
+    } else {
+      cr.finding = RollUp(cr.nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
+    }
+  };
+  size_t work = plan.checks.size() * std::max<size_t>(1, kept.size());
+  ParallelFor(plan.checks.size(), work < 2000 ? 1u : Cores(), finish_check);
+  return r;
+}
+
+namespace {
+util::SysTime NowOf(const NodeEvidence& first) {
+  if (auto t = util::ParseRfc3339(first.manifest.started_at)) return *t;
+  return std::chrono::system_clock::now();
+}
+}  // namespace
+
+Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& plan, const collect::CollectOptions& opts,
+                           const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates, std::vector<size_t>* kept) {
+  collect::CollectOptions one = opts;
+  one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+  auto replay = [&](size_t i) {
+    host::Bundle b = host::Bundle::Load(paths[i]);
+    if (b.Empty()) {
+      throw host::BundleError(fmt::format("{}: the evidence bundle holds no evidence (no file, directory, command, PATH lookup, "
+                                          "environment or NVML answer was recorded); nothing to judge",
+                                          paths[i]));
+    }
+    return ReplayNode(b, plan, one);
+  };
+  if (paths.empty()) return FleetJudge(plan, minimums, std::chrono::system_clock::now(), 0).Finish({}, true, duplicates, kept);
+  // The first node's collection time is every judge's "now": it is replayed first.
+  NodeEvidence first = replay(0);
+  FleetJudge judge(plan, minimums, NowOf(first), paths.size());
+  judge.Add(0, std::move(first));
+  // Each bundle is loaded, replayed, judged and dropped by one worker: one per core in memory.
+  ParallelFor(paths.size() - 1, Cores(), [&](size_t i) { judge.Add(i + 1, replay(i + 1)); });
+  return judge.Finish({}, /*drop_duplicates=*/true, duplicates, kept);
+}
+
+Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan, const collect::CollectOptions& opts,
+                  const core::MinimumTable& minimums, const std::vector<UnreachableNode>& unreachable) {
+  collect::CollectOptions one = opts;
+  one.threads = 1;
+  FleetJudge judge(plan, minimums, NowOf(login), bundles.size() + 1);
+  judge.Add(0, std::move(login));
+  ParallelFor(bundles.size(), Cores(), [&](size_t i) { judge.Add(i + 1, ReplayNode(bundles[i], plan, one)); });
+  return judge.Finish(unreachable, /*drop_duplicates=*/false);
 }
 
 int ExitCodeFor(const Report& r, bool exit_zero) {

@@ -160,8 +160,29 @@ const std::vector<std::pair<std::string, Fact>>& Facts() {
 
 }  // namespace
 
+NodeFacts FactsOf(const NodeEvidence& n) {
+  NodeFacts f;
+  f.node = n.node;
+  f.partial = n.manifest.partial;
+  f.values.reserve(Facts().size());
+  for (const auto& [name, fn] : Facts()) f.values.push_back(fn(n));
+  return f;
+}
+
 core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const std::vector<UnreachableNode>& unreachable,
                             const NodeEvidence* login) {
+  std::vector<NodeFacts> facts;
+  facts.reserve(nodes.size());
+  for (const auto* n : nodes) facts.push_back(FactsOf(*n));
+  std::vector<const NodeFacts*> ptrs;
+  for (const auto& f : facts) ptrs.push_back(&f);
+  NodeFacts login_facts;
+  if (login) login_facts = FactsOf(*login);
+  return FleetSummary(ptrs, unreachable, login ? &login_facts : nullptr);
+}
+
+core::Evidence FleetSummary(const std::vector<const NodeFacts*>& nodes, const std::vector<UnreachableNode>& unreachable,
+                            const NodeFacts* login) {
   core::Evidence e;
   e.status = core::EvidenceStatus::kOk;
   json per_node = json::array();
@@ -169,8 +190,9 @@ core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const
   std::map<std::string, std::vector<std::string>> unknown;                         // fact -> nodes
   for (const auto* n : nodes) {
     json facts = json::object();
+    size_t k = 0;
     for (const auto& [name, fn] : Facts()) {
-      std::string v = fn(*n);
+      const std::string& v = n->values[k++];
       facts[name] = v.empty() ? json(nullptr) : json(v);
       if (v.empty()) unknown[name].push_back(n->node);
       else groups[name][v].push_back(n->node);
@@ -196,15 +218,16 @@ core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const
   for (const auto& u : unreachable) un.push_back({{"node", u.node}, {"reason", u.reason}});
   json partial = json::array();  // nodes that hit the per-node deadline: some evidence is missing
   for (const auto* n : nodes) {
-    if (!n->manifest.partial.empty()) partial.push_back({{"node", n->node}, {"reason", n->manifest.partial}});
+    if (!n->partial.empty()) partial.push_back({{"node", n->node}, {"reason", n->partial}});
   }
   std::vector<std::string> compared;
   for (const auto& [name, fn] : Facts()) compared.push_back(name);
   json login_facts = nullptr;
   if (login) {
     login_facts = json::object();
+    size_t k = 0;
     for (const auto& [name, fn] : Facts()) {
-      std::string v = fn(*login);
+      const std::string& v = login->values[k++];
       login_facts[name] = v.empty() ? json(nullptr) : json(v);
     }
   }

@@ -15,4 +15,15 @@ namespace clustermax::audit {
 core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const std::vector<UnreachableNode>& unreachable,
                             const NodeEvidence* login = nullptr);
 
+// The same from each node's facts, taken when the node was judged (FleetJudge keeps these, not the
+// evidence): one value per fact ("" unknown), in the order of the summary's facts_compared.
+struct NodeFacts {
+  std::string node;
+  std::string partial;  // the manifest's: the collection stopped early (why)
+  std::vector<std::string> values;
+};
+NodeFacts FactsOf(const NodeEvidence& n);
+core::Evidence FleetSummary(const std::vector<const NodeFacts*>& nodes, const std::vector<UnreachableNode>& unreachable,
+                            const NodeFacts* login);
+
 }  // namespace clustermax::audit

@@ -115,8 +115,12 @@ fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const st
   fs::path tmp = util::MakePrivateTempDir(parent, fmt::format(".{}.partial-", out_dir.filename().string()));
   util::CreatePrivateDirectories(tmp / "evidence");
   write_evidence(tmp / "evidence");
-  util::WriteFileAtomic(tmp / "report.json", util::JsonText(report::ToJson(report)) + "\n");
-  util::WriteFileAtomic(tmp / "report.txt", report::RenderText(report, {.verbosity = 2, .color = false}));
+  // Written as rendered: a large fleet's report is never held whole.
+  util::WriteFileAtomic(tmp / "report.json", [&](const report::Sink& write) {
+    report::WriteJson(report, write);
+    write("\n");
+  });
+  util::WriteFileAtomic(tmp / "report.txt", [&](const report::Sink& write) { report::WriteText(report, {.verbosity = 2, .color = false}, write); });
   // The table the run was judged with, kept beside it: `audit review` judges with the same one.
   std::optional<std::string> table = report.minimums_origin == "embedded" ? std::optional<std::string>(core::EmbeddedMinimumTableText())
                                                                           : util::ReadLocalFile(report.minimums_origin);
@@ -138,13 +142,15 @@ fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const st
 }
 
 int EmitReport(const audit::Report& report, const AuditOptions& a) {
+  auto write = [](std::string_view piece) { std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size())); };
   if (!a.textfile.empty()) WriteTextfile(a.textfile, RenderExport("prometheus", report::ToJson(report), {}));
   if (a.json_out || a.format == "json") {
-    std::cout << util::JsonText(report::ToJson(report)) << "\n";
+    report::WriteJson(report, write);
+    std::cout << "\n";
   } else if (a.format != "text") {
     std::cout << RenderExport(a.format, report::ToJson(report), {});
   } else {
-    std::cout << report::RenderText(report, {.verbosity = a.verbosity, .color = UseColor(a.no_color)});
+    report::WriteText(report, {.verbosity = a.verbosity, .color = UseColor(a.no_color)}, write);
   }
   return audit::ExitCodeFor(report, a.exit_zero);
 }
@@ -244,31 +250,25 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     if (sel.probes.empty()) sel.probes.insert(first.manifest.probes.begin(), first.manifest.probes.end());
     audit::Plan plan = audit::BuildPlan(registry, sel);
     auto opts = MakeCollectOptions(a, sel);
-    std::vector<audit::NodeEvidence> nodes = audit::ReplayFiles(paths, plan, opts);
-    // The same collection given twice (a copy of a bundle, a run directory and one of its files) is one node.
-    std::set<std::pair<std::string, std::string>> collections;
-    std::vector<std::string> kept_paths;
-    std::vector<audit::NodeEvidence> kept;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!collections.insert({nodes[i].node, nodes[i].manifest.started_at}).second) {
-        std::cerr << fmt::format("clustermax: warning: {} is the same collection as an earlier bundle ({} at {}); judged once\n",
-                                 util::EscapeControls(paths[i]), util::EscapeControls(nodes[i].node), nodes[i].manifest.started_at);
-        continue;
-      }
-      kept_paths.push_back(paths[i]);
-      kept.push_back(std::move(nodes[i]));
+    // Loaded, replayed and judged one bundle per core at a time; the same collection given twice (a
+    // copy of a bundle, a run directory and one of its files) is one node.
+    std::vector<audit::FleetJudge::Duplicate> duplicates;
+    std::vector<size_t> kept;
+    audit::Report report = audit::ReplayAndJudgeFiles(paths, plan, opts, minimums, &duplicates, &kept);
+    for (const auto& d : duplicates) {
+      std::cerr << fmt::format("clustermax: warning: {} is the same collection as an earlier bundle ({} at {}); judged once\n",
+                               util::EscapeControls(paths[d.slot]), util::EscapeControls(d.node), d.started_at);
     }
-    nodes = std::move(kept);
-    audit::Report report = audit::Judge(plan, nodes, minimums);
     report.mode = "replay";
     if (!a.out_dir.empty()) {
       // Re-saved as a run directory: the report of this judgement beside byte copies of the bundles.
       fs::path written = WriteRun(a.out_dir, report, [&](const fs::path& dir) {
         std::set<std::string> names;
-        for (size_t i = 0; i < kept_paths.size(); ++i) {
-          std::string name = BundleFileName(nodes[i].node);
-          for (int k = 2; !names.insert(name).second; ++k) name = BundleFileName(fmt::format("{}-{}", nodes[i].node, k));
-          util::WriteFileAtomic(dir / name, *util::ReadLocalFile(kept_paths[i]));
+        for (size_t i = 0; i < kept.size(); ++i) {
+          const std::string& node = report.nodes[i];
+          std::string name = BundleFileName(node);
+          for (int k = 2; !names.insert(name).second; ++k) name = BundleFileName(fmt::format("{}-{}", node, k));
+          util::WriteFileAtomic(dir / name, *util::ReadLocalFile(paths[kept[i]]));
         }
       }, /*unique_name=*/false);
       std::cerr << fmt::format("run saved to {}\n", written.string());
@@ -277,9 +277,6 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
       std::cerr << fmt::format("clustermax: warning: {} request(s) not in the evidence bundle(s); see the report header\n",
                                report.replay_misses.size());
     }
-    // A thousand nodes' evidence is hundreds of megabytes: free it beside the report, not after.
-    // (A jthread: joined on every path, also when printing throws.)
-    std::jthread release([n = std::move(nodes)]() mutable { n.clear(); });
     return EmitReport(report, a);
   }
 
@@ -388,14 +385,15 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     audit::FanOutResult fr = audit::FanOutThroughSlurm(local, fo);
     std::cerr << fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s\n", fr.bundles.size(), fr.in_scope.size(), fr.seconds);
     if (!fr.srun_error.empty() && a.verbosity >= 1) std::cerr << "  srun:     " << fr.srun_error << "\n";
-    for (auto& n : audit::ReplayBundles(fr.bundles, plan, opts)) nodes.push_back(std::move(n));
     fleet_bundles = std::move(fr.bundles);
     unreachable = fr.unreachable;
     if (fr.in_scope.empty()) std::cerr << "clustermax: warning: no node in scope (check --partition / --nodelist)\n";
   } else {
     nodes.push_back(audit::CollectNode(local, plan, opts, bundle));
   }
-  audit::Report report = audit::Judge(plan, nodes, minimums, unreachable);
+  // A fleet's nodes are replayed and judged one per core at a time, keeping compact findings.
+  audit::Report report = fleet ? audit::JudgeFleet(std::move(nodes.front()), fleet_bundles, plan, opts, minimums, unreachable)
+                               : audit::Judge(plan, nodes, minimums, unreachable);
   report.mode = "live";
 
   fs::path out = a.out_dir.empty()

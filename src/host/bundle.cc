@@ -1,6 +1,7 @@
 #include "host/bundle.h"
 
 #include <charconv>
+#include <cstring>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -239,7 +240,7 @@ Bundle Bundle::FromJson(const json& j) {
       r.error = f.value("error", "");
       r.content = GetText(f, "content");
       r.truncated = f.value("truncated", false);
-      b.files_[path] = r;
+      b.files_[path] = std::move(r);
     }
     for (const auto& [path, d] : j.at("dirs").items()) {
       DirResult r;
@@ -251,7 +252,7 @@ Bundle Bundle::FromJson(const json& j) {
           r.entries.push_back({e.at(0).get<std::string>(), type.empty() ? '?' : type[0]});
         }
       }
-      b.dirs_[path] = r;
+      b.dirs_[path] = std::move(r);
     }
     for (const auto& [path, s] : j.at("stats").items()) {
       StatResult r;
@@ -262,7 +263,7 @@ Bundle Bundle::FromJson(const json& j) {
       r.mode = s.value("mode", 0u);
       r.size = s.value("size", uint64_t{0});
       r.link_target = s.value("link_target", "");
-      b.stats_[path] = r;
+      b.stats_[path] = std::move(r);
     }
     for (const auto& c : j.at("commands")) {
       CommandResult r;
@@ -277,7 +278,8 @@ Bundle Bundle::FromJson(const json& j) {
       r.timed_out = c.value("timed_out", false);
       r.truncated = c.value("truncated", false);
       r.resolved = c.value("resolved", "");
-      b.commands_[CommandKey(argv)] = {argv, r};
+      std::string key = CommandKey(argv);
+      b.commands_[key] = {std::move(argv), std::move(r)};
     }
     for (const auto& [name, p] : j.at("which").items()) {
       WhichResult r;
@@ -307,6 +309,9 @@ namespace {
 // Valid UTF-8 (NUL allowed: "\u0000" is a character of a JSON string). RapidJSON validates the
 // input, but an escaped lone low surrogate ("\udc00") would come out encoded; simdjson refused it.
 bool ValidUtf8(std::string_view s) {
+  // RapidJSON validated the input: after unescaping only an encoded surrogate (0xED 0xA0-0xBF) can
+  // be invalid, so text without 0xED needs no second look.
+  if (s.empty() || std::memchr(s.data(), 0xED, s.size()) == nullptr) return true;
   size_t i = 0, n = s.size();
   auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
   while (i < n) {
@@ -553,7 +558,7 @@ FileResult ReplayHost::ReadFile(const std::string& path, size_t max_bytes) {
       r->content.resize(max_bytes);
       r->truncated = true;
     }
-    return *r;
+    return std::move(*r);
   }
   Miss("file " + path);
   return {IoStatus::kNotRecorded, "", false, "not in the evidence bundle: file " + path};

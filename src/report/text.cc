@@ -1,4 +1,7 @@
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -25,10 +28,39 @@ std::string Tag(Verdict v, bool color) {
   return color ? fmt::format("{}{}\x1b[0m", Color(v), t) : t;
 }
 
+// Text for a Sink, passed on in pieces of about a megabyte.
+class Buffered {
+ public:
+  explicit Buffered(const Sink& sink) : sink_(sink) {}
+  Buffered& operator+=(std::string_view s) {
+    buf_.append(s);
+    if (buf_.size() >= (1u << 20)) Flush();
+    return *this;
+  }
+  Buffered& operator+=(char c) {
+    buf_.push_back(c);
+    return *this;
+  }
+  void Flush() {
+    if (!buf_.empty()) sink_(buf_);
+    buf_.clear();
+  }
+
+ private:
+  const Sink& sink_;
+  std::string buf_;
+};
+
 }  // namespace
 
 std::string RenderText(const audit::Report& r, const TextOptions& o) {
-  std::string out;
+  std::string s;
+  WriteText(r, o, [&](std::string_view p) { s.append(p); });
+  return s;
+}
+
+void WriteText(const audit::Report& r, const TextOptions& o, const Sink& sink) {
+  Buffered out(sink);
   // Every line holds text from evidence (host names, tool output, messages): control characters are
   // escaped, so nothing can move the cursor or erase a line. The verdict tag, with its colour, is
   // ours and is added after the escaping (tag_line).
@@ -37,7 +69,10 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
     out += '\n';
   };
   auto tag_line = [&](const std::string& indent, Verdict v, const std::string& rest) {
-    out += indent + Tag(v, o.color) + util::EscapeControls(rest) + "\n";
+    out += indent;
+    out += Tag(v, o.color);
+    out += util::EscapeControls(rest);
+    out += '\n';
   };
   line(fmt::format("clustermax {} audit: target {}, profile {}, {} node(s): {}", r.tool_version,
                    core::ToString(r.plan.selection.target),
@@ -146,7 +181,7 @@ std::string RenderText(const audit::Report& r, const TextOptions& o) {
   if (o.verbosity == 0 && r.Count(Verdict::kPass) + r.Count(Verdict::kSkip) > 0) {
     line("(PASS and SKIP rows hidden; -v shows every check with observed and expected values)");
   }
-  return out;
+  out.Flush();
 }
 
 namespace {
@@ -211,6 +246,272 @@ nlohmann::json ToJson(const audit::Report& r) {
   out["fleet"] = FleetJson(r);
   out["results"] = std::move(results);
   return out;
+}
+
+}  // namespace clustermax::report
+
+namespace clustermax::report {
+namespace {
+using nlohmann::json;
+
+// Pieces of nlohmann's dump(2) (error_handler replace, as util::JsonText), written as they come.
+// A value at `depth` is dumped alone and its lines indented by 2 * depth: the bytes are those of the
+// whole document's dump (strings never hold a raw newline).
+class JsonOut {
+ public:
+  explicit JsonOut(const Sink& sink) : out_(sink) {}
+  void Raw(std::string_view s) { out_ += s; }
+  void Flush() { out_.Flush(); }
+  void Value(const json& v, int depth) { Indented(v.dump(2, ' ', false, json::error_handler_t::replace), depth); }
+  void Indented(const std::string& text, int depth) {
+    size_t from = 0, nl;
+    while ((nl = text.find('\n', from)) != std::string::npos) {
+      out_ += std::string_view(text).substr(from, nl + 1 - from);
+      Spaces(depth);
+      from = nl + 1;
+    }
+    out_ += std::string_view(text).substr(from);
+  }
+  void Spaces(int depth) {
+    static const std::string kSpaces(512, ' ');
+    for (int n = 2 * depth; n > 0; n -= 512) out_ += std::string_view(kSpaces).substr(0, std::min(n, 512));
+  }
+  // "\n" + indent + "\"key\": " (or "{\n" + ... for the first member).
+  void Key(const std::string& key, int depth, bool first) {
+    out_ += first ? "\n" : ",\n";
+    Spaces(depth);
+    out_ += String(key);
+    out_ += ": ";
+  }
+  static std::string String(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ private:
+  Buffered out_;
+};
+
+// The members of `head` (an object) in nlohmann's order, with `extra` streamed values put in their
+// sorted places: the members of the object at `depth`.
+void Members(JsonOut& o, const json& head, const std::map<std::string, std::function<void(int)>>& extra, int depth) {
+  std::map<std::string, const json*> keys;
+  for (const auto& [k, v] : head.items()) keys[k] = &v;
+  std::vector<std::string> order;
+  for (const auto& [k, v] : keys) order.push_back(k);
+  for (const auto& [k, f] : extra) {
+    if (!keys.count(k)) order.push_back(k);
+  }
+  std::sort(order.begin(), order.end());
+  if (order.empty()) {
+    o.Raw("{}");
+    return;
+  }
+  o.Raw("{");
+  bool first = true;
+  for (const auto& k : order) {
+    o.Key(k, depth + 1, first);
+    first = false;
+    if (auto it = extra.find(k); it != extra.end()) it->second(depth + 1);
+    else o.Value(*keys[k], depth + 1);
+  }
+  o.Raw("\n");
+  o.Spaces(depth);
+  o.Raw("}");
+}
+
+// A node's finding object as dumped at `depth`, split around its "node" value: prefix + name + suffix.
+struct NodeObject {
+  std::string prefix, suffix;
+};
+NodeObject SplitNodeObject(const core::Finding& f, int depth) {
+  json nj = f;
+  nj["node"] = "\x01";
+  std::string text = nj.dump(2, ' ', false, json::error_handler_t::replace);
+  std::string marker = "\"node\": \"\\u0001\"";
+  size_t at = text.find(marker);
+  NodeObject n;
+  auto indent = [&](const std::string& t) {
+    std::string s;
+    for (char c : t) {
+      s.push_back(c);
+      if (c == '\n') s.append(2 * depth, ' ');
+    }
+    return s;
+  };
+  n.prefix = indent(text.substr(0, at + 8));
+  n.suffix = indent(text.substr(at + marker.size()));
+  return n;
+}
+
+// The quoted names of a check's nodes, computed once per name table.
+class NameCache {
+ public:
+  const std::string& Quoted(const audit::NodeFindings& nodes, size_t i) {
+    if (nodes.names() != table_) {
+      table_ = nodes.names();
+      quoted_.assign(table_ ? table_->size() : 0, std::string());
+      done_.assign(quoted_.size(), false);
+    }
+    uint32_t k = nodes.rows()[i].name;
+    if (!done_[k]) {
+      quoted_[k] = JsonOut::String((*table_)[k]);
+      done_[k] = true;
+    }
+    return quoted_[k];
+  }
+
+ private:
+  const std::vector<std::string>* table_ = nullptr;
+  std::vector<std::string> quoted_;
+  std::vector<bool> done_;
+};
+
+void WriteNodes(JsonOut& o, const audit::NodeFindings& nodes, NameCache& names, int depth) {
+  if (nodes.empty()) {
+    o.Raw("[]");
+    return;
+  }
+  std::vector<std::optional<NodeObject>> objects(nodes.table().size());
+  o.Raw("[");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    o.Raw(i == 0 ? "\n" : ",\n");
+    o.Spaces(depth + 1);
+    uint32_t f = nodes.rows()[i].finding;
+    if (!objects[f]) objects[f] = SplitNodeObject(nodes.table()[f], depth + 1);
+    o.Raw(objects[f]->prefix);
+    o.Raw(names.Quoted(nodes, i));
+    o.Raw(objects[f]->suffix);
+  }
+  o.Raw("\n");
+  o.Spaces(depth);
+  o.Raw("]");
+}
+
+// The matrix row's verdicts: an object keyed by node name (sorted; a repeated name keeps its last).
+// The order is computed once for the checks judged on the same nodes.
+std::vector<uint32_t> VerdictKeys(const audit::NodeFindings& nodes);
+struct VerdictOrder {
+  const std::vector<std::string>* table = nullptr;
+  std::vector<uint32_t> names, last;
+};
+void WriteVerdicts(JsonOut& o, const audit::NodeFindings& nodes, NameCache& names, VerdictOrder& cache, int depth) {
+  bool same = cache.table == nodes.names() && cache.names.size() == nodes.size();
+  for (size_t i = 0; same && i < nodes.size(); ++i) same = cache.names[i] == nodes.rows()[i].name;
+  if (!same) {
+    cache.table = nodes.names();
+    cache.names.clear();
+    for (const auto& row : nodes.rows()) cache.names.push_back(row.name);
+    cache.last = VerdictKeys(nodes);
+  }
+  const std::vector<uint32_t>& last = cache.last;
+  if (last.empty()) {
+    o.Raw("{}");
+    return;
+  }
+  o.Raw("{");
+  for (size_t j = 0; j < last.size(); ++j) {
+    o.Raw(j == 0 ? "\n" : ",\n");
+    o.Spaces(depth + 1);
+    o.Raw(names.Quoted(nodes, last[j]));
+    o.Raw(": \"");
+    o.Raw(core::ToString(nodes[last[j]].finding.verdict));
+    o.Raw("\"");
+  }
+  o.Raw("\n");
+  o.Spaces(depth);
+  o.Raw("}");
+}
+
+std::vector<uint32_t> VerdictKeys(const audit::NodeFindings& nodes) {
+  std::vector<uint32_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<uint32_t>(i);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return nodes[a].node < nodes[b].node; });
+  std::vector<uint32_t> last;
+  for (size_t j = 0; j < order.size(); ++j) {
+    if (j + 1 < order.size() && nodes[order[j + 1]].node == nodes[order[j]].node) continue;
+    last.push_back(order[j]);
+  }
+  return last;
+}
+}  // namespace
+
+void WriteJson(const audit::Report& r, const Sink& sink) {
+  JsonOut o(sink);
+  NameCache names;
+  VerdictOrder order;
+  // Everything but the two large members, built as ToJson builds it.
+  json head = {{"schema_version", audit::kReportSchemaVersion},
+               {"tool", {{"name", "clustermax"}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
+               {"mode", r.mode},
+               {"collected_at", r.collected_at},
+               {"target", core::ToString(r.plan.selection.target)},
+               {"profiles", r.plan.selection.profiles.empty() ? std::vector<std::string>{"all"} : r.plan.selection.profiles},
+               {"probes", std::vector<std::string>(r.plan.selection.probes.begin(), r.plan.selection.probes.end())},
+               {"minimum_table", {{"origin", r.minimums_origin}, {"generated", r.minimums_generated}}},
+               {"nodes", r.nodes},
+               {"summary",
+                {{"checks", r.results.size()},
+                 {"pass", r.Count(core::Verdict::kPass)},
+                 {"warn", r.Count(core::Verdict::kWarn)},
+                 {"fail", r.Count(core::Verdict::kFail)},
+                 {"skip", r.Count(core::Verdict::kSkip)}}},
+               {"replay_misses", r.replay_misses},
+               {"not_taken", r.not_taken},
+               {"target_detection", r.target_detection}};
+  std::map<std::string, std::function<void(int)>> extra;
+  extra["fleet"] = [&](int depth) {
+    if (r.fleet.is_null()) {
+      o.Raw("null");
+      return;
+    }
+    std::map<std::string, std::function<void(int)>> matrix;
+    matrix["matrix"] = [&](int d) {
+      if (r.results.empty()) {
+        o.Raw("[]");
+        return;
+      }
+      o.Raw("[");
+      for (size_t i = 0; i < r.results.size(); ++i) {
+        const auto& res = r.results[i];
+        o.Raw(i == 0 ? "\n" : ",\n");
+        o.Spaces(d + 1);
+        json row = {{"check", res.info->id}, {"scope", res.info->cluster ? "cluster" : "node"}};
+        std::map<std::string, std::function<void(int)>> verdicts;
+        verdicts["verdicts"] = [&](int dd) { WriteVerdicts(o, res.nodes, names, order, dd); };
+        Members(o, row, verdicts, d + 1);
+      }
+      o.Raw("\n");
+      o.Spaces(d);
+      o.Raw("]");
+    };
+    Members(o, r.fleet, matrix, depth);
+  };
+  extra["results"] = [&](int depth) {
+    if (r.results.empty()) {
+      o.Raw("[]");
+      return;
+    }
+    o.Raw("[");
+    for (size_t i = 0; i < r.results.size(); ++i) {
+      const auto& res = r.results[i];
+      o.Raw(i == 0 ? "\n" : ",\n");
+      o.Spaces(depth + 1);
+      json j = res.finding;
+      j["id"] = res.info->id;
+      j["category"] = res.info->category;
+      j["title"] = res.info->title;
+      j["criterion"] = res.info->criterion.empty() ? json(nullptr) : json(res.info->criterion);
+      j["critical"] = res.info->critical;
+      j["mode"] = res.info->Mode();
+      j["nodes_total"] = res.nodes.size();
+      std::map<std::string, std::function<void(int)>> nodes;
+      nodes["nodes"] = [&](int d) { WriteNodes(o, res.nodes, names, d); };
+      Members(o, j, nodes, depth + 1);
+    }
+    o.Raw("\n");
+    o.Spaces(depth);
+    o.Raw("]");
+  };
+  Members(o, head, extra, 0);
+  o.Flush();
 }
 
 }  // namespace clustermax::report

@@ -32,6 +32,11 @@ std::string UniqueSuffix() {
 }  // namespace
 
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  WriteFileAtomic(path, [&](const std::function<void(std::string_view)>& write) { write(content); }, mode);
+}
+
+void WriteFileAtomic(const std::filesystem::path& path, const std::function<void(const std::function<void(std::string_view)>&)>& produce,
+                     unsigned mode) {
   std::filesystem::path tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
@@ -43,17 +48,23 @@ void WriteFileAtomic(const std::filesystem::path& path, std::string_view content
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", tmp.string(), Errno(errno)));
   // The umask may have taken bits away, never added them; make the mode exact.
   ::fchmod(fd, mode);
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error(fmt::format("cannot write {}: {}", tmp.string(), Errno(e)));
+  auto write = [&](std::string_view content) {
+    size_t done = 0;
+    while (done < content.size()) {
+      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw std::runtime_error(fmt::format("cannot write {}: {}", tmp.string(), Errno(errno)));
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
+  };
+  try {
+    produce(write);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     int e = errno;

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,10 @@ inline constexpr int kMaxJsonDepth = 256;
 
 // Throws std::runtime_error with the path and errno text on failure. `mode` applies to a new file.
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content, unsigned mode = 0600);
+// The same for content written piece by piece (a report too large to hold in memory): `produce`
+// calls its argument with each piece, in order.
+void WriteFileAtomic(const std::filesystem::path& path, const std::function<void(const std::function<void(std::string_view)>&)>& produce,
+                     unsigned mode = 0600);
 // A private directory for the tool's output (mode 0700), with its missing parents (0700 too).
 // Throws when `path` exists and is not a directory we can use (a link is refused).
 void CreatePrivateDirectories(const std::filesystem::path& path);
