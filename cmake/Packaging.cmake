@@ -25,6 +25,9 @@ install(FILES ${CM_GENERATED}/clustermax.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR
 install(FILES ${CM_GENERATED}/bash/clustermax DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions COMPONENT node)
 install(FILES ${CM_GENERATED}/zsh/_clustermax DESTINATION ${CMAKE_INSTALL_DATADIR}/zsh/vendor-completions COMPONENT node)
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs/examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT node)
+# The wrappers slurm.conf names (HealthCheckProgram, Prolog): docs/examples/health.
+install(PROGRAMS ${CMAKE_SOURCE_DIR}/docs/examples/health/health-check.sh ${CMAKE_SOURCE_DIR}/docs/examples/health/prolog.sh
+        DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/clustermax COMPONENT node)
 install(FILES ${CMAKE_SOURCE_DIR}/README.md ${CMAKE_SOURCE_DIR}/docs/checks.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT node)
 set(CM_COMPONENTS node)
 if(TARGET clustermax-gpu)

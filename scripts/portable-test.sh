@@ -77,7 +77,8 @@ cp "$deb" "$root/tmp/"
 in_root dpkg -i "/tmp/$(basename "$deb")" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i"; }
 in_root /usr/bin/clustermax --version | grep -q "portable" || fail "the installed binary does not start"
 for f in /usr/share/man/man1/clustermax.1.gz /usr/share/bash-completion/completions/clustermax \
-         /usr/share/zsh/vendor-completions/_clustermax /usr/share/doc/clustermax/examples; do
+         /usr/share/zsh/vendor-completions/_clustermax /usr/share/doc/clustermax/examples \
+         /usr/libexec/clustermax/health-check.sh; do
   [ -e "$root$f" ] || fail "the package did not install $f"
 done
 zcat "$root/usr/share/man/man1/clustermax.1.gz" | grep -q '^\.SS "clustermax audit"' || fail "the man page lacks the audit command"

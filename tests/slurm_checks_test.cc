@@ -614,6 +614,12 @@ TEST(SlurmChecks, ASiteHealthCheckScriptIsNotJudgedByTheLoginNodesNhc) {
   auto nhc = Judge("healthcheck-program", b);
   EXPECT_EQ(nhc.verdict, core::Verdict::kWarn) << All(nhc);
   EXPECT_NE(nhc.message.find("nhc.conf has no active check"), std::string::npos) << nhc.message;
+  // clustermax health through the wrapper its package installs: named as such, not a site script.
+  b.PutCommand({"scontrol", "show", "config"}, Out(WithConfig(config, "HealthCheckProgram", "/usr/libexec/clustermax/health-check.sh")));
+  auto ours = Judge("healthcheck-program", b);
+  EXPECT_EQ(ours.verdict, core::Verdict::kPass) << All(ours);
+  EXPECT_NE(ours.message.find("clustermax health every 3600 s"), std::string::npos) << ours.message;
+  EXPECT_EQ(All(ours).find("a site script"), std::string::npos) << All(ours);
 }
 
 // VinUni's lab: partition slurmpar holds slurmnode[1-7] with Gres=gpu:1 and slurmnode[8-10] with gpu:2.

@@ -217,6 +217,15 @@ bool IsNhcProgram(const std::string& prog) {
   return base == "nhc" || base == "nhc-wrapper";
 }
 
+// Is it clustermax's own health check: the binary itself, or the wrapper the package installs
+// (/usr/libexec/clustermax/health-check.sh, from docs/examples/health)?
+bool IsClustermaxHealth(const std::string& prog) {
+  auto words = util::SplitWhitespace(prog);
+  if (words.empty()) return false;
+  std::string base = words[0].substr(words[0].rfind('/') + 1);
+  return base == "clustermax" || words[0] == "/usr/libexec/clustermax/health-check.sh";
+}
+
 Finding HealthCheckProgram(const JudgeContext& ctx) {
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
@@ -240,6 +249,10 @@ Finding HealthCheckProgram(const JudgeContext& ctx) {
   if (is_nhc && nhc_lines == 0) return core::Warn(Reason::kConfig, "HealthCheckProgram is NHC but nhc.conf has no active check").Details(lines);
   if (is_nhc) return core::Pass(fmt::format("{} every {} s (NHC, {} active line(s) in nhc.conf)", prog, *secs, nhc_lines)).Details(lines);
   lines.pop_back();  // the NHC installation is not this program's configuration
+  if (IsClustermaxHealth(prog)) {
+    return core::Pass(fmt::format("clustermax health every {} s ({}: GPU, Xid, ECC, PCIe, NVLink, fabric and mount checks; drains the node itself)", *secs, prog))
+        .Details(lines);
+  }
   return core::Pass(fmt::format("site health check program {} configured, interval {} s{}", prog, *secs, is_dcgm ? " (DCGM)" : ""))
       .Details(lines).Detail("a site script: what it checks is not read (NHC's configuration is not judged for it)");
 }
