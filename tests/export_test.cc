@@ -365,7 +365,8 @@ TEST(ExportSarif, ResultsRulesAndLevels) {
     }
   }
   size_t errors = 0;
-  for (const auto& res : ToSarif(r)["runs"][0]["results"]) errors += res["level"] == "error";
+  json mutated = ToSarif(r);  // named: a range-for over a temporary's member would outlive it
+  for (const auto& res : mutated["runs"][0]["results"]) errors += res["level"] == "error";
   EXPECT_EQ(errors, levels["error"] - 1);
 }
 
