@@ -203,6 +203,31 @@ nlohmann::json FleetJson(const audit::Report& r) {
 }
 }  // namespace
 
+namespace {
+// Every member of the report but "fleet" and "results" (the two large ones): one list for
+// ToJson and the streaming WriteJson, so the two cannot drift apart.
+nlohmann::json ReportHead(const audit::Report& r) {
+  return {{"schema_version", audit::kReportSchemaVersion},
+          {"tool", {{"name", "clustermax"}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
+          {"mode", r.mode},
+          {"collected_at", r.collected_at},
+          {"target", core::ToString(r.plan.selection.target)},
+          {"profiles", r.plan.selection.profiles.empty() ? std::vector<std::string>{"all"} : r.plan.selection.profiles},
+          {"probes", std::vector<std::string>(r.plan.selection.probes.begin(), r.plan.selection.probes.end())},
+          {"minimum_table", {{"origin", r.minimums_origin}, {"generated", r.minimums_generated}}},
+          {"nodes", r.nodes},
+          {"summary",
+           {{"checks", r.results.size()},
+            {"pass", r.Count(core::Verdict::kPass)},
+            {"warn", r.Count(core::Verdict::kWarn)},
+            {"fail", r.Count(core::Verdict::kFail)},
+            {"skip", r.Count(core::Verdict::kSkip)}}},
+          {"replay_misses", r.replay_misses},
+          {"not_taken", r.not_taken},
+          {"target_detection", r.target_detection}};
+}
+}  // namespace
+
 nlohmann::json ToJson(const audit::Report& r) {
   using nlohmann::json;
   json results = json::array();
@@ -225,24 +250,7 @@ nlohmann::json ToJson(const audit::Report& r) {
     results.push_back(std::move(j));
   }
   // Built without the two large members, which are moved in: a braced list would copy them.
-  json out = {{"schema_version", audit::kReportSchemaVersion},
-          {"tool", {{"name", "clustermax"}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
-          {"mode", r.mode},
-          {"collected_at", r.collected_at},
-          {"target", core::ToString(r.plan.selection.target)},
-          {"profiles", r.plan.selection.profiles.empty() ? std::vector<std::string>{"all"} : r.plan.selection.profiles},
-          {"probes", std::vector<std::string>(r.plan.selection.probes.begin(), r.plan.selection.probes.end())},
-          {"minimum_table", {{"origin", r.minimums_origin}, {"generated", r.minimums_generated}}},
-          {"nodes", r.nodes},
-          {"summary",
-           {{"checks", r.results.size()},
-            {"pass", r.Count(core::Verdict::kPass)},
-            {"warn", r.Count(core::Verdict::kWarn)},
-            {"fail", r.Count(core::Verdict::kFail)},
-            {"skip", r.Count(core::Verdict::kSkip)}}},
-          {"replay_misses", r.replay_misses},
-          {"not_taken", r.not_taken},
-          {"target_detection", r.target_detection}};
+  json out = ReportHead(r);
   out["fleet"] = FleetJson(r);
   out["results"] = std::move(results);
   return out;
@@ -437,25 +445,7 @@ void WriteJson(const audit::Report& r, const Sink& sink) {
   JsonOut o(sink);
   NameCache names;
   VerdictOrder order;
-  // Everything but the two large members, built as ToJson builds it.
-  json head = {{"schema_version", audit::kReportSchemaVersion},
-               {"tool", {{"name", "clustermax"}, {"version", r.tool_version}, {"git_sha", r.git_sha}}},
-               {"mode", r.mode},
-               {"collected_at", r.collected_at},
-               {"target", core::ToString(r.plan.selection.target)},
-               {"profiles", r.plan.selection.profiles.empty() ? std::vector<std::string>{"all"} : r.plan.selection.profiles},
-               {"probes", std::vector<std::string>(r.plan.selection.probes.begin(), r.plan.selection.probes.end())},
-               {"minimum_table", {{"origin", r.minimums_origin}, {"generated", r.minimums_generated}}},
-               {"nodes", r.nodes},
-               {"summary",
-                {{"checks", r.results.size()},
-                 {"pass", r.Count(core::Verdict::kPass)},
-                 {"warn", r.Count(core::Verdict::kWarn)},
-                 {"fail", r.Count(core::Verdict::kFail)},
-                 {"skip", r.Count(core::Verdict::kSkip)}}},
-               {"replay_misses", r.replay_misses},
-               {"not_taken", r.not_taken},
-               {"target_detection", r.target_detection}};
+  json head = ReportHead(r);
   std::map<std::string, std::function<void(int)>> extra;
   extra["fleet"] = [&](int depth) {
     if (r.fleet.is_null()) {
