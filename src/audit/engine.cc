@@ -127,6 +127,17 @@ Finding RollUp(const NodeFindings& nodes, const std::vector<UnreachableNode>& un
   return f;
 }
 
+// A check's finding over the fleet: the roll-up of its nodes (a check judged on the login node
+// does not count the unreachable compute nodes), or a WARN naming the silent nodes when none answered.
+Finding FleetFinding(const NodeFindings& nodes, const std::vector<UnreachableNode>& unreachable, bool on_login) {
+  if (nodes.empty()) {
+    Finding f = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
+    for (const auto& u : unreachable) f.details.push_back(u.node + ": no evidence (" + u.reason + ")");
+    return f;
+  }
+  return RollUp(nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
+}
+
 Finding JudgePlanned(const Plan& plan, const PlannedCheck& pc, const core::EvidenceSet& ev, const core::MinimumTable& minimums,
                      util::SysTime now) {
   if (pc.state == PlanState::kNotInScope) {
@@ -341,12 +352,7 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
       const NodeEvidence& n = *np;
       cr.nodes.push_back({n.node, JudgePlanned(plan, pc, n.evidence, minimums, now)});
     }
-    if (cr.nodes.empty()) {
-      cr.finding = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
-      for (const auto& u : unreachable) cr.finding.details.push_back(u.node + ": no evidence (" + u.reason + ")");
-    } else {
-      cr.finding = RollUp(cr.nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
-    }
+    cr.finding = FleetFinding(cr.nodes, unreachable, on_login);
   };
   size_t work = plan.checks.size() * std::max<size_t>(1, nodes.size());
   ParallelFor(plan.checks.size(), work < 2000 ? 1u : Cores(), judge_check);
@@ -518,12 +524,7 @@ Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool 
       table = std::move(s.tables[c]);
     }
     cr.nodes = NodeFindings(names, std::move(table), std::move(rows));
-    if (cr.nodes.empty()) {
-      cr.finding = core::Warn(Reason::kCoveragePartial, "no node returned evidence");
-      for (const auto& u : unreachable) cr.finding.details.push_back(u.node + ": no evidence (" + u.reason + ")");
-    } else {
-      cr.finding = RollUp(cr.nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
-    }
+    cr.finding = FleetFinding(cr.nodes, unreachable, on_login);
   };
   size_t work = plan.checks.size() * std::max<size_t>(1, kept.size());
   ParallelFor(plan.checks.size(), work < 2000 ? 1u : Cores(), finish_check);
