@@ -11,19 +11,12 @@ With --nvml DIR (tests' fake libnvidia-ml, 8 H100s) the first case also loads NV
 
 Usage: bench/health_bench.py [--binary build/clustermax] [--runs 20] [--nvml build/tests/fake_nvml]
 """
-import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, os, shutil, statistics, sys, tempfile
+
+from audit_bench import run  # one timing harness: wall clock and peak RSS from wait4
 
 NHC_TIMEOUT_S = 30.0      # NHC's default TIMEOUT per run (nhc(8)); Slurm runs it every HealthCheckInterval=300 s
 SLURM_INTERVAL_S = 300.0
-
-
-def run(argv, env=None):
-    """Runs argv once; returns (wall seconds, peak RSS MiB, exit code)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
 
 
 def tree(root):
