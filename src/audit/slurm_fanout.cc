@@ -37,7 +37,7 @@ std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std
   std::vector<host::Bundle> out;
   for (auto& [node, doc] : util::UnframeLines(kMarker, text, frame_errors)) {
     try {
-      out.push_back(host::Bundle::FromJson(host::ParseJson(doc)));
+      out.push_back(host::Bundle::Parse(std::move(doc)));
       if (out.back().manifest.hostname.empty()) out.back().manifest.hostname = node;
     } catch (const std::exception& e) {
       errors[node] = std::string("bundle unreadable: ") + e.what();
@@ -194,7 +194,7 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o) 
   res.srun_error = step.srun_error;
   for (auto& [node, doc] : step.documents) {
     try {
-      host::Bundle b = host::Bundle::FromJson(host::ParseJson(doc));
+      host::Bundle b = host::Bundle::Parse(std::move(doc));
       if (b.manifest.hostname.empty()) b.manifest.hostname = node;
       b.manifest.role = "compute";
       res.bundles.push_back(std::move(b));

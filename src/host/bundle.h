@@ -20,7 +20,7 @@ inline constexpr int kBundleFormatVersion = 1;
 
 // Parses JSON text with RapidJSON's SAX reader straight into an nlohmann value (several times faster
 // than nlohmann's own parser on evidence-sized documents; iterative, so deep input cannot exhaust the
-// stack). Throws BundleError("not valid JSON (...)").
+// stack; nesting past util::kMaxJsonDepth refused). Throws BundleError("not valid JSON (...)").
 nlohmann::json ParseJson(std::string_view text);
 
 class BundleError : public std::runtime_error {
@@ -79,19 +79,27 @@ class Bundle {
   bool Empty() const;
 
   nlohmann::json ToJson() const;
-  static Bundle FromJson(const nlohmann::json& j);  // throws BundleError
+  // Reads a bundle document (format checked, every part typed as it is read; the text is used as
+  // the parser's buffer). Throws BundleError naming what is wrong.
+  static Bundle Parse(std::string text);
+  static Bundle FromJson(const nlohmann::json& j);        // Parse of the value's text; throws BundleError
   static Bundle Load(const std::filesystem::path& path);  // throws BundleError
   void Save(const std::filesystem::path& path) const;     // atomic
 
+  // The answers, by kind (what Parse fills).
+  struct Parts {
+    std::map<std::string, FileResult> files;
+    std::map<std::string, DirResult> dirs;
+    std::map<std::string, StatResult> stats;
+    std::map<std::string, std::pair<std::vector<std::string>, CommandResult>> commands;  // by CommandKey
+    std::map<std::string, WhichResult> which;
+    std::map<std::string, std::optional<std::string>> env;
+    std::optional<NvmlResult> nvml;
+  };
+
  private:
   mutable std::mutex mu_;
-  std::map<std::string, FileResult> files_;
-  std::map<std::string, DirResult> dirs_;
-  std::map<std::string, StatResult> stats_;
-  std::map<std::string, std::pair<std::vector<std::string>, CommandResult>> commands_;
-  std::map<std::string, WhichResult> which_;
-  std::map<std::string, std::optional<std::string>> env_;
-  std::optional<NvmlResult> nvml_;
+  Parts parts_;
 };
 
 // Records every answer of the wrapped host into `bundle`.

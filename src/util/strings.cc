@@ -1,5 +1,8 @@
 #include "util/strings.h"
 
+#include <cstdint>
+#include <cstring>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -172,13 +175,28 @@ bool IsDangerousCodePoint(char32_t cp) {
 }
 }  // namespace
 
-bool IsValidUtf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
+bool IsUtf8(std::string_view s) {
+  size_t i = 0, n = s.size();
+  while (i < n) {
+    // Runs of ASCII (most of what machines print) eight bytes at a time.
+    while (n - i >= 8) {
+      uint64_t w;
+      std::memcpy(&w, s.data() + i, 8);
+      if (w & 0x8080808080808080ull) break;
+      i += 8;
+    }
+    while (i < n && static_cast<unsigned char>(s[i]) < 0x80) ++i;
+    if (i == n) break;
     Utf8Step st = DecodeUtf8(s, i);
-    if (st.len == 0 || st.cp == 0) return false;  // NUL bytes mark binary content
+    if (st.len == 0) return false;
     i += st.len;
   }
   return true;
+}
+
+bool IsValidUtf8(std::string_view s) {
+  // NUL bytes mark binary content.
+  return std::memchr(s.data(), 0, s.size()) == nullptr && IsUtf8(s);
 }
 
 std::string SanitizeUtf8(std::string_view s, bool* replaced) {

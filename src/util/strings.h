@@ -22,7 +22,9 @@ std::optional<long long> ParseInt(std::string_view s);
 std::optional<unsigned long long> ParseHexOrDec(std::string_view s);
 // KEY=VALUE files such as /etc/os-release; quotes removed, comments skipped.
 std::vector<std::pair<std::string, std::string>> ParseKeyValueLines(std::string_view text);
-// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF) without NUL bytes.
+// Strict UTF-8 (no overlong forms, surrogates or code points past U+10FFFF); NUL is a character.
+bool IsUtf8(std::string_view s);
+// The same without NUL bytes (text, not binary content).
 bool IsValidUtf8(std::string_view s);
 // Every string from a machine is bytes until validated: invalid sequences become U+FFFD (and
 // *replaced is set when given), everything else is kept.
