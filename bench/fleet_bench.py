@@ -15,7 +15,7 @@ With --from DIR (a directory a --keep run wrote: login.json and the node bundles
 started: step 2 alone runs on those bundles, so runs are comparable while the machine changes (a
 bundle records the node's state: thousands of TCP connections make /proc/net/tcp alone 800 KB).
 """
-import argparse, glob, json, os, random, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, glob, json, os, random, re, shutil, statistics, subprocess, sys, tempfile, time
 
 from audit_bench import run  # wall time and peak RSS of one command (same measurement for every bench)
 
@@ -32,8 +32,44 @@ def run_cpu(argv, env=None):
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def write_fleet(tmp, login, nodes, count):
-    """login.json plus `count` node bundles gpuNNNN.json (copies of `nodes`); returns their paths."""
+# What differs between the nodes of one image (--vary): their names, counters and clocks, the
+# processes and connections they hold, their kernel logs and GPU telemetry. Everything else
+# (libraries, configuration, packages, devices) is the image's and the same on every node.
+VARYING_FILES = ("/proc/sys/kernel/hostname", "/etc/hostname", "/proc/uptime", "/proc/meminfo", "/proc/loadavg", "/proc/stat",
+                 "/proc/net/tcp", "/proc/net/tcp6", "/proc/cpuinfo", "/proc/self/status", "/proc/self/mountinfo")
+VARYING_COMMANDS = ("dmesg", "journalctl", "quota")
+
+
+def vary(b, i):
+    """Node i's own answers in a copy of a node bundle (numbers shifted, a log line added)."""
+    bump = lambda text: re.sub(r"\d+", lambda m: str(int(m.group()) + i).zfill(len(m.group()))[-len(m.group()):], text, count=3)
+    for path, f in b["files"].items():
+        if f.get("status") != "ok" or "content" in f and f.get("content_encoding") == "hex":
+            continue
+        if path in ("/proc/sys/kernel/hostname", "/etc/hostname"):
+            f["content"] = f"gpu{i:04d}\n"
+        elif path in VARYING_FILES or "/counters/" in path or (path.startswith("/proc/") and path.endswith("/comm") and i % 3 == 0):
+            f["content"] = bump(f.get("content", ""))
+    for c in b["commands"]:
+        if c["argv"] and os.path.basename(c["argv"][0]) in VARYING_COMMANDS and isinstance(c.get("stdout"), str):
+            c["stdout"] += f"[Mon Nov 30 06:{i % 60:02d}:00 2026] node gpu{i:04d}: eth0 link up\n"
+    def temps(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and any(w in k for w in ("temp", "power", "util", "clock", "sm")):
+                    x[k] = v + i % 7
+                else:
+                    temps(v)
+        elif isinstance(x, list):
+            for v in x:
+                temps(v)
+    if isinstance(b.get("nvml"), dict):
+        temps(b["nvml"].get("data"))
+
+
+def write_fleet(tmp, login, nodes, count, varied=False):
+    """login.json plus `count` node bundles gpuNNNN.json (copies of `nodes`; with `varied`, each with
+    its own counters, logs and telemetry, as nodes of one image differ); returns their paths."""
     rnd = random.Random(11)
     paths = [os.path.join(tmp, "login.json")]
     with open(paths[0], "w") as f:
@@ -44,6 +80,8 @@ def write_fleet(tmp, login, nodes, count):
         b["manifest"]["hostname"] = f"gpu{i:04d}"
         if rnd.random() < 0.01:
             b["nvml"]["data"]["driver_version"] = "570.86.10"
+        if varied:
+            vary(b, i)
         p = os.path.join(tmp, f"gpu{i:04d}.json")
         with open(p, "w") as f:
             json.dump(b, f)
@@ -71,6 +109,8 @@ def main():
     ap.add_argument("--replay-runs", type=int, default=3)
     ap.add_argument("--keep", help="copy the generated bundles (login.json, gpuNNNN.json) into this directory for profiling")
     ap.add_argument("--from", dest="source", help="judge only: login.json and node bundles from this directory (a --keep run)")
+    ap.add_argument("--vary", action="store_true",
+                    help="give every node bundle its own counters, logs and telemetry (nodes of one image), not exact copies")
     a = ap.parse_args()
     counts = [int(c) for c in a.bundles.split(",") if c]
     binary = os.path.abspath(a.binary)
@@ -105,14 +145,14 @@ def main():
         for count in counts:
             fleet = os.path.join(tmp, f"fleet{count}")
             os.makedirs(fleet)
-            paths = write_fleet(fleet, login, nodes, count)
+            paths = write_fleet(fleet, login, nodes, count, a.vary)
             if a.keep:
                 os.makedirs(a.keep, exist_ok=True)
                 for p in paths:
                     shutil.copy(p, a.keep)
             jw, jr, jc = judge(binary, paths, a.replay_runs, env)
             size = sum(os.path.getsize(p) for p in paths[1:]) / len(paths[1:]) / 1024
-            rows.append(f"| judge {count} node bundles + login (replay, fleet, `--json`), {a.replay_runs} runs | {statistics.median(jw):.2f} s "
+            rows.append(f"| judge {count} node bundles{' (varied)' if a.vary else ''} + login (replay, fleet, `--json`), {a.replay_runs} runs | {statistics.median(jw):.2f} s "
                         f"(min {min(jw):.2f}, max {max(jw):.2f}; {1000 * statistics.median(jw) / count:.2f} ms per node; CPU {statistics.median(jc):.1f} s) "
                         f"| {statistics.median(jr):.0f} MiB | < 10 s, < 1 GiB |  (bundles of {size:.0f} KiB)")
             shutil.rmtree(fleet, ignore_errors=True)

@@ -1,10 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "host/bundle.h"
 #include "host/local_host.h"
 #include "testutil.h"
+#include "util/files.h"
 
 using namespace clustermax::host;
 namespace fs = std::filesystem;
@@ -119,5 +121,96 @@ TEST(Bundle, ParseJsonKeepsNumbersKeysEscapesAndRefusalsExactly) {
     } catch (const BundleError& e) {
       EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
     }
+  }
+}
+
+// Bundle::Parse reads a bundle straight into its parts: every part typed as it is read. A mistyped
+// value is refused naming where it was; keys it does not know (a later version's) are skipped with
+// whatever they hold; the last of duplicate keys wins; texts stored as hex come back as bytes.
+TEST(Bundle, ParseChecksEveryPartAndSkipsWhatItDoesNotKnow) {
+  using nlohmann::json;
+  json base = ParseJson(*clustermax::util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")));
+  // The fixture as read and written back is the fixture (every part kept; it predates two
+  // manifest fields, written empty).
+  for (const char* k : {"role", "partial"}) {
+    if (!base["manifest"].contains(k)) base["manifest"][k] = "";
+  }
+  json back = Bundle::Parse(base.dump()).ToJson();
+  EXPECT_TRUE(back == base) << json::diff(base, back).dump().substr(0, 2000);
+
+  auto refused = [&](json b, const std::string& expect) {
+    try {
+      Bundle::Parse(b.dump());
+      ADD_FAILURE() << "accepted a bundle that should mention: " << expect;
+    } catch (const BundleError& e) {
+      EXPECT_NE(std::string(e.what()).find(expect), std::string::npos) << e.what();
+    }
+  };
+  auto with = [&](const std::function<void(json&)>& change) {
+    json b = base;
+    change(b);
+    return b;
+  };
+  refused(with([](json& b) { b["files"] = json::array(); }), "files is not an object");
+  refused(with([](json& b) { b["commands"] = json::object(); }), "commands is not an array");
+  refused(with([](json& b) { b["files"]["/etc/os-release"] = "text"; }), "files entry /etc/os-release is not an object");
+  refused(with([](json& b) { b["files"]["/etc/os-release"]["content"] = 7; }), "content of files entry /etc/os-release is not a string");
+  refused(with([](json& b) { b["files"]["/etc/os-release"]["truncated"] = "yes"; }), "truncated of files entry /etc/os-release is not true or false");
+  refused(with([](json& b) { b["files"]["/etc/os-release"].erase("status"); }), "files entry /etc/os-release has no status");
+  refused(with([](json& b) { b["files"]["/etc/os-release"]["content"] = json::object({{"a", 1}}); }), "content of files entry /etc/os-release is not a scalar");
+  refused(with([](json& b) {
+    b["files"]["/x"] = {{"status", "ok"}, {"content", "zz"}, {"content_encoding", "hex"}};
+  }), "content of files entry /x is not valid hex");
+  refused(with([](json& b) { b["commands"][0]["exit_code"] = "0"; }), "exit_code of commands entry 0 is not a number");
+  refused(with([](json& b) { b["commands"][0]["argv"] = json::array({"ls", 1}); }), "argv of commands entry 0 holds a non-string");
+  refused(with([](json& b) { b["commands"][0].erase("argv"); }), "commands entry 0 has no argv");
+  refused(with([](json& b) { b["dirs"] = {{"/d", {{"status", "ok"}, {"entries", json::array({json::array({"a"})})}}}}; }),
+          "a directory entry of dirs entry /d is not a [name, type] pair");
+  refused(with([](json& b) { b["stats"] = {{"/s", {{"status", "ok"}, {"mode", "0755"}}}}; }), "mode of stats entry /s is not a number");
+  refused(with([](json& b) { b.erase("env"); }), "no env part");
+  refused(with([](json& b) { b.erase("manifest"); }), "the manifest is not an object");
+  refused(with([](json& b) { b["format_version"] = 2; }), "unsupported bundle format_version 2");
+  refused(with([](json& b) { b.erase("format"); }), "missing format marker");
+  refused(json::array({1, 2}), "not a bundle object");
+
+  // Unknown keys at every level, with nested values, are skipped; the rest is read as usual.
+  json future = with([](json& b) {
+    b["future_part"] = {{"a", json::array({json::object({{"b", json::array({1, 2, json::object()})}})})}};
+    b["files"]["/etc/os-release"]["checksum"] = {{"sha256", "00"}, {"parts", json::array({1, 2})}};
+    b["commands"][0]["cgroup"] = json::array({json::array({"x"})});
+    b["dirs"] = {{"/d", {{"status", "ok"}, {"entries", json::array({json::array({"a", "f", json::object({{"inode", 5}})}), json::array({"b", "d"})})}}}};
+    b["which"]["ghost"] = json::object({{"path", "/x"}});  // not a string: not found
+    b["env"]["ODD"] = 5;                                   // not a string: unset
+  });
+  Bundle b = Bundle::Parse(future.dump());
+  EXPECT_EQ(b.File("/etc/os-release")->content, base["files"]["/etc/os-release"]["content"].get<std::string>());
+  ASSERT_TRUE(b.Dir("/d"));
+  ASSERT_EQ(b.Dir("/d")->entries.size(), 2u);
+  EXPECT_EQ(b.Dir("/d")->entries[0].name, "a");
+  EXPECT_EQ(b.Dir("/d")->entries[1].type, 'd');
+  EXPECT_EQ(b.WhichOf("ghost")->status, IoStatus::kNotFound);
+  ASSERT_TRUE(b.Env("ODD"));
+  EXPECT_FALSE(b.Env("ODD")->has_value());
+
+  // The last duplicate wins, for an entry and for a whole part; hex text comes back as bytes.
+  std::string text = base.dump();
+  text.insert(text.size() - 1, R"(,"files":{"/a":{"status":"ok","content":"one"},"/a":{"status":"ok","content":"00ff","content_encoding":"hex"}})");
+  Bundle d = Bundle::Parse(text);
+  ASSERT_TRUE(d.File("/a"));
+  EXPECT_EQ(d.File("/a")->content, std::string("\0\xff", 2));
+  EXPECT_FALSE(d.File("/etc/os-release")) << "the second files part replaced the first";
+
+  // JSON-level refusals stay JSON-level: invalid UTF-8 inside a file's content, nesting too deep
+  // inside a part nobody reads.
+  std::string bad = base.dump();
+  bad.insert(bad.find("\"content\":\"") + 11, "\xff");
+  EXPECT_THROW(Bundle::Parse(bad), BundleError);
+  std::string deep = base.dump();
+  deep.insert(deep.size() - 1, ",\"future\":" + std::string(300, '[') + std::string(300, ']'));
+  try {
+    Bundle::Parse(deep);
+    ADD_FAILURE() << "deep input accepted";
+  } catch (const BundleError& e) {
+    EXPECT_NE(std::string(e.what()).find("nested deeper than"), std::string::npos) << e.what();
   }
 }

@@ -601,12 +601,20 @@ TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
     b["manifest"]["started_at"] = fmt::format("2026-11-30T10:00:{:02d}Z", variant % 60);
     if (variant % 7 == 3) b["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"}, {"content", "6.1.0-99-amd64\n"}};
     if (variant % 11 == 5) b["files"].erase("/etc/os-release");
+    // Text the JSON writer must escape (quotes, backslashes, control characters) reaches findings.
+    if (variant % 5 == 2) {
+      b["files"]["/etc/os-release"]["content"] = "PRETTY_NAME=\"Debian \\\"q\\\" \\\\ \x01x\"\nID=debian\nVERSION_ID=\"12\"\n";
+    }
     fs::path p = dir / file;
     util::WriteFileAtomic(p, b.dump());
     return p.string();
   };
+  // The reference replays every node on its own (no collector or judge memo).
   auto reference = [&](const std::vector<std::string>& paths, const audit::Plan& plan) {
-    std::vector<audit::NodeEvidence> all = audit::ReplayFiles(paths, plan, {}), kept;
+    std::vector<audit::NodeEvidence> all, kept;
+    collect::CollectOptions one;
+    one.threads = 1;  // collectors in the plan's order, as a replay runs them (the order of misses)
+    for (const auto& p : paths) all.push_back(audit::ReplayNode(host::Bundle::Load(p), plan, one));
     std::set<std::pair<std::string, std::string>> seen;
     for (auto& n : all) {
       if (seen.insert({n.node, n.manifest.started_at}).second) kept.push_back(std::move(n));

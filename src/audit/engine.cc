@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "audit/fleet_summary.h"
+#include "collect/memo.h"
 #include "host/redact.h"
 #include "core/version.h"
 #include "util/strings.h"
@@ -161,6 +162,25 @@ void NotTakenLines(const NodeEvidence& n, std::vector<std::string>& out) {
   }
 }
 
+// What a check's judgement depends on, as memo serials (NodeEvidence::memo_serials): one per
+// item of `needs`, a marker for an item the node did not collect. Empty when some item is not
+// known to the memo (the check is judged).
+std::string InputsKey(const std::vector<std::string>& needs, const NodeEvidence& n) {
+  std::string key = "#";
+  for (const auto& id : needs) {
+    uint64_t serial = 0;
+    if (auto it = n.memo_serials.find(id); it != n.memo_serials.end()) {
+      serial = it->second;
+    } else if (n.evidence.find(id) == n.evidence.end()) {
+      serial = UINT64_MAX;  // absent on every node alike (the plan's collectors for this role)
+    } else {
+      return {};
+    }
+    key.append(reinterpret_cast<const char*>(&serial), sizeof serial);
+  }
+  return key;
+}
+
 size_t HashFinding(const Finding& f) {
   std::hash<std::string_view> h;
   size_t x = static_cast<size_t>(f.verdict) * 1000003u ^ static_cast<size_t>(f.reason) * 10007u ^ static_cast<size_t>(f.severity);
@@ -219,7 +239,8 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
   return n;
 }
 
-NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts) {
+NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts,
+                        collect::CollectorMemo* memo) {
   host::ReplayHost replay(bundle);
   collect::CollectOptions o = opts;
   // Replay the probes the node actually ran; a probe that was not run stays probe-disabled.
@@ -227,7 +248,7 @@ NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const coll
   NodeEvidence n;
   n.manifest = bundle.manifest;
   n.role = bundle.manifest.role;
-  n.evidence = collect::CollectEvidence(replay, CollectorsFor(plan, n.role), o);
+  n.evidence = collect::CollectEvidence(replay, CollectorsFor(plan, n.role), o, memo, &n.memo_serials);
   n.node = bundle.manifest.hostname.empty() ? HostnameFrom(n.evidence, replay) : bundle.manifest.hostname;
   n.replay_misses = replay.misses();
   return n;
@@ -270,6 +291,7 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
   std::vector<NodeEvidence> out(paths.size());
   collect::CollectOptions one = opts;
   one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+  collect::CollectorMemo memo;
   // Each bundle is loaded, replayed and dropped by one worker, so at most one per core is in memory.
   ParallelFor(paths.size(), Cores(), [&](size_t i) {
     host::Bundle b = host::Bundle::Load(paths[i]);
@@ -278,7 +300,7 @@ std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, con
                                           "environment or NVML answer was recorded); nothing to judge",
                                           paths[i]));
     }
-    out[i] = ReplayNode(b, plan, one);
+    out[i] = ReplayNode(b, plan, one, &memo);
   });
   return out;
 }
@@ -288,7 +310,8 @@ std::vector<NodeEvidence> ReplayBundles(const std::vector<host::Bundle>& bundles
   std::vector<NodeEvidence> out(bundles.size());
   collect::CollectOptions one = opts;
   one.threads = 1;
-  ParallelFor(bundles.size(), Cores(), [&](size_t i) { out[i] = ReplayNode(bundles[i], plan, one); });
+  collect::CollectorMemo memo;
+  ParallelFor(bundles.size(), Cores(), [&](size_t i) { out[i] = ReplayNode(bundles[i], plan, one, &memo); });
   return out;
 }
 
@@ -381,6 +404,10 @@ struct FleetJudge::State {
   std::vector<FindingTable> tables;                // per check
   std::vector<std::vector<uint32_t>> findings;     // per check, per slot (kNone: not judged)
   std::map<size_t, NodeEvidence> logins;           // slot -> evidence, for the cluster checks
+  // Per check: the memo serials of its `needs` (InputsKey) -> the finding judged on them. A check
+  // reads only what it needs (JudgeContext enforces it), so nodes with identical inputs share it.
+  std::vector<std::unordered_map<std::string, uint32_t>> by_inputs;
+  static constexpr size_t kMaxInputsKept = 4096;  // per check: memory stays flat in the node count
   std::atomic<bool> login_seen{false};
   static constexpr uint32_t kNone = UINT32_MAX;
   State(const Plan& p, const core::MinimumTable& m) : plan(p), minimums(m) {}
@@ -391,6 +418,7 @@ FleetJudge::FleetJudge(const Plan& plan, const core::MinimumTable& minimums, uti
   s_->now = now;
   s_->slots.resize(slots);
   s_->tables.resize(plan.checks.size());
+  s_->by_inputs.resize(plan.checks.size());
   s_->findings.assign(plan.checks.size(), std::vector<uint32_t>(slots, State::kNone));
 }
 
@@ -417,15 +445,36 @@ void FleetJudge::Add(size_t slot, NodeEvidence n) {
   // Until a login node has been seen the replay may have none, and then every check is judged on
   // every node: judge the cluster checks too (a fleet's login bundle usually comes first).
   bool fleet = s.login_seen;
+  size_t checks = s.plan.checks.size();
+  std::vector<std::string> keys(checks);
+  std::vector<uint32_t> known(checks, State::kNone);
+  {
+    std::lock_guard lock(s.mu);
+    for (size_t c = 0; c < checks; ++c) {
+      const auto& pc = s.plan.checks[c];
+      if (fleet && pc.check->info.cluster) continue;
+      keys[c] = InputsKey(pc.check->info.needs, n);
+      if (keys[c].empty()) continue;
+      auto it = s.by_inputs[c].find(keys[c]);
+      if (it != s.by_inputs[c].end()) known[c] = it->second;
+    }
+  }
   std::vector<std::pair<size_t, Finding>> judged;
-  judged.reserve(s.plan.checks.size());
-  for (size_t c = 0; c < s.plan.checks.size(); ++c) {
+  judged.reserve(checks);
+  for (size_t c = 0; c < checks; ++c) {
     const auto& pc = s.plan.checks[c];
-    if (fleet && pc.check->info.cluster) continue;
+    if ((fleet && pc.check->info.cluster) || known[c] != State::kNone) continue;
     judged.emplace_back(c, JudgePlanned(s.plan, pc, n.evidence, s.minimums, s.now));
   }
   std::lock_guard lock(s.mu);
-  for (auto& [c, f] : judged) s.findings[c][slot] = s.tables[c].Intern(std::move(f));
+  for (size_t c = 0; c < checks; ++c) {
+    if (known[c] != State::kNone) s.findings[c][slot] = known[c];
+  }
+  for (auto& [c, f] : judged) {
+    uint32_t i = s.tables[c].Intern(std::move(f));
+    s.findings[c][slot] = i;
+    if (!keys[c].empty() && s.by_inputs[c].size() < State::kMaxInputsKept) s.by_inputs[c].emplace(std::move(keys[c]), i);
+  }
   if (s.fact_ids.size() < facts.values.size()) {
     s.fact_ids.resize(facts.values.size());
     s.fact_values.resize(facts.values.size());
@@ -542,6 +591,7 @@ Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& pl
                            const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates, std::vector<size_t>* kept) {
   collect::CollectOptions one = opts;
   one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+  collect::CollectorMemo memo;
   auto replay = [&](size_t i) {
     host::Bundle b = host::Bundle::Load(paths[i]);
     if (b.Empty()) {
@@ -549,7 +599,7 @@ Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& pl
                                           "environment or NVML answer was recorded); nothing to judge",
                                           paths[i]));
     }
-    return ReplayNode(b, plan, one);
+    return ReplayNode(b, plan, one, &memo);
   };
   if (paths.empty()) return FleetJudge(plan, minimums, std::chrono::system_clock::now(), 0).Finish({}, true, duplicates, kept);
   // The first node's collection time is every judge's "now": it is replayed first.
@@ -565,9 +615,10 @@ Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, 
                   const core::MinimumTable& minimums, const std::vector<UnreachableNode>& unreachable) {
   collect::CollectOptions one = opts;
   one.threads = 1;
+  collect::CollectorMemo memo;
   FleetJudge judge(plan, minimums, NowOf(login), bundles.size() + 1);
   judge.Add(0, std::move(login));
-  ParallelFor(bundles.size(), Cores(), [&](size_t i) { judge.Add(i + 1, ReplayNode(bundles[i], plan, one)); });
+  ParallelFor(bundles.size(), Cores(), [&](size_t i) { judge.Add(i + 1, ReplayNode(bundles[i], plan, one, &memo)); });
   return judge.Finish(unreachable, /*drop_duplicates=*/false);
 }
 

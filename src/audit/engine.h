@@ -1,6 +1,7 @@
 // The audit engine: collect a node's evidence through a Host (recording it into a bundle),
 // then judge every planned check on every node, purely, and roll the findings up.
 #pragma once
+#include <map>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -24,6 +25,10 @@ struct NodeEvidence {
   core::EvidenceSet evidence;
   std::vector<std::string> replay_misses;  // requests the bundle could not answer (replay only)
   std::string role;                        // manifest role: "", "login" or "compute"
+  // Replays sharing a collect::CollectorMemo: its serial of each evidence item it kept. Two nodes
+  // with the same serials for a check's `needs` have identical evidence there (FleetJudge judges
+  // that check once for both).
+  std::map<std::string, uint64_t> memo_serials;
 };
 
 struct NodeFinding {
@@ -139,7 +144,10 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
                          const std::string& role = "");
 
 // Re-collects from a saved bundle (collectors run against a ReplayHost; nothing touches the machine).
-NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts);
+// Replays of many nodes share a memo (collect/memo.h): a collector answered as on an earlier node
+// is not run again.
+NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts,
+                        collect::CollectorMemo* memo = nullptr);
 
 // Loads and replays bundle files in parallel (one worker per core), keeping only each node's
 // evidence: bundles are freed as soon as they are judged-ready. Throws host::BundleError naming

@@ -80,11 +80,27 @@ std::optional<Finding> NotAFleet(const Evidence& summary) {
 }
 
 // A per-node fact of the fleet summary: node -> value, for the nodes that reported it.
+// A per-node fact of the fleet summary as recorded (null: not found on the node), for the nodes
+// that reported it; read in place (the summary lists every node of the fleet).
+std::vector<std::pair<std::string, const json&>> FleetFacts(const Evidence& summary, const char* fact) {
+  std::vector<std::pair<std::string, const json&>> out;
+  auto nodes = summary.data.find("nodes");
+  if (nodes == summary.data.end() || !nodes->is_array()) return out;
+  for (const auto& n : *nodes) {
+    if (!n.is_object()) continue;
+    auto facts = n.find("facts");
+    if (facts == n.end() || !facts->is_object()) continue;
+    auto v = facts->find(fact);
+    if (v != facts->end()) out.emplace_back(n.value("node", ""), *v);
+  }
+  return out;
+}
+
+// The same for the nodes where it is a string: node -> value.
 std::map<std::string, std::string> FleetFact(const Evidence& summary, const char* fact) {
   std::map<std::string, std::string> out;
-  for (const auto& n : summary.data.value("nodes", json::array())) {
-    const json& facts = n.value("facts", json::object());
-    if (facts.contains(fact) && facts[fact].is_string()) out[n.value("node", "")] = facts[fact].get<std::string>();
+  for (const auto& [node, v] : FleetFacts(summary, fact)) {
+    if (v.is_string()) out[node] = v.get<std::string>();
   }
   return out;
 }
@@ -265,11 +281,9 @@ Finding DcgmHealthSlurm(const JudgeContext& ctx) {
   const Evidence& fleet = ctx.Get("fleet.summary");
   if (fleet.ok()) {
     int with = 0, known = 0;
-    for (const auto& n : fleet.data.value("nodes", json::array())) {
-      const json& f = n.value("facts", json::object());
-      if (!f.contains("dcgm")) continue;
+    for (const auto& [node, dcgm] : FleetFacts(fleet, "dcgm")) {
       ++known;
-      with += f["dcgm"].is_string();
+      with += dcgm.is_string();
     }
     if (known > 0 && with == 0) return core::Skip(Reason::kPrerequisiteMissing, fmt::format("DCGM is not installed on any of the {} nodes", known));
   }

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <thread>
 
+#include "collect/memo.h"
+#include "host/bundle.h"
 #include "util/strings.h"
 
 namespace clustermax::collect {
@@ -128,8 +130,11 @@ core::Evidence RunCollector(const Collector& c, host::Host& host, const CollectO
 
 }  // namespace
 
-core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts) {
+core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts,
+                                  CollectorMemo* memo, std::map<std::string, uint64_t>* serials) {
   core::EvidenceSet out;
+  int n = std::max(1, std::min<int>(opts.threads, static_cast<int>(ids.size())));
+  auto* replay = n == 1 && memo ? dynamic_cast<host::ReplayHost*>(&host) : nullptr;
   std::mutex mu;
   std::atomic<size_t> next{0};
   auto worker = [&] {
@@ -145,24 +150,41 @@ core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::strin
       } else if (!c->info.probe.empty() && !opts.probes.count(c->info.probe)) {
         e.status = core::EvidenceStatus::kProbeDisabled;
         e.error = "active probe '" + c->info.probe + "' not requested (use --probe " + c->info.probe + " or --active)";
-      } else {
-        // A collector that throws (a parser meeting input nobody expected) loses its own evidence
-        // only: an exception must never unwind out of this worker thread.
-        try {
-          e = RunCollector(*c, host, opts);
-        } catch (const std::exception& ex) {
-          e = core::Evidence{};
-          e.status = core::EvidenceStatus::kError;
-          e.error = std::string("collector failed internally: ") + ex.what();
-        }
-        e.id = ids[i];
       }
-      core::SanitizeEvidence(e);
+      if (!c || e.status == core::EvidenceStatus::kProbeDisabled) {
+        core::SanitizeEvidence(e);
+      } else {
+        auto run = [&](host::Host& h) {
+          // A collector that throws (a parser meeting input nobody expected) loses its own
+          // evidence only: an exception must never unwind out of this worker thread.
+          core::Evidence r;
+          try {
+            r = RunCollector(*c, h, opts);
+          } catch (const std::exception& ex) {
+            r = core::Evidence{};
+            r.status = core::EvidenceStatus::kError;
+            r.error = std::string("collector failed internally: ") + ex.what();
+          }
+          r.id = ids[i];
+          core::SanitizeEvidence(r);
+          return r;
+        };
+        if (replay && c->info.probe.empty()) {
+          uint64_t serial = 0;
+          e = memo->Collect(*c, *replay, run, &serial);
+          if (serial && serials) (*serials)[ids[i]] = serial;
+        } else {
+          e = run(host);
+        }
+      }
       std::lock_guard lock(mu);
       out[e.id] = std::move(e);
     }
   };
-  int n = std::max(1, std::min<int>(opts.threads, static_cast<int>(ids.size())));
+  if (n == 1) {
+    worker();
+    return out;
+  }
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) threads.emplace_back(worker);
   for (auto& t : threads) t.join();

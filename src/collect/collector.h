@@ -60,7 +60,13 @@ const Collector* FindCollector(std::string_view id);
 // Runs the named collectors concurrently on `host`. A probe collector whose probe is not enabled
 // yields status probe-disabled without touching the host. On a host that audits files only, the
 // requests it could not take are listed in the evidence's data["not_taken"] (see CollectorInfo).
-core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts);
+// With a memo (a replay of many nodes, one thread: opts.threads == 1, `host` a host::ReplayHost),
+// a collector's evidence comes from the memo when this node answers it as an earlier node did
+// (collect/memo.h); active probes always run. `serials` (with a memo) gets the memo's serial of each
+// evidence item kept there (CollectorMemo::Collect).
+class CollectorMemo;
+core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::string>& ids, const CollectOptions& opts,
+                                  CollectorMemo* memo = nullptr, std::map<std::string, uint64_t>* serials = nullptr);
 
 // ---- helpers shared by the collector files ----
 core::EvidenceStatus FromIo(host::IoStatus s);

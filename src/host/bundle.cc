@@ -123,6 +123,22 @@ std::optional<NvmlResult> Bundle::Nvml() const {
   return parts_.nvml;
 }
 
+const FileResult* Bundle::PeekFile(const std::string& path) const {
+  std::lock_guard lock(mu_);
+  auto it = parts_.files.find(path);
+  return it == parts_.files.end() ? nullptr : &it->second;
+}
+const DirResult* Bundle::PeekDir(const std::string& path) const {
+  std::lock_guard lock(mu_);
+  auto it = parts_.dirs.find(path);
+  return it == parts_.dirs.end() ? nullptr : &it->second;
+}
+const CommandResult* Bundle::PeekCommand(const std::vector<std::string>& argv) const {
+  std::lock_guard lock(mu_);
+  auto it = parts_.commands.find(CommandKey(argv));
+  return it == parts_.commands.end() ? nullptr : &it->second.second;
+}
+
 bool Bundle::Empty() const {
   std::lock_guard lock(mu_);
   return parts_.files.empty() && parts_.dirs.empty() && parts_.stats.empty() && parts_.commands.empty() && parts_.which.empty() && parts_.env.empty() && !parts_.nvml;
@@ -417,6 +433,14 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
       else out_.env[std::move(key_)] = std::string(v);
       return true;
     }
+    if (depth_ == 3 && field_ != Field::kUnknown && field_ != Field::kArgv && field_ != Field::kEntries) {
+      // An entry's text (a file's content, a command's output) goes straight into its string.
+      int k = static_cast<int>(field_);
+      texts_[k].assign(v);
+      has_ |= 1u << k;
+      strings_ |= 1u << k;
+      return true;
+    }
     return Scalar(json(std::string(v)));
   }
   bool Key(const char* s, rapidjson::SizeType n, bool copy) {
@@ -542,8 +566,7 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
           return SkipValue();
         }
         if (array) return Malformed(fmt::format("{} is not an object", Where()));
-        for (auto& f : fields_) f = json();
-        has_ = 0;
+        has_ = strings_ = 0;
         field_ = Field::kUnknown;
         break;
       case 3:
@@ -635,6 +658,7 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
         }
         fields_[static_cast<int>(field_)] = std::move(v);
         has_ |= 1u << static_cast<int>(field_);
+        strings_ &= ~(1u << static_cast<int>(field_));
         return true;
       case 4:
         if (field_ == Field::kArgv) return Malformed(fmt::format("argv of {} holds a non-string", Where()));
@@ -672,15 +696,15 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   }
 
   bool Has(Field f) const { return (has_ >> static_cast<int>(f)) & 1u; }
+  bool IsText(Field f) const { return (strings_ >> static_cast<int>(f)) & 1u; }
   json& Value(Field f) { return fields_[static_cast<int>(f)]; }
   std::string Text(Field f, bool required = false) {
     if (!Has(f)) {
       if (required) throw BundleError(fmt::format("{} has no {}", Where(), NameOf(f)));
       return {};
     }
-    json& v = Value(f);
-    if (!v.is_string()) throw BundleError(fmt::format("{} of {} is not a string", NameOf(f), Where()));
-    return std::move(v.get_ref<std::string&>());
+    if (!IsText(f)) throw BundleError(fmt::format("{} of {} is not a string", NameOf(f), Where()));
+    return std::move(texts_[static_cast<int>(f)]);
   }
   // Text stored as hex when it was not UTF-8 (binary sysfs files, config space).
   std::string MaybeHex(Field f, Field encoding) {
@@ -696,13 +720,13 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   T Number(Field f, T fallback) {
     if (!Has(f)) return fallback;
     const json& v = Value(f);
-    if (!v.is_number()) throw BundleError(fmt::format("{} of {} is not a number", NameOf(f), Where()));
+    if (IsText(f) || !v.is_number()) throw BundleError(fmt::format("{} of {} is not a number", NameOf(f), Where()));
     return v.get<T>();
   }
   bool Flag(Field f) {
     if (!Has(f)) return false;
     const json& v = Value(f);
-    if (!v.is_boolean()) throw BundleError(fmt::format("{} of {} is not true or false", NameOf(f), Where()));
+    if (IsText(f) || !v.is_boolean()) throw BundleError(fmt::format("{} of {} is not true or false", NameOf(f), Where()));
     return v.get<bool>();
   }
 
@@ -776,8 +800,9 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   std::string key_;                // the last key at depth 1 (part) or 2 (path, name)
   size_t index_ = 0;               // commands read so far (names an entry in errors)
   Field field_ = Field::kUnknown;  // the last key at depth 3 (an entry's field)
-  json fields_[static_cast<int>(Field::kCount)];
-  uint32_t has_ = 0;
+  json fields_[static_cast<int>(Field::kCount)];         // an entry's numbers and flags
+  std::string texts_[static_cast<int>(Field::kCount)];  // and its strings
+  uint32_t has_ = 0, strings_ = 0;                      // bits by Field: present; a string
   std::vector<std::string> argv_;
   std::vector<DirEntry> entries_;
   int pair_ = 0;                   // elements of the [name, type] pair read
@@ -917,6 +942,16 @@ void ReplayHost::Miss(std::string what) {
 std::vector<std::string> ReplayHost::misses() const {
   std::lock_guard lock(mu_);
   return misses_;
+}
+
+size_t ReplayHost::MissCount() const {
+  std::lock_guard lock(mu_);
+  return misses_.size();
+}
+
+void ReplayHost::DropMissesFrom(size_t mark) {
+  std::lock_guard lock(mu_);
+  if (mark < misses_.size()) misses_.resize(mark);
 }
 
 FileResult ReplayHost::ReadFile(const std::string& path, size_t max_bytes) {

@@ -74,6 +74,11 @@ class Bundle {
   std::optional<WhichResult> WhichOf(const std::string& name) const;
   std::optional<std::optional<std::string>> Env(const std::string& name) const;
   std::optional<NvmlResult> Nvml() const;
+  // The recorded answer in place (nullptr: none), for a bundle no longer recorded into (a replay):
+  // the pointer stays valid while the bundle lives and nothing is put into it.
+  const FileResult* PeekFile(const std::string& path) const;
+  const DirResult* PeekDir(const std::string& path) const;
+  const CommandResult* PeekCommand(const std::vector<std::string>& argv) const;
 
   // No answer of any kind recorded: nothing to judge (a replay refuses it as an evidence error).
   bool Empty() const;
@@ -136,6 +141,11 @@ class ReplayHost : public Host {
   // The bundle of an image (its manifest names a sysroot) was collected from files only.
   std::string NotTakenReason() const override;
   std::vector<std::string> misses() const;
+  // Undoing the misses of questions asked ahead (collect::CollectorMemo): their number now, and
+  // forgetting those recorded after such a mark.
+  size_t MissCount() const;
+  void DropMissesFrom(size_t mark);
+  const Bundle& bundle() const { return bundle_; }
 
  private:
   void Miss(std::string what);

@@ -262,23 +262,73 @@ namespace clustermax::report {
 namespace {
 using nlohmann::json;
 
-// Pieces of nlohmann's dump(2) (error_handler replace, as util::JsonText), written as they come.
-// A value at `depth` is dumped alone and its lines indented by 2 * depth: the bytes are those of the
-// whole document's dump (strings never hold a raw newline).
+// Pieces of nlohmann's dump(2) (error_handler replace, as util::JsonText), written as they come:
+// the bytes are those of the whole document's dump (FleetJudge.StreamingReportIsByteIdenticalToTheReferenceJudge).
 class JsonOut {
  public:
   explicit JsonOut(const Sink& sink) : out_(sink) {}
   void Raw(std::string_view s) { out_ += s; }
   void Flush() { out_.Flush(); }
-  void Value(const json& v, int depth) { Indented(v.dump(2, ' ', false, json::error_handler_t::replace), depth); }
-  void Indented(const std::string& text, int depth) {
-    size_t from = 0, nl;
-    while ((nl = text.find('\n', from)) != std::string::npos) {
-      out_ += std::string_view(text).substr(from, nl + 1 - from);
-      Spaces(depth);
-      from = nl + 1;
+  // v as dump(2) writes it at `depth`: containers and strings here (a report is mostly arrays of
+  // strings: the roll-up details and fleet facts of thousands of nodes), numbers by nlohmann.
+  void Value(const json& v, int depth) {
+    switch (v.type()) {
+      case json::value_t::string:
+        Quote(v.get_ref<const std::string&>());
+        return;
+      case json::value_t::array: {
+        if (v.empty()) {
+          out_ += "[]";
+          return;
+        }
+        out_ += "[\n";
+        bool first = true;
+        for (const auto& e : v) {
+          if (!first) out_ += ",\n";
+          first = false;
+          Spaces(depth + 1);
+          Value(e, depth + 1);
+        }
+        out_ += "\n";
+        Spaces(depth);
+        out_ += "]";
+        return;
+      }
+      case json::value_t::object: {
+        if (v.empty()) {
+          out_ += "{}";
+          return;
+        }
+        out_ += "{\n";
+        bool first = true;
+        for (const auto& [k, e] : v.items()) {
+          if (!first) out_ += ",\n";
+          first = false;
+          Spaces(depth + 1);
+          Quote(k);
+          out_ += ": ";
+          Value(e, depth + 1);
+        }
+        out_ += "\n";
+        Spaces(depth);
+        out_ += "}";
+        return;
+      }
+      default:
+        out_ += v.dump(-1, ' ', false, json::error_handler_t::replace);
     }
-    out_ += std::string_view(text).substr(from);
+  }
+  // A JSON string as nlohmann writes it (ensure_ascii off, invalid UTF-8 replaced): copied as is
+  // when nothing in it needs an escape, which is nearly always.
+  void Quote(const std::string& s) {
+    bool plain = std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
+    if (plain && util::IsUtf8(s)) {
+      out_ += "\"";
+      out_ += s;
+      out_ += "\"";
+    } else {
+      out_ += String(s);
+    }
   }
   void Spaces(int depth) {
     static const std::string kSpaces(512, ' ');
@@ -288,7 +338,7 @@ class JsonOut {
   void Key(const std::string& key, int depth, bool first) {
     out_ += first ? "\n" : ",\n";
     Spaces(depth);
-    out_ += String(key);
+    Quote(key);
     out_ += ": ";
   }
   static std::string String(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
