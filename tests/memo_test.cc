@@ -66,6 +66,13 @@ void ExpectSameEvidence(const audit::NodeEvidence& a, const audit::NodeEvidence&
   EXPECT_EQ(a.node, b.node);
 }
 
+// Replays run their collectors in order on one thread (the order of the misses they record).
+collect::CollectOptions OneThread() {
+  collect::CollectOptions one;
+  one.threads = 1;
+  return one;
+}
+
 audit::Plan FullPlan() {
   audit::Selection sel;
   sel.target = core::Target::kSlurm;
@@ -77,8 +84,7 @@ audit::Plan FullPlan() {
 TEST(Memo, ReplayWithTheMemoIsTheReplayWithout) {
   json base = Base();
   audit::Plan plan = FullPlan();
-  collect::CollectOptions one;
-  one.threads = 1;
+  collect::CollectOptions one = OneThread();
   collect::CollectorMemo memo;
   for (int i = 0; i < 40; ++i) {
     host::Bundle b = host::Bundle::FromJson(Variant(base, i));
@@ -95,8 +101,7 @@ TEST(Memo, ReplayWithTheMemoIsTheReplayWithout) {
 TEST(Memo, SerialsNameIdenticalEvidence) {
   json base = Base();
   audit::Plan plan = FullPlan();
-  collect::CollectOptions one;
-  one.threads = 1;
+  collect::CollectOptions one = OneThread();
   collect::CollectorMemo memo;
   std::map<uint64_t, core::Evidence> seen;
   size_t shared = 0;
@@ -126,8 +131,7 @@ TEST(Memo, CollectorsDoNotReadCommandDurations) {
   audit::Plan plan = FullPlan();
   json slow = base;
   for (auto& c : slow["commands"]) c["duration_ms"] = 98765.4;
-  collect::CollectOptions one;
-  one.threads = 1;
+  collect::CollectOptions one = OneThread();
   audit::NodeEvidence a = audit::ReplayNode(host::Bundle::FromJson(base), plan, one);
   audit::NodeEvidence b = audit::ReplayNode(host::Bundle::FromJson(slow), plan, one);
   for (const auto& [id, e] : a.evidence) {
@@ -209,8 +213,7 @@ TEST(Memo, MissesAreRecordedOnceWhetherTheMemoAnswersOrNot) {
   json base = Base();
   base["files"].erase("/etc/os-release");  // asked by os collectors: a miss on every node
   audit::Plan plan = FullPlan();
-  collect::CollectOptions one;
-  one.threads = 1;
+  collect::CollectOptions one = OneThread();
   collect::CollectorMemo memo;
   for (int i = 0; i < 3; ++i) {
     json v = base;
