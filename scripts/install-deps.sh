@@ -5,6 +5,8 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev rapidjson-dev
+  # the replay memo's answer digests (XXH3-128, header-only use)
+  libxxhash-dev
   libgtest-dev libgmock-dev
   # benchmarks: io_uring for storage, libcurl's header for S3 (the library is loaded at run time), inih for ~/.aws/credentials
   liburing-dev libcurl4-openssl-dev libinih-dev
