@@ -239,7 +239,7 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
   fs::create_directories(shared);
   fs::path out = kDir / "runs" / "scaling";
   Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --path " + shared.string() + " --out " + out.string() +
-              " --size 32M --files 2 --duration 2 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
+              " --size 32M --files 2 --duration 4 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
               (kDir / "scale.stderr").string());
   ASSERT_EQ(p.code, 0) << p.out;
   json r = JsonFrom(p.out);
