@@ -135,48 +135,48 @@ core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::strin
   core::EvidenceSet out;
   int n = std::max(1, std::min<int>(opts.threads, static_cast<int>(ids.size())));
   auto* replay = n == 1 && memo ? dynamic_cast<host::ReplayHost*>(&host) : nullptr;
+  // A collector's evidence as every path hands it on: sanitized (what a memo keeps, too).
+  auto run = [&](const Collector& c, const std::string& id, host::Host& h) {
+    // A collector that throws (a parser meeting input nobody expected) loses its own evidence
+    // only: an exception must never unwind out of this worker thread.
+    core::Evidence e;
+    try {
+      e = RunCollector(c, h, opts);
+    } catch (const std::exception& ex) {
+      e = core::Evidence{};
+      e.status = core::EvidenceStatus::kError;
+      e.error = std::string("collector failed internally: ") + ex.what();
+    }
+    e.id = id;
+    core::SanitizeEvidence(e);
+    return e;
+  };
+  auto evidence = [&](const std::string& id) {
+    const Collector* c = FindCollector(id);
+    if (c && (c->info.probe.empty() || opts.probes.count(c->info.probe))) {
+      if (!replay || !c->info.probe.empty()) return run(*c, id, host);
+      uint64_t serial = 0;
+      core::Evidence e = memo->Collect(*c, *replay, [&](host::Host& h) { return run(*c, id, h); }, &serial);
+      if (serial && serials) (*serials)[id] = serial;
+      return e;
+    }
+    core::Evidence e;
+    e.id = id;
+    if (!c) {
+      e.status = core::EvidenceStatus::kError;
+      e.error = "no collector named " + id;
+    } else {
+      e.status = core::EvidenceStatus::kProbeDisabled;
+      e.error = "active probe '" + c->info.probe + "' not requested (use --probe " + c->info.probe + " or --active)";
+    }
+    core::SanitizeEvidence(e);
+    return e;
+  };
   std::mutex mu;
   std::atomic<size_t> next{0};
   auto worker = [&] {
-    while (true) {
-      size_t i = next.fetch_add(1);
-      if (i >= ids.size()) return;
-      const Collector* c = FindCollector(ids[i]);
-      core::Evidence e;
-      e.id = ids[i];
-      if (!c) {
-        e.status = core::EvidenceStatus::kError;
-        e.error = "no collector named " + ids[i];
-      } else if (!c->info.probe.empty() && !opts.probes.count(c->info.probe)) {
-        e.status = core::EvidenceStatus::kProbeDisabled;
-        e.error = "active probe '" + c->info.probe + "' not requested (use --probe " + c->info.probe + " or --active)";
-      }
-      if (!c || e.status == core::EvidenceStatus::kProbeDisabled) {
-        core::SanitizeEvidence(e);
-      } else {
-        auto run = [&](host::Host& h) {
-          // A collector that throws (a parser meeting input nobody expected) loses its own
-          // evidence only: an exception must never unwind out of this worker thread.
-          core::Evidence r;
-          try {
-            r = RunCollector(*c, h, opts);
-          } catch (const std::exception& ex) {
-            r = core::Evidence{};
-            r.status = core::EvidenceStatus::kError;
-            r.error = std::string("collector failed internally: ") + ex.what();
-          }
-          r.id = ids[i];
-          core::SanitizeEvidence(r);
-          return r;
-        };
-        if (replay && c->info.probe.empty()) {
-          uint64_t serial = 0;
-          e = memo->Collect(*c, *replay, run, &serial);
-          if (serial && serials) (*serials)[ids[i]] = serial;
-        } else {
-          e = run(host);
-        }
-      }
+    for (size_t i = next.fetch_add(1); i < ids.size(); i = next.fetch_add(1)) {
+      core::Evidence e = evidence(ids[i]);
       std::lock_guard lock(mu);
       out[e.id] = std::move(e);
     }

@@ -405,8 +405,14 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   json format_version, manifest, nvml;
   unsigned seen = 0;  // bit per Section
 
-  bool Null() { return Scalar(json(nullptr)); }
-  bool Bool(bool b) { return Scalar(json(b)); }
+  bool Null() {
+    if (sub_) return Forward([&] { return sub_->Null(); });
+    return Scalar(json(nullptr));
+  }
+  bool Bool(bool b) {
+    if (sub_) return Forward([&] { return sub_->Bool(b); });
+    return Scalar(json(b));
+  }
   bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) {
     if (sub_) return Forward([&] { return sub_->RawNumber(s, n, copy); });
     json v;
@@ -624,9 +630,8 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
     return true;
   }
 
-  // A scalar value where it arrived.
+  // A scalar value where it arrived (a part kept as JSON has taken its own already).
   bool Scalar(json&& v) {
-    if (sub_) return Forward([&] { return v.is_null() ? sub_->Null() : v.is_boolean() ? sub_->Bool(v.get<bool>()) : PutSub(std::move(v)); });
     if (skip_) return true;
     switch (depth_) {
       case 0:
@@ -669,16 +674,6 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
         return true;
     }
   }
-  // Numbers and strings reach a part's builder as their text would (already checked here).
-  bool PutSub(json&& v) {
-    if (v.is_string()) {
-      const auto& s = v.get_ref<const std::string&>();
-      return sub_->String(s.data(), static_cast<rapidjson::SizeType>(s.size()), true);
-    }
-    std::string t = v.dump();
-    return sub_->RawNumber(t.data(), static_cast<rapidjson::SizeType>(t.size()), true);
-  }
-
   void NullEntry() {
     if (section_ == kWhich) out_.which[std::move(key_)] = WhichResult{};
     else out_.env[std::move(key_)] = std::nullopt;

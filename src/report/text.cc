@@ -281,17 +281,14 @@ class JsonOut {
           out_ += "[]";
           return;
         }
-        out_ += "[\n";
+        out_ += "[";
         bool first = true;
         for (const auto& e : v) {
-          if (!first) out_ += ",\n";
+          Item(depth + 1, first);
           first = false;
-          Spaces(depth + 1);
           Value(e, depth + 1);
         }
-        out_ += "\n";
-        Spaces(depth);
-        out_ += "]";
+        Close("]", depth);
         return;
       }
       case json::value_t::object: {
@@ -299,19 +296,14 @@ class JsonOut {
           out_ += "{}";
           return;
         }
-        out_ += "{\n";
+        out_ += "{";
         bool first = true;
         for (const auto& [k, e] : v.items()) {
-          if (!first) out_ += ",\n";
+          Key(k, depth + 1, first);
           first = false;
-          Spaces(depth + 1);
-          Quote(k);
-          out_ += ": ";
           Value(e, depth + 1);
         }
-        out_ += "\n";
-        Spaces(depth);
-        out_ += "}";
+        Close("}", depth);
         return;
       }
       default:
@@ -334,12 +326,22 @@ class JsonOut {
     static const std::string kSpaces(512, ' ');
     for (int n = 2 * depth; n > 0; n -= 512) out_ += std::string_view(kSpaces).substr(0, std::min(n, 512));
   }
-  // "\n" + indent + "\"key\": " (or "{\n" + ... for the first member).
-  void Key(const std::string& key, int depth, bool first) {
+  // Before a container's element at `depth`: ",\n" (or "\n" for the first) and the indent.
+  void Item(int depth, bool first) {
     out_ += first ? "\n" : ",\n";
     Spaces(depth);
+  }
+  // Before an object's member: the element's start and "\"key\": ".
+  void Key(const std::string& key, int depth, bool first) {
+    Item(depth, first);
     Quote(key);
     out_ += ": ";
+  }
+  // After a non-empty container's elements: its closing bracket on a line of its own at `depth`.
+  void Close(std::string_view bracket, int depth) {
+    out_ += "\n";
+    Spaces(depth);
+    out_ += bracket;
   }
   static std::string String(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -370,9 +372,7 @@ void Members(JsonOut& o, const json& head, const std::map<std::string, std::func
     if (auto it = extra.find(k); it != extra.end()) it->second(depth + 1);
     else o.Value(*keys[k], depth + 1);
   }
-  o.Raw("\n");
-  o.Spaces(depth);
-  o.Raw("}");
+  o.Close("}", depth);
 }
 
 // A node's finding object as dumped at `depth`, split around its "node" value: prefix + name + suffix.
@@ -430,17 +430,14 @@ void WriteNodes(JsonOut& o, const audit::NodeFindings& nodes, NameCache& names, 
   std::vector<std::optional<NodeObject>> objects(nodes.table().size());
   o.Raw("[");
   for (size_t i = 0; i < nodes.size(); ++i) {
-    o.Raw(i == 0 ? "\n" : ",\n");
-    o.Spaces(depth + 1);
+    o.Item(depth + 1, i == 0);
     uint32_t f = nodes.rows()[i].finding;
     if (!objects[f]) objects[f] = SplitNodeObject(nodes.table()[f], depth + 1);
     o.Raw(objects[f]->prefix);
     o.Raw(names.Quoted(nodes, i));
     o.Raw(objects[f]->suffix);
   }
-  o.Raw("\n");
-  o.Spaces(depth);
-  o.Raw("]");
+  o.Close("]", depth);
 }
 
 // The matrix row's verdicts: an object keyed by node name (sorted; a repeated name keeps its last).
@@ -466,16 +463,13 @@ void WriteVerdicts(JsonOut& o, const audit::NodeFindings& nodes, NameCache& name
   }
   o.Raw("{");
   for (size_t j = 0; j < last.size(); ++j) {
-    o.Raw(j == 0 ? "\n" : ",\n");
-    o.Spaces(depth + 1);
+    o.Item(depth + 1, j == 0);
     o.Raw(names.Quoted(nodes, last[j]));
     o.Raw(": \"");
     o.Raw(core::ToString(nodes[last[j]].finding.verdict));
     o.Raw("\"");
   }
-  o.Raw("\n");
-  o.Spaces(depth);
-  o.Raw("}");
+  o.Close("}", depth);
 }
 
 std::vector<uint32_t> VerdictKeys(const audit::NodeFindings& nodes) {
@@ -511,16 +505,13 @@ void WriteJson(const audit::Report& r, const Sink& sink) {
       o.Raw("[");
       for (size_t i = 0; i < r.results.size(); ++i) {
         const auto& res = r.results[i];
-        o.Raw(i == 0 ? "\n" : ",\n");
-        o.Spaces(d + 1);
+        o.Item(d + 1, i == 0);
         json row = {{"check", res.info->id}, {"scope", res.info->cluster ? "cluster" : "node"}};
         std::map<std::string, std::function<void(int)>> verdicts;
         verdicts["verdicts"] = [&](int dd) { WriteVerdicts(o, res.nodes, names, order, dd); };
         Members(o, row, verdicts, d + 1);
       }
-      o.Raw("\n");
-      o.Spaces(d);
-      o.Raw("]");
+      o.Close("]", d);
     };
     Members(o, r.fleet, matrix, depth);
   };
@@ -532,8 +523,7 @@ void WriteJson(const audit::Report& r, const Sink& sink) {
     o.Raw("[");
     for (size_t i = 0; i < r.results.size(); ++i) {
       const auto& res = r.results[i];
-      o.Raw(i == 0 ? "\n" : ",\n");
-      o.Spaces(depth + 1);
+      o.Item(depth + 1, i == 0);
       json j = res.finding;
       j["id"] = res.info->id;
       j["category"] = res.info->category;
@@ -546,9 +536,7 @@ void WriteJson(const audit::Report& r, const Sink& sink) {
       nodes["nodes"] = [&](int d) { WriteNodes(o, res.nodes, names, d); };
       Members(o, j, nodes, depth + 1);
     }
-    o.Raw("\n");
-    o.Spaces(depth);
-    o.Raw("]");
+    o.Close("]", depth);
   };
   Members(o, head, extra, 0);
   o.Flush();
