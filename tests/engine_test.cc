@@ -4,7 +4,9 @@
 
 #include <sys/wait.h>
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,8 @@
 #include <fmt/format.h>
 
 #include "audit/engine.h"
+#include "audit/slurm_fanout.h"
+#include "util/line_frames.h"
 #include "checks/register.h"
 #include "host/local_host.h"
 #include "report/report.h"
@@ -661,4 +665,125 @@ TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
   EXPECT_EQ(f.fleet["nodes_returned"], 24);
   compare(plain, false);
   fs::remove_all(dir);
+}
+
+// The live fleet path end to end without a cluster: a login host whose sinfo lists 30 nodes and whose
+// srun writes every node's framed bundle interleaved line by line, in pieces of awkward sizes, with
+// one node silent, one sending a corrupt bundle and one document under a name that is no node of the
+// step. FanOutThroughSlurm hands each bundle on as soon as it is whole (never holding srun's output:
+// keep_stdout is off), FleetStream judges it on the worker that read it, and the report is byte for
+// byte the reference judgement of the same bundles held in memory.
+namespace {
+class FakeSlurmLogin : public host::HostWrapper {
+ public:
+  FakeSlurmLogin(host::Host& base, std::string sinfo, std::vector<std::string> lines) : HostWrapper(base), sinfo_(std::move(sinfo)), lines_(std::move(lines)) {}
+  host::CommandResult Run(const host::CommandSpec& spec) override {
+    if (spec.argv[0] == "sinfo") return clustermax::testing::Out(sinfo_);
+    if (spec.argv[0] != "srun") return HostWrapper::Run(spec);
+    EXPECT_FALSE(spec.keep_stdout);
+    std::string all;
+    for (const auto& l : lines_) all += l + "\n";
+    size_t sizes[] = {1, 7, 4096, 65536, 333, 1000, 2};
+    for (size_t at = 0, k = 0; at < all.size(); ++k) {
+      size_t n = std::min(sizes[k % 7], all.size() - at);
+      spec.on_stdout(std::string_view(all).substr(at, n));
+      at += n;
+    }
+    return clustermax::testing::Out("");
+  }
+ private:
+  std::string sinfo_;
+  std::vector<std::string> lines_;
+};
+}  // namespace
+
+TEST(FleetStream, ASlurmFanOutStreamedInPiecesGivesTheReferenceReport) {
+  json base = json::parse(*util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")));
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm});
+  collect::CollectOptions one;
+  one.threads = 1;
+  auto variant = [&](int i, const std::string& role) {
+    json b = base;
+    b["manifest"]["hostname"] = role == "login" ? "login1" : fmt::format("c{:02d}", i);
+    b["manifest"]["role"] = role;
+    if (i % 7 == 3) b["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"}, {"content", "6.1.0-99-amd64\n"}};
+    if (i % 5 == 2) b["files"].erase("/etc/os-release");
+    return host::Bundle::FromJson(b);
+  };
+  std::string sinfo;
+  std::vector<std::vector<std::string>> per_node;
+  std::vector<host::Bundle> expected;  // in name order: the nodes that return a readable bundle
+  for (int i = 29; i >= 0; --i) {  // sinfo's order is not the name order
+    std::string name = fmt::format("c{:02d}", i);
+    sinfo += name + "|idle|gpu:8|none\n";
+    if (i == 11) continue;  // silent
+    host::Bundle b = variant(i, "compute");
+    auto lines = audit::BundleLines(name, b);
+    if (i == 17) lines = util::FrameLines("CLUSTERMAX-BUNDLE", name, "{\"manifest\": [");
+    per_node.push_back(lines);
+  }
+  for (int i = 0; i < 30; ++i) {
+    if (i != 11 && i != 17) expected.push_back(variant(i, "compute"));
+  }
+  per_node.push_back(audit::BundleLines("intruder", variant(99, "compute")));
+  // Interleaved: one line of every node in turn (the worst case for what is held), labelled.
+  std::vector<std::string> lines = {"srun: some warning"};
+  for (size_t k = 0;; ++k) {
+    bool any = false;
+    for (size_t n = 0; n < per_node.size(); ++n) {
+      if (k < per_node[n].size()) lines.push_back(fmt::format("{}: {}", n, per_node[n][k])), any = true;
+    }
+    if (!any) break;
+  }
+  host::Bundle empty;
+  host::ReplayHost replay(empty);
+  FakeSlurmLogin login(replay, sinfo, lines);
+
+  audit::NodeEvidence login_node = audit::ReplayNode(variant(0, "login"), plan, one);
+  audit::SlurmFanOutOptions fo;
+  fo.self_exe = "/usr/bin/clustermax";
+  std::optional<audit::FleetStream> judged;
+  std::vector<std::string> targets;
+  std::atomic<int> handed{0};
+  audit::BundleStream stream;
+  stream.workers = 3;
+  stream.on_targets = [&](const std::vector<std::string>& t) {
+    targets = t;
+    judged.emplace(login_node, t.size(), plan, collect::CollectOptions{}, core::EmbeddedMinimumTable());
+  };
+  stream.on_bundle = [&](size_t i, host::Bundle b) {
+    EXPECT_EQ(b.manifest.hostname, targets[i]);
+    EXPECT_EQ(b.manifest.role, "compute");
+    ++handed;
+    judged->Add(i, b);
+  };
+  audit::FanOutResult fr = audit::FanOutThroughSlurm(login, fo, stream);
+  ASSERT_EQ(targets.size(), 30u);
+  EXPECT_EQ(targets.front(), "c00");
+  EXPECT_EQ(handed.load(), 28);
+  EXPECT_TRUE(fr.bundles.empty());
+  EXPECT_EQ(fr.strangers, 1u);
+  ASSERT_EQ(fr.unreachable.size(), 2u);
+  // In sinfo's order: c17 before c11.
+  EXPECT_EQ(fr.unreachable[0].node, "c17");
+  EXPECT_NE(fr.unreachable[0].reason.find("bundle unreadable"), std::string::npos) << fr.unreachable[0].reason;
+  EXPECT_EQ(fr.unreachable[1].node, "c11");
+  EXPECT_EQ(fr.unreachable[1].reason, "returned nothing");
+  audit::Report got = judged->Finish(fr.unreachable);
+
+  // The reference: every node's evidence in memory, judged at once.
+  std::vector<audit::NodeEvidence> all = {login_node};
+  for (const auto& b : expected) all.push_back(audit::ReplayNode(b, plan, one));
+  audit::Report ref = audit::Judge(plan, all, core::EmbeddedMinimumTable(), fr.unreachable);
+  EXPECT_EQ(got.nodes, ref.nodes);
+  std::string json_ref = util::JsonText(report::ToJson(ref)), json_got;
+  report::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
+  EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size() << " bytes)";
+  EXPECT_EQ(got.fleet["nodes_returned"], 28);
+  EXPECT_EQ(got.fleet["nodes_expected"], 30);
+
+  // The collecting form keeps every bundle, in name order.
+  audit::FanOutResult kept = audit::FanOutThroughSlurm(login, fo);
+  ASSERT_EQ(kept.bundles.size(), 28u);
+  for (size_t i = 0; i < kept.bundles.size(); ++i) EXPECT_EQ(kept.bundles[i].manifest.hostname, expected[i].manifest.hostname);
 }

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include "util/progress.h"
 
 #include "util/line_frames.h"
+#include "util/work_queue.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -130,4 +132,96 @@ TEST(Progress, ATerminalGetsOneLineWithAnEstimateALogGetsPlainLines) {
   EXPECT_EQ(log, "  PUT 64M objects, 8 streams\n");  // no estimates, no control characters in a log
   EXPECT_EQ(clustermax::util::FormatDuration(65), "1:05");
   EXPECT_EQ(clustermax::util::FormatDuration(3723), "1:02:03");
+}
+
+// The stream form: fed in pieces of any size, each document leaves the moment its last part
+// arrives and nothing of it is held after; a key is delivered once; the bytes held are bounded.
+TEST(LineFrames, AStreamDeliversEachDocumentWhenWholeAndHoldsNoMore) {
+  std::string a(2500, 'a'), b(1700, 'b');
+  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000), lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
+  std::string text = "0: " + la[0] + "\n1: " + lb[0] + "\n0: " + la[1] + "\n1: " + lb[1] + "\n0: " + la[2] + "\n";
+  size_t n2_done_at = text.find(lb[1]) + lb[1].size() + 1;  // after its newline
+  for (size_t piece : {1u, 3u, 999u, 100000u}) {
+    std::vector<std::pair<std::string, size_t>> got;  // key, bytes fed when delivered
+    size_t fed = 0;
+    std::map<std::string, std::string> docs;
+    clustermax::util::FrameReader reader("CM-X", [&](const std::string& key, std::string doc) {
+      got.emplace_back(key, fed);
+      docs[key] = std::move(doc);
+    }, 1000);
+    for (size_t at = 0; at < text.size(); at += piece) {
+      std::string_view p = std::string_view(text).substr(at, piece);
+      fed = at + p.size();
+      reader.Feed(p);
+    }
+    reader.Finish();
+    ASSERT_EQ(got.size(), 2u) << piece;
+    EXPECT_EQ(got[0].first, "n2");
+    // n2 left with the piece that completed its last line, not later.
+    EXPECT_GE(got[0].second, n2_done_at);
+    EXPECT_LT(got[0].second, n2_done_at + piece);
+    EXPECT_EQ(docs["n1"], a);
+    EXPECT_EQ(docs["n2"], b);
+    EXPECT_EQ(reader.pending_bytes(), 0u);
+    EXPECT_TRUE(reader.errors().empty());
+  }
+  // A key already delivered is not delivered again; an unterminated last line is read at Finish.
+  int calls = 0;
+  clustermax::util::FrameReader again("CM-X", [&](const std::string&, std::string) { ++calls; }, 1000);
+  again.Feed(lb[0] + "\n" + lb[1] + "\n" + lb[0] + "\n" + lb[1] + "\nCM-X n3 0 1 {}");
+  EXPECT_EQ(calls, 1);
+  again.Finish();
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(again.delivered(), 2u);
+  // More than max_pending bytes of unfinished documents: the key growing past it is refused, its
+  // parts dropped, and the stream read on.
+  std::string big(10000, 'c');
+  auto lc = clustermax::util::FrameLines("CM-X", "n4", big, 1000);
+  std::map<std::string, std::string> kept;
+  clustermax::util::FrameReader bounded("CM-X", [&](const std::string& k, std::string d) { kept[k] = std::move(d); }, 1000, 4000);
+  for (size_t i = 0; i + 1 < lc.size(); ++i) bounded.Feed(lc[i] + "\n");
+  EXPECT_LE(bounded.pending_bytes(), 4000u);
+  bounded.Feed(lb[0] + "\n" + lb[1] + "\n" + lc.back() + "\n");
+  bounded.Finish();
+  EXPECT_EQ(kept.count("n4"), 0u);
+  EXPECT_EQ(kept["n2"], b);
+  EXPECT_NE(bounded.errors().at("n4").find("more than 4000 bytes"), std::string::npos);
+  // A line of a megabyte without a newline is cut at 64 KiB, not held whole.
+  clustermax::util::FrameReader huge("CM-X", [&](const std::string&, std::string) {}, 1000);
+  huge.Feed("CM-X n5 0 2 ");
+  for (int i = 0; i < 1024; ++i) huge.Feed(std::string(1024, 'x'));
+  EXPECT_EQ(huge.pending_bytes(), 0u);
+  huge.Feed("\n");
+  EXPECT_LE(huge.pending_bytes(), 65536u);
+  huge.Finish();
+  EXPECT_NE(huge.errors().at("n5").find("incomplete (1 of 2 parts arrived)"), std::string::npos);
+}
+
+TEST(WorkQueue, RunsEveryJobBoundedAndRethrowsTheFirstError) {
+  for (unsigned threads : {0u, 1u, 3u}) {
+    std::atomic<int> done{0}, running{0}, most{0};
+    clustermax::util::WorkQueue q(threads, 2);
+    for (int i = 0; i < 200; ++i) {
+      q.Push([&] {
+        int now = ++running;
+        int m = most.load();
+        while (now > m && !most.compare_exchange_weak(m, now)) {}
+        ++done;
+        --running;
+      });
+    }
+    q.Finish();
+    EXPECT_EQ(done.load(), 200) << threads;
+    EXPECT_LE(most.load(), static_cast<int>(std::max(1u, threads)));
+  }
+  clustermax::util::WorkQueue q(2, 2);
+  std::atomic<int> after{0};
+  q.Push([] { throw std::runtime_error("job 1 failed"); });
+  for (int i = 0; i < 50; ++i) q.Push([&] { ++after; });
+  try {
+    q.Finish();
+    ADD_FAILURE() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "job 1 failed");
+  }
 }

@@ -611,15 +611,34 @@ Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& pl
   return judge.Finish({}, /*drop_duplicates=*/true, duplicates, kept);
 }
 
+struct FleetStream::State {
+  collect::CollectOptions one;
+  collect::CollectorMemo memo;
+  const Plan& plan;
+  FleetJudge judge;
+  State(const NodeEvidence& login, size_t computes, const Plan& p, const collect::CollectOptions& opts, const core::MinimumTable& minimums)
+      : one(opts), plan(p), judge(p, minimums, NowOf(login), computes + 1) {
+    one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
+  }
+};
+
+FleetStream::FleetStream(NodeEvidence login, size_t computes, const Plan& plan, const collect::CollectOptions& opts,
+                         const core::MinimumTable& minimums)
+    : s_(std::make_unique<State>(login, computes, plan, opts, minimums)) {
+  s_->judge.Add(0, std::move(login));
+}
+
+FleetStream::~FleetStream() = default;
+
+void FleetStream::Add(size_t index, const host::Bundle& bundle) { s_->judge.Add(index + 1, ReplayNode(bundle, s_->plan, s_->one, &s_->memo)); }
+
+Report FleetStream::Finish(const std::vector<UnreachableNode>& unreachable) { return s_->judge.Finish(unreachable, /*drop_duplicates=*/false); }
+
 Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan, const collect::CollectOptions& opts,
                   const core::MinimumTable& minimums, const std::vector<UnreachableNode>& unreachable) {
-  collect::CollectOptions one = opts;
-  one.threads = 1;
-  collect::CollectorMemo memo;
-  FleetJudge judge(plan, minimums, NowOf(login), bundles.size() + 1);
-  judge.Add(0, std::move(login));
-  ParallelFor(bundles.size(), Cores(), [&](size_t i) { judge.Add(i + 1, ReplayNode(bundles[i], plan, one, &memo)); });
-  return judge.Finish(unreachable, /*drop_duplicates=*/false);
+  FleetStream stream(std::move(login), bundles.size(), plan, opts, minimums);
+  ParallelFor(bundles.size(), Cores(), [&](size_t i) { stream.Add(i, bundles[i]); });
+  return stream.Finish(unreachable);
 }
 
 int ExitCodeFor(const Report& r, bool exit_zero) {

@@ -189,8 +189,24 @@ class FleetJudge {
 // receives the indexes of the paths judged. Throws host::BundleError naming the first unreadable file.
 Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& plan, const collect::CollectOptions& opts,
                            const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates, std::vector<size_t>* kept);
+// A fleet judged as its compute nodes' bundles arrive, in any order and from any number of threads:
+// each bundle is replayed and judged by the thread adding it (through the replay memo) and can be
+// dropped when Add returns; only compact findings are kept. The report is the one JudgeFleet gives
+// for the same bundles in index order, byte for byte.
+class FleetStream {
+ public:
+  FleetStream(NodeEvidence login, size_t computes, const Plan& plan, const collect::CollectOptions& opts, const core::MinimumTable& minimums);
+  ~FleetStream();
+  void Add(size_t index, const host::Bundle& bundle);  // thread-safe; index < computes, each once
+  Report Finish(const std::vector<UnreachableNode>& unreachable);
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
 // A fleet audit: the login node's evidence and the compute nodes' bundles, replayed and judged on
-// every core (FleetJudge).
+// every core (FleetStream).
 Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan, const collect::CollectOptions& opts,
                   const core::MinimumTable& minimums, const std::vector<UnreachableNode>& unreachable);
 

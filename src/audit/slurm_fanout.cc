@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -11,6 +14,7 @@
 #include "util/progress.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
+#include "util/work_queue.h"
 
 namespace clustermax::audit {
 using nlohmann::json;
@@ -107,7 +111,8 @@ NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o) {
 }
 
 FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes, const SlurmFanOutOptions& o,
-                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node) {
+                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node,
+                         const DocumentSink& on_document) {
   auto t0 = std::chrono::steady_clock::now();
   FramedStep res;
   std::vector<std::string> argv = {"srun", "--nodes=" + std::to_string(nodes.size()), "--ntasks=" + std::to_string(nodes.size()),
@@ -127,40 +132,49 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   res.argv = argv;
 
   // The nodes' documents arrive byte-exact: each node redacted its own evidence before sending it.
+  // srun's output is read as it arrives and not kept: each document leaves as soon as it is whole.
   host::CommandSpec spec{argv, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), 1ull << 31, /*redact=*/false};
+  spec.keep_stdout = false;
+  std::set<std::string> wanted(nodes.begin(), nodes.end()), got;
+  std::exception_ptr sink_error;
+  util::FrameReader reader(marker, [&](const std::string& key, std::string doc) {
+    if (!wanted.count(key)) {
+      ++res.strangers;
+      return;
+    }
+    got.insert(key);
+    if (!on_document) {
+      res.documents[key] = std::move(doc);
+      return;
+    }
+    if (sink_error) return;
+    try {
+      on_document(key, std::move(doc));
+    } catch (...) {
+      sink_error = std::current_exception();  // rethrown once srun is done: never out of the read loop
+    }
+  });
   // On a terminal, the nodes that answered so far (a node has answered when the last part of its
   // document arrived) and the time left; nothing otherwise.
   util::Progress progress;
-  std::set<std::string> answered;
-  std::string partial;
-  if (progress.tty()) {
-    spec.on_stdout = [&](std::string_view chunk) {
-      partial.append(chunk);
-      size_t from = 0, nl;
-      while ((nl = partial.find('\n', from)) != std::string::npos) {
-        std::string_view line(partial.data() + from, nl - from);
-        from = nl + 1;
-        size_t m = line.find(marker + " ");
-        if (m == std::string_view::npos) continue;
-        auto f = util::SplitWhitespace(line.substr(m + marker.size() + 1));
-        if (f.size() < 3) continue;
-        auto index = util::ParseInt(f[1]), count = util::ParseInt(f[2]);
-        if (index && count && *index + 1 == *count) answered.insert(std::string(f[0]));
-      }
-      partial.erase(0, from);
-      progress.Count(answered.size(), nodes.size(), fmt::format("nodes answered (the step ends within {})", util::FormatDuration(o.timeout_s)));
-    };
-  }
+  bool streamed = false;
+  spec.on_stdout = [&](std::string_view piece) {
+    streamed = true;
+    reader.Feed(piece);
+    if (progress.tty()) progress.Count(got.size(), nodes.size(), fmt::format("nodes answered (the step ends within {})", util::FormatDuration(o.timeout_s)));
+  };
   auto run = login.Run(spec);
+  if (!streamed) reader.Feed(run.out);  // a host that answers at the end (a replayed one)
+  reader.Finish();
   progress.Finish();
-  std::map<std::string, std::string> errors;
-  res.documents = util::UnframeLines(marker, run.out, errors);
+  if (sink_error) std::rethrow_exception(sink_error);
+  const auto& errors = reader.errors();
   std::string err = std::string(util::Trim(run.err));
   if (run.status != host::IoStatus::kOk || run.exit_code != 0) res.srun_error = util::Ellipsize(err.empty() ? run.error : err, 2000);
   for (const auto& node : nodes) {
-    if (res.documents.count(node)) continue;
+    if (got.count(node)) continue;
     std::string why;
-    if (errors.count(node)) why = errors[node];
+    if (auto e = errors.find(node); e != errors.end()) why = e->second;
     for (const auto& line : util::SplitLines(err)) {
       if (why.empty() && util::Contains(line, node)) why = std::string(util::Trim(line));
     }
@@ -173,41 +187,68 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   return res;
 }
 
-FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o) {
+FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, const BundleStream& stream) {
   auto t0 = std::chrono::steady_clock::now();
   FanOutResult res;
   NodeScope scope = SelectNodes(login, o);
   res.inside_allocation = scope.inside_allocation;
   res.in_scope = scope.in_scope;
   res.unreachable = scope.unreachable;
-  if (scope.targets.empty()) {
-    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return res;
-  }
   res.gpus_per_node = scope.gpus_per_node;
-  // The node collector runs with the node's GPUs allocated: the step sees them (ConstrainDevices)
-  // and the scheduler's CUDA_VISIBLE_DEVICES can be checked.
-  std::vector<std::string> program = {"collect", "--role=compute", fmt::format("--step-gpus={}", res.gpus_per_node)};
-  program.insert(program.end(), o.collect_args.begin(), o.collect_args.end());
-  FramedStep step = RunFramedStep(login, scope, scope.targets, o, "clustermax-audit", program, kMarker, res.gpus_per_node);
-  res.srun_argv = step.argv;
-  res.srun_error = step.srun_error;
-  for (auto& [node, doc] : step.documents) {
-    try {
-      host::Bundle b = host::Bundle::Parse(std::move(doc));
+  std::vector<std::string> targets = scope.targets;
+  std::sort(targets.begin(), targets.end());
+  if (stream.on_targets) stream.on_targets(targets);
+  if (!targets.empty()) {
+    std::map<std::string, size_t> index;
+    for (size_t i = 0; i < targets.size(); ++i) index.emplace(targets[i], i);
+    // The node collector runs with the node's GPUs allocated: the step sees them (ConstrainDevices)
+    // and the scheduler's CUDA_VISIBLE_DEVICES can be checked.
+    std::vector<std::string> program = {"collect", "--role=compute", fmt::format("--step-gpus={}", res.gpus_per_node)};
+    program.insert(program.end(), o.collect_args.begin(), o.collect_args.end());
+    std::mutex mu;
+    util::WorkQueue workers(stream.workers, 2 * static_cast<size_t>(std::max(1u, stream.workers)));
+    auto read = [&](const std::string& node, std::string doc) {
+      host::Bundle b;
+      try {
+        b = host::Bundle::Parse(std::move(doc));
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu);
+        res.unreachable.push_back({node, std::string("bundle unreadable: ") + e.what()});
+        return;
+      }
       if (b.manifest.hostname.empty()) b.manifest.hostname = node;
       b.manifest.role = "compute";
-      res.bundles.push_back(std::move(b));
-    } catch (const std::exception& e) {
-      res.unreachable.push_back({node, std::string("bundle unreadable: ") + e.what()});
-    }
+      stream.on_bundle(index.at(node), std::move(b));
+    };
+    FramedStep step = RunFramedStep(login, scope, scope.targets, o, "clustermax-audit", program, kMarker, res.gpus_per_node,
+                                    [&](const std::string& node, std::string doc) {
+                                      workers.Push([&read, node, doc = std::move(doc)]() mutable { read(node, std::move(doc)); });
+                                    });
+    workers.Finish();
+    res.srun_argv = step.argv;
+    res.srun_error = step.srun_error;
+    res.strangers = step.strangers;
+    for (const auto& [node, why] : step.missing) res.unreachable.push_back({node, why});
   }
-  for (const auto& [node, why] : step.missing) res.unreachable.push_back({node, why});
   // Report in the order of the scope.
-  std::sort(res.unreachable.begin(), res.unreachable.end(), [&](const UnreachableNode& a, const UnreachableNode& b) {
-    return std::find(res.in_scope.begin(), res.in_scope.end(), a.node) < std::find(res.in_scope.begin(), res.in_scope.end(), b.node);
-  });
+  std::map<std::string, size_t> place;
+  for (size_t i = 0; i < res.in_scope.size(); ++i) place.emplace(res.in_scope[i], i);
+  auto at = [&](const std::string& node) { auto it = place.find(node); return it == place.end() ? place.size() : it->second; };
+  std::stable_sort(res.unreachable.begin(), res.unreachable.end(), [&](const UnreachableNode& a, const UnreachableNode& b) { return at(a.node) < at(b.node); });
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o) {
+  std::vector<std::optional<host::Bundle>> got;
+  BundleStream stream;
+  stream.on_targets = [&](const std::vector<std::string>& targets) { got.resize(targets.size()); };
+  stream.on_bundle = [&](size_t i, host::Bundle b) { got[i] = std::move(b); };
+  stream.workers = std::max(1u, std::thread::hardware_concurrency());
+  FanOutResult res = FanOutThroughSlurm(login, o, stream);
+  for (auto& b : got) {
+    if (b) res.bundles.push_back(std::move(*b));
+  }
   return res;
 }
 

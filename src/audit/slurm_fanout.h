@@ -4,6 +4,7 @@
 // short self-describing lines on stdout, and srun forwards them here. Nodes that are down, drained,
 // not responding, busy or silent are reported with the reason; whatever the others returned is kept.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct FanOutResult {
   std::string srun_error;                      // srun's stderr (trimmed) when it failed
   bool inside_allocation = false;
   int gpus_per_node = 0;                       // GPUs the step requested per node
+  size_t strangers = 0;                        // documents under names that are not nodes of the step (ignored)
   double seconds = 0;
 };
 
@@ -51,15 +53,21 @@ NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o);
 
 // One srun step, one task per node of `nodes`, each running `self_exe program...` and printing its
 // document as framed lines (util/line_frames.h) under `marker`, keyed by its Slurm node name.
+// srun's output is read as it comes and never held whole: each document is handed to `on_document`
+// (on the thread reading srun's output) the moment its last part arrived, or, without a sink, kept
+// in `documents`. A document under a key that is not a node of the step is ignored and counted.
 struct FramedStep {
-  std::map<std::string, std::string> documents;  // node -> document
+  std::map<std::string, std::string> documents;  // node -> document (without a sink)
   std::map<std::string, std::string> missing;    // node of `nodes` without a document -> why
   std::vector<std::string> argv;
   std::string srun_error;                        // srun's stderr (trimmed) when it failed
+  size_t strangers = 0;                          // documents from keys that are not nodes of the step
   double seconds = 0;
 };
+using DocumentSink = std::function<void(const std::string& node, std::string document)>;
 FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes, const SlurmFanOutOptions& o,
-                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node);
+                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node,
+                         const DocumentSink& on_document = {});
 
 // The line format of a bundle on stdout: "CLUSTERMAX-BUNDLE <node> <index> <count> <chunk>", the
 // bundle's ASCII-only JSON cut into chunks short enough that no line is ever split in transit.
@@ -68,6 +76,18 @@ std::vector<std::string> BundleLines(const std::string& node, const host::Bundle
 // Incomplete or corrupt bundles are reported in `errors` as node -> reason.
 std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors);
 
+// The fleet's bundles as they arrive: `on_targets` is told the nodes the step runs on (sorted by
+// name; a node's index is its place there) before it starts; each node's bundle is read on one of
+// `workers` threads (at most twice as many waiting) and handed to `on_bundle` there, concurrently,
+// then dropped. A bundle that cannot be read makes its node unreachable with the reason. The
+// result's `bundles` stays empty.
+struct BundleStream {
+  std::function<void(const std::vector<std::string>& targets)> on_targets;
+  std::function<void(size_t index, host::Bundle bundle)> on_bundle;
+  unsigned workers = 1;
+};
+FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, const BundleStream& stream);
+// Every bundle kept in `bundles`, in the order of the nodes' names.
 FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o);
 
 }  // namespace clustermax::audit

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -101,45 +102,83 @@ collect::CollectOptions MakeCollectOptions(const AuditOptions& a, const audit::S
   return o;
 }
 
-// Writes report.json, report.txt and evidence/<node>.json into a fresh run directory, atomically:
-// everything goes to a hidden temporary directory that is renamed into place at the end.
+// A run directory: report.json, report.txt and evidence/<node>.json, made atomically: everything
+// goes to a hidden temporary directory that Commit renames into place (and that is removed if the
+// run never gets there). Evidence can be saved while the run goes on (a fleet's bundles as they
+// arrive), from any thread.
 // The directory is private (0700: evidence names users, mounts and versions) and made under a name
 // no other user can predict or pre-create.
 // With `unique_name` (the default run directory) a name already taken gets a suffix (-2, -3 ...):
 // two audits in the same second both keep their runs. The rename never replaces: renameat2's
 // RENAME_NOREPLACE makes the choice of name atomic against another process doing the same.
-fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const std::function<void(const fs::path&)>& write_evidence,
-                  bool unique_name) {
-  fs::path parent = out_dir.parent_path().empty() ? fs::path(".") : out_dir.parent_path();
-  util::CreatePrivateDirectories(parent);
-  fs::path tmp = util::MakePrivateTempDir(parent, fmt::format(".{}.partial-", out_dir.filename().string()));
-  util::CreatePrivateDirectories(tmp / "evidence");
-  write_evidence(tmp / "evidence");
-  // Written as rendered: a large fleet's report is never held whole.
-  util::WriteFileAtomic(tmp / "report.json", [&](const report::Sink& write) {
-    report::WriteJson(report, write);
-    write("\n");
-  });
-  util::WriteFileAtomic(tmp / "report.txt", [&](const report::Sink& write) { report::WriteText(report, {.verbosity = 2, .color = false}, write); });
-  // The table the run was judged with, kept beside it: `audit review` judges with the same one.
-  std::optional<std::string> table = report.minimums_origin == "embedded" ? std::optional<std::string>(core::EmbeddedMinimumTableText())
-                                                                          : util::ReadLocalFile(report.minimums_origin);
-  if (table) util::WriteFileAtomic(tmp / "minimum-versions.json", *table);
-  for (int n = 1; n < 1000; ++n) {
-    fs::path target = n == 1 ? out_dir : fs::path(fmt::format("{}-{}", out_dir.string(), n));
-    std::error_code ec;
-    if (!unique_name && fs::is_directory(target, ec) && !fs::is_symlink(target, ec) && fs::is_empty(target, ec)) fs::remove(target, ec);
-    if (::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return target;
-    int e = errno;
-    if (e != EEXIST || !unique_name) {
-      fs::remove_all(tmp);
-      if (e == EEXIST) throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir.string()));
-      throw std::runtime_error(fmt::format("cannot move the run into {}: {}", target.string(), std::strerror(e)));
-    }
+class RunDir {
+ public:
+  RunDir(fs::path out_dir, bool unique_name) : out_dir_(std::move(out_dir)), unique_name_(unique_name) {
+    fs::path parent = out_dir_.parent_path().empty() ? fs::path(".") : out_dir_.parent_path();
+    util::CreatePrivateDirectories(parent);
+    tmp_ = util::MakePrivateTempDir(parent, fmt::format(".{}.partial-", out_dir_.filename().string()));
+    util::CreatePrivateDirectories(tmp_ / "evidence");
   }
-  fs::remove_all(tmp);
-  throw std::runtime_error(fmt::format("no free run directory name next to {}", out_dir.string()));
-}
+  ~RunDir() {
+    std::error_code ec;
+    if (!tmp_.empty()) fs::remove_all(tmp_, ec);
+  }
+  RunDir(const RunDir&) = delete;
+  RunDir& operator=(const RunDir&) = delete;
+
+  // evidence/<name>.json (made safe as one path component, and unique: -2, -3 ... when taken).
+  fs::path EvidencePath(const std::string& name) {
+    std::lock_guard lock(mu_);
+    std::string file = BundleFileName(name);
+    for (int k = 2; !names_.insert(file).second; ++k) file = BundleFileName(fmt::format("{}-{}", name, k));
+    return tmp_ / "evidence" / file;
+  }
+  void SaveBundle(const std::string& name, const host::Bundle& b) { b.Save(EvidencePath(name)); }
+
+  fs::path Commit(const audit::Report& report) {
+    // Written as rendered: a large fleet's report is never held whole.
+    util::WriteFileAtomic(tmp_ / "report.json", [&](const report::Sink& write) {
+      report::WriteJson(report, write);
+      write("\n");
+    });
+    util::WriteFileAtomic(tmp_ / "report.txt", [&](const report::Sink& write) { report::WriteText(report, {.verbosity = 2, .color = false}, write); });
+    // The table the run was judged with, kept beside it: `audit review` judges with the same one.
+    std::optional<std::string> table = report.minimums_origin == "embedded" ? std::optional<std::string>(core::EmbeddedMinimumTableText())
+                                                                            : util::ReadLocalFile(report.minimums_origin);
+    if (table) util::WriteFileAtomic(tmp_ / "minimum-versions.json", *table);
+    for (int n = 1; n < 1000; ++n) {
+      fs::path target = n == 1 ? out_dir_ : fs::path(fmt::format("{}-{}", out_dir_.string(), n));
+      std::error_code ec;
+      if (!unique_name_ && fs::is_directory(target, ec) && !fs::is_symlink(target, ec) && fs::is_empty(target, ec)) fs::remove(target, ec);
+      if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) {
+        tmp_.clear();
+        return target;
+      }
+      int e = errno;
+      if (e != EEXIST || !unique_name_) {
+        if (e == EEXIST) throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir_.string()));
+        throw std::runtime_error(fmt::format("cannot move the run into {}: {}", target.string(), std::strerror(e)));
+      }
+    }
+    throw std::runtime_error(fmt::format("no free run directory name next to {}", out_dir_.string()));
+  }
+
+ private:
+  // A node's bundle file name in a run directory: its name, made safe as one path component.
+  static std::string BundleFileName(const std::string& hostname) {
+    std::string name = hostname.empty() ? "node" : hostname;
+    for (auto& c : name) {
+      if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+    }
+    if (name == "." || name == "..") name = "node";
+    return name + ".json";
+  }
+
+  fs::path out_dir_, tmp_;
+  bool unique_name_;
+  std::mutex mu_;
+  std::set<std::string> names_;
+};
 
 int EmitReport(const audit::Report& report, const AuditOptions& a) {
   auto write = [](std::string_view piece) { std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size())); };
@@ -155,27 +194,6 @@ int EmitReport(const audit::Report& report, const AuditOptions& a) {
   return audit::ExitCodeFor(report, a.exit_zero);
 }
 
-
-// A node's bundle file name in a run directory: its host name, made safe as one path component.
-std::string BundleFileName(const std::string& hostname) {
-  std::string name = hostname.empty() ? "node" : hostname;
-  for (auto& c : name) {
-    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
-  }
-  if (name == "." || name == "..") name = "node";
-  return name + ".json";
-}
-
-fs::path WriteRun(const fs::path& out_dir, const audit::Report& report, const std::vector<const host::Bundle*>& bundles, bool unique_name) {
-  return WriteRun(out_dir, report, [&](const fs::path& dir) {
-    std::set<std::string> names;  // one file per bundle, also when two nodes share a host name
-    for (const auto* b : bundles) {
-      std::string name = BundleFileName(b->manifest.hostname);
-      for (int k = 2; !names.insert(name).second; ++k) name = BundleFileName(fmt::format("{}-{}", b->manifest.hostname, k));
-      b->Save(dir / name);
-    }
-  }, unique_name);
-}
 
 // The bundles `--replay` names: files, or run directories (their evidence/*.json), each once.
 std::vector<std::string> ReplayPaths(const std::vector<std::string>& given) {
@@ -262,15 +280,9 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     report.mode = "replay";
     if (!a.out_dir.empty()) {
       // Re-saved as a run directory: the report of this judgement beside byte copies of the bundles.
-      fs::path written = WriteRun(a.out_dir, report, [&](const fs::path& dir) {
-        std::set<std::string> names;
-        for (size_t i = 0; i < kept.size(); ++i) {
-          const std::string& node = report.nodes[i];
-          std::string name = BundleFileName(node);
-          for (int k = 2; !names.insert(name).second; ++k) name = BundleFileName(fmt::format("{}-{}", node, k));
-          util::WriteFileAtomic(dir / name, *util::ReadLocalFile(paths[kept[i]]));
-        }
-      }, /*unique_name=*/false);
+      RunDir run(a.out_dir, /*unique_name=*/false);
+      for (size_t i = 0; i < kept.size(); ++i) util::WriteFileAtomic(run.EvidencePath(report.nodes[i]), *util::ReadLocalFile(paths[kept[i]]));
+      fs::path written = run.Commit(report);
       std::cerr << fmt::format("run saved to {}\n", written.string());
     }
     if (!report.replay_misses.empty()) {
@@ -366,12 +378,16 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
   audit::StampManifest(bundle.manifest, argv);
   bundle.manifest.sysroot = a.sysroot;
   bundle.manifest.target_detection = detection;
-  std::vector<audit::NodeEvidence> nodes;
-  std::vector<host::Bundle> fleet_bundles;
-  std::vector<audit::UnreachableNode> unreachable;
+  // The run directory is made first: a fleet's bundles are saved into it as they arrive.
+  fs::path out = a.out_dir.empty() ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now()) : fs::path(a.out_dir);
+  RunDir run(out, /*unique_name=*/a.out_dir.empty());
+  audit::Report report;
   if (fleet) {
-    // The scheduler's view here, the node checks on every node through one srun step.
-    nodes.push_back(audit::CollectNode(local, plan, opts, bundle, "login"));
+    // The scheduler's view here, the node checks on every node through one srun step. Each node's
+    // bundle is saved, replayed and judged on one of the cores as it arrives, then dropped: memory
+    // holds compact findings, not the fleet's evidence.
+    audit::NodeEvidence login = audit::CollectNode(local, plan, opts, bundle, "login");
+    run.SaveBundle(bundle.manifest.hostname, bundle);
     audit::SlurmFanOutOptions fo;
     fo.partition = a.partition;
     fo.nodelist = a.nodelist;
@@ -381,27 +397,34 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     fo.bcast = a.bcast;
     fo.self_exe = SelfExe();
     fo.collect_args = CollectArgs(a, sel);
+    std::optional<audit::FleetStream> judged;
+    std::vector<std::string> targets;
+    audit::BundleStream stream;
+    stream.workers = std::max(1u, std::thread::hardware_concurrency());
+    stream.on_targets = [&](const std::vector<std::string>& t) {
+      targets = t;
+      judged.emplace(std::move(login), t.size(), plan, opts, minimums);
+    };
+    stream.on_bundle = [&](size_t i, host::Bundle b) {
+      run.SaveBundle(targets[i], b);  // under its Slurm name: unique in the cluster, unlike host names
+      judged->Add(i, b);
+    };
     std::cerr << "  fan-out:  sinfo, then one srun step over the nodes in scope...\n";
-    audit::FanOutResult fr = audit::FanOutThroughSlurm(local, fo);
-    std::cerr << fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s\n", fr.bundles.size(), fr.in_scope.size(), fr.seconds);
+    audit::FanOutResult fr = audit::FanOutThroughSlurm(local, fo, stream);
+    size_t returned = fr.in_scope.size() - std::min(fr.in_scope.size(), fr.unreachable.size());
+    std::cerr << fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s\n", returned, fr.in_scope.size(), fr.seconds);
     if (!fr.srun_error.empty() && a.verbosity >= 1) std::cerr << "  srun:     " << fr.srun_error << "\n";
-    fleet_bundles = std::move(fr.bundles);
-    unreachable = fr.unreachable;
+    if (fr.strangers > 0) std::cerr << fmt::format("clustermax: warning: {} document(s) under names that are not nodes of the step were ignored\n", fr.strangers);
     if (fr.in_scope.empty()) std::cerr << "clustermax: warning: no node in scope (check --partition / --nodelist)\n";
+    report = judged->Finish(fr.unreachable);
   } else {
+    std::vector<audit::NodeEvidence> nodes;
     nodes.push_back(audit::CollectNode(local, plan, opts, bundle));
+    report = audit::Judge(plan, nodes, minimums);
+    run.SaveBundle(bundle.manifest.hostname, bundle);
   }
-  // A fleet's nodes are replayed and judged one per core at a time, keeping compact findings.
-  audit::Report report = fleet ? audit::JudgeFleet(std::move(nodes.front()), fleet_bundles, plan, opts, minimums, unreachable)
-                               : audit::Judge(plan, nodes, minimums, unreachable);
   report.mode = "live";
-
-  fs::path out = a.out_dir.empty()
-                     ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now())
-                     : fs::path(a.out_dir);
-  std::vector<const host::Bundle*> all = {&bundle};
-  for (const auto& b : fleet_bundles) all.push_back(&b);
-  fs::path written = WriteRun(out, report, all, /*unique_name=*/a.out_dir.empty());
+  fs::path written = run.Commit(report);
   if (!a.record.empty()) bundle.Save(a.record);
   int code = EmitReport(report, a);
   std::cerr << fmt::format("run saved to {}\n", written.string());

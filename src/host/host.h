@@ -69,8 +69,10 @@ struct CommandSpec {
   // documents coming back from other nodes (already redacted there, and they must arrive byte-exact).
   bool redact = true;
   // Called with each piece of stdout as it arrives (progress of a long command); the result still
-  // carries the whole output. Not recorded in a bundle; a replayed command never calls it.
+  // carries the whole output unless `keep_stdout` is false (a stream read only here, never held).
+  // Not recorded in a bundle; a replayed command never calls it.
   std::function<void(std::string_view)> on_stdout;
+  bool keep_stdout = true;
 };
 
 struct CommandResult {

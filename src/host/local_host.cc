@@ -197,7 +197,7 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     return r;
   }
   // A fixed locale keeps the output of the tools we parse stable.
-  CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout);
+  CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout, spec.keep_stdout);
   if (spec.redact) {
     r.out = RedactText(std::move(r.out));
     r.err = RedactText(std::move(r.err));

@@ -52,7 +52,8 @@ std::vector<std::string> MergeEnv(const std::vector<std::string>& extra) {
 
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output,
-                         const std::vector<std::string>& env, const std::function<void(std::string_view)>& on_stdout) {
+                         const std::vector<std::string>& env, const std::function<void(std::string_view)>& on_stdout,
+                         bool keep_stdout) {
   CommandResult r;
   r.resolved = path;
   auto start = Clock::now();
@@ -118,11 +119,12 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
         --open_fds;
         continue;
       }
+      if (i == 0 && on_stdout) on_stdout(std::string_view(chunk, static_cast<size_t>(got)));
+      if (i == 0 && !keep_stdout) continue;
       size_t room = bufs[i]->size() < max_output ? max_output - bufs[i]->size() : 0;
       size_t take = std::min(room, static_cast<size_t>(got));
       bufs[i]->append(chunk, take);
       if (take < static_cast<size_t>(got)) r.truncated = true;
-      if (i == 0 && on_stdout) on_stdout(std::string_view(chunk, static_cast<size_t>(got)));
     }
   };
   // The child's exit is noticed without reaping it (WNOWAIT): its pid, and so its process group
