@@ -14,13 +14,31 @@ CMAX_WALL_S = 8.5   # public cmax CLI, one idle node on these machines (the brie
 CMAX_RSS_MIB = 36.0
 
 
+def measure(argv, env=None):
+    """Runs argv once; returns (wall seconds, peak RSS MiB, CPU seconds user + system, exit code).
+    The command is started by GNU time (/usr/bin/time), not by this Python process: a process's
+    ru_maxrss keeps the high-water mark of the memory its exec replaced (Linux's exec_mmap), so a
+    command forked from a Python holding hundreds of MiB of generated bundles reports that
+    Python's size, not its own."""
+    fd, out = tempfile.mkstemp(prefix="cm-time-")
+    os.close(fd)
+    timer = ["/usr/bin/time", "-f", "%M %U %S", "-o", out] if os.path.exists("/usr/bin/time") else []
+    try:
+        start = time.perf_counter()
+        code = subprocess.run(timer + list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env).returncode
+        wall = time.perf_counter() - start
+        if not timer:
+            return wall, float("nan"), float("nan"), code
+        fields = open(out).read().split()[-3:]  # "Command exited with non-zero status N" may come first
+        return wall, int(fields[0]) / 1024.0, float(fields[1]) + float(fields[2]), code
+    finally:
+        os.unlink(out)
+
+
 def run(argv, env=None):
     """Runs argv once; returns (wall seconds, peak RSS MiB, exit code)."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss / 1024.0, os.waitstatus_to_exitcode(status)
+    wall, rss, _, code = measure(argv, env)
+    return wall, rss, code
 
 
 def main():

@@ -8,6 +8,12 @@
    `clustermax audit --replay`: wall time and peak RSS, median of --replay-runs. `--bundles` takes a
    list (1000,10000) to show how time and memory grow with the node count.
 
+3. With --live: the live fleet path at those node counts without a cluster of that size: `sinfo`
+   and `srun` on PATH are stand-ins that list the nodes and write every node's bundle as the framed
+   lines `collect` prints (other Slurm commands fail at once), so `clustermax audit --slurm` reads,
+   saves, replays and judges N streamed bundles: wall time, CPU and peak RSS of the login process.
+   --interleave writes one line of every node in turn (the most a fan-out can be made to hold).
+
 Usage: bench/fleet_bench.py [--binary build/clustermax] [--runs 10] [--bundles 1000,10000]
        bench/fleet_bench.py --from DIR --bundles 1000,10000   # judge only, from bundles kept with --keep
 Needs root (the cluster's munge and mknod'ed fake GPUs); brings the cluster up and down itself.
@@ -17,17 +23,13 @@ bundle records the node's state: thousands of TCP connections make /proc/net/tcp
 """
 import argparse, glob, json, os, random, re, shutil, statistics, subprocess, sys, tempfile, time
 
-from audit_bench import run  # wall time and peak RSS of one command (same measurement for every bench)
+from audit_bench import measure, run  # wall time and peak RSS of one command (same measurement for every bench)
 
 
 def run_cpu(argv, env=None):
     """Like audit_bench.run, plus the CPU seconds (user + system) the command used: on a shared
     machine wall time follows the load, CPU time much less."""
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime, os.waitstatus_to_exitcode(status)
+    return measure(argv, env)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -89,6 +91,73 @@ def write_fleet(tmp, login, nodes, count, varied=False):
     return paths
 
 
+CHUNK = 800  # util::kFrameChunk
+
+
+def write_live(tmp, paths, interleave):
+    """Stand-in Slurm commands in tmp/bin: sinfo lists the nodes of `paths` (gpuNNNN.json), srun
+    writes their framed bundles (labelled as srun --label does); every other Slurm command fails."""
+    bindir = os.path.join(tmp, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    names = [os.path.basename(p)[:-5] for p in paths]
+    with open(os.path.join(tmp, "sinfo.txt"), "w") as f:
+        for n in names:
+            f.write(f"{n}|idle|gpu:h100:8|none\n")
+    frames = os.path.join(tmp, "frames.txt")
+    docs = []
+    for i, (n, p) in enumerate(zip(names, paths)):
+        b = json.load(open(p))
+        b["manifest"]["role"] = "compute"
+        text = json.dumps(b, ensure_ascii=True, separators=(",", ":"))
+        count = max(1, (len(text) + CHUNK - 1) // CHUNK)
+        docs.append([f"{i}: CLUSTERMAX-BUNDLE {n} {k} {count} {text[k * CHUNK:(k + 1) * CHUNK]}\n" for k in range(count)])
+        if not interleave and len(docs) > 64:
+            with open(frames, "a") as f:
+                for d in docs:
+                    f.writelines(d)
+            docs = []
+    with open(frames, "a") as f:
+        if interleave:
+            for k in range(max(len(d) for d in docs)):
+                f.writelines(d[k] for d in docs if k < len(d))
+        else:
+            for d in docs:
+                f.writelines(d)
+    def script(name, body):
+        with open(os.path.join(bindir, name), "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(os.path.join(bindir, name), 0o755)
+    script("sinfo", f"exec cat {tmp}/sinfo.txt")
+    # The fan-out's step runs `collect`; the login node's own questions to srun get short answers.
+    script("srun", f'case "$*" in *" collect "*) exec cat {frames};; *--version*) echo "slurm 22.05.8";; *) exit 1;; esac')
+    for cmd in ("scontrol", "sacct", "sacctmgr", "squeue", "sbatch", "salloc", "sprio", "sshare", "sdiag", "sreport"):
+        script(cmd, "echo 'stand-in: no cluster' >&2; exit 1")
+    return bindir, os.path.getsize(frames)
+
+
+def live(binary, paths, runs, env, tmp, interleave):
+    work = os.path.join(tmp, "live")
+    os.makedirs(work)
+    bindir, size = write_live(work, paths, interleave)
+    lenv = {**env, "PATH": bindir + ":" + env.get("PATH", "/usr/bin:/bin")}
+    lenv.pop("SLURM_JOB_ID", None)
+    jw, jr, jc = [], [], []
+    for i in range(runs):
+        out = os.path.join(work, f"run{i}")
+        w, r, c, code = run_cpu([binary, "audit", "--slurm", "--yes", "--json", "--exit-zero", "--out", out], lenv)
+        if code != 0:
+            sys.exit(f"live fleet audit exited {code}")
+        report = json.load(open(os.path.join(out, "report.json")))
+        if report["fleet"]["nodes_returned"] != len(paths):
+            sys.exit(f"live fleet audit: {report['fleet']['nodes_returned']} of {len(paths)} nodes returned")
+        shutil.rmtree(out)
+        jw.append(w)
+        jr.append(r)
+        jc.append(c)
+    shutil.rmtree(work, ignore_errors=True)
+    return jw, jr, jc, size
+
+
 def judge(binary, paths, runs, env):
     jw, jr, jc = [], [], []
     for _ in range(runs):
@@ -109,6 +178,8 @@ def main():
     ap.add_argument("--replay-runs", type=int, default=3)
     ap.add_argument("--keep", help="copy the generated bundles (login.json, gpuNNNN.json) into this directory for profiling")
     ap.add_argument("--from", dest="source", help="judge only: login.json and node bundles from this directory (a --keep run)")
+    ap.add_argument("--live", action="store_true", help="also run the live fan-out path on stand-in sinfo/srun for each count")
+    ap.add_argument("--interleave", action="store_true", help="--live: one line of every node in turn")
     ap.add_argument("--vary", action="store_true",
                     help="give every node bundle its own counters, logs and telemetry (nodes of one image), not exact copies")
     a = ap.parse_args()
@@ -155,6 +226,12 @@ def main():
             rows.append(f"| judge {count} node bundles{' (varied)' if a.vary else ''} + login (replay, fleet, `--json`), {a.replay_runs} runs | {statistics.median(jw):.2f} s "
                         f"(min {min(jw):.2f}, max {max(jw):.2f}; {1000 * statistics.median(jw) / count:.2f} ms per node; CPU {statistics.median(jc):.1f} s) "
                         f"| {statistics.median(jr):.0f} MiB | < 10 s, < 1 GiB |  (bundles of {size:.0f} KiB)")
+            if a.live:
+                lw, lr, lc, fsize = live(binary, paths[1:], a.replay_runs, env, tmp, a.interleave)
+                rows.append(f"| live `audit --slurm`, {count} streamed node bundles{' (varied)' if a.vary else ''}"
+                            f"{', interleaved line by line' if a.interleave else ''} ({fsize / 2**30:.2f} GiB of srun output), "
+                            f"{a.replay_runs} runs | {statistics.median(lw):.2f} s (min {min(lw):.2f}, max {max(lw):.2f}; CPU {statistics.median(lc):.1f} s) "
+                            f"| {statistics.median(lr):.0f} MiB | < 10 s, < 1 GiB |")
             shutil.rmtree(fleet, ignore_errors=True)
         print("| what | median wall | median peak RSS | target |")
         print("|---|---|---|---|")

@@ -3,7 +3,7 @@
 
 Runs the health check N times against NHC's budget under Slurm (LBNL NHC: HealthCheckInterval 300 s,
 NHC's own timeout 30 s per run; ../shared/reference/performance.md): median wall time and median
-peak RSS (os.wait4), for
+peak RSS (GNU time, audit_bench.measure), for
   1. this machine (journalctl/dmesg or --kernel-log, sysfs, NVML if present, mounts), and
   2. a node tree under --sysroot with a 50,000-line kernel log holding 200 Xid lines and 8
      InfiniBand rails (the parse and judge cost on a busy log), state kept between runs.
@@ -13,7 +13,7 @@ Usage: bench/health_bench.py [--binary build/clustermax] [--runs 20] [--nvml bui
 """
 import argparse, os, shutil, statistics, sys, tempfile
 
-from audit_bench import run  # one timing harness: wall clock and peak RSS from wait4
+from audit_bench import run  # one timing harness: wall clock and peak RSS (GNU time)
 
 NHC_TIMEOUT_S = 30.0      # NHC's default TIMEOUT per run (nhc(8)); Slurm runs it every HealthCheckInterval=300 s
 SLURM_INTERVAL_S = 300.0

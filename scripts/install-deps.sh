@@ -5,11 +5,12 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config
   nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev rapidjson-dev
-  # the replay memo's answer digests (XXH3-128, header-only use)
-  libxxhash-dev
+  # the replay memo's answer digests (XXH3-128, header-only use); jemalloc, linked into the shipped binary
+  libxxhash-dev libjemalloc-dev
   libgtest-dev libgmock-dev
-  # benchmarks: io_uring for storage, libcurl's header for S3 (the library is loaded at run time), inih for ~/.aws/credentials
-  liburing-dev libcurl4-openssl-dev libinih-dev
+  # benchmarks: io_uring for storage, libcurl's header for S3 (the library is loaded at run time), inih for ~/.aws/credentials;
+  # GNU time measures the bench scripts' commands (peak RSS of the command, not of the Python starting it)
+  liburing-dev libcurl4-openssl-dev libinih-dev time
   # rating: the attested assessment file (YAML); the results store (SQLite)
   libyaml-cpp-dev libsqlite3-dev libsqlitecpp-dev
   # dashboard: Boost.Beast (header-only) parses requests for serve; a real headless Chromium and curl in the tests

@@ -717,7 +717,7 @@ TEST(FleetStream, ASlurmFanOutStreamedInPiecesGivesTheReferenceReport) {
     std::string name = fmt::format("c{:02d}", i);
     sinfo += name + "|idle|gpu:8|none\n";
     if (i == 11) continue;  // silent
-    host::Bundle b = variant(i, "compute");
+    host::Bundle b = variant(i, i == 5 ? "" : "compute");  // c05's manifest is completed by the fan-out
     auto lines = audit::BundleLines(name, b);
     if (i == 17) lines = util::FrameLines("CLUSTERMAX-BUNDLE", name, "{\"manifest\": [");
     per_node.push_back(lines);
@@ -751,9 +751,11 @@ TEST(FleetStream, ASlurmFanOutStreamedInPiecesGivesTheReferenceReport) {
     targets = t;
     judged.emplace(login_node, t.size(), plan, collect::CollectOptions{}, core::EmbeddedMinimumTable());
   };
-  stream.on_bundle = [&](size_t i, host::Bundle b) {
+  stream.on_bundle = [&](size_t i, host::Bundle b, const std::string& text) {
     EXPECT_EQ(b.manifest.hostname, targets[i]);
     EXPECT_EQ(b.manifest.role, "compute");
+    // The text is the node's document as sent: read again, the same bundle.
+    EXPECT_TRUE(host::Bundle::Parse(text).ToJson() == b.ToJson()) << targets[i];
     ++handed;
     judged->Add(i, b);
   };

@@ -201,6 +201,25 @@ TEST(Hardening, AtomicWriteNeverFollowsAPlantedLink) {
   EXPECT_EQ(ModeOf(out), 0600u);
 }
 
+// The run directory's evidence files are written once, without a temporary name: a name planted
+// as a link or a file is refused, never followed or overwritten; the file is private whatever the umask.
+TEST(Hardening, NewFilesNeverFollowOrReplaceAPlantedName) {
+  fs::path d = Scratch("newfile");
+  WriteText(d / "victim", "precious\n");
+  fs::create_symlink(d / "victim", d / "n1.json");
+  EXPECT_THROW(util::WriteNewFile(d / "n1.json", "{}\n"), std::runtime_error);
+  EXPECT_EQ(*util::ReadLocalFile(d / "victim"), "precious\n");
+  EXPECT_THROW(util::WriteNewFile(d / "victim", "{}\n"), std::runtime_error);
+  EXPECT_EQ(*util::ReadLocalFile(d / "victim"), "precious\n");
+  mode_t old = ::umask(0);
+  util::WriteNewFile(d / "n2.json", "{}\n");
+  ::umask(old);
+  EXPECT_EQ(*util::ReadLocalFile(d / "n2.json"), "{}\n");
+  EXPECT_EQ(ModeOf(d / "n2.json"), 0600u);
+  util::SyncFilesystemOf(d);
+  EXPECT_THROW(util::SyncFilesystemOf(d / "n2.json"), std::runtime_error);  // not a directory
+}
+
 TEST(Hardening, PrivateDirectoriesAndTightenedStateDir) {
   fs::path d = Scratch("modes");
   util::CreatePrivateDirectories(d / "a" / "b");

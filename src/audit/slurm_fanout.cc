@@ -208,6 +208,7 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
     std::mutex mu;
     util::WorkQueue workers(stream.workers, 2 * static_cast<size_t>(std::max(1u, stream.workers)));
     auto read = [&](const std::string& node, std::string doc) {
+      std::string text = doc;  // the reader parses in place
       host::Bundle b;
       try {
         b = host::Bundle::Parse(std::move(doc));
@@ -216,9 +217,12 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
         res.unreachable.push_back({node, std::string("bundle unreadable: ") + e.what()});
         return;
       }
-      if (b.manifest.hostname.empty()) b.manifest.hostname = node;
-      b.manifest.role = "compute";
-      stream.on_bundle(index.at(node), std::move(b));
+      if (b.manifest.hostname.empty() || b.manifest.role != "compute") {
+        if (b.manifest.hostname.empty()) b.manifest.hostname = node;
+        b.manifest.role = "compute";
+        text = b.ToJson().dump(-1, ' ', /*ensure_ascii=*/true);
+      }
+      stream.on_bundle(index.at(node), std::move(b), text);
     };
     FramedStep step = RunFramedStep(login, scope, scope.targets, o, "clustermax-audit", program, kMarker, res.gpus_per_node,
                                     [&](const std::string& node, std::string doc) {
@@ -243,7 +247,7 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o) 
   std::vector<std::optional<host::Bundle>> got;
   BundleStream stream;
   stream.on_targets = [&](const std::vector<std::string>& targets) { got.resize(targets.size()); };
-  stream.on_bundle = [&](size_t i, host::Bundle b) { got[i] = std::move(b); };
+  stream.on_bundle = [&](size_t i, host::Bundle b, const std::string&) { got[i] = std::move(b); };
   stream.workers = std::max(1u, std::thread::hardware_concurrency());
   FanOutResult res = FanOutThroughSlurm(login, o, stream);
   for (auto& b : got) {

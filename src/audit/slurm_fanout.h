@@ -79,11 +79,13 @@ std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std
 // The fleet's bundles as they arrive: `on_targets` is told the nodes the step runs on (sorted by
 // name; a node's index is its place there) before it starts; each node's bundle is read on one of
 // `workers` threads (at most twice as many waiting) and handed to `on_bundle` there, concurrently,
-// then dropped. A bundle that cannot be read makes its node unreachable with the reason. The
-// result's `bundles` stays empty.
+// then dropped, with its text: the document as the node sent it (byte-exact evidence, what a run
+// directory keeps), or the bundle written anew where its manifest had to be completed (no host
+// name, or not marked a compute node). A bundle that cannot be read makes its node unreachable
+// with the reason. The result's `bundles` stays empty.
 struct BundleStream {
   std::function<void(const std::vector<std::string>& targets)> on_targets;
-  std::function<void(size_t index, host::Bundle bundle)> on_bundle;
+  std::function<void(size_t index, host::Bundle bundle, const std::string& text)> on_bundle;
   unsigned workers = 1;
 };
 FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, const BundleStream& stream);

@@ -133,7 +133,10 @@ class RunDir {
     for (int k = 2; !names_.insert(file).second; ++k) file = BundleFileName(fmt::format("{}-{}", name, k));
     return tmp_ / "evidence" / file;
   }
-  void SaveBundle(const std::string& name, const host::Bundle& b) { b.Save(EvidencePath(name)); }
+  // Evidence files are written once, into the hidden directory: no temporary name, no flush each;
+  // Commit flushes them all at once before the directory appears.
+  void SaveEvidence(const std::string& name, std::string_view text) { util::WriteNewFile(EvidencePath(name), text); }
+  void SaveBundle(const std::string& name, const host::Bundle& b) { SaveEvidence(name, b.ToText()); }
 
   fs::path Commit(const audit::Report& report) {
     // Written as rendered: a large fleet's report is never held whole.
@@ -146,6 +149,7 @@ class RunDir {
     std::optional<std::string> table = report.minimums_origin == "embedded" ? std::optional<std::string>(core::EmbeddedMinimumTableText())
                                                                             : util::ReadLocalFile(report.minimums_origin);
     if (table) util::WriteFileAtomic(tmp_ / "minimum-versions.json", *table);
+    util::SyncFilesystemOf(tmp_);
     for (int n = 1; n < 1000; ++n) {
       fs::path target = n == 1 ? out_dir_ : fs::path(fmt::format("{}-{}", out_dir_.string(), n));
       std::error_code ec;
@@ -281,7 +285,7 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
     if (!a.out_dir.empty()) {
       // Re-saved as a run directory: the report of this judgement beside byte copies of the bundles.
       RunDir run(a.out_dir, /*unique_name=*/false);
-      for (size_t i = 0; i < kept.size(); ++i) util::WriteFileAtomic(run.EvidencePath(report.nodes[i]), *util::ReadLocalFile(paths[kept[i]]));
+      for (size_t i = 0; i < kept.size(); ++i) run.SaveEvidence(report.nodes[i], *util::ReadLocalFile(paths[kept[i]]));
       fs::path written = run.Commit(report);
       std::cerr << fmt::format("run saved to {}\n", written.string());
     }
@@ -405,8 +409,9 @@ int RunAudit(const AuditOptions& a, const std::vector<std::string>& argv) {
       targets = t;
       judged.emplace(std::move(login), t.size(), plan, opts, minimums);
     };
-    stream.on_bundle = [&](size_t i, host::Bundle b) {
-      run.SaveBundle(targets[i], b);  // under its Slurm name: unique in the cluster, unlike host names
+    stream.on_bundle = [&](size_t i, host::Bundle b, const std::string& text) {
+      // As the node sent it, under its Slurm name (unique in the cluster, unlike host names).
+      run.SaveEvidence(targets[i], text);
       judged->Add(i, b);
     };
     std::cerr << "  fan-out:  sinfo, then one srun step over the nodes in scope...\n";

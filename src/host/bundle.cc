@@ -876,9 +876,9 @@ Bundle Bundle::Load(const std::filesystem::path& path) {
   }
 }
 
-void Bundle::Save(const std::filesystem::path& path) const {
-  util::WriteFileAtomic(path, ToJson().dump(1, ' ', false, json::error_handler_t::replace) + "\n");
-}
+std::string Bundle::ToText() const { return ToJson().dump(1, ' ', false, json::error_handler_t::replace) + "\n"; }
+
+void Bundle::Save(const std::filesystem::path& path) const { util::WriteFileAtomic(path, ToText()); }
 
 // ---- RecordingHost ----
 

@@ -89,6 +89,7 @@ class Bundle {
   static Bundle Parse(std::string text);
   static Bundle FromJson(const nlohmann::json& j);        // Parse of the value's text; throws BundleError
   static Bundle Load(const std::filesystem::path& path);  // throws BundleError
+  std::string ToText() const;                               // the JSON text Save writes
   void Save(const std::filesystem::path& path) const;     // atomic
 
   // The answers, by kind (what Parse fills).

@@ -31,6 +31,47 @@ std::string UniqueSuffix() {
 
 }  // namespace
 
+namespace {
+void WriteAll(int fd, std::string_view content, const std::filesystem::path& name) {
+  size_t done = 0;
+  while (done < content.size()) {
+    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error(fmt::format("cannot write {}: {}", name.string(), Errno(errno)));
+    }
+    done += static_cast<size_t>(n);
+  }
+}
+}  // namespace
+
+void WriteNewFile(const std::filesystem::path& path, std::string_view content, unsigned mode) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", path.string(), Errno(errno)));
+  ::fchmod(fd, mode);
+  try {
+    WriteAll(fd, content, path);
+  } catch (...) {
+    ::close(fd);
+    ::unlink(path.c_str());
+    throw;
+  }
+  if (::close(fd) != 0) {
+    int e = errno;
+    ::unlink(path.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), Errno(e)));
+  }
+}
+
+void SyncFilesystemOf(const std::filesystem::path& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", path.string(), Errno(errno)));
+  int rc = ::syncfs(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error(fmt::format("cannot flush {}: {}", path.string(), Errno(e)));
+}
+
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
   WriteFileAtomic(path, [&](const std::function<void(std::string_view)>& write) { write(content); }, mode);
 }
@@ -48,17 +89,7 @@ void WriteFileAtomic(const std::filesystem::path& path, const std::function<void
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", tmp.string(), Errno(errno)));
   // The umask may have taken bits away, never added them; make the mode exact.
   ::fchmod(fd, mode);
-  auto write = [&](std::string_view content) {
-    size_t done = 0;
-    while (done < content.size()) {
-      ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw std::runtime_error(fmt::format("cannot write {}: {}", tmp.string(), Errno(errno)));
-      }
-      done += static_cast<size_t>(n);
-    }
-  };
+  auto write = [&](std::string_view content) { WriteAll(fd, content, tmp); };
   try {
     produce(write);
   } catch (...) {

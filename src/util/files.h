@@ -25,6 +25,11 @@ void WriteFileAtomic(const std::filesystem::path& path, std::string_view content
 // calls its argument with each piece, in order.
 void WriteFileAtomic(const std::filesystem::path& path, const std::function<void(const std::function<void(std::string_view)>&)>& produce,
                      unsigned mode = 0600);
+// A file that must not exist yet (no link followed), written and closed without a flush: for the
+// files of a directory that is flushed (SyncFilesystemOf) and renamed into place as a whole.
+void WriteNewFile(const std::filesystem::path& path, std::string_view content, unsigned mode = 0600);
+// Flushes the filesystem holding `path` to disk (syncfs): one call for many files written with WriteNewFile.
+void SyncFilesystemOf(const std::filesystem::path& path);
 // A private directory for the tool's output (mode 0700), with its missing parents (0700 too).
 // Throws when `path` exists and is not a directory we can use (a link is refused).
 void CreatePrivateDirectories(const std::filesystem::path& path);

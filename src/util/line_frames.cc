@@ -64,14 +64,30 @@ void FrameReader::Grew(const std::string& key, Parts& p, size_t before, size_t a
   if (pending_ > max_pending_) Refuse(key, fmt::format("refused: more than {} bytes of unfinished documents held", max_pending_));
 }
 
+void FrameReader::Scatter(Parts& p) {
+  for (size_t i = 0; i < p.in_order; ++i) {
+    // Every part in `joined` but the last whole part counts `chunk_` bytes; the last one may be the final, short part.
+    size_t from = i * chunk_;
+    p.chunks.emplace(i, p.joined.substr(from, i + 1 == p.in_order ? std::string::npos : chunk_));
+  }
+  p.joined.clear();
+  p.joined.shrink_to_fit();
+  p.in_order = 0;
+}
+
 void FrameReader::DeliverIfWhole(const std::string& key) {
   auto it = parts_.find(key);
   if (it == parts_.end()) return;
   Parts& p = it->second;
-  if (p.chunks.size() != p.count || p.short_parts != 0) return;
   std::string doc;
-  doc.reserve(p.bytes);
-  for (auto& [i, ch] : p.chunks) doc += ch;
+  if (p.in_order > 0) {
+    if (p.in_order != p.count) return;
+    doc = std::move(p.joined);
+  } else {
+    if (p.chunks.size() != p.count || p.short_parts != 0) return;
+    doc.reserve(p.bytes);
+    for (auto& [i, ch] : p.chunks) doc += ch;
+  }
   pending_ -= p.bytes;
   parts_.erase(it);
   done_.insert(key);
@@ -120,10 +136,25 @@ void FrameReader::Line(std::string_view raw) {
   if (p.count != 0 && p.count != static_cast<size_t>(*cnt)) return Refuse(key, "parts disagree on their count");
   p.count = static_cast<size_t>(*cnt);
   size_t index = static_cast<size_t>(*idx);
+  std::string_view part = line.substr(c + 1);
+  // The common case: the next part, whole (or the last one), after whole parts in order.
+  if (p.chunks.empty() && index == p.in_order && (part.size() == chunk_ || index + 1 == p.count)) {
+    if (p.in_order == 0) p.joined.reserve(std::min<size_t>(p.count, 4096) * chunk_);  // a claimed count reserves little
+    p.joined.append(part);
+    ++p.in_order;
+    p.bytes += part.size();
+    pending_ += part.size();
+    if (pending_ > max_pending_) return Refuse(key, fmt::format("refused: more than {} bytes of unfinished documents held", max_pending_));
+    return DeliverIfWhole(key);
+  }
+  if (p.in_order > 0) Scatter(p);
   auto [cit, fresh] = p.chunks.try_emplace(index);
   if (fresh && index + 1 < p.count) ++p.short_parts;  // an empty part before the last is short until filled
   size_t before = cit->second.size();
-  cit->second.assign(line.substr(c + 1));
+  cit->second.assign(part);
+  if (index + 1 < p.count && part.size() > chunk_) {
+    return Refuse(key, fmt::format("part {} of {} is longer than a part ({} of {} bytes)", index + 1, p.count, part.size(), chunk_));
+  }
   if (index + 1 < p.count && cit->second.size() < chunk_) short_part_[label] = {key, index};
   Grew(key, p, before, cit->second.size(), index);
   DeliverIfWhole(key);
@@ -139,6 +170,7 @@ void FrameReader::Finish() {
     Line(l);
   }
   for (auto& [key, p] : parts_) {
+    if (p.in_order > 0) Scatter(p);
     if (p.chunks.size() != p.count) {
       errors_.try_emplace(key, fmt::format("incomplete ({} of {} parts arrived)", p.chunks.size(), p.count));
       continue;

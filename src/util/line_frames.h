@@ -45,8 +45,13 @@ class FrameReader {
     size_t count = 0;
     size_t short_parts = 0;  // parts before the last holding fewer than `chunk` bytes
     size_t bytes = 0;
+    // Parts arriving in order and whole (as a launcher forwards one task's lines) are appended to
+    // `joined` (parts 0 .. in_order-1); any other arrival moves everything to `chunks`.
+    std::string joined;
+    size_t in_order = 0;
     std::map<size_t, std::string> chunks;
   };
+  void Scatter(Parts& p);
   void Line(std::string_view raw);
   void Refuse(const std::string& key, std::string why);
   void DeliverIfWhole(const std::string& key);
