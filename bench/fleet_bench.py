@@ -21,7 +21,7 @@ With --from DIR (a directory a --keep run wrote: login.json and the node bundles
 started: step 2 alone runs on those bundles, so runs are comparable while the machine changes (a
 bundle records the node's state: thousands of TCP connections make /proc/net/tcp alone 800 KB).
 """
-import argparse, glob, json, os, random, re, shutil, statistics, subprocess, sys, tempfile, time
+import argparse, base64, glob, json, os, random, re, shutil, statistics, subprocess, sys, tempfile, time, zlib
 
 from audit_bench import measure, run  # wall time and peak RSS of one command (same measurement for every bench)
 
@@ -108,7 +108,8 @@ def write_live(tmp, paths, interleave):
     for i, (n, p) in enumerate(zip(names, paths)):
         b = json.load(open(p))
         b["manifest"]["role"] = "compute"
-        text = json.dumps(b, ensure_ascii=True, separators=(",", ":"))
+        # As `collect` sends it: "z1:" and the base64 of the JSON deflated (audit::BundleLines).
+        text = "z1:" + base64.b64encode(zlib.compress(json.dumps(b, ensure_ascii=True, separators=(",", ":")).encode(), 6)).decode()
         count = max(1, (len(text) + CHUNK - 1) // CHUNK)
         docs.append([f"{i}: CLUSTERMAX-BUNDLE {n} {k} {count} {text[k * CHUNK:(k + 1) * CHUNK]}\n" for k in range(count)])
         if not interleave and len(docs) > 64:

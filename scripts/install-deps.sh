@@ -7,6 +7,8 @@ pkgs=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libpugixml-dev rapidjson-dev
   # the replay memo's answer digests (XXH3-128, header-only use); jemalloc, linked into the shipped binary
   libxxhash-dev libjemalloc-dev
+  # the fan-out's bundles travel deflated (zlib)
+  zlib1g-dev
   libgtest-dev libgmock-dev
   # benchmarks: io_uring for storage, libcurl's header for S3 (the library is loaded at run time), inih for ~/.aws/credentials;
   # GNU time measures the bench scripts' commands (peak RSS of the command, not of the Python starting it)

@@ -9,6 +9,7 @@
 
 #include "util/progress.h"
 
+#include "util/compress.h"
 #include "util/line_frames.h"
 #include "util/work_queue.h"
 #include "util/strings.h"
@@ -228,5 +229,46 @@ TEST(WorkQueue, RunsEveryJobBoundedAndRethrowsTheFirstError) {
     ADD_FAILURE() << "no exception";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(), "job 1 failed");
+  }
+}
+
+// The fan-out's wire form: deflate + base64 round-trips any bytes; corrupt, cut or trailing input
+// and a document that inflates past its bound are refused with the reason, never half-read.
+TEST(Compress, RoundTripsAndRefusesWhatIsNotAWholeStream) {
+  using namespace clustermax::util;
+  std::string json = "{\"files\": {\"/proc/cpuinfo\": \"" + std::string(100000, 'x') + "\"}}";
+  std::string all;
+  for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
+  for (const std::string& doc : {std::string(), std::string("a"), std::string("ab"), std::string("abc"), json, all}) {
+    std::string wire = Base64Encode(Deflate(doc));
+    EXPECT_EQ(wire.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="), std::string::npos);
+    auto raw = Base64Decode(wire);
+    ASSERT_TRUE(raw);
+    EXPECT_EQ(Inflate(*raw, 1 << 20), doc);
+  }
+  EXPECT_LT(Base64Encode(Deflate(json)).size(), json.size() / 20);
+  EXPECT_EQ(Base64Encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(*Base64Decode("Zm9vYmE="), "fooba");
+  EXPECT_FALSE(Base64Decode("Zm9vYg="));     // length
+  EXPECT_FALSE(Base64Decode("Zm9v\nYg=="));  // a newline
+  EXPECT_FALSE(Base64Decode("Zm=vYg=="));    // padding inside
+  EXPECT_FALSE(Base64Decode("Zg=a"));        // "x=y" is not padding
+  std::string z = Deflate(json);
+  try {
+    Inflate(z.substr(0, z.size() / 2), 1 << 20);
+    ADD_FAILURE() << "a cut stream was read";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cut short"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Inflate(z + "x", 1 << 20), std::runtime_error);
+  EXPECT_THROW(Inflate("not zlib at all", 1 << 20), std::runtime_error);
+  // 64 MiB of zeros deflate to about 64 KiB: refused at a 1 MiB bound, without inflating it all.
+  std::string bomb = Deflate(std::string(64 << 20, '\0'));
+  EXPECT_LT(bomb.size(), 100000u);
+  try {
+    Inflate(bomb, 1 << 20);
+    ADD_FAILURE() << "inflated past the bound";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("past 1048576 bytes"), std::string::npos) << e.what();
   }
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -10,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "util/compress.h"
+#include "util/files.h"
 #include "util/line_frames.h"
 #include "util/progress.h"
 #include "util/slurm_text.h"
@@ -24,6 +27,8 @@ constexpr const char* kMarker = "CLUSTERMAX-BUNDLE";
 // Slurm forwards task output in messages of at most 1024 bytes (SLURM_IO_MAX_MSG_LEN); lines
 // shorter than that arrive whole, and --label keeps lines of different tasks from interleaving.
 constexpr size_t kChunk = 800;
+// A bundle on the wire: "z1:" and the base64 of its JSON deflated (about a sixth of the JSON).
+constexpr const char* kDeflated = "z1:";
 
 // States from `sinfo -o %t` a step can run on now.
 bool Schedulable(const std::string& state) {
@@ -33,7 +38,14 @@ bool Schedulable(const std::string& state) {
 }  // namespace
 
 std::vector<std::string> BundleLines(const std::string& node, const host::Bundle& bundle) {
-  return util::FrameLines(kMarker, node, bundle.ToJson().dump(-1, ' ', /*ensure_ascii=*/true), kChunk);
+  return util::FrameLines(kMarker, node, std::string(kDeflated) + util::Base64Encode(util::Deflate(bundle.ToJson().dump(-1, ' ', /*ensure_ascii=*/true))), kChunk);
+}
+
+std::string BundleText(std::string document) {
+  if (document.rfind(kDeflated, 0) != 0) return document;  // sent as JSON (a node running an older binary)
+  auto raw = util::Base64Decode(std::string_view(document).substr(std::strlen(kDeflated)));
+  if (!raw) throw std::runtime_error("deflated document is not base64");
+  return util::Inflate(*raw, util::kMaxDocumentBytes);
 }
 
 std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors) {
@@ -41,7 +53,7 @@ std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std
   std::vector<host::Bundle> out;
   for (auto& [node, doc] : util::UnframeLines(kMarker, text, frame_errors)) {
     try {
-      out.push_back(host::Bundle::Parse(std::move(doc)));
+      out.push_back(host::Bundle::Parse(BundleText(std::move(doc))));
       if (out.back().manifest.hostname.empty()) out.back().manifest.hostname = node;
     } catch (const std::exception& e) {
       errors[node] = std::string("bundle unreadable: ") + e.what();
@@ -208,10 +220,11 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
     std::mutex mu;
     util::WorkQueue workers(stream.workers, 2 * static_cast<size_t>(std::max(1u, stream.workers)));
     auto read = [&](const std::string& node, std::string doc) {
-      std::string text = doc;  // the reader parses in place
+      std::string text;
       host::Bundle b;
       try {
-        b = host::Bundle::Parse(std::move(doc));
+        text = BundleText(std::move(doc));
+        b = host::Bundle::Parse(std::string(text));  // the reader parses in place: a copy
       } catch (const std::exception& e) {
         std::lock_guard lock(mu);
         res.unreachable.push_back({node, std::string("bundle unreadable: ") + e.what()});

@@ -70,8 +70,13 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
                          const DocumentSink& on_document = {});
 
 // The line format of a bundle on stdout: "CLUSTERMAX-BUNDLE <node> <index> <count> <chunk>", the
-// bundle's ASCII-only JSON cut into chunks short enough that no line is ever split in transit.
+// document cut into chunks short enough that no line is ever split in transit. The document is
+// "z1:" and the base64 of the bundle's JSON deflated (util/compress.h); a document that is JSON
+// itself (from an older node binary) is read as well.
 std::vector<std::string> BundleLines(const std::string& node, const host::Bundle& bundle);
+// A received document's JSON text: inflated when deflated (at most util::kMaxDocumentBytes), as
+// it came otherwise. Throws std::runtime_error naming what is wrong.
+std::string BundleText(std::string document);
 // Reassembles bundles from any mix of lines (other output, and srun's "N: " labels, are ignored).
 // Incomplete or corrupt bundles are reported in `errors` as node -> reason.
 std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors);
