@@ -26,9 +26,10 @@ void FrameReader::Feed(std::string_view piece) {
     size_t nl = piece.find('\n');
     std::string_view head = piece.substr(0, nl);
     if (nl != std::string_view::npos && line_.empty() && !line_cut_) {
-      // A whole line inside this piece: read in place.
-      if (!head.empty() && head.back() == '\r') head.remove_suffix(1);
-      Line(head.substr(0, kMaxLine));
+      // A whole line inside this piece: read in place (cut as the buffered path cuts it).
+      if (head.size() > kMaxLine) head = head.substr(0, kMaxLine);
+      else if (!head.empty() && head.back() == '\r') head.remove_suffix(1);
+      Line(head);
       piece.remove_prefix(nl + 1);
       continue;
     }
@@ -39,7 +40,7 @@ void FrameReader::Feed(std::string_view piece) {
     }
     if (nl == std::string_view::npos) return;
     std::string_view l = line_;
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (!line_cut_ && !l.empty() && l.back() == '\r') l.remove_suffix(1);
     Line(l);
     line_.clear();
     line_cut_ = false;
@@ -163,10 +164,11 @@ void FrameReader::Line(std::string_view raw) {
 void FrameReader::Finish() {
   if (!line_.empty()) {
     std::string last = std::move(line_);
+    bool cut = line_cut_;
     line_.clear();
     line_cut_ = false;
     std::string_view l = last;
-    if (!l.empty() && l.back() == '\r') l.remove_suffix(1);
+    if (!cut && !l.empty() && l.back() == '\r') l.remove_suffix(1);
     Line(l);
   }
   for (auto& [key, p] : parts_) {
