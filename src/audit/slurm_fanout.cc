@@ -27,7 +27,7 @@ constexpr const char* kMarker = "CLUSTERMAX-BUNDLE";
 // Slurm forwards task output in messages of at most 1024 bytes (SLURM_IO_MAX_MSG_LEN); lines
 // shorter than that arrive whole, and --label keeps lines of different tasks from interleaving.
 constexpr size_t kChunk = 800;
-// A bundle on the wire: "z1:" and the base64 of its JSON deflated (about a sixth of the JSON).
+// A bundle on the wire: "z1:" and the base64 of its JSON deflated (about a quarter of the JSON).
 constexpr const char* kDeflated = "z1:";
 
 // States from `sinfo -o %t` a step can run on now.

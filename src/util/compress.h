@@ -1,6 +1,6 @@
 // Documents sent as text lines through a launcher (a fleet node's evidence bundle through srun's
 // stdout): zlib's deflate (Debian's zlib, static in the shipped binary) and base64, which brings a
-// bundle's JSON to about a sixth of its size on the wire and in the fan-out's memory.
+// bundle's JSON to about a quarter of its size on the wire and in the fan-out's memory.
 #pragma once
 #include <optional>
 #include <string>
