@@ -8,7 +8,13 @@ namespace clustermax::util {
 
 namespace {
 constexpr size_t kMaxLine = 64 << 10;
+
+// A line as read: cut at kMaxLine, or without its trailing CR when whole.
+std::string_view AsRead(std::string_view line, bool cut) {
+  if (!cut && !line.empty() && line.back() == '\r') line.remove_suffix(1);
+  return line;
 }
+}  // namespace
 
 std::vector<std::string> FrameLines(std::string_view marker, const std::string& key, std::string_view text, size_t chunk) {
   size_t count = std::max<size_t>(1, (text.size() + chunk - 1) / chunk);
@@ -27,9 +33,7 @@ void FrameReader::Feed(std::string_view piece) {
     std::string_view head = piece.substr(0, nl);
     if (nl != std::string_view::npos && line_.empty() && !line_cut_) {
       // A whole line inside this piece: read in place (cut as the buffered path cuts it).
-      if (head.size() > kMaxLine) head = head.substr(0, kMaxLine);
-      else if (!head.empty() && head.back() == '\r') head.remove_suffix(1);
-      Line(head);
+      Line(AsRead(head.substr(0, kMaxLine), head.size() > kMaxLine));
       piece.remove_prefix(nl + 1);
       continue;
     }
@@ -39,9 +43,7 @@ void FrameReader::Feed(std::string_view piece) {
       line_cut_ = head.size() > room;
     }
     if (nl == std::string_view::npos) return;
-    std::string_view l = line_;
-    if (!line_cut_ && !l.empty() && l.back() == '\r') l.remove_suffix(1);
-    Line(l);
+    Line(AsRead(line_, line_cut_));
     line_.clear();
     line_cut_ = false;
     piece.remove_prefix(nl + 1);
@@ -60,17 +62,18 @@ void FrameReader::Grew(const std::string& key, Parts& p, size_t before, size_t a
   bool was_short = index + 1 < p.count && before < chunk_, is_short = index + 1 < p.count && after < chunk_;
   p.short_parts += is_short;
   p.short_parts -= was_short;
-  p.bytes += after - before;
-  pending_ += after - before;
+  Hold(key, p, after - before);
+}
+
+void FrameReader::Hold(const std::string& key, Parts& p, size_t delta) {
+  p.bytes += delta;  // unsigned: a part that shrank wraps back exactly
+  pending_ += delta;
   if (pending_ > max_pending_) Refuse(key, fmt::format("refused: more than {} bytes of unfinished documents held", max_pending_));
 }
 
 void FrameReader::Scatter(Parts& p) {
-  for (size_t i = 0; i < p.in_order; ++i) {
-    // Every part in `joined` but the last whole part counts `chunk_` bytes; the last one may be the final, short part.
-    size_t from = i * chunk_;
-    p.chunks.emplace(i, p.joined.substr(from, i + 1 == p.in_order ? std::string::npos : chunk_));
-  }
+  // Every part in `joined` is whole (the final part, the only one that may be short, delivers the document).
+  for (size_t i = 0; i < p.in_order; ++i) p.chunks.emplace(i, p.joined.substr(i * chunk_, chunk_));
   p.joined.clear();
   p.joined.shrink_to_fit();
   p.in_order = 0;
@@ -143,9 +146,7 @@ void FrameReader::Line(std::string_view raw) {
     if (p.in_order == 0) p.joined.reserve(std::min<size_t>(p.count, 4096) * chunk_);  // a claimed count reserves little
     p.joined.append(part);
     ++p.in_order;
-    p.bytes += part.size();
-    pending_ += part.size();
-    if (pending_ > max_pending_) return Refuse(key, fmt::format("refused: more than {} bytes of unfinished documents held", max_pending_));
+    Hold(key, p, part.size());
     return DeliverIfWhole(key);
   }
   if (p.in_order > 0) Scatter(p);
@@ -167,9 +168,7 @@ void FrameReader::Finish() {
     bool cut = line_cut_;
     line_.clear();
     line_cut_ = false;
-    std::string_view l = last;
-    if (!cut && !l.empty() && l.back() == '\r') l.remove_suffix(1);
-    Line(l);
+    Line(AsRead(last, cut));
   }
   for (auto& [key, p] : parts_) {
     if (p.in_order > 0) Scatter(p);

@@ -56,6 +56,7 @@ class FrameReader {
   void Refuse(const std::string& key, std::string why);
   void DeliverIfWhole(const std::string& key);
   void Grew(const std::string& key, Parts& p, size_t before, size_t after, size_t index);
+  void Hold(const std::string& key, Parts& p, size_t delta);  // counts held bytes; refuses past max_pending
 
   std::string marker_;
   Sink sink_;
