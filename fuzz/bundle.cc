@@ -12,7 +12,7 @@
 #include "core/minimums.h"
 #include "fuzz_common.h"
 #include "host/bundle.h"
-#include "report/report.h"
+#include "audit/render.h"
 
 using namespace clustermax;
 
@@ -37,8 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     opts.threads = 1;
     audit::NodeEvidence n = audit::ReplayNode(b, plan, opts);
     audit::Report r = audit::Judge(plan, {n}, core::EmbeddedMinimumTable());
-    (void)report::ToJson(r).dump();
-    (void)report::RenderText(r, {.verbosity = 3});
+    (void)audit::ToJson(r).dump();
+    (void)audit::RenderText(r, {.verbosity = 3});
   } catch (const std::exception&) {
   }
   return 0;

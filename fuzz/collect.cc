@@ -17,7 +17,7 @@
 #include "core/minimums.h"
 #include "fuzz_common.h"
 #include "util/files.h"
-#include "report/report.h"
+#include "audit/render.h"
 
 using namespace clustermax;
 
@@ -169,8 +169,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     n.evidence = collect::CollectEvidence(h, fx.collectors, fx.opts);
     const audit::Plan& plan = fx.plans[size % fx.plans.size()];
     audit::Report r = audit::Judge(plan, {n}, core::EmbeddedMinimumTable());
-    (void)report::ToJson(r).dump();
-    (void)report::RenderText(r, {.verbosity = 3});
+    (void)audit::ToJson(r).dump();
+    (void)audit::RenderText(r, {.verbosity = 3});
   } catch (const std::exception&) {
   }
   return 0;

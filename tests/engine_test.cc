@@ -21,8 +21,9 @@
 #include "audit/slurm_fanout.h"
 #include "util/line_frames.h"
 #include "checks/register.h"
+#include "fault_host.h"
 #include "host/local_host.h"
-#include "report/report.h"
+#include "audit/render.h"
 #include "testutil.h"
 #include "util/files.h"
 
@@ -82,7 +83,7 @@ TEST(Engine, FixtureReplaysCompletelyAndDeterministically) {
   auto a = ReplayFixture("debian12-container-cpu.json", &misses);
   auto b = ReplayFixture("debian12-container-cpu.json");
   EXPECT_EQ(misses, 0) << "the fixture bundle lacks evidence the collectors now ask for: re-record it";
-  EXPECT_EQ(report::ToJson(a).dump(), report::ToJson(b).dump());
+  EXPECT_EQ(audit::ToJson(a).dump(), audit::ToJson(b).dump());
   EXPECT_GE(a.results.size(), 15u);
   EXPECT_EQ(a.collected_at, host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")).manifest.started_at);
 }
@@ -90,12 +91,12 @@ TEST(Engine, FixtureReplaysCompletelyAndDeterministically) {
 TEST(Engine, GoldenReports) {
   auto r = ReplayFixture("debian12-container-cpu.json");
   r.git_sha = "golden";  // the build's commit is not part of the report's content
-  CompareGolden("debian12-container-cpu.json", report::ToJson(r).dump(2) + "\n");
+  CompareGolden("debian12-container-cpu.json", audit::ToJson(r).dump(2) + "\n");
   for (int v = 0; v <= 3; ++v) {
-    CompareGolden("debian12-container-cpu.v" + std::to_string(v) + ".txt", report::RenderText(r, {.verbosity = v, .color = false}));
+    CompareGolden("debian12-container-cpu.v" + std::to_string(v) + ".txt", audit::RenderText(r, {.verbosity = v, .color = false}));
   }
   // Colour only changes the tags.
-  std::string colored = report::RenderText(r, {.verbosity = 0, .color = true});
+  std::string colored = audit::RenderText(r, {.verbosity = 0, .color = true});
   EXPECT_NE(colored.find("\x1b[31mFAIL"), std::string::npos);
 }
 
@@ -138,8 +139,8 @@ TEST(Engine, ActiveProbesAreSkippedUnlessRequested) {
       EXPECT_EQ(pc.state, audit::PlanState::kRun) << pc.check->info.id;
     }
   }
-  EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.probes = {"rm-rf"}}), audit::UsageError);
-  EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.profiles = {"nope"}}), audit::UsageError);
+  EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.probes = {"rm-rf"}}), clustermax::UsageError);
+  EXPECT_THROW(audit::BuildPlan(checks::DefaultRegistry(), {.profiles = {"nope"}}), clustermax::UsageError);
 }
 
 TEST(Engine, OutOfScopeChecksStillShowARow) {
@@ -635,18 +636,18 @@ TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
     EXPECT_EQ(got.nodes, ref.nodes);
     EXPECT_EQ(dups.size(), 1u);
     EXPECT_EQ(kept.size() + dups.size(), paths.size());
-    std::string json_ref = util::JsonText(report::ToJson(ref)), json_got;
-    report::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
+    std::string json_ref = util::JsonText(audit::ToJson(ref)), json_got;
+    audit::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
     EXPECT_GT(json_ref.size(), 100000u);
     EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size() << " bytes)";
     // The streamed writer on the reference report too, and ToJson on the streamed one.
     std::string json_ref_streamed;
-    report::WriteJson(ref, [&](std::string_view p) { json_ref_streamed.append(p); });
+    audit::WriteJson(ref, [&](std::string_view p) { json_ref_streamed.append(p); });
     EXPECT_TRUE(json_ref == json_ref_streamed);
-    EXPECT_TRUE(json_ref == util::JsonText(report::ToJson(got)));
+    EXPECT_TRUE(json_ref == util::JsonText(audit::ToJson(got)));
     for (int v = 0; v <= 3; ++v) {
-      std::string text_ref = report::RenderText(ref, {.verbosity = v, .color = false}), text_got;
-      report::WriteText(got, {.verbosity = v, .color = false}, [&](std::string_view p) { text_got.append(p); });
+      std::string text_ref = audit::RenderText(ref, {.verbosity = v, .color = false}), text_got;
+      audit::WriteText(got, {.verbosity = v, .color = false}, [&](std::string_view p) { text_got.append(p); });
       EXPECT_TRUE(text_ref == text_got) << "text reports differ at verbosity " << v;
     }
     return got;
@@ -782,8 +783,8 @@ TEST(FleetStream, ASlurmFanOutStreamedInPiecesGivesTheReferenceReport) {
   for (const auto& b : expected) all.push_back(audit::ReplayNode(b, plan, one));
   audit::Report ref = audit::Judge(plan, all, core::EmbeddedMinimumTable(), fr.unreachable);
   EXPECT_EQ(got.nodes, ref.nodes);
-  std::string json_ref = util::JsonText(report::ToJson(ref)), json_got;
-  report::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
+  std::string json_ref = util::JsonText(audit::ToJson(ref)), json_got;
+  audit::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
   EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size() << " bytes)";
   EXPECT_EQ(got.fleet["nodes_returned"], 27);
   EXPECT_EQ(got.fleet["nodes_expected"], 30);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "fault_host.h"
 #include "host/bundle.h"
 #include "host/local_host.h"
 

@@ -5,7 +5,7 @@
 
 #include "checks/register.h"
 #include "collect/collector.h"
-#include "report/report.h"
+#include "report/checks_doc.h"
 #include "testutil.h"
 
 using namespace clustermax;

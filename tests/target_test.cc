@@ -13,7 +13,7 @@
 #include "core/target.h"
 #include "host/bundle.h"
 #include "host/local_host.h"
-#include "report/report.h"
+#include "audit/render.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
@@ -114,8 +114,8 @@ TEST(TargetDetection, DetectionIsRecordedInTheReportAndItsHeader) {
   auto r = JudgeBundle(copy, core::Target::kVm, {"cuda-toolkit-security"});
   ASSERT_TRUE(r.target_detection.is_object());
   EXPECT_EQ(r.target_detection["target"], "vm");
-  EXPECT_EQ(report::ToJson(r)["target_detection"]["target"], "vm");
-  std::string text = report::RenderText(r, {.verbosity = 1, .color = false});
+  EXPECT_EQ(audit::ToJson(r)["target_detection"]["target"], "vm");
+  std::string text = audit::RenderText(r, {.verbosity = 1, .color = false});
   EXPECT_NE(text.find("target detection: vm: /.dockerenv present"), std::string::npos) << text;
   EXPECT_NE(text.find("  weighed: vm: the CPU has the hypervisor flag"), std::string::npos) << text;
 }
@@ -205,7 +205,7 @@ TEST(Sysroot, AnImagesBundleNeverGradesTheHostsToolkit) {
   EXPECT_NE(f.message.find("command evidence cannot be taken from an image (--sysroot)"), std::string::npos) << f.message;
   ASSERT_FALSE(r.not_taken.empty());
   EXPECT_NE(json(r.not_taken).dump().find("cuda.toolkits"), std::string::npos) << json(r.not_taken).dump();
-  std::string text = report::RenderText(r, {.verbosity = 0, .color = false});
+  std::string text = audit::RenderText(r, {.verbosity = 0, .color = false});
   EXPECT_NE(text.find("NOT TAKEN FROM THE IMAGE"), std::string::npos) << text;
 }
 

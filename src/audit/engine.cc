@@ -286,35 +286,6 @@ void ParallelFor(size_t n, unsigned threads, const std::function<void(size_t)>& 
 unsigned Cores() { return std::max(1u, std::thread::hardware_concurrency()); }
 }  // namespace
 
-std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
-                                      const collect::CollectOptions& opts) {
-  std::vector<NodeEvidence> out(paths.size());
-  collect::CollectOptions one = opts;
-  one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
-  collect::CollectorMemo memo;
-  // Each bundle is loaded, replayed and dropped by one worker, so at most one per core is in memory.
-  ParallelFor(paths.size(), Cores(), [&](size_t i) {
-    host::Bundle b = host::Bundle::Load(paths[i]);
-    if (b.Empty()) {
-      throw host::BundleError(fmt::format("{}: the evidence bundle holds no evidence (no file, directory, command, PATH lookup, "
-                                          "environment or NVML answer was recorded); nothing to judge",
-                                          paths[i]));
-    }
-    out[i] = ReplayNode(b, plan, one, &memo);
-  });
-  return out;
-}
-
-std::vector<NodeEvidence> ReplayBundles(const std::vector<host::Bundle>& bundles, const Plan& plan,
-                                        const collect::CollectOptions& opts) {
-  std::vector<NodeEvidence> out(bundles.size());
-  collect::CollectOptions one = opts;
-  one.threads = 1;
-  collect::CollectorMemo memo;
-  ParallelFor(bundles.size(), Cores(), [&](size_t i) { out[i] = ReplayNode(bundles[i], plan, one, &memo); });
-  return out;
-}
-
 Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const core::MinimumTable& minimums,
              const std::vector<UnreachableNode>& unreachable) {
   Report r;

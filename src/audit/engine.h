@@ -149,15 +149,6 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
 NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts,
                         collect::CollectorMemo* memo = nullptr);
 
-// Loads and replays bundle files in parallel (one worker per core), keeping only each node's
-// evidence: bundles are freed as soon as they are judged-ready. Throws host::BundleError naming
-// the first unreadable file.
-std::vector<NodeEvidence> ReplayFiles(const std::vector<std::string>& paths, const Plan& plan,
-                                      const collect::CollectOptions& opts);
-// The same for bundles already in memory (a fleet audit's srun output), in parallel.
-std::vector<NodeEvidence> ReplayBundles(const std::vector<host::Bundle>& bundles, const Plan& plan,
-                                        const collect::CollectOptions& opts);
-
 // A fleet judged node by node as the nodes' evidence arrives (a replay's bundle files, a fan-out's
 // bundles): each node's checks are judged when it is added and only its compact findings, its
 // fleet-summary facts and its report lines are kept (a login node keeps its evidence for the cluster

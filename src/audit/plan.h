@@ -11,13 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "util/usage_error.h"
 
 namespace clustermax::audit {
-
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Profile name -> categories. "all" selects everything.
 const std::map<std::string, std::vector<std::string>>& Profiles();

@@ -174,7 +174,7 @@ class Telemetry {
       auto r = gpu::QueryNvml(std::chrono::milliseconds(2000));
       double t = Now();
       l.lock();
-      if (r.status != host::IoStatus::kOk) {
+      if (r.status != gpu::NvmlStatus::kOk) {
         error_ = r.error.empty() ? "NVML unavailable" : r.error;
         if (samples_.empty()) break;  // no NVML on this node: stop trying
       } else {

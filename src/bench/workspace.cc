@@ -17,13 +17,17 @@
 namespace clustermax::bench {
 namespace fs = std::filesystem;
 
-std::atomic<bool>& CancelFlag() {
-  static std::atomic<bool> flag{false};
-  return flag;
-}
+namespace {
+// Constant-initialised at namespace scope: the signal handler touches no function-local static
+// (whose first use takes a guard lock, which is not async-signal-safe) and only a lock-free atomic.
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+}  // namespace
+
+std::atomic<bool>& CancelFlag() { return g_cancel; }
 
 namespace {
-extern "C" void OnCancelSignal(int) { CancelFlag().store(true); }
+extern "C" void OnCancelSignal(int) { g_cancel.store(true); }
 
 std::string FsTypeName(long magic) {
   switch (static_cast<unsigned long>(magic)) {

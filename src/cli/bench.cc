@@ -25,6 +25,7 @@
 #include "host/local_host.h"
 #include "util/line_frames.h"
 #include "bench/workspace.h"
+#include "audit/run.h"
 #include "cli/cli.h"
 #include "util/progress.h"
 #include "util/files.h"
@@ -75,7 +76,7 @@ void CheckOut(const Common& c, const std::string& suite) {
   fs::path file = ResultFile(c.out_dir, suite);
   std::error_code ec;
   if (fs::exists(fs::symlink_status(file, ec))) {
-    throw audit::UsageError(fmt::format("{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
+    throw UsageError(fmt::format("{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
   }
 }
 
@@ -94,7 +95,7 @@ fs::path RunDir(const Common& c) {
     MakePrivateDir(c.out_dir);
     return c.out_dir;
   }
-  fs::path base = DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now());
+  fs::path base = audit::DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now());
   for (int n = 1;; ++n) {
     fs::path dir = n == 1 ? base : fs::path(base.string() + "-" + std::to_string(n));
     if (MakePrivateDir(dir)) return dir;
@@ -165,7 +166,7 @@ std::vector<std::string> StorageArgs(const bench::StorageOptions& so) {
 // stdout; a node whose result does not arrive is named with the reason and the others are kept.
 int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions o, const Common& c) {
   host::LocalHost login;
-  o.self_exe = SelfExe();
+  o.self_exe = util::SelfExe();
   audit::NodeScope scope = audit::SelectNodes(login, o);
   if (scope.targets.empty()) {
     std::string why;

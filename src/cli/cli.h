@@ -25,9 +25,6 @@ struct SavedRun {
   std::vector<audit::UnreachableNode> unreachable;  // a fleet run's nodes that returned nothing
 };
 SavedRun LoadRun(const std::filesystem::path& path);
-std::filesystem::path DefaultRunsDir();
-// This binary's path (/proc/self/exe), to run it on other nodes.
-std::string SelfExe();
 
 // `audit review`: re-judges a saved run with the current rules.
 struct ReviewOptions {

@@ -1,9 +1,15 @@
 #include "cli/docs.h"
 
 #include <functional>
+#include <iostream>
+#include <memory>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "cli/cli.h"
+#include "cli/command.h"
+#include "core/version.h"
 
 namespace clustermax::cli {
 
@@ -17,7 +23,7 @@ struct Command {
 
 bool Hidden(const CLI::App* a) { return a->get_group().empty(); }
 
-std::vector<Command> Commands(const CLI::App& root) {
+std::vector<Command> CommandTree(const CLI::App& root) {
   std::vector<Command> out;
   std::function<void(const CLI::App*, const std::string&)> walk = [&](const CLI::App* a, const std::string& path) {
     out.push_back({path, a});
@@ -82,7 +88,7 @@ std::string Roff(const std::string& s) {
 
 std::string BashCompletion(const CLI::App& app) {
   std::string subs, opts;
-  for (const auto& c : Commands(app)) {
+  for (const auto& c : CommandTree(app)) {
     std::vector<std::string> o{"--help"};
     if (c.path.empty()) o.push_back("--version");
     for (const auto* opt : NamedOptions(c.app)) {
@@ -123,7 +129,7 @@ std::string ZshCompletion(const CLI::App& app) {
     for (char c : desc) d += c == ':' ? std::string("\\:") : std::string(1, c);  // _describe splits on ':'
     return ShellQuoted(name + ":" + d);
   };
-  for (const auto& c : Commands(app)) {
+  for (const auto& c : CommandTree(app)) {
     std::string key = ShellQuoted(c.path.empty() ? "." : c.path);
     std::vector<std::string> s, o{entry("--help", "Print help and exit")};
     for (const CLI::App* sub : c.app->get_subcommands([](const CLI::App* x) { return !Hidden(x); })) {
@@ -174,7 +180,7 @@ std::string ManPage(const CLI::App& app, const std::string& version) {
   m += ".PP\nEvery command takes \\fB\\-\\-help\\fR. The audit is read-only unless a probe is enabled by name; "
        "what changes state, sends traffic or is destructive is opt-in.\n";
   m += ".SH COMMANDS\n";
-  for (const auto& c : Commands(app)) {
+  for (const auto& c : CommandTree(app)) {
     if (c.path.empty()) continue;
     m += fmt::format(".SS \"clustermax {}\"\n{}\n", Roff(c.path), Roff(c.app->get_description()));
     for (const CLI::Option* o : c.app->get_options()) {
@@ -229,6 +235,21 @@ Without them the checks that need them say so.
 .BR slurm.conf (5)
 )";
   return m;
+}
+
+void AddDocsCommands(CLI::App& app, Commands& table) {
+  auto shell = std::make_shared<std::string>();
+  auto* completion = app.add_subcommand("completion", "Print the shell completion script (bash or zsh)");
+  completion->add_option("shell", *shell, "bash or zsh")->required()->check(CLI::IsMember({"bash", "zsh"}));
+  table.Add(completion, [shell, &app] {
+    std::cout << (*shell == "bash" ? BashCompletion(app) : ZshCompletion(app));
+    return kExitOk;
+  });
+  auto* manpage = app.add_subcommand("manpage", "Print the man page (roff)")->group("");  // the build installs it
+  table.Add(manpage, [&app] {
+    std::cout << ManPage(app, core::kToolVersion);
+    return kExitOk;
+  });
 }
 
 }  // namespace clustermax::cli

@@ -21,10 +21,4 @@ std::string RenderExport(const std::string& format, const nlohmann::json& report
 // evidence text.
 void WriteTextfile(const std::filesystem::path& path, const std::string& text);
 
-struct ExportCommand {
-  CLI::App* cmd = nullptr;
-  std::function<int()> run;
-};
-void AddExportCommand(CLI::App& app, ExportCommand& e);
-
 }  // namespace clustermax::cli

@@ -3,6 +3,8 @@
 // deadline and the scheduler.
 #include "cli/health.h"
 
+#include "cli/command.h"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <chrono>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -110,12 +113,16 @@ int RunHealth(const HealthOptions& o) {
 
   // The deadline: whatever is still running by then, the node is reported unhealthy (a hung NVML
   // or filesystem is a fault) and the process ends; the state is left as it was.
-  static std::mutex finish_mu;
-  static bool finished = false;
-  auto finish = [o](const std::string& line, bool healthy, const std::string& reason) {
-    std::lock_guard lock(finish_mu);
-    if (finished) return false;
-    finished = true;
+  // Shared with the watchdog thread, which may outlive this function.
+  struct Once {
+    std::mutex mu;
+    bool done = false;
+  };
+  auto once = std::make_shared<Once>();
+  auto finish = [o, once](const std::string& line, bool healthy, const std::string& reason) {
+    std::lock_guard lock(once->mu);
+    if (once->done) return false;
+    once->done = true;
     std::cout << line << "\n" << std::flush;
     ActOnNode(o, healthy, reason);
     return true;
@@ -174,23 +181,23 @@ int RunHealth(const HealthOptions& o) {
 
 }  // namespace
 
-void AddHealthCommand(CLI::App& app, HealthCommand& h) {
+void AddHealthCommands(CLI::App& app, Commands& table) {
   auto o = std::make_shared<HealthOptions>();
-  h.cmd = app.add_subcommand("health", "Passive node health check for Slurm's HealthCheckProgram, prolog/epilog or a timer: "
+  auto* cmd = app.add_subcommand("health", "Passive node health check for Slurm's HealthCheckProgram, prolog/epilog or a timer: "
                                        "prints HEALTHY or 'UNHEALTHY: <check>: <reason>'; exit 0 healthy, 2 unhealthy, 75 busy");
-  h.cmd->add_flag("--drain", o->drain, "When unhealthy, drain this node: scontrol update NodeName=... State=DRAIN Reason='clustermax: ...'");
-  h.cmd->add_flag("--resume", o->resume, "When healthy, resume this node if (and only if) clustermax drained it");
-  h.cmd->add_option("--node", o->node, "Slurm node name (default SLURMD_NODENAME, else the short host name)");
-  h.cmd->add_option("--state", o->state, "State file (default /var/lib/clustermax/health-state.json as root, else ~/.clustermax/health-state.json)");
-  h.cmd->add_option("--timeout", o->timeout_s, "Seconds for the whole run; past it the node is reported unhealthy (default 20)")
+  cmd->add_flag("--drain", o->drain, "When unhealthy, drain this node: scontrol update NodeName=... State=DRAIN Reason='clustermax: ...'");
+  cmd->add_flag("--resume", o->resume, "When healthy, resume this node if (and only if) clustermax drained it");
+  cmd->add_option("--node", o->node, "Slurm node name (default SLURMD_NODENAME, else the short host name)");
+  cmd->add_option("--state", o->state, "State file (default /var/lib/clustermax/health-state.json as root, else ~/.clustermax/health-state.json)");
+  cmd->add_option("--timeout", o->timeout_s, "Seconds for the whole run; past it the node is reported unhealthy (default 20)")
       ->check(CLI::PositiveNumber);
-  h.cmd->add_option("--require-mount", o->require_mounts, "A mount point that must be mounted and answer stat (repeatable)");
-  h.cmd->add_option("--kernel-log", o->kernel_log, "Read Xid/SXid lines from this kernel-log file instead of journalctl/dmesg");
-  h.cmd->add_option("--sysroot", o->sysroot, "Judge the files under DIR (commands and NVML are not taken; tests and images)")
+  cmd->add_option("--require-mount", o->require_mounts, "A mount point that must be mounted and answer stat (repeatable)");
+  cmd->add_option("--kernel-log", o->kernel_log, "Read Xid/SXid lines from this kernel-log file instead of journalctl/dmesg");
+  cmd->add_option("--sysroot", o->sysroot, "Judge the files under DIR (commands and NVML are not taken; tests and images)")
       ->check(CLI::ExistingDirectory);
-  h.cmd->add_flag("-v,--verbose", o->verbose, "Every failing and warning check on stderr");
-  h.cmd->add_flag("--json", o->json_out, "A JSON summary on stderr (stdout stays one line)");
-  h.run = [o] { return RunHealth(*o); };
+  cmd->add_flag("-v,--verbose", o->verbose, "Every failing and warning check on stderr");
+  cmd->add_flag("--json", o->json_out, "A JSON summary on stderr (stdout stays one line)");
+  table.Add(cmd, [o] { return RunHealth(*o); });
 }
 
 }  // namespace clustermax::cli

@@ -3,18 +3,9 @@
 // Exit status: 0 healthy, 2 unhealthy (also when the run ran past --timeout), 1 the tool could not
 // do its job (usage), 75 another health run holds the lock (nothing was checked).
 #pragma once
-#include <functional>
-
-#include <CLI/CLI.hpp>
 
 namespace clustermax::cli {
 
 inline constexpr int kExitHealthBusy = 75;  // EX_TEMPFAIL
-
-struct HealthCommand {
-  CLI::App* cmd = nullptr;
-  std::function<int()> run;
-};
-void AddHealthCommand(CLI::App& app, HealthCommand& h);
 
 }  // namespace clustermax::cli

@@ -8,8 +8,10 @@
 
 #include "checks/register.h"
 #include "cli/minimums.h"
+#include "audit/run.h"
 #include "cli/cli.h"
-#include "report/report.h"
+#include "audit/render.h"
+#include "report/checks_doc.h"
 #include "util/files.h"
 #include "util/strings.h"
 
@@ -20,7 +22,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 fs::path LatestRun() {
-  fs::path dir = DefaultRunsDir();
+  fs::path dir = audit::DefaultRunsDir();
   if (!fs::is_directory(dir)) throw std::runtime_error("no saved runs under " + dir.string());
   std::vector<fs::path> runs;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -38,7 +40,7 @@ void Answer(const std::string& command, const audit::Report& report, const std::
   std::string verb = cmd.substr(0, cmd.find(' '));
   std::string arg = cmd.find(' ') == std::string::npos ? "" : std::string(util::Trim(cmd.substr(cmd.find(' ') + 1)));
   if (verb == "report" || verb.empty()) {
-    std::cout << report::RenderText(report, {.verbosity = o.verbosity, .color = o.color});
+    std::cout << audit::RenderText(report, {.verbosity = o.verbosity, .color = o.color});
   } else if (verb == "find") {
     int hits = 0;
     for (const auto& r : report.results) {

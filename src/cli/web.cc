@@ -1,16 +1,15 @@
-#include "cli/web.h"
-
-#include "util/strings.h"
-
+// `clustermax report --html` (one self-contained page) and `clustermax serve` (the same views live).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <charconv>
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <set>
 #include <utility>
 #include <vector>
@@ -18,10 +17,12 @@
 #include <fmt/format.h>
 
 #include "cli/cli.h"
+#include "cli/command.h"
 #include "cli/http_server.h"
 #include "rating/rate.h"
 #include "store/store.h"
 #include "util/files.h"
+#include "util/strings.h"
 #include "web/html.h"
 #include "web/metrics.h"
 
@@ -134,143 +135,179 @@ ListenAddress ParseListen(const std::string& s) {
   return a;
 }
 
-HttpServer* g_server = nullptr;
+// Read by the signal handler: a lock-free atomic, and Stop() is one write() to a pipe.
+std::atomic<HttpServer*> g_server{nullptr};
+static_assert(std::atomic<HttpServer*>::is_always_lock_free);
 void StopServer(int) {
-  if (g_server) g_server->Stop();  // async-signal-safe: one write() to a pipe
+  if (HttpServer* s = g_server.load()) s->Stop();
+}
+
+struct WebOptions {
+  std::string html_out, db_path, listen = "127.0.0.1:8470";
+  std::vector<std::string> runs, ratings;
+  fs::path Db() const { return db_path.empty() ? store::DefaultDbPath() : fs::path(db_path); }
+};
+
+// The named ratings as scorecards, then the named runs' findings, fleet matrix and benchmarks.
+std::string RatingsAndRunsPage(const WebOptions& o) {
+  std::string body;
+  for (const auto& f : o.ratings) {
+    auto text = util::ReadLocalFile(f);
+    if (!text) throw std::invalid_argument(f + ": no such file");
+    json r = util::ParseJsonDocument(*text, f);
+    if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument(f + ": not a rating (clustermax rate --out FILE)");
+    body += web::Scorecard(r);
+  }
+  int n = 0;
+  for (const auto& d : o.runs) {
+    rating::RunInput in = rating::LoadRunDir(d);
+    body += fmt::format("<h2>{}</h2>", web::Escape(d));
+    if (in.report) body += web::Findings(*in.report, "run-" + std::to_string(n)) + web::FleetMatrix(*in.report);
+    for (const auto& b : in.benches) body += web::Benchmark(b);
+    ++n;
+  }
+  return web::Document("clustermax report", body, "");
+}
+
+int WriteReport(const WebOptions& o) {
+  std::string page = o.runs.empty() && o.ratings.empty() ? StorePage(store::Store::OpenReadOnly(o.Db())) : RatingsAndRunsPage(o);
+  util::WriteFileAtomic(o.html_out, page);
+  std::cerr << fmt::format("wrote {} ({} bytes)\n", o.html_out, page.size());
+  return kExitOk;
+}
+
+// The dashboard's routes: every page opens the store read-only for its request.
+class Dashboard {
+ public:
+  explicit Dashboard(fs::path db) : db_(std::move(db)) {}
+  void Route(HttpServer& svr) const {
+    Pages(svr);
+    Api(svr);
+  }
+
+ private:
+  static void Html(HttpResponse& res, const std::string& page) { res.set_content(page, "text/html; charset=utf-8"); }
+  static std::string Link(const std::string& kind, const std::string& arg) { return "/" + kind + "/" + arg; }
+  static void NotFound(HttpResponse& res) {
+    res.status = 404;
+    Html(res, web::Document("not found", "<p>No such run.</p>", Nav(true)));
+  }
+  // A run id from the path; digits too many for one are no run, like any other absent id.
+  static int64_t RunId(const std::string& digits) {
+    int64_t id = -1;
+    if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) id = -1;
+    return id;
+  }
+  void WithStore(HttpResponse& res, const std::function<void(const store::Store&)>& f) const {
+    try {
+      store::Store s = store::Store::OpenReadOnly(db_);
+      f(s);
+    } catch (const std::exception& e) {
+      // The reason (a path, SQLite's message) goes to serve's log, not to whoever asked.
+      std::cerr << "clustermax: serve: " << e.what() << "\n";
+      res.status = 500;
+      res.set_content(web::Document("error", "<p>The results store could not be read; the log of clustermax serve says why.</p>", Nav(true)),
+                      "text/html; charset=utf-8");
+    }
+  }
+  void Pages(HttpServer& svr) const;
+  void Api(HttpServer& svr) const;
+
+  fs::path db_;
+};
+
+void Dashboard::Pages(HttpServer& svr) const {
+  svr.Get("/", [&](const HttpRequest&, HttpResponse& res) {
+    WithStore(res, [&](const store::Store& s) {
+      Html(res, web::Document("clustermax: leaderboard", web::Leaderboard(s.Leaderboard(), Link) + web::History(s.List(), Link), Nav(true)));
+    });
+  });
+  svr.Get("/runs", [&](const HttpRequest&, HttpResponse& res) {
+    WithStore(res, [&](const store::Store& s) { Html(res, web::Document("clustermax: runs", web::History(s.List(), Link), Nav(true))); });
+  });
+  auto one = [&](const char* kind) {
+    return [&, kind](const HttpRequest& req, HttpResponse& res) {
+      WithStore(res, [&](const store::Store& s) {
+        json run = s.Show(RunId(req.matches[1]));
+        if (run.is_null()) return NotFound(res);
+        Html(res, web::Document(fmt::format("clustermax: {} {}", kind, run["id"].get<int64_t>()), RunBody(run, "run"), Nav(true)));
+      });
+    };
+  };
+  svr.Get(R"(/run/(\d+))", one("run"));
+  svr.Get(R"(/rating/(\d+))", one("rating"));
+  svr.Get(R"(/diff/(\d+)/(\d+))", [&](const HttpRequest& req, HttpResponse& res) {
+    WithStore(res, [&](const store::Store& s) {
+      int64_t a = RunId(req.matches[1]), b = RunId(req.matches[2]);
+      if (!s.Contains(a) || !s.Contains(b)) return NotFound(res);
+      if ((s.Show(a)["kind"] == "rating") != (s.Show(b)["kind"] == "rating")) {
+        res.status = 400;
+        return Html(res, web::Document("not comparable", fmt::format("<p>{} and {} are a run and a rating: a diff compares two runs, or two ratings.</p>", a, b), Nav(true)));
+      }
+      Html(res, web::Document("clustermax: diff", web::DiffView(s.Diff(a, b)), Nav(true)));
+    });
+  });
+}
+
+void Dashboard::Api(HttpServer& svr) const {
+  svr.Get("/api/leaderboard", [&](const HttpRequest&, HttpResponse& res) {
+    WithStore(res, [&](const store::Store& s) {
+      json rows = s.Leaderboard();
+      for (auto& r : rows) r.erase("dir");  // where a run was ingested from is this machine's business
+      res.set_content(util::JsonText(rows, -1), "application/json");
+    });
+  });
+  svr.Get("/metrics", [&](const HttpRequest&, HttpResponse& res) {
+    WithStore(res, [&](const store::Store& s) { res.set_content(web::StoreMetrics(s), web::kPrometheusContentType); });
+  });
+  svr.Get("/healthz", [&](const HttpRequest&, HttpResponse& res) {
+    std::string why;
+    web::Health h = web::CheckHealth(db_, &why);
+    if (!why.empty()) std::cerr << "clustermax: serve: /healthz: " << why << "\n";
+    res.status = h.status;
+    res.set_content(h.body, "text/plain; charset=utf-8");
+  });
+}
+
+int Serve(const WebOptions& o) {
+  ListenAddress addr = ParseListen(o.listen);
+  fs::path db = o.Db();
+  { store::Store::OpenReadOnly(db); }  // fails now, with the reason, rather than on the first request
+  HttpServer svr;
+  Dashboard dashboard(db);  // lives until Run returns: the routes refer to it
+  dashboard.Route(svr);
+  g_server.store(&svr);
+  struct sigaction sa {};
+  sa.sa_handler = StopServer;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (!svr.Bind(addr.host, addr.port)) {
+    g_server.store(nullptr);
+    std::cerr << fmt::format("clustermax: cannot listen on {} (the port is in use, or the host is not an address of this machine)\n", o.listen);
+    return kExitToolError;
+  }
+  std::cerr << fmt::format("serving {} on http://{}/ (Ctrl-C stops)\n", db.string(), svr.BoundAddress());
+  svr.Run();
+  g_server.store(nullptr);
+  return kExitOk;
 }
 
 }  // namespace
 
-void AddWebCommands(CLI::App& app, WebCommands& w) {
-  static std::string html_out, db_path, listen = "127.0.0.1:8470";
-  static std::vector<std::string> runs, ratings;
+void AddWebCommands(CLI::App& app, Commands& table) {
+  auto o = std::make_shared<WebOptions>();
   auto* report = app.add_subcommand("report", "Write the dashboard as one self-contained HTML page");
-  report->add_option("--html", html_out, "Output file")->required();
-  report->add_option("runs", runs, "Run directories to show (default: everything in the store)");
-  report->add_option("--rating", ratings, "Rating files (clustermax rate --out) to show as scorecards")->check(CLI::ExistingFile);
-  report->add_option("--db", db_path, "SQLite store (default ~/.clustermax/results.db)");
-  w.report = report;
-  w.run_report = []() -> int {
-    std::string page;
-    if (runs.empty() && ratings.empty()) {
-      store::Store s = store::Store::OpenReadOnly(db_path.empty() ? store::DefaultDbPath() : fs::path(db_path));
-      page = StorePage(s);
-    } else {
-      std::string body;
-      for (const auto& f : ratings) {
-        auto text = util::ReadLocalFile(f);
-        if (!text) throw std::invalid_argument(f + ": no such file");
-        json r = util::ParseJsonDocument(*text, f);
-        if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument(f + ": not a rating (clustermax rate --out FILE)");
-        body += web::Scorecard(r);
-      }
-      int n = 0;
-      for (const auto& d : runs) {
-        rating::RunInput in = rating::LoadRunDir(d);
-        body += fmt::format("<h2>{}</h2>", web::Escape(d));
-        if (in.report) body += web::Findings(*in.report, "run-" + std::to_string(n)) + web::FleetMatrix(*in.report);
-        for (const auto& b : in.benches) body += web::Benchmark(b);
-        ++n;
-      }
-      page = web::Document("clustermax report", body, "");
-    }
-    util::WriteFileAtomic(html_out, page);
-    std::cerr << fmt::format("wrote {} ({} bytes)\n", html_out, page.size());
-    return kExitOk;
-  };
+  report->add_option("--html", o->html_out, "Output file")->required();
+  report->add_option("runs", o->runs, "Run directories to show (default: everything in the store)");
+  report->add_option("--rating", o->ratings, "Rating files (clustermax rate --out) to show as scorecards")->check(CLI::ExistingFile);
+  report->add_option("--db", o->db_path, "SQLite store (default ~/.clustermax/results.db)");
+  table.Add(report, [o] { return WriteReport(*o); });
 
   auto* serve = app.add_subcommand("serve", "Serve the dashboard from the store (leaderboard, scorecards, runs, diffs)");
-  serve->add_option("--db", db_path, "SQLite store (default ~/.clustermax/results.db)");
-  serve->add_option("--listen", listen, "HOST:PORT (default 127.0.0.1:8470; other hosts can reach it only if you say so)");
-  w.serve = serve;
-  w.run_serve = []() -> int {
-    ListenAddress addr = ParseListen(listen);
-    fs::path db = db_path.empty() ? store::DefaultDbPath() : fs::path(db_path);
-    { store::Store::OpenReadOnly(db); }  // fails now, with the reason, rather than on the first request
-    HttpServer svr;
-    auto html = [](HttpResponse& res, const std::string& page) { res.set_content(page, "text/html; charset=utf-8"); };
-    auto link = [](const std::string& kind, const std::string& arg) { return "/" + kind + "/" + arg; };
-    auto with_store = [db](HttpResponse& res, const std::function<void(const store::Store&)>& f) {
-      try {
-        store::Store s = store::Store::OpenReadOnly(db);
-        f(s);
-      } catch (const std::exception& e) {
-        // The reason (a path, SQLite's message) goes to serve's log, not to whoever asked.
-        std::cerr << "clustermax: serve: " << e.what() << "\n";
-        res.status = 500;
-        res.set_content(web::Document("error", "<p>The results store could not be read; the log of clustermax serve says why.</p>", Nav(true)),
-                        "text/html; charset=utf-8");
-      }
-    };
-    // A run id from the path; digits too many for one are no run, like any other absent id.
-    auto run_id = [](const std::string& digits) {
-      int64_t id = -1;
-      if (std::from_chars(digits.data(), digits.data() + digits.size(), id).ec != std::errc()) id = -1;
-      return id;
-    };
-    auto not_found = [&](HttpResponse& res) {
-      res.status = 404;
-      html(res, web::Document("not found", "<p>No such run.</p>", Nav(true)));
-    };
-    svr.Get("/", [&](const HttpRequest&, HttpResponse& res) {
-      with_store(res, [&](const store::Store& s) {
-        html(res, web::Document("clustermax: leaderboard", web::Leaderboard(s.Leaderboard(), link) + web::History(s.List(), link), Nav(true)));
-      });
-    });
-    svr.Get("/runs", [&](const HttpRequest&, HttpResponse& res) {
-      with_store(res, [&](const store::Store& s) { html(res, web::Document("clustermax: runs", web::History(s.List(), link), Nav(true))); });
-    });
-    auto one = [&](const char* kind) {
-      return [&, kind](const HttpRequest& req, HttpResponse& res) {
-        with_store(res, [&](const store::Store& s) {
-          json run = s.Show(run_id(req.matches[1]));
-          if (run.is_null()) return not_found(res);
-          html(res, web::Document(fmt::format("clustermax: {} {}", kind, run["id"].get<int64_t>()), RunBody(run, "run"), Nav(true)));
-        });
-      };
-    };
-    svr.Get(R"(/run/(\d+))", one("run"));
-    svr.Get(R"(/rating/(\d+))", one("rating"));
-    svr.Get(R"(/diff/(\d+)/(\d+))", [&](const HttpRequest& req, HttpResponse& res) {
-      with_store(res, [&](const store::Store& s) {
-        int64_t a = run_id(req.matches[1]), b = run_id(req.matches[2]);
-        if (!s.Contains(a) || !s.Contains(b)) return not_found(res);
-        if ((s.Show(a)["kind"] == "rating") != (s.Show(b)["kind"] == "rating")) {
-          res.status = 400;
-          return html(res, web::Document("not comparable", fmt::format("<p>{} and {} are a run and a rating: a diff compares two runs, or two ratings.</p>", a, b), Nav(true)));
-        }
-        html(res, web::Document("clustermax: diff", web::DiffView(s.Diff(a, b)), Nav(true)));
-      });
-    });
-    svr.Get("/api/leaderboard", [&](const HttpRequest&, HttpResponse& res) {
-      with_store(res, [&](const store::Store& s) {
-        json rows = s.Leaderboard();
-        for (auto& r : rows) r.erase("dir");  // where a run was ingested from is this machine's business
-        res.set_content(util::JsonText(rows, -1), "application/json");
-      });
-    });
-    svr.Get("/metrics", [&](const HttpRequest&, HttpResponse& res) {
-      with_store(res, [&](const store::Store& s) { res.set_content(web::StoreMetrics(s), web::kPrometheusContentType); });
-    });
-    svr.Get("/healthz", [&](const HttpRequest&, HttpResponse& res) {
-      std::string why;
-      web::Health h = web::CheckHealth(db, &why);
-      if (!why.empty()) std::cerr << "clustermax: serve: /healthz: " << why << "\n";
-      res.status = h.status;
-      res.set_content(h.body, "text/plain; charset=utf-8");
-    });
-    g_server = &svr;
-    std::signal(SIGINT, StopServer);
-    std::signal(SIGTERM, StopServer);
-    if (!svr.Bind(addr.host, addr.port)) {
-      std::cerr << fmt::format("clustermax: cannot listen on {} (the port is in use, or the host is not an address of this machine)\n", listen);
-      return kExitToolError;
-    }
-    std::cerr << fmt::format("serving {} on http://{}/ (Ctrl-C stops)\n", db.string(), svr.BoundAddress());
-    svr.Run();
-    g_server = nullptr;
-    return kExitOk;
-  };
+  serve->add_option("--db", o->db_path, "SQLite store (default ~/.clustermax/results.db)");
+  serve->add_option("--listen", o->listen, "HOST:PORT (default 127.0.0.1:8470; other hosts can reach it only if you say so)");
+  table.Add(serve, [o] { return Serve(*o); });
 }
 
 }  // namespace clustermax::cli

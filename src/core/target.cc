@@ -27,10 +27,6 @@ std::string_view ToString(Target t) {
   return "standalone";
 }
 
-std::string_view ShortName(Target t) {
-  for (const auto& n : kTargets) if (n.t == t) return n.short_name;
-  return "SA";
-}
 
 std::optional<Target> TargetFromString(std::string_view s) {
   for (const auto& n : kTargets) if (n.name == s || n.short_name == s) return n.t;

@@ -24,7 +24,6 @@ constexpr TargetMask kK = Bit(Target::kK8s);
 constexpr TargetMask kAllTargets = kSA | kV | kC | kS | kK;
 
 std::string_view ToString(Target t);          // "standalone", "vm", ...
-std::string_view ShortName(Target t);         // "SA", "V", "C", "S", "K"
 std::optional<Target> TargetFromString(std::string_view s);
 std::string MaskToString(TargetMask m);       // "S K SA V C"
 inline bool InMask(TargetMask m, Target t) { return (m & Bit(t)) != 0; }

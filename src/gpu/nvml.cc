@@ -243,15 +243,15 @@ json QueryDevice(Nvml& nvml, Snapshot& s, unsigned index, nvmlDevice_t dev) {
   return d;
 }
 
-host::NvmlResult QueryNow() {
-  host::NvmlResult r;
+NvmlQuery QueryNow() {
+  NvmlQuery r;
   Nvml nvml;
   std::string error;
   if (!nvml.Load(error)) {
     r.status = error.find("dlopen") != std::string::npos || error.find("cannot open") != std::string::npos ||
                        error.find("No such file") != std::string::npos
-                   ? host::IoStatus::kNotFound
-                   : host::IoStatus::kError;
+                   ? NvmlStatus::kNotFound
+                   : NvmlStatus::kError;
     r.error = error;
     return r;
   }
@@ -275,7 +275,7 @@ host::NvmlResult QueryNow() {
   unsigned count = 0;
   auto count_fn = nvml.Sym<nvmlReturn_t (*)(unsigned*)>("nvmlDeviceGetCount_v2");
   if (!s.Call("nvmlDeviceGetCount_v2", "system", count_fn, &count)) {
-    r.status = host::IoStatus::kError;
+    r.status = NvmlStatus::kError;
     r.error = "nvmlDeviceGetCount failed";
     data["errors"] = s.errors;
     r.data = data;
@@ -294,20 +294,20 @@ host::NvmlResult QueryNow() {
   }
   data["devices"] = devices;
   data["errors"] = s.errors;
-  r.status = host::IoStatus::kOk;
+  r.status = NvmlStatus::kOk;
   r.data = data;
   return r;
 }
 
 }  // namespace
 
-host::NvmlResult QueryNvml(std::chrono::milliseconds timeout) {
-  auto task = std::make_shared<std::packaged_task<host::NvmlResult()>>(QueryNow);
+NvmlQuery QueryNvml(std::chrono::milliseconds timeout) {
+  auto task = std::make_shared<std::packaged_task<NvmlQuery()>>(QueryNow);
   auto result = task->get_future();
   std::thread([task] { (*task)(); }).detach();
   if (result.wait_for(timeout) != std::future_status::ready) {
-    host::NvmlResult r;
-    r.status = host::IoStatus::kTimeout;
+    NvmlQuery r;
+    r.status = NvmlStatus::kTimeout;
     r.error = fmt::format("NVML did not answer within {} ms (query abandoned)", timeout.count());
     return r;
   }

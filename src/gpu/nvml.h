@@ -6,14 +6,25 @@
 // deadline (status timeout).
 #pragma once
 #include <chrono>
+#include <string>
 
-#include "host/host.h"
+#include <nlohmann/json.hpp>
 
 namespace clustermax::gpu {
+
+// How a query ended. The host seam maps it onto its own status (host::LocalHost::QueryNvml), so
+// this layer knows nothing of hosts: gpu/ sits below host/ (no include cycle).
+enum class NvmlStatus { kOk, kNotFound, kTimeout, kError };
+
+struct NvmlQuery {
+  NvmlStatus status = NvmlStatus::kError;
+  nlohmann::json data;  // the GPU snapshot (docs/evidence-bundle.md); partial data with kError
+  std::string error;
+};
 
 // Library name to load; tests point LD_LIBRARY_PATH at a fake one.
 inline constexpr const char* kNvmlLibrary = "libnvidia-ml.so.1";
 
-host::NvmlResult QueryNvml(std::chrono::milliseconds timeout);
+NvmlQuery QueryNvml(std::chrono::milliseconds timeout);
 
 }  // namespace clustermax::gpu

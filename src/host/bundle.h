@@ -155,27 +155,4 @@ class ReplayHost : public Host {
   std::vector<std::string> misses_;
 };
 
-// Injects failures for tests: per path prefix or per command name.
-class FaultHost : public HostWrapper {
- public:
-  enum class Fault { kTimeout, kPermissionDenied, kNotFound, kTruncate, kGarbage };
-  using HostWrapper::HostWrapper;
-  void FailPath(std::string prefix, Fault f) { path_faults_.emplace_back(std::move(prefix), f); }
-  void FailCommand(std::string argv0, Fault f) { command_faults_.emplace_back(std::move(argv0), f); }
-  void FailNvml(Fault f) { nvml_fault_ = f; }
-  FileResult ReadFile(const std::string& path, size_t max_bytes) override;
-  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override { return ReadFile(path, max_bytes); }
-  DirResult ListDir(const std::string& path) override;
-  CommandResult Run(const CommandSpec& spec) override;
-  WhichResult Which(const std::string& name) override;
-  NvmlResult QueryNvml(std::chrono::milliseconds timeout) override;
-
- private:
-  std::optional<Fault> PathFault(const std::string& path) const;
-  std::optional<Fault> CommandFault(const std::string& argv0) const;
-  std::vector<std::pair<std::string, Fault>> path_faults_;
-  std::vector<std::pair<std::string, Fault>> command_faults_;
-  std::optional<Fault> nvml_fault_;
-};
-
 }  // namespace clustermax::host

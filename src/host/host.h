@@ -95,7 +95,7 @@ struct WhichResult {
 
 struct NvmlResult {
   IoStatus status = IoStatus::kError;
-  nlohmann::json data;  // gpu::NvmlSnapshot as JSON (see src/gpu/nvml.h)
+  nlohmann::json data;  // the GPU snapshot of gpu::QueryNvml (src/gpu/nvml.h)
   std::string error;
 };
 

@@ -221,7 +221,17 @@ NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) {
     r.error = std::string(kNotTakenFromImage);
     return r;
   }
-  return gpu::QueryNvml(timeout);
+  gpu::NvmlQuery q = gpu::QueryNvml(timeout);
+  NvmlResult r;
+  switch (q.status) {
+    case gpu::NvmlStatus::kOk: r.status = IoStatus::kOk; break;
+    case gpu::NvmlStatus::kNotFound: r.status = IoStatus::kNotFound; break;
+    case gpu::NvmlStatus::kTimeout: r.status = IoStatus::kTimeout; break;
+    case gpu::NvmlStatus::kError: r.status = IoStatus::kError; break;
+  }
+  r.data = std::move(q.data);
+  r.error = std::move(q.error);
+  return r;
 }
 
 }  // namespace clustermax::host

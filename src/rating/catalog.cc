@@ -137,7 +137,6 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
   return c;
 }
 
-std::vector<std::string> EmbeddedEditions() { return {"2.0", "3.0"}; }
 
 const Catalog& EmbeddedCatalog(const std::string& edition) {
   static const Catalog c30 = ParseCatalog(std::string(embedded::kRatingCatalog30Json), "data/rating/3.0.json (embedded)");

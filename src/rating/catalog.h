@@ -73,7 +73,6 @@ struct Catalog {
 Catalog ParseCatalog(const std::string& text, const std::string& origin);
 // The catalog embedded for `edition` ("2.0", "3.0"); throws std::invalid_argument for another edition.
 const Catalog& EmbeddedCatalog(const std::string& edition);
-std::vector<std::string> EmbeddedEditions();
 
 // "gpu.gemm.*" matches "gpu.gemm.bf16"; anything else must match exactly.
 bool MetricMatches(const std::string& pattern, const std::string& id);

@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 
 #include "collect/collector.h"
-#include "report/report.h"
+#include "report/checks_doc.h"
 
 namespace clustermax::report {
 

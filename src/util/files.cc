@@ -253,4 +253,11 @@ std::string Hostname() {
   return SanitizeUtf8(host);
 }
 
+std::string SelfExe() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot resolve /proc/self/exe");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
 }  // namespace clustermax::util

@@ -55,5 +55,7 @@ std::filesystem::path HomeDir();
 std::filesystem::path StateDir();
 // This machine's host name (gethostname), "" if it has none.
 std::string Hostname();
+// This binary's path (/proc/self/exe), to run it on other nodes. Throws when it cannot be read.
+std::string SelfExe();
 
 }  // namespace clustermax::util

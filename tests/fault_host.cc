@@ -1,4 +1,4 @@
-#include "host/bundle.h"
+#include "fault_host.h"
 
 namespace clustermax::host {
 namespace {
