@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -220,9 +221,11 @@ TEST(SlurmFleet, InsideAnAllocationTheStepOverlapsIt) {
 // same audit without --bcast is the control that proves the copy is hidden from the nodes.
 TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   if (Sh("unshare -m true").code != 0) GTEST_SKIP() << "cannot make a mount namespace here (unshare -m)";
-  fs::path hidden = kDir / "hidden-bin", runs = kDir / "runs";
+  fs::path hidden = kDir / "hidden-bin", runs = kDir / "runs", copies = kDir / "bcast";
   fs::create_directories(hidden);
   fs::create_directories(runs);
+  fs::remove_all(copies);  // srun writes its copies here (slurm_bcast_<job>.<step>_<node>), not in /tmp
+  fs::create_directories(copies);
   std::string bin = (hidden / "clustermax").string();
   auto audit = [&](const std::string& name, const std::string& extra) {
     return Env() + " " + bin + " audit --slurm --yes --json --exit-zero --nodes=2 --out " + (runs / name).string() + " " + extra + " >" +
@@ -230,7 +233,7 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   };
   std::string script = "mount -t tmpfs -o size=256m none " + hidden.string() + " || exit 9\n" +
                        "cp " + CLUSTERMAX_BINARY + " " + bin + " || exit 8\n" +
-                       audit("bcast", "--bcast=/tmp/") +  // a directory: srun names the copy per node
+                       audit("bcast", "--bcast=" + copies.string() + "/") +  // a directory: srun names the copy per node
                        audit("no-bcast", "") + "exit 0\n";
   std::ofstream(kDir / "bcast.sh") << script;
   Proc p = Sh("unshare -m sh " + (kDir / "bcast.sh").string());
@@ -244,6 +247,12 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   json with = JsonFrom(read("bcast.json"));
   EXPECT_EQ(with["fleet"]["nodes_returned"], 2) << with["fleet"].dump() << read("bcast.stderr");
   EXPECT_TRUE(with["fleet"]["unreachable"].empty()) << with["fleet"]["unreachable"].dump();
+  std::set<std::string> copied;  // the node each broadcast copy was written for
+  for (const auto& f : fs::directory_iterator(copies)) {
+    std::string name = f.path().filename().string();
+    if (name.rfind("slurm_bcast_", 0) == 0 && name.find('_', 12) != std::string::npos) copied.insert(name.substr(name.rfind('_') + 1));
+  }
+  EXPECT_EQ(copied, (std::set<std::string>{"n1", "n2"})) << "srun --bcast left no copy for each node in " << copies;
   // The control: without --bcast the nodes cannot exec the login's hidden path, so none answers.
   std::string without = read("no-bcast.json");
   json ctl = without.find('{') == std::string::npos ? json::object() : JsonFrom(without);
