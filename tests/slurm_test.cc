@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -213,12 +214,52 @@ TEST(SlurmFleet, InsideAnAllocationTheStepOverlapsIt) {
   EXPECT_EQ(r["fleet"]["nodes_returned"], 2);
 }
 
+// Every slurmd of the test cluster shares this machine, so CLUSTERMAX_BINARY itself is on every
+// "node" whether or not srun broadcast it. The audit therefore runs a copy of the binary that only
+// the login side can see: under a tmpfs mounted in a private mount namespace (unshare -m), which
+// the slurmd, started outside it, cannot see. A node can then run only srun --bcast's copy; the
+// same audit without --bcast is the control that proves the copy is hidden from the nodes.
 TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
-  json r = Audit("--nodes=2 --bcast=/tmp/");  // a directory: srun names the copy per node
-  EXPECT_EQ(r["fleet"]["nodes_returned"], 2) << r["fleet"].dump();
-  std::ifstream err(kDir / "audit.stderr");
-  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
-  (void)text;
+  if (Sh("unshare -m true").code != 0) GTEST_SKIP() << "cannot make a mount namespace here (unshare -m)";
+  fs::path hidden = kDir / "hidden-bin", runs = kDir / "runs", copies = kDir / "bcast";
+  fs::create_directories(hidden);
+  fs::create_directories(runs);
+  fs::remove_all(copies);  // srun writes its copies here (slurm_bcast_<job>.<step>_<node>), not in /tmp
+  fs::create_directories(copies);
+  std::string bin = (hidden / "clustermax").string();
+  auto audit = [&](const std::string& name, const std::string& extra) {
+    return Env() + " " + bin + " audit --slurm --yes --json --exit-zero --nodes=2 --out " + (runs / name).string() + " " + extra + " >" +
+           (kDir / (name + ".json")).string() + " 2>" + (kDir / (name + ".stderr")).string() + "\n";
+  };
+  std::string script = "mount -t tmpfs -o size=256m none " + hidden.string() + " || exit 9\n" +
+                       "cp " + CLUSTERMAX_BINARY + " " + bin + " || exit 8\n" +
+                       audit("bcast", "--bcast=" + copies.string() + "/") +  // a directory: srun names the copy per node
+                       audit("no-bcast", "") + "exit 0\n";
+  std::ofstream(kDir / "bcast.sh") << script;
+  Proc p = Sh("unshare -m sh " + (kDir / "bcast.sh").string());
+  if (p.code == 9) GTEST_SKIP() << "no tmpfs mount here: " << p.out;
+  ASSERT_EQ(p.code, 0) << p.out;
+  ASSERT_FALSE(fs::exists(bin)) << "the tmpfs leaked out of its mount namespace: the nodes could see the binary";
+  auto read = [&](const std::string& name) {
+    std::ifstream in(kDir / name);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  json with = JsonFrom(read("bcast.json"));
+  EXPECT_EQ(with["fleet"]["nodes_returned"], 2) << with["fleet"].dump() << read("bcast.stderr");
+  EXPECT_TRUE(with["fleet"]["unreachable"].empty()) << with["fleet"]["unreachable"].dump();
+  std::set<std::string> copied;  // the node each broadcast copy was written for
+  for (const auto& f : fs::directory_iterator(copies)) {
+    std::string name = f.path().filename().string();
+    if (name.rfind("slurm_bcast_", 0) == 0 && name.find('_', 12) != std::string::npos) copied.insert(name.substr(name.rfind('_') + 1));
+  }
+  EXPECT_EQ(copied, (std::set<std::string>{"n1", "n2"})) << "srun --bcast left no copy for each node in " << copies;
+  // The control: without --bcast the nodes cannot exec the login's hidden path, so none answers.
+  std::string without = read("no-bcast.json");
+  json ctl = without.find('{') == std::string::npos ? json::object() : JsonFrom(without);
+  const json fleet = ctl.contains("fleet") && ctl["fleet"].is_object() ? ctl["fleet"] : json::object();
+  EXPECT_EQ(fleet.value("nodes_returned", 0), 0)
+      << "without --bcast the nodes still ran the binary: the test cannot tell a broadcast copy from the original\n"
+      << without << read("no-bcast.stderr");
 }
 
 TEST(SlurmFleet, ANodeDeadlineSendsWhatItHas) {

@@ -2,6 +2,7 @@
 // whole or not at all), list/show/diff/export, two processes ingesting at once, and an ingest
 // killed inside its transaction.
 #include <signal.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -261,21 +262,70 @@ TEST(Store, ANewStoreAndItsSideFilesAreTheOwners) {
 }
 
 // Someone else's store, or one in a directory this user cannot write: read without side files.
-// (Root writes through these modes; WebServe.ReadOnlyMountedStoreIsListedAndServed uses a
-// read-only mount, which stops root too.)
-TEST(Store, AnUnwritableStoreIsReadWithoutSideFiles) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root writes through chmod 0555/0444; the read-only mount test covers this for root";
-  fs::path d = TempDir("readonly");
-  { Store::Open(d / "r.db").Ingest(MakeRun(d, "a"), "p", "c"); }
-  ASSERT_FALSE(fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm"));
-  fs::permissions(d / "r.db", fs::perms::owner_read);
-  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
-  {
-    Store s = Store::OpenReadOnly(d / "r.db");
-    EXPECT_EQ(s.List().size(), 1u);
+// Returns what went wrong, empty when the store was read and nothing was written beside it.
+std::string ReadUnwritableStore(const fs::path& d) {
+  try {
+    { Store::Open(d / "r.db").Ingest(MakeRun(d, "a"), "p", "c"); }
+    if (fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm")) return "the writable store was left with side files";
+    fs::permissions(d / "r.db", fs::perms::owner_read);
+    fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
+    if (::access(d.c_str(), W_OK) == 0) return "the directory is still writable to this user (root?): the test would prove nothing";
+    size_t listed = 0;
+    {
+      Store s = Store::OpenReadOnly(d / "r.db");
+      listed = s.List().size();
+    }
+    bool side = fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm");
+    fs::permissions(d, fs::perms::owner_all);
+    if (listed != 1) return "listed " + std::to_string(listed) + " runs, expected 1";
+    if (side) return "side files beside the read-only store";
+    return "";
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::permissions(d, fs::perms::owner_all, ec);
+    return std::string("threw: ") + e.what();
   }
-  EXPECT_FALSE(fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm"));
-  fs::permissions(d, fs::perms::owner_all);
+}
+
+// Root writes through chmod 0555/0444, so under root (how CI runs) the same scenario runs in a
+// forked child that has dropped to an unprivileged user (nobody, 65534) and owns the directory.
+// (WebServe.ReadOnlyMountedStoreIsListedAndServed covers a read-only mount, which stops root too.)
+TEST(Store, AnUnwritableStoreIsReadWithoutSideFiles) {
+  fs::path d = TempDir("readonly");
+  if (::geteuid() != 0) {
+    EXPECT_EQ(ReadUnwritableStore(d), "");
+    fs::remove_all(d);
+    return;
+  }
+  const uid_t kNobody = 65534;
+  ASSERT_EQ(::chown(d.c_str(), kNobody, kNobody), 0) << d;
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string why;
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) {
+      why = "cannot drop to uid 65534";
+    } else if (::geteuid() == 0) {
+      why = "still root";
+    } else {
+      why = ReadUnwritableStore(d);
+    }
+    ssize_t n = ::write(fds[1], why.data(), why.size());
+    ::_exit(n == static_cast<ssize_t>(why.size()) && why.empty() ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string why;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) why.append(buf, static_cast<size_t>(n));
+  ::close(fds[0]);
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  EXPECT_EQ(why, "") << "as uid 65534";
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
   fs::remove_all(d);
 }
 
