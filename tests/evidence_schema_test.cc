@@ -166,6 +166,25 @@ TEST(EvidenceSchema, RecordedBundlesMatchTheDeclarations) {
   }
 }
 
+// The checks above see a renamed or retyped field: dropping one declaration, or declaring another
+// type, fails on the recorded bundle's own evidence.
+TEST(EvidenceSchema, ADroppedOrRetypedDeclarationFailsOnTheRecordedBundle) {
+  host::Bundle b = host::Bundle::Load(cmt::Fixture("bundles/debian12-container-cpu.json").string());
+  auto ev = ReplayAll(b, FullPlan(b));
+  const core::Evidence& e = ev.at("os.kernel");
+  ASSERT_TRUE(e.ok()) << e.error;
+  auto fields = CollectorOf("os.kernel").info.fields;
+  ASSERT_TRUE(core::CheckDeclaredFields(fields, e.data).empty());
+  auto dropped = fields;
+  std::erase_if(dropped, [](const core::FieldSpec& f) { return f.path == "hostname"; });
+  EXPECT_EQ(core::CheckDeclaredFields(dropped, e.data), std::vector<std::string>{"undeclared key 'hostname'"});
+  auto retyped = fields;
+  for (auto& f : retyped) {
+    if (f.path == "release") f.type = core::FieldType::kInteger;
+  }
+  EXPECT_EQ(core::CheckDeclaredFields(retyped, e.data), std::vector<std::string>{"'release' is a string, declared integer"});
+}
+
 // The recorded Slurm answers of tests/fixtures/slurm through the Slurm collectors.
 TEST(EvidenceSchema, RecordedSlurmOutputsMatchTheDeclarations) {
   host::Bundle b;
@@ -258,6 +277,12 @@ std::set<std::string> DeclaredNames(const std::vector<std::string>& ids) {
 }
 
 }  // namespace
+
+TEST(EvidenceSchema, KeyLiteralsOfAJudge) {
+  EXPECT_EQ(KeyLiterals(R"(std::string running = e.data["running"]; os.data.value("codename", ""); e.data.contains("reboot_required");
+                           for (const auto& p : e.data["installed"]) p.at("release"); needs.count("gpu.inventory");)"),
+            (std::set<std::string>{"running", "codename", "reboot_required", "installed", "release"}));
+}
 
 TEST(EvidenceSchema, JudgeKeyLiteralsAreDeclaredFieldsOfTheirNeeds) {
   // Each judge file with the registration of its checks: their `needs` (and `node_needs`).
