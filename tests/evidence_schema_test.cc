@@ -8,7 +8,8 @@
 //  - judging every check on a bundle's evidence gives the same report when every undeclared key is
 //    removed first (a judge that reads an undeclared key would see a difference);
 //  - every key literal a judge file reads from evidence (data["x"], .value("x", ...), .contains("x"))
-//    is a declared field name of the evidence its checks declare in `needs`.
+//    is a declared field name of the evidence its checks declare in `needs` (src/checks/*.cc, and
+//    src/audit/fleet_summary.cc against every collector).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -330,7 +331,7 @@ TEST(EvidenceSchema, JudgeKeyLiteralsAreDeclaredFieldsOfTheirNeeds) {
       for (const auto& x : *j) stack.push_back(&x);
     }
   }
-  // The helpers of register.cc read the evidence of every check that calls them.
+  // The helpers of register.cc read the evidence of every check that calls them: any collector.
   std::vector<std::string> all_ids;
   for (const auto& c : collect::Collectors()) all_ids.push_back(c.info.id);
   std::map<std::string, std::vector<std::string>> needs_of;
@@ -338,21 +339,23 @@ TEST(EvidenceSchema, JudgeKeyLiteralsAreDeclaredFieldsOfTheirNeeds) {
     core::Registry r;
     reg(r);
     for (const auto& c : r.all()) {
-      for (const auto& n : c.info.needs) needs_of[file].push_back(n);
-      for (const auto& n : c.info.node_needs) needs_of[file].push_back(n);
+      for (const auto& n : c.info.needs) needs_of["checks/" + file].push_back(n);
+      for (const auto& n : c.info.node_needs) needs_of["checks/" + file].push_back(n);
     }
   }
-  needs_of["register.cc"] = all_ids;
+  needs_of["checks/register.cc"] = all_ids;
+  // The fleet summary reads the nodes' evidence too (and writes fleet.summary's own keys).
+  needs_of["audit/fleet_summary.cc"] = all_ids;
   int literals = 0;
   for (const auto& [file, ids] : needs_of) {
-    auto text = util::ReadLocalFile(cmt::SourceDir() / "src" / "checks" / file);
+    auto text = util::ReadLocalFile(cmt::SourceDir() / "src" / file);
     ASSERT_TRUE(text) << file;
     std::set<std::string> declared = DeclaredNames(ids);
     for (const auto& key : KeyLiterals(*text)) {
       ++literals;
       if (declared.count(key) || threshold_keys.count(key)) continue;
       if (auto f = free_by_key.find(key); f != free_by_key.end() && std::count(ids.begin(), ids.end(), f->second->collector)) continue;
-      ADD_FAILURE() << "src/checks/" << file << " reads \"" << key
+      ADD_FAILURE() << "src/" << file << " reads \"" << key
                     << "\", which no collector its checks need declares (a renamed or undeclared field)";
     }
   }
