@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "collect/memo.h"
@@ -29,6 +30,49 @@ const std::vector<Collector>& Collectors() {
 const Collector* FindCollector(std::string_view id) {
   for (const auto& c : Collectors()) if (c.info.id == id) return &c;
   return nullptr;
+}
+
+void DeclareFields(std::vector<Collector>& out, std::string_view id, std::vector<core::FieldSpec> fields) {
+  for (auto& c : out) {
+    if (c.info.id != id) continue;
+    if (!c.info.fields.empty()) throw std::logic_error("fields of collector " + std::string(id) + " declared twice");
+    c.info.fields = std::move(fields);
+    return;
+  }
+  throw std::logic_error("DeclareFields: no collector " + std::string(id));
+}
+
+std::string FieldReferenceMarkdown() {
+  auto cell = [](std::string s) {
+    std::string out;
+    for (char c : s) {
+      if (c == '|') out += "\\|";
+      else if (c == '\n') out += ' ';
+      else out += c;
+    }
+    return out;
+  };
+  size_t fields = 0;
+  for (const auto& c : Collectors()) fields += c.info.fields.size();
+  std::string out =
+      "# Evidence fields\n\n"
+      "Generated from the collectors' declarations (`DeclareFields` next to each registration in src/collect/); "
+      "a test fails when this file is stale. Regenerate with "
+      "`CLUSTERMAX_UPDATE_FIELDS_DOC=1 build/tests/unit_tests --gtest_filter=EvidenceSchema.FieldReferenceIsCurrent`. "
+      "How to declare and what the tests enforce: docs/evidence-fields.md.\n\n"
+      "Paths: `a.b` a key of object `a`; `a[].b` a key of every element of array `a`; `a[]` the elements of `a`; "
+      "`a{}` an object whose keys are free (the row types its values). A type ending in `?` may also be null. "
+      "Every item may also carry `not_taken` (array of strings: the requests a files-only host could not answer).\n\n";
+  out += std::to_string(Collectors().size()) + " collectors, " + std::to_string(fields) + " fields.\n";
+  for (const auto& c : Collectors()) {
+    out += "\n## " + c.info.id + "\n\n" + cell(c.info.description) + (c.info.probe.empty() ? "" : " (active probe `" + c.info.probe + "`)") + "\n\n";
+    out += "| Field | Type | Unit | Meaning |\n|---|---|---|---|\n";
+    for (const auto& f : c.info.fields) {
+      out += "| `" + f.path + "` | " + std::string(core::ToString(f.type)) + (f.nullable ? "?" : "") + " | " + cell(f.unit) + " | " +
+             cell(f.meaning) + " |\n";
+    }
+  }
+  return out;
 }
 
 core::EvidenceStatus FromIo(host::IoStatus s) {

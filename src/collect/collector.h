@@ -45,6 +45,10 @@ struct CollectorInfo {
   // A collector whose data records such an answer as unknown and stands on its files (the
   // virtualisation markers) keeps its evidence; the requests are listed all the same.
   bool keeps_files_in_image = false;
+  // The keys of the evidence's data, with type, unit and meaning (docs/evidence-fields.md); set by
+  // DeclareFields next to the registration. tests/evidence_schema_test.cc holds every recorded
+  // bundle and every judge's reads to them.
+  std::vector<core::FieldSpec> fields;
 };
 
 using CollectFn = std::function<core::Evidence(host::Host&, const CollectOptions&)>;
@@ -82,6 +86,24 @@ void FailFromCommand(core::Evidence& e, const host::CommandResult& r);
 // run (not found, timeout, denied), marks `e` failed and returns nullopt.
 std::optional<host::CommandResult> RunFor(core::Evidence& e, host::Host& h, std::vector<std::string> argv,
                                           const CollectOptions& o, const std::string& id);
+
+// Sets the declared fields of collector `id` (already in `out`); throws std::logic_error when there
+// is no such collector or it was declared before.
+void DeclareFields(std::vector<Collector>& out, std::string_view id, std::vector<core::FieldSpec> fields);
+// The declared fields of every collector as a Markdown reference (docs/evidence-fields-reference.md;
+// tests/evidence_schema_test.cc fails when that file is stale).
+std::string FieldReferenceMarkdown();
+// Short names for the declarations.
+namespace field {
+inline constexpr core::FieldType Str = core::FieldType::kString;
+inline constexpr core::FieldType Num = core::FieldType::kNumber;
+inline constexpr core::FieldType Int = core::FieldType::kInteger;
+inline constexpr core::FieldType Bool = core::FieldType::kBool;
+inline constexpr core::FieldType Obj = core::FieldType::kObject;
+inline constexpr core::FieldType Arr = core::FieldType::kArray;
+inline constexpr core::FieldType Any = core::FieldType::kAny;
+inline constexpr bool kNull = true;  // the value may also be null
+}  // namespace field
 
 void RegisterOsCollectors(std::vector<Collector>& out);
 void RegisterGpuCollectors(std::vector<Collector>& out);

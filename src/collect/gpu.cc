@@ -197,6 +197,88 @@ void RegisterGpuCollectors(std::vector<Collector>& out) {
   out.push_back({{"gpu.inventory", "GPU snapshot through NVML (dlopen), else nvidia-smi -q -x",
                   {"nvml:libnvidia-ml.so.1", "cmd:nvidia-smi -q -x"}, ""},
                  GpuInventory});
+
+  using namespace field;
+  const std::vector<core::FieldSpec> slider = {{"gpu", Int, "", "GPU index"}, {"slider", Str, "", "slider name (vboost)"},
+                                               {"max", Int, "", "largest allowed value"}, {"current", Int, "", "current value"}};
+  auto rows = [&](const std::string& at, bool nullable) {
+    std::vector<core::FieldSpec> f = {{at, Arr, "", "nvidia-smi boost-slider -l rows" + std::string(nullable ? "; null when the read failed" : ""), nullable}};
+    for (const auto& x : slider) f.push_back({at + "[]." + x.path, x.type, x.unit, x.meaning});
+    return f;
+  };
+  auto join = [](std::vector<core::FieldSpec> a, const std::vector<core::FieldSpec>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  DeclareFields(out, "gpu.boost-slider", join({{"supported", Bool, "", "nvidia-smi reports boost sliders for this GPU"},
+                                               {"output", Str, "", "nvidia-smi's answer when unsupported"}},
+                                              rows("sliders", false)));
+  DeclareFields(out, "probe.vboost-set",
+                join(join(join(join({{"outcome", Str, "", "no-slider, denied, partial, accepted or not-reverted"},
+                                     {"target", Int, "", "vboost value set"},
+                                     {"gpus", Int, "GPUs", "GPUs with a vboost slider"},
+                                     {"changed", Int, "GPUs", "GPUs that read back the target"},
+                                     {"restored", Int, "GPUs", "GPUs that read back their original value"},
+                                     {"steps[].command", Str, "", "nvidia-smi command run"},
+                                     {"steps[].exit_code", Int, "", "its exit status (-1: did not run)"},
+                                     {"steps[].output", Str, "", "its output, cut"}},
+                                    rows("before", false)),
+                               rows("after", true)),
+                          rows("after_restore", true)),
+                     {}));
+  DeclareFields(out, "nvidia.proc-version", {{"loaded", Bool, "", "/proc/driver/nvidia/version exists (the module is loaded)"},
+                                             {"driver_version", Str, "", "loaded kernel module version (580.95.05)"},
+                                             {"open_module", Bool, "", "the open kernel module (not the proprietary one)"}});
+  DeclareFields(
+      out, "gpu.inventory",
+      {{"source", Str, "", "\"nvml\" or \"nvidia-smi\""},
+       {"driver_version", Str, "", "driver version; null when unread", kNull},
+       {"nvml_version", Str, "", "NVML version; null from nvidia-smi", kNull},
+       {"cuda_driver_version", Any, "", "CUDA version the driver supports; null when unread", kNull},
+       {"nvml_error", Str, "", "why NVML was not used (nvidia-smi fallback)"},
+       {"errors[]", Str, "", "NVML calls that failed"},
+       {"device_count", Int, "GPUs", "GPUs reported"},
+       {"devices[].index", Int, "", "GPU index"},
+       {"devices[].handle_error", Bool, "", "NVML returned no handle for this index"},
+       {"devices[].name", Str, "", "product name", kNull},
+       {"devices[].uuid", Str, "", "GPU UUID", kNull},
+       {"devices[].serial", Str, "", "board serial", kNull},
+       {"devices[].vbios", Str, "", "VBIOS version", kNull},
+       {"devices[].pci_bus_id", Str, "", "PCI bus id", kNull},
+       {"devices[].pci_device_id", Str, "", "PCI device id \"0x2330\"", kNull},
+       {"devices[].memory_total_mib", Num, "MiB", "framebuffer memory", kNull},
+       {"devices[].compute_capability", Str, "", "\"9.0\"", kNull},
+       {"devices[].pcie.gen_current", Int, "", "current PCIe generation", kNull},
+       {"devices[].pcie.gen_max", Int, "", "maximum PCIe generation", kNull},
+       {"devices[].pcie.width_current", Int, "lanes", "current link width", kNull},
+       {"devices[].pcie.width_max", Int, "lanes", "maximum link width", kNull},
+       {"devices[].persistence_mode", Bool, "", "persistence mode on", kNull},
+       {"devices[].virtualization_mode", Str, "", "None, Pass-Through, VGPU ...", kNull},
+       {"devices[].ecc.current", Bool, "", "ECC enabled", kNull},
+       {"devices[].ecc.pending", Bool, "", "ECC enabled after the next reset", kNull},
+       {"devices[].ecc.volatile_corrected", Int, "errors", "corrected ECC errors since the driver loaded", kNull},
+       {"devices[].ecc.volatile_uncorrected", Int, "errors", "uncorrected ECC errors since the driver loaded", kNull},
+       {"devices[].ecc.aggregate_corrected", Int, "errors", "corrected ECC errors over the GPU's life", kNull},
+       {"devices[].ecc.aggregate_uncorrected", Int, "errors", "uncorrected ECC errors over the GPU's life", kNull},
+       {"devices[].remapped_rows", Obj, "", "row remapping; null when unsupported", kNull},
+       {"devices[].remapped_rows.correctable", Int, "rows", "rows remapped for correctable errors", kNull},
+       {"devices[].remapped_rows.uncorrectable", Int, "rows", "rows remapped for uncorrectable errors", kNull},
+       {"devices[].remapped_rows.pending", Bool, "", "a remap waits for a GPU reset", kNull},
+       {"devices[].remapped_rows.failure", Bool, "", "a remap failed", kNull},
+       {"devices[].retired_pages", Obj, "", "page retirement (before Ampere); null when unsupported", kNull},
+       {"devices[].retired_pages.single_bit", Int, "pages", "pages retired for single-bit errors", kNull},
+       {"devices[].retired_pages.double_bit", Int, "pages", "pages retired for double-bit errors", kNull},
+       {"devices[].retired_pages.pending", Bool, "", "a retirement waits for a reboot", kNull},
+       {"devices[].power_draw_w", Num, "W", "power draw", kNull},
+       {"devices[].power_limit_w", Num, "W", "enforced power limit", kNull},
+       {"devices[].temperature_c", Num, "degC", "GPU temperature", kNull},
+       {"devices[].clocks_mhz.sm", Num, "MHz", "SM clock", kNull},
+       {"devices[].clocks_mhz.memory", Num, "MHz", "memory clock", kNull},
+       {"devices[].clocks_mhz.sm_max", Num, "MHz", "maximum SM clock", kNull},
+       {"devices[].clocks_mhz.memory_max", Num, "MHz", "maximum memory clock", kNull},
+       {"devices[].utilization_gpu_pct", Num, "%", "GPU utilisation", kNull},
+       {"devices[].clocks_event_reasons", Int, "", "bit mask of clock event (throttle) reasons", kNull},
+       {"devices[].nvlink_active", Any, "links", "active NVLink links; null when unknown", kNull}});
 }
 
 }  // namespace clustermax::collect

@@ -3,7 +3,6 @@
 // log Xid events, NUMA nodes, RDMA ports and stack, container runtime wiring, ncu and gdrcopy.
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -96,11 +95,7 @@ Evidence NvidiaParams(host::Host& h, const CollectOptions&) {
   e.data["params_status"] = ToString(p.status);
   json params = json::object();
   if (p.status == host::IoStatus::kOk) {
-    for (const auto& line : util::SplitLines(p.content)) {
-      size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      params[std::string(util::Trim(line.substr(0, colon)))] = std::string(util::Trim(line.substr(colon + 1)));
-    }
+    for (const auto& [k, v] : ParseNvidiaParams(p.content)) params[k] = v;
   }
   e.data["params"] = params;
   json options = json::array();
@@ -284,13 +279,8 @@ Evidence BlockDevices(host::Host& h, const CollectOptions& o) {
     return e;
   }
   json disks = json::array();
-  static const std::regex kv(R"re((\w+)="([^"]*)")re");
-  for (const auto& line : util::SplitLines(r->out)) {
-    json d = json::object();
-    for (auto it = std::sregex_iterator(line.begin(), line.end(), kv); it != std::sregex_iterator(); ++it) {
-      d[util::ToLower((*it)[1].str())] = (*it)[2].str();
-    }
-    if (d.empty()) continue;
+  for (const auto& pairs : ParseLsblkPairs(r->out)) {
+    json d = pairs;
     d["nvme"] = d.value("name", "").rfind("nvme", 0) == 0 || d.value("tran", "") == "nvme";
     disks.push_back(d);
   }
@@ -379,9 +369,7 @@ Evidence NumaNodes(host::Host& h, const CollectOptions&) {
     auto mem = h.ReadFile(base + "/meminfo", 65536);
     json total_kb = nullptr;
     if (mem.status == host::IoStatus::kOk) {
-      static const std::regex re(R"(MemTotal:\s+(\d+) kB)");
-      std::smatch m;
-      if (std::regex_search(mem.content, m, re)) total_kb = std::stoll(m[1].str());
+      if (auto kb = ParseMemTotalKb(mem.content)) total_kb = *kb;
     }
     nodes.push_back({{"node", ent.name},
                      {"cpulist", cpus.status == host::IoStatus::kOk ? json(std::string(util::Trim(cpus.content))) : json(nullptr)},
@@ -481,10 +469,8 @@ Evidence NcuBinary(host::Host& h, const CollectOptions& o) {
     e.data["version"] = nullptr;
     return e;  // status set by RunFor
   }
-  static const std::regex re(R"(Version\s+(\d{4}\.\d+(?:\.\d+)*))");
-  std::smatch m;
-  std::string text = r->out + r->err;
-  e.data["version"] = std::regex_search(text, m, re) ? json(m[1].str()) : json(nullptr);
+  auto version = ParseNcuVersion(r->out + r->err);
+  e.data["version"] = version ? json(*version) : json(nullptr);
   return e;
 }
 
@@ -757,6 +743,106 @@ void RegisterNodeCollectors(std::vector<Collector>& out) {
   out.push_back({{"sriov.vfs", "SR-IOV virtual functions of RDMA NICs", {"stat:/sys/bus/pci/devices/*/physfn"}, ""}, SriovVfs});
   out.push_back({{"gdrcopy", "gdrcopy library, gdrdrv module and /dev/gdrdrv", {"cmd:ldconfig -p", "stat:/sys/module/gdrdrv", "stat:/dev/gdrdrv"}, ""},
                  Gdrcopy});
+
+  using namespace field;
+  DeclareFields(out, "os.processes", {{"names[]", Str, "", "distinct process names (comm, cut at 15 characters)"}});
+  DeclareFields(out, "kernel.modules", {{"loaded[]", Str, "", "loaded modules (/proc/modules), sorted"},
+                                        {"nvidia_dma_buf_entries[]", Str, "", "dma_buf* entries below /sys/module/nvidia"}});
+  DeclareFields(out, "nvidia.params", {{"params_status", Str, "", "status of the /proc/driver/nvidia/params read"},
+                                       {"params{}", Str, "", "driver parameter -> value"},
+                                       {"modprobe_options[].file", Str, "", "modprobe.d file"},
+                                       {"modprobe_options[].line", Str, "", "its NVreg_ line"}});
+  DeclareFields(out, "kvm.exposure", {{"dev_kvm", Bool, "", "/dev/kvm exists; null when unknown", kNull},
+                                      {"nested", Str, "", "kvm_intel/kvm_amd nested parameter (Y, 1, N, 0); null when none", kNull},
+                                      {"nested_unreadable", Bool, "", "a nested parameter exists but could not be read"},
+                                      {"arch", Str, "", "kernel arch; null when unread", kNull},
+                                      {"vmscape", Str, "", "the vmscape vulnerability status; null when unread", kNull}});
+  DeclareFields(out, "dpu.rshim", {{"rshim_devices[]", Str, "", "/dev/rshim* devices"},
+                                   {"tmfifo_net0", Bool, "", "the tmfifo_net0 interface exists; null when unknown", kNull},
+                                   {"tmfifo_operstate", Str, "", "its operstate; null when unread", kNull}});
+  DeclareFields(out, "bmc.ipmi", {{"devices[]", Str, "", "IPMI device nodes present"},
+                                  {"device_check_complete", Bool, "", "every device node could be checked"},
+                                  {"ipmitool", Obj, "", "ipmitool mc info; null when not run", kNull},
+                                  {"ipmitool.status", Str, "", "its status"},
+                                  {"ipmitool.exit_code", Int, "", "its exit status"},
+                                  {"ipmitool.output", Str, "", "its output, cut"}});
+  DeclareFields(out, "ssh.sshd-config", {{"present", Bool, "", "/etc/ssh/sshd_config exists"},
+                                         {"settings{}", Str, "", "effective keyword (lower case) -> first value (lower case)"},
+                                         {"files[]", Str, "", "configuration files read"}});
+  DeclareFields(out, "identity.providers", {{"nsswitch_passwd", Arr, "", "sources of the passwd: line; null when unread", kNull},
+                                            {"nsswitch_passwd[]", Str, "", "one source (files, sss, ldap)"},
+                                            {"pam_modules", Arr, "", "identity PAM modules named in /etc/pam.d; null when unread", kNull},
+                                            {"pam_modules[]", Str, "", "pam_sss, pam_ldap ..."},
+                                            {"sssd_conf_status", Str, "", "status of the sssd.conf read"},
+                                            {"sssd_id_providers[]", Str, "", "id_provider values of sssd.conf"}});
+  DeclareFields(out, "block.devices", {{"disks[]{}", Any, "", "lsblk -P key (lower case: name, type, size, rota, tran, model) -> value"},
+                                       {"disks[].nvme", Bool, "", "an NVMe disk"},
+                                       {"mounts[].mount_point", Str, "", "mount point"},
+                                       {"mounts[].fstype", Str, "", "filesystem type"},
+                                       {"mounts[].source", Str, "", "mount source"}});
+  DeclareFields(out, "kernel.xid", {{"dmesg_restrict", Str, "", "kernel.dmesg_restrict; null when unread", kNull},
+                                    {"source", Str, "", "journalctl, dmesg or file:<path>"},
+                                    {"events[].kind", Str, "", "Xid, SXid or message"},
+                                    {"events[].code", Int, "", "Xid/SXid code"},
+                                    {"events[].match", Str, "", "catalog message matched (kind message)"},
+                                    {"events[].pci", Str, "", "PCI address of the line"},
+                                    {"events[].day", Str, "", "UTC day (2026-11-29), empty when undated"},
+                                    {"events[].line", Str, "", "the log line"},
+                                    {"counts_by_day{}{}", Int, "events", "day (or \"undated\") -> event key (\"Xid 79\") -> count"},
+                                    {"total", Int, "events", "events in the log"},
+                                    {"truncated", Bool, "", "the event list was cut (counts are exact)"}});
+  DeclareFields(out, "numa.nodes", {{"nodes[].node", Str, "", "node0 ..."},
+                                    {"nodes[].cpulist", Str, "", "its CPUs (0-55,112-167); null when unread", kNull},
+                                    {"nodes[].mem_total_kb", Int, "KiB", "MemTotal of its meminfo; null when unread", kNull},
+                                    {"arch", Str, "", "kernel arch; null when unread", kNull}});
+  DeclareFields(out, "rdma.stack", {{"mlx5_core", Bool, "", "mlx5_core loaded; null when unknown", kNull},
+                                    {"ib_core", Bool, "", "ib_core loaded; null when unknown", kNull},
+                                    {"efa", Bool, "", "efa loaded; null when unknown", kNull},
+                                    {"tools{}", Bool, "", "ibv_devices, ibstat, ofed_info, rdma -> on PATH"},
+                                    {"ofed", Str, "", "ofed_info -s"},
+                                    {"ofed_error", Str, "", "why ofed_info failed"}});
+  DeclareFields(out, "container.runtimes", {{"engines{}", Bool, "", "docker, containerd, podman, crio, enroot, singularity, apptainer -> on PATH"},
+                                            {"docker_nvidia_runtime", Bool, "", "daemon.json names the nvidia runtime; null when unread", kNull},
+                                            {"containerd_nvidia_runtime", Bool, "", "containerd's config names nvidia; null when unread", kNull},
+                                            {"cdi_specs[]", Str, "", "NVIDIA CDI specs in /etc/cdi, /var/run/cdi"}});
+  DeclareFields(out, "ncu.binary", {{"installed", Bool, "", "an ncu binary was found"},
+                                    {"path", Str, "", "the first one; null when none", kNull},
+                                    {"version", Str, "", "its version (2025.3.1); null when unread", kNull},
+                                    {"candidates[]", Str, "", "every ncu found"}});
+  DeclareFields(out, "tools.essential", {{"essential_tools{}", Bool, "", "tool of data/node-thresholds.json -> on PATH"},
+                                         {"package_managers{}", Bool, "", "package manager -> on PATH"}});
+  DeclareFields(out, "pci.acs", {{"pairs[].gpu", Str, "", "GPU PCI address"},
+                                 {"pairs[].gpu_chain[]", Str, "", "its PCI path, root first"},
+                                 {"pairs[].nic", Str, "", "nearest RDMA NIC; null when none", kNull},
+                                 {"pairs[].common_switch", Bool, "", "GPU and NIC share a PCIe switch"},
+                                 {"pairs[].common_upstream", Str, "", "their common upstream bridge"},
+                                 {"pairs[].ports[].bdf", Str, "", "switch port below it"},
+                                 {"pairs[].ports[].read_status", Str, "", "status of its config read"},
+                                 {"pairs[].ports[].config_bytes", Int, "bytes", "config space bytes read"},
+                                 {"pairs[].ports[].extended_readable", Bool, "", "extended config space was read"},
+                                 {"pairs[].ports[].acs_present", Bool, "", "it has an ACS capability"},
+                                 {"pairs[].ports[].acs_control", Int, "", "ACS Control register; null when absent", kNull},
+                                 {"pairs[].ports[].redirect", Bool, "", "P2P request/completion redirect on"},
+                                 {"gpus", Int, "GPUs", "GPUs in the PCI inventory"},
+                                 {"nics", Int, "NICs", "RDMA NICs in the PCI inventory"}});
+  DeclareFields(out, "pci.passthrough", {{"vfio_devices[].bdf", Str, "", "device bound to vfio-pci"},
+                                         {"vfio_devices[].gpu", Bool, "", "a GPU"},
+                                         {"vfio_devices[].nic", Bool, "", "a network function"},
+                                         {"vfio_devices[].group", Str, "", "its IOMMU group; null when unread", kNull},
+                                         {"vfio_devices[].members", Arr, "", "devices of that group; null when unread", kNull},
+                                         {"vfio_devices[].members[]", Str, "", "PCI address"}});
+  DeclareFields(out, "rdma.counters", {{"interval_s", Num, "s", "time between the two reads"},
+                                       {"ports[].port", Str, "", "mlx5_0/1"},
+                                       {"ports[].first{}", Int, "errors", "counter -> first read; null when unread", kNull},
+                                       {"ports[].second", Obj, "", "the second read; null when not taken", kNull},
+                                       {"ports[].second{}", Int, "errors", "counter -> second read; null when unread", kNull}});
+  DeclareFields(out, "ib.opensm", {{"present", Bool, "", "/etc/opensm/opensm.conf exists"},
+                                   {"keys{}", Str, "", "sm_key, sa_key, m_key, m_key_protection_level -> value"}});
+  DeclareFields(out, "sriov.vfs", {{"vfs[].bdf", Str, "", "an RDMA NIC virtual function"},
+                                   {"vfs[].physfn", Str, "", "link target of its physfn"}});
+  DeclareFields(out, "gdrcopy", {{"libraries[]", Str, "", "libgdrapi.so paths in the ldconfig cache"},
+                                 {"module", Bool, "", "gdrdrv loaded; null when unknown", kNull},
+                                 {"device", Bool, "", "/dev/gdrdrv exists; null when unknown", kNull}});
 }
 
 }  // namespace clustermax::collect

@@ -466,6 +466,96 @@ void RegisterOsCollectors(std::vector<Collector>& out) {
                    "file:/sys/class/infiniband/*/device/device", "stat:/sys/class/infiniband/*/device/physfn", "stat:/sys/class/net/<GID netdev>/bonding",
                    "dir:/sys/bus/pci/devices"}, ""},
                  RdmaDevices});
+
+  using namespace field;
+  DeclareFields(out, "os.release", {{"id", Str, "", "ID= of /etc/os-release (debian, ubuntu, rhel)"},
+                                    {"version_id", Str, "", "VERSION_ID= (\"12\", \"24.04\")"},
+                                    {"codename", Str, "", "VERSION_CODENAME= (bookworm), empty when absent"},
+                                    {"pretty_name", Str, "", "PRETTY_NAME="}});
+  DeclareFields(out, "os.kernel", {{"release", Str, "", "running kernel release (/proc/sys/kernel/osrelease)"},
+                                   {"hostname", Str, "", "kernel hostname; null when unreadable", kNull}});
+  DeclareFields(out, "os.virtualization",
+                {{"vm", Str, "", "systemd-detect-virt --vm answer (\"none\", \"kvm\"); null when it did not run", kNull},
+                 {"container", Str, "", "systemd-detect-virt --container answer; null when it did not run", kNull},
+                 {"dockerenv", Bool, "", "/.dockerenv exists; null when the stat failed", kNull},
+                 {"containerenv", Bool, "", "/run/.containerenv exists; null when the stat failed", kNull},
+                 {"cgroup_tokens[]", Str, "", "container runtime names found in /proc/1/cgroup"},
+                 {"container_env", Str, "", "the environment variable `container`; null when unset", kNull},
+                 {"dmi_sys_vendor", Str, "", "/sys/class/dmi/id/sys_vendor; null when unreadable", kNull},
+                 {"dmi_product_name", Str, "", "/sys/class/dmi/id/product_name; null when unreadable", kNull},
+                 {"slurm_job_id", Str, "", "SLURM_JOB_ID of the collecting process; null when unset", kNull},
+                 {"kubernetes_service_host", Str, "", "KUBERNETES_SERVICE_HOST; null when unset", kNull},
+                 {"pid1", Str, "", "PID 1's command name (/proc/1/comm); null when unreadable", kNull},
+                 {"root_fstype", Str, "", "filesystem type mounted on /; null when mountinfo is unreadable", kNull},
+                 {"runtime_bind_mounts[]", Str, "", "/etc/hostname, /etc/hosts, /etc/resolv.conf when bind-mounted"}});
+  DeclareFields(out, "os.cpuinfo", {{"model", Str, "", "CPU model name"},
+                                    {"logical_cpus", Int, "CPUs", "processor entries in /proc/cpuinfo"},
+                                    {"vmx", Bool, "", "Intel VT-x flag"},
+                                    {"svm", Bool, "", "AMD-V flag"},
+                                    {"hypervisor", Bool, "", "the hypervisor flag (running in a VM)"}});
+  DeclareFields(out, "pci.devices", {{"devices[].bdf", Str, "", "PCI address 0000:19:00.0"},
+                                     {"devices[].vendor", Str, "", "vendor id \"0x10de\""},
+                                     {"devices[].device", Str, "", "device id \"0x2330\""},
+                                     {"devices[].class", Str, "", "class code \"0x030200\""},
+                                     {"devices[].driver", Str, "", "bound kernel driver; null when none", kNull},
+                                     {"devices[].gpu", Bool, "", "a GPU (display/3D controller of a GPU vendor)"},
+                                     {"devices[].rdma_nic", Bool, "", "an RDMA-capable NIC function"},
+                                     {"unreadable", Int, "devices", "devices whose sysfs files could not be read"},
+                                     {"complete", Bool, "", "every device was read"}});
+  DeclareFields(out, "kernel.packages",
+                {{"running", Str, "", "running kernel release; null when unreadable", kNull},
+                 {"installed", Arr, "", "installed kernel packages; null when the package database was not read", kNull},
+                 {"installed[].package", Str, "", "package name (linux-image-6.1.0-31-amd64, kernel-core)"},
+                 {"installed[].version", Str, "", "package version"},
+                 {"installed[].release", Str, "", "kernel release the package installs"},
+                 {"package_manager", Str, "", "\"dpkg\" or \"rpm\""},
+                 {"package_db_error", Str, "", "why the package database was not read"},
+                 {"reboot_required", Bool, "", "/var/run/reboot-required exists"},
+                 {"reboot_required_pkgs[]", Str, "", "packages named in reboot-required.pkgs"}});
+  DeclareFields(out, "kernel.perf-sysctl", {{"perf_event_paranoid", Int, "", "kernel.perf_event_paranoid; null when unread", kNull},
+                                            {"perf_event_paranoid_error", Str, "", "why it was not read"},
+                                            {"kptr_restrict", Int, "", "kernel.kptr_restrict; null when unread", kNull},
+                                            {"kptr_restrict_error", Str, "", "why it was not read"}});
+  DeclareFields(out, "iommu", {{"cmdline_flags[]", Str, "", "iommu=, intel_iommu=, amd_iommu= kernel parameters"},
+                               {"iommu_units", Arr, "", "entries of /sys/class/iommu; null when unreadable", kNull},
+                               {"iommu_units[]", Str, "", "an IOMMU unit name"},
+                               {"devices[].bdf", Str, "", "PCI address of a GPU or RDMA NIC"},
+                               {"devices[].kind", Str, "", "\"gpu\" or \"rdma-nic\""},
+                               {"devices[].domain_type", Str, "", "iommu_group/type (identity, DMA, DMA-FQ); null when unread", kNull},
+                               {"devices[].read_status", Str, "", "evidence status of the type read"},
+                               {"pci_inventory_complete", Bool, "", "the PCI inventory was read"}});
+  DeclareFields(out, "cpu.governor", {{"cpus", Int, "CPUs", "cpuN directories"},
+                                      {"governors{}", Int, "CPUs", "scaling governor -> number of CPUs using it"},
+                                      {"cpufreq_missing", Int, "CPUs", "CPUs without cpufreq"},
+                                      {"unreadable", Int, "CPUs", "CPUs whose governor could not be read"},
+                                      {"driver", Str, "", "cpu0's scaling driver; null when unread", kNull}});
+  DeclareFields(out, "access.sudo", {{"exit_code", Int, "", "exit status of sudo -n true"},
+                                     {"stderr", Str, "", "its standard error, cut at 300 characters"}});
+  DeclareFields(out, "access.user-management", {{"useradd", Str, "", "path of useradd; null when not on PATH", kNull},
+                                                {"groupadd", Str, "", "path of groupadd; null when not on PATH", kNull},
+                                                {"is_root", Bool, "", "the effective uid is 0; null when unread", kNull},
+                                                {"sudo_list_status", Str, "", "status of sudo -n -l"},
+                                                {"sudo_list_exit", Int, "", "exit status of sudo -n -l"},
+                                                {"sudo_all", Bool, "", "sudo -n -l grants (ALL) ALL"},
+                                                {"sudo_useradd", Bool, "", "sudo -n -l names useradd"}});
+  DeclareFields(out, "rdma.devices",
+                {{"devices[].name", Str, "", "RDMA device (mlx5_0)"},
+                 {"devices[].device_id", Str, "", "PCI device id; null when unread", kNull},
+                 {"devices[].sriov_physfn", Any, "", "false: no physfn link; \"PF <bdf>\": a VF of a local function; null: unread", kNull},
+                 {"devices[].fw_ver", Str, "", "firmware version; null when unread", kNull},
+                 {"devices[].fw_read_status", Str, "", "evidence status of the fw_ver read"},
+                 {"devices[].vendor", Str, "", "PCI vendor id; null when unread", kNull},
+                 {"devices[].ports[].port", Str, "", "port number"},
+                 {"devices[].ports[].state", Str, "", "\"4: ACTIVE\"; null when unread", kNull},
+                 {"devices[].ports[].phys_state", Str, "", "\"5: LinkUp\"; null when unread", kNull},
+                 {"devices[].ports[].rate", Str, "Gb/s", "\"400 Gb/sec (4X NDR)\"; null when unread", kNull},
+                 {"devices[].ports[].link_layer", Str, "", "InfiniBand or Ethernet; null when unread", kNull},
+                 {"devices[].ports[].pkeys[]", Str, "", "the first 16 PKey slots"},
+                 {"devices[].ports[].gid_ndevs[]", Str, "", "netdevs of the first 4 GIDs"},
+                 {"devices[].ports[].gid_types[]", Str, "", "RoCE: type of the first 8 GIDs; null when unread", kNull},
+                 {"devices[].ports[].gids[]", Str, "", "RoCE: the first 8 GIDs; null when unread", kNull},
+                 {"devices[].ports[].bond_master", Any, "", "RoCE: the GID netdev that is a bond master, false when none, null when unread", kNull},
+                 {"pci_mellanox_functions", Int, "functions", "Mellanox network functions in the PCI inventory; null when unread", kNull}});
 }
 
 }  // namespace clustermax::collect

@@ -584,4 +584,100 @@ std::vector<Mount> ParseMountinfo(std::string_view text) {
   return out;
 }
 
+// ---- moved out of the collectors ----
+
+std::optional<long long> ParseMemTotalKb(std::string_view meminfo) {
+  static const std::regex re(R"(MemTotal:\s+(\d+) kB)");
+  auto v = Capture(meminfo, re);
+  if (!v) return std::nullopt;
+  return std::stoll(*v);
+}
+
+std::optional<DcgmExporterVersion> ParseDcgmExporterVersion(std::string_view text) {
+  static const std::regex pair(R"((\d+\.\d+\.\d+)-(\d+\.\d+\.\d+))"), single(R"((\d+\.\d+\.\d+))");
+  std::string s(text);
+  std::smatch m;
+  if (std::regex_search(s, m, pair)) return DcgmExporterVersion{m[1].str(), m[2].str()};
+  if (std::regex_search(s, m, single)) return DcgmExporterVersion{std::nullopt, m[1].str()};
+  return std::nullopt;
+}
+
+bool IsHpcSdkRelease(std::string_view dir_name) {
+  static const std::regex release_re(R"(^\d{2}\.\d{1,2}$)");
+  return std::regex_match(std::string(dir_name), release_re);
+}
+
+std::optional<std::string> ParseHpcSdkCompilerVersion(std::string_view text) {
+  static const std::regex ver(R"((?:nvc|nvc\+\+|nvfortran)\s+(\d{2}\.\d{1,2}))");
+  return Capture(text, ver);
+}
+
+std::optional<std::string> ParseNcuVersion(std::string_view text) {
+  static const std::regex re(R"(Version\s+(\d{4}\.\d+(?:\.\d+)*))");
+  return Capture(text, re);
+}
+
+std::vector<std::map<std::string, std::string>> ParseLsblkPairs(std::string_view text) {
+  static const std::regex kv(R"re((\w+)="([^"]*)")re");
+  std::vector<std::map<std::string, std::string>> out;
+  for (const auto& line : util::SplitLines(text)) {
+    std::map<std::string, std::string> d;
+    for (auto it = std::sregex_iterator(line.begin(), line.end(), kv); it != std::sregex_iterator(); ++it) {
+      d[util::ToLower((*it)[1].str())] = (*it)[2].str();
+    }
+    if (!d.empty()) out.push_back(std::move(d));
+  }
+  return out;
+}
+
+std::vector<TcpListener> ParseProcNetTcpListeners(std::string_view text, bool ipv6) {
+  std::vector<TcpListener> out;
+  for (std::string_view line : util::SplitLineViews(text)) {
+    // A busy node lists thousands of connections: only LISTEN rows (state " 0A ", the one field that
+    // can hold that hex pair between spaces) are split.
+    if (line.find(" 0A ") == std::string_view::npos) continue;
+    auto f = util::SplitWhitespace(line);
+    if (f.size() < 4 || f[3] != "0A") continue;  // 0A = TCP_LISTEN
+    size_t colon = f[1].find(':');
+    if (colon == std::string::npos) continue;
+    std::string addr = f[1].substr(0, colon);
+    auto port = util::ParseHexOrDec("0x" + f[1].substr(colon + 1));
+    if (!port) continue;
+    bool any = addr.find_first_not_of('0') == std::string::npos;
+    bool loopback = (!ipv6 && addr.size() == 8 && addr.substr(6, 2) == "7F") || (ipv6 && addr == "00000000000000000000000001000000");
+    out.push_back({*port, any ? "any" : loopback ? "loopback" : "address"});
+  }
+  return out;
+}
+
+AptPolicy ParseAptCachePolicy(std::string_view text) {
+  AptPolicy p;
+  bool in_installed = false;
+  for (const auto& line : util::SplitLines(text)) {
+    auto words = util::SplitWhitespace(line);
+    if (words.empty()) continue;
+    if (words[0] == "Installed:") p.installed = words.size() > 1 ? std::optional<std::string>(words[1]) : std::nullopt;
+    if (words[0] == "***") {
+      in_installed = true;
+      continue;
+    }
+    if (in_installed) {
+      if (words.size() >= 2 && util::ParseInt(words[0]) && words[1].rfind("http", 0) == 0) p.origins.push_back(words[1]);
+      else if (words.size() >= 2 && util::ParseInt(words[0]) && words[1] == "/var/lib/dpkg/status") continue;
+      else if (!words[0].empty() && !util::ParseInt(words[0])) in_installed = false;
+    }
+  }
+  return p;
+}
+
+std::map<std::string, std::string> ParseNvidiaParams(std::string_view text) {
+  std::map<std::string, std::string> out;
+  for (const auto& line : util::SplitLines(text)) {
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    out[std::string(util::Trim(line.substr(0, colon)))] = std::string(util::Trim(line.substr(colon + 1)));
+  }
+  return out;
+}
+
 }  // namespace clustermax::collect

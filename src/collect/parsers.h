@@ -167,4 +167,50 @@ std::string KernelLogDay(std::string_view line);
 // The PCI addresses on a sysfs device path, root first: ".../pci0000:00/0000:00:01.0/0000:19:00.0".
 std::vector<std::string> PciChain(std::string_view sysfs_path);
 
+// ---- moved out of the collectors (tests/parsers_test.cc holds them to captured text) ----
+
+// MemTotal of /proc/meminfo ("MemTotal:       263857972 kB") or of a NUMA node's meminfo
+// ("Node 0 MemTotal:       131927736 kB"), in kB; nullopt when there is no such line.
+std::optional<long long> ParseMemTotalKb(std::string_view meminfo);
+
+// `dcgm-exporter --version`: releases are named <dcgm>-<exporter> ("4.5.3-4.8.2"); an older or
+// custom build may print one version, which is the exporter's (dcgm unknown). nullopt: no version.
+struct DcgmExporterVersion {
+  std::optional<std::string> dcgm;
+  std::string exporter;
+};
+std::optional<DcgmExporterVersion> ParseDcgmExporterVersion(std::string_view text);
+
+// An NVIDIA HPC SDK release directory name under /opt/nvidia/hpc_sdk/<arch>/: "25.7", "24.11".
+bool IsHpcSdkRelease(std::string_view dir_name);
+// `nvc --version` / `nvc++ --version` / `nvfortran --version`: "nvc++ 25.7-0 64-bit target on
+// x86-64 Linux ..." -> "25.7"; nullopt when no compiler banner is there.
+std::optional<std::string> ParseHpcSdkCompilerVersion(std::string_view text);
+
+// `ncu --version`: "Version 2025.3.1.0 (build ...)" -> "2025.3.1.0".
+std::optional<std::string> ParseNcuVersion(std::string_view text);
+
+// `lsblk -d -b -P -o NAME,TYPE,...`: one map per line, keys lower-cased (name, type, size, ...);
+// lines without a KEY="value" pair are skipped.
+std::vector<std::map<std::string, std::string>> ParseLsblkPairs(std::string_view text);
+
+// /proc/net/tcp or /proc/net/tcp6: the sockets in LISTEN state (st 0A), with their port and bind
+// scope: "any" (0.0.0.0 / ::), "loopback" (127.x / ::1) or "address".
+struct TcpListener {
+  unsigned long long port = 0;
+  std::string scope;
+};
+std::vector<TcpListener> ParseProcNetTcpListeners(std::string_view text, bool ipv6);
+
+// `apt-cache policy PACKAGE`: the "Installed:" version (nullopt when the line is absent or empty)
+// and the repository URLs listed under the installed version's "***" line.
+struct AptPolicy {
+  std::optional<std::string> installed;
+  std::vector<std::string> origins;
+};
+AptPolicy ParseAptCachePolicy(std::string_view text);
+
+// /proc/driver/nvidia/params: "Key: value" lines -> key -> value (trimmed).
+std::map<std::string, std::string> ParseNvidiaParams(std::string_view text);
+
 }  // namespace clustermax::collect

@@ -1,7 +1,6 @@
 // Collectors for services and platform facts: dcgm-exporter, QEMU virtio-serial, listening
 // sockets, ARM SMMU, HPC-X/MPI and shared mounts.
 #include <algorithm>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -29,15 +28,10 @@ Evidence DcgmExporter(host::Host& h, const CollectOptions& o) {
   if (!r) return e;
   std::string text = r->out + r->err;
   // Versions are published as <dcgm>-<exporter> (e.g. 4.5.3-4.8.2).
-  static const std::regex pair(R"((\d+\.\d+\.\d+)-(\d+\.\d+\.\d+))"), single(R"((\d+\.\d+\.\d+))");
-  std::smatch m;
   e.data = {{"installed", true}, {"raw", util::Ellipsize(util::Trim(text), 200)}};
-  if (std::regex_search(text, m, pair)) {
-    e.data["dcgm_version"] = m[1].str();
-    e.data["exporter_version"] = m[2].str();
-  } else if (std::regex_search(text, m, single)) {
-    e.data["dcgm_version"] = nullptr;
-    e.data["exporter_version"] = m[1].str();
+  if (auto v = ParseDcgmExporterVersion(text)) {
+    e.data["dcgm_version"] = v->dcgm ? json(*v->dcgm) : json(nullptr);
+    e.data["exporter_version"] = v->exporter;
   } else {
     e.status = EvidenceStatus::kParseError;
     e.error = "no version in: " + util::Ellipsize(util::Trim(text), 200);
@@ -80,22 +74,7 @@ Evidence Listeners(host::Host& h, const CollectOptions&) {
     if (r.status != host::IoStatus::kOk) continue;
     any_read = true;
     bool v6 = std::string(path).back() == '6';
-    for (std::string_view line : util::SplitLineViews(r.content)) {
-      // A busy node lists thousands of connections: only LISTEN rows (state " 0A ", the one field that
-      // can hold that hex pair between spaces) are split.
-      if (line.find(" 0A ") == std::string_view::npos) continue;
-      auto f = util::SplitWhitespace(line);
-      if (f.size() < 4 || f[3] != "0A") continue;  // 0A = TCP_LISTEN
-      size_t colon = f[1].find(':');
-      if (colon == std::string::npos) continue;
-      std::string addr = f[1].substr(0, colon);
-      auto port = util::ParseHexOrDec("0x" + f[1].substr(colon + 1));
-      if (!port) continue;
-      bool any = addr.find_first_not_of('0') == std::string::npos;
-      bool loopback = (!v6 && addr.size() == 8 && addr.substr(6, 2) == "7F") ||
-                      (v6 && addr == "00000000000000000000000001000000");
-      listen.push_back({{"port", *port}, {"ipv6", v6}, {"scope", any ? "any" : loopback ? "loopback" : "address"}});
-    }
+    for (const auto& l : ParseProcNetTcpListeners(r.content, v6)) listen.push_back({{"port", l.port}, {"ipv6", v6}, {"scope", l.scope}});
   }
   if (!any_read) {
     e.status = EvidenceStatus::kPermissionDenied;
@@ -414,6 +393,65 @@ void RegisterServiceCollectors(std::vector<Collector>& out) {
   out.push_back({{"storage.shared-mounts", "Network filesystems in fstab vs mounted, each stat'ed with a 2 s deadline",
                   {"file:/etc/fstab", "file:/proc/self/mountinfo", "cmd:stat -c %n <mount point>"}, ""},
                  SharedMounts});
+
+  using namespace field;
+  DeclareFields(out, "dcgm-exporter.version", {{"installed", Bool, "", "dcgm-exporter is on PATH"},
+                                               {"raw", Str, "", "its --version output, cut at 200 characters"},
+                                               {"dcgm_version", Str, "", "DCGM release it is built on (the <dcgm> of <dcgm>-<exporter>); null when it prints one version", kNull},
+                                               {"exporter_version", Str, "", "exporter release (the <exporter> of <dcgm>-<exporter>)"}});
+  DeclareFields(out, "qemu.virtio", {{"virtio_ports[]", Str, "", "entries of /dev/virtio-ports"},
+                                     {"virtio_ports_status", Str, "", "status of that directory read"},
+                                     {"qemu_package", Str, "", "installed qemu-system-x86 version; null when none", kNull}});
+  DeclareFields(out, "xid.monitors", {{"exporter_counters[].path", Str, "", "dcgm-exporter counters file"},
+                                      {"exporter_counters[].xid_errors", Bool, "", "it exports DCGM_FI_DEV_XID_ERRORS"}});
+  DeclareFields(out, "net.listeners", {{"listen[].port", Int, "", "TCP port in LISTEN state"},
+                                       {"listen[].ipv6", Bool, "", "from /proc/net/tcp6"},
+                                       {"listen[].scope", Str, "", "any, loopback or address"}});
+  DeclareFields(out, "arm.smmu", {{"arch", Str, "", "kernel arch (aarch64); null when unread", kNull},
+                                  {"midr", Str, "", "cpu0 MIDR_EL1; null when unread", kNull},
+                                  {"iommu_units[]", Str, "", "entries of /sys/class/iommu"},
+                                  {"cmdqv_module", Bool, "", "the tegra241_cmdqv module is loaded"}});
+  DeclareFields(out, "mpi.hpcx", {{"hpcx_dir_env", Str, "", "HPCX_DIR; null when unset", kNull},
+                                  {"hpcx_in_opt[]", Str, "", "/opt/hpcx* directories"},
+                                  {"mpirun", Bool, "", "mpirun is on PATH"},
+                                  {"ucx_pml", Bool, "", "ompi_info lists the UCX PML; null when ompi_info did not answer", kNull}});
+  DeclareFields(out, "gpu-exporter.config", {{"processes[].pid", Str, "", "a dcgm-exporter process"},
+                                             {"processes[].argv[]", Str, "", "its command line"},
+                                             {"processes[].env{}", Str, "", "DCGM_* variable -> value in its environment"},
+                                             {"processes[].environ_status", Str, "", "status of the /proc/<pid>/environ read"},
+                                             {"units[].path", Str, "", "unit or defaults file"},
+                                             {"units[].lines[]", Str, "", "its ExecStart, DCGM_ and -- lines"}});
+  DeclareFields(out, "prometheus.rules", {{"files[].path", Str, "", "rule file"},
+                                          {"files[].alerts", Int, "rules", "alert: rules in it"},
+                                          {"alerts", Int, "rules", "alert rules in all files"}});
+  DeclareFields(out, "sharp.install", {{"hpcx_sharp[]", Str, "", "HPC-X SHARP directories or libraries"},
+                                       {"env{}", Str, "", "HPCX_SHARP_DIR, SHARP_HOME, NCCL_COLLNET_ENABLE, SHARP_COLL_ENABLE_SAT -> value"},
+                                       {"config_files[]", Str, "", "SHARP Aggregation Manager configuration files present"}});
+  DeclareFields(out, "storage.home-quota", {{"home", Str, "", "$HOME; null when unset", kNull},
+                                            {"user", Str, "", "$USER (or $LOGNAME); null when unset", kNull},
+                                            {"mount_point", Str, "", "mount holding $HOME; null when $HOME is unset", kNull},
+                                            {"fstype", Str, "", "its filesystem type", kNull},
+                                            {"source", Str, "", "its mount source"},
+                                            {"quota.tool", Str, "", "quota, lfs, mmlsquota or getfattr"},
+                                            {"quota.command", Str, "", "command run"},
+                                            {"quota.status", Str, "", "its status"},
+                                            {"quota.exit_code", Int, "", "its exit status"},
+                                            {"quota.output", Str, "", "its output, cut at 2000 characters"},
+                                            {"quota.stderr", Str, "", "its standard error, cut"},
+                                            {"quota.none", Bool, "", "the tool says the user has no quota"},
+                                            {"quota.rows[].filesystem", Str, "", "filesystem of a quota row"},
+                                            {"quota.rows[].used", Str, "", "block usage as printed"},
+                                            {"quota.rows[].soft", Str, "", "soft quota as printed"},
+                                            {"quota.rows[].hard", Str, "", "hard limit as printed"},
+                                            {"quota.rows[].limited", Bool, "", "soft or hard > 0"}});
+  DeclareFields(out, "storage.shared-mounts", {{"fstab_status", Str, "", "status of the /etc/fstab read"},
+                                               {"expected[].mount_point", Str, "", "network (or required) mount point of fstab"},
+                                               {"expected[].fstype", Str, "", "its filesystem type (\"required\" for --require-mount)"},
+                                               {"expected[].noauto", Bool, "", "noauto or x-systemd.automount"},
+                                               {"mounted[].mount_point", Str, "", "mounted network filesystem"},
+                                               {"mounted[].fstype", Str, "", "its type"},
+                                               {"mounted[].source", Str, "", "its source"},
+                                               {"mounted[].stat", Str, "", "\"ok\" or the status of stat with a 2 s deadline"}});
 }
 
 }  // namespace clustermax::collect
@@ -470,21 +508,9 @@ Evidence AmdStack(host::Host& h, const CollectOptions& o) {
   json origins = json::array();
   json installed = nullptr;
   if (policy.is_string()) {
-    bool in_installed = false;
-    for (const auto& line : util::SplitLines(policy.get<std::string>())) {
-      auto words = util::SplitWhitespace(line);
-      if (words.empty()) continue;
-      if (words[0] == "Installed:") installed = words.size() > 1 ? json(words[1]) : json(nullptr);
-      if (words[0] == "***") {
-        in_installed = true;
-        continue;
-      }
-      if (in_installed) {
-        if (words.size() >= 2 && util::ParseInt(words[0]) && words[1].rfind("http", 0) == 0) origins.push_back(words[1]);
-        else if (words.size() >= 2 && util::ParseInt(words[0]) && words[1] == "/var/lib/dpkg/status") continue;
-        else if (!words[0].empty() && !util::ParseInt(words[0])) in_installed = false;
-      }
-    }
+    AptPolicy p = ParseAptCachePolicy(policy.get<std::string>());
+    if (p.installed) installed = *p.installed;
+    origins = p.origins;
   }
   e.data["dkms_installed"] = installed;
   e.data["dkms_origins"] = origins;
@@ -566,6 +592,36 @@ void RegisterAmdCollectors(std::vector<Collector>& out) {
                   {"file:/sys/bus/pci/devices/*/product_name", "file:/opt/rocm/.info/version", "file:/sys/module/amdgpu/srcversion",
                    "cmd:modinfo -F srcversion amdgpu", "cmd:apt-cache policy amdgpu-dkms"}, ""},
                  AmdStack});
+
+  using namespace field;
+  DeclareFields(out, "probe.s3", {{"configured", Bool, "", "an S3 endpoint and bucket are configured"},
+                                  {"probe.endpoint", Str, "", "endpoint URL, secrets redacted"},
+                                  {"probe.bucket", Str, "", "bucket"},
+                                  {"probe.addressing", Str, "", "path or virtual"},
+                                  {"probe.credentials", Str, "", "where the credentials came from"},
+                                  {"probe.reachable", Bool, "", "HEAD bucket got an HTTP answer"},
+                                  {"probe.steps[].op", Str, "", "HEAD bucket, PUT N B, GET (compared), DELETE"},
+                                  {"probe.steps[].ok", Bool, "", "the step succeeded"},
+                                  {"probe.steps[].status", Int, "", "HTTP status (0: none)"},
+                                  {"probe.steps[].ms", Num, "ms", "its duration"},
+                                  {"probe.steps[].error", Str, "", "what failed"}});
+  DeclareFields(out, "probe.dcgm-diag", {{"exit_code", Int, "", "dcgmi diag's exit status"},
+                                         {"results[].category", Str, "", "diagnostic category"},
+                                         {"results[].test", Str, "", "test name"},
+                                         {"results[].status", Str, "", "pass, fail, warn, skip ... (lower case)"},
+                                         {"results[].gpu", Str, "", "GPU id(s); empty for system-wide results"},
+                                         {"results[].warnings[]", Str, "", "warning texts"},
+                                         {"runtime_error", Str, "", "dcgmi's runtime error, empty when none"}});
+  DeclareFields(out, "amd.stack", {{"gpus[].bdf", Str, "", "PCI address of an AMD GPU"},
+                                   {"gpus[].product_name", Str, "", "its product name; null when unread", kNull},
+                                   {"rocm_version", Str, "", "/opt/rocm/.info/version; null when unread", kNull},
+                                   {"loaded_version", Str, "", "loaded amdgpu module version", kNull},
+                                   {"loaded_srcversion", Str, "", "loaded amdgpu srcversion", kNull},
+                                   {"installed_srcversion", Str, "", "modinfo's srcversion of the installed module", kNull},
+                                   {"module_file", Str, "", "modinfo's file name of amdgpu", kNull},
+                                   {"module_owner", Str, "", "dpkg-query -S of that file", kNull},
+                                   {"dkms_installed", Str, "", "installed amdgpu-dkms version (apt-cache policy)", kNull},
+                                   {"dkms_origins[]", Str, "", "repository URLs of the installed version"}});
 }
 
 }  // namespace clustermax::collect

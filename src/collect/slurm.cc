@@ -338,6 +338,92 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
   out.push_back({{"slurm.step-env", "Environment of the Slurm step the node collector runs in", {"env:CUDA_VISIBLE_DEVICES, SLURM_*"}, ""}, StepEnv});
   out.push_back({{"fleet.summary", "Derived from every node's evidence: coverage, per-node facts, drift", {"(computed by the engine)"}, ""},
                  FleetSummaryPlaceholder});
+
+  using namespace field;
+  // CommandFacts' shape, with what a collector adds.
+  auto command = [](std::vector<core::FieldSpec> extra) {
+    std::vector<core::FieldSpec> f = {{"exit_code", Int, "", "the command's exit status"},
+                                      {"stderr", Str, "", "its standard error, cut at 300 characters"}};
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+  };
+  DeclareFields(out, "slurm.commands", {{"commands[].command", Str, "", "\"sinfo --version\" ..."},
+                                        {"commands[].name", Str, "", "the client command"},
+                                        {"commands[].ok", Bool, "", "it ran and exited 0"},
+                                        {"commands[].output", Str, "", "its output, cut"},
+                                        {"commands[].error", Str, "", "why it failed"}});
+  DeclareFields(out, "slurm.config", command({{"config{}", Str, "", "scontrol show config: parameter -> value"}}));
+  DeclareFields(out, "slurm.nodes", command({{"records[]{}", Str, "", "one node of scontrol show node -o: key -> value"}}));
+  DeclareFields(out, "slurm.partitions", command({{"records[]{}", Str, "", "one partition of scontrol show partition -o: key -> value"}}));
+  DeclareFields(out, "slurm.topology", command({{"units[]{}", Str, "", "a SwitchName or BlockName record: key -> value"},
+                                                {"raw", Str, "", "the command's output, cut at 400 characters"}}));
+  DeclareFields(out, "slurm.ping", command({{"controllers[].role", Str, "", "primary, backup ..."},
+                                            {"controllers[].host", Str, "", "controller host"},
+                                            {"controllers[].up", Bool, "", "it answered"},
+                                            {"raw", Str, "", "the command's output, cut"}}));
+  DeclareFields(out, "slurm.srun-help", command({{"container_image", Bool, "", "srun --help lists --container-image (pyxis)"}}));
+  DeclareFields(out, "slurm.mpi", command({{"plugins[]", Str, "", "MPI plugins srun --mpi=list names"},
+                                           {"raw", Str, "", "the command's output, cut"}}));
+  DeclareFields(out, "slurm.sacct", command({}));
+  DeclareFields(out, "slurm.cgroup-conf", {{"path", Str, "", "cgroup.conf beside SLURM_CONF"},
+                                           {"present", Bool, "", "the file exists"},
+                                           {"keys{}", Str, "", "key -> value of its settings"}});
+  DeclareFields(out, "modules.avail", {{"shells{}.ran", Bool, "", "non-login / login bash ran"},
+                                       {"shells{}.error", Str, "", "why it did not"},
+                                       {"shells{}.module_command", Bool, "", "a module command exists in that shell"},
+                                       {"shells{}.modules[]", Str, "", "module -t avail names"},
+                                       {"lmod_cmd", Str, "", "$LMOD_CMD, empty when unset"},
+                                       {"modulepath", Str, "", "$MODULEPATH, empty when unset"}});
+  DeclareFields(out, "nhc.install", {{"binaries[]", Str, "", "nhc binaries found"},
+                                     {"conf_present", Bool, "", "/etc/nhc/nhc.conf was read"},
+                                     {"active_lines", Int, "lines", "non-comment lines of nhc.conf"},
+                                     {"dcgm_lines[]", Str, "", "its lines naming DCGM or nv-hostengine"},
+                                     {"mark_offline", Bool, "", "MARK_OFFLINE set and not 0; null when unset (NHC's default: on)", kNull}});
+  const std::vector<core::FieldSpec> ssh = {{"ran", Bool, "", "ssh ran"},
+                                            {"exit_code", Int, "", "its exit status (-1: did not run)"},
+                                            {"output", Str, "", "its output or error, cut"},
+                                            {"reason", Str, "", "why no node was tried"}};
+  auto with = [](std::vector<core::FieldSpec> a, const std::vector<core::FieldSpec>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  DeclareFields(out, "ssh.login", with({{"target", Str, "", "compute node tried; null when none", kNull}}, ssh));
+  DeclareFields(out, "ssh.peer", with({{"from", Str, "", "this node (SLURMD_NODENAME)"},
+                                       {"peer", Str, "", "the next node of the step; null outside a multi-node step", kNull}},
+                                      ssh));
+  DeclareFields(out, "probe.slurm-job", {{"steps{}.command", Str, "", "cpu / gpu step: srun command"},
+                                         {"steps{}.ran", Bool, "", "srun ran"},
+                                         {"steps{}.timed_out", Bool, "", "it hit its timeout"},
+                                         {"steps{}.exit_code", Int, "", "its exit status (-1: did not run)"},
+                                         {"steps{}.seconds", Num, "s", "end-to-end time"},
+                                         {"steps{}.output", Str, "", "its output, cut"}});
+  std::vector<core::FieldSpec> env;
+  for (const char* k : {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
+                        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CLUSTERMAX_STEP_GPUS"}) {
+    env.push_back({k, Str, "", std::string("$") + k + " of the step; null when unset", kNull});
+  }
+  DeclareFields(out, "slurm.step-env", env);
+  // Derived by the engine (audit/fleet_summary.cc), never by this collector.
+  DeclareFields(out, "fleet.summary", {{"login", Obj, "", "the login node's facts; null without a login node", kNull},
+                                       {"login{}", Str, "", "fact -> value; null when unknown", kNull},
+                                       {"nodes_expected", Int, "nodes", "nodes the fan-out asked"},
+                                       {"nodes_returned", Int, "nodes", "nodes that answered"},
+                                       {"unreachable[].node", Str, "", "node that did not answer"},
+                                       {"unreachable[].reason", Str, "", "why"},
+                                       {"partial[].node", Str, "", "node with partial evidence"},
+                                       {"partial[].reason", Str, "", "why"},
+                                       {"nodes[].node", Str, "", "node name"},
+                                       {"nodes[].facts{}", Str, "", "compared fact of that node -> value; null when unknown", kNull},
+                                       {"facts_compared[]", Str, "", "names of the facts compared"},
+                                       {"drift[].fact", Str, "", "fact compared across nodes"},
+                                       {"drift[].majority", Str, "", "the most common value"},
+                                       {"drift[].majority_count", Int, "nodes", "nodes with it"},
+                                       {"drift[].groups[].value", Str, "", "a value"},
+                                       {"drift[].groups[].count", Int, "nodes", "nodes with it"},
+                                       {"drift[].groups[].nodes[]", Str, "", "those nodes"},
+                                       {"drift[].odd[].node", Str, "", "a node off the majority"},
+                                       {"drift[].odd[].value", Str, "", "its value"},
+                                       {"drift[].unknown[]", Str, "", "nodes where the fact is unknown"}});
 }
 
 }  // namespace clustermax::collect

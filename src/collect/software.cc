@@ -5,7 +5,6 @@
 #include <optional>
 #include <set>
 
-#include <regex>
 
 #include <fmt/format.h>
 #include <pugixml.hpp>
@@ -183,14 +182,13 @@ Evidence HpcSdk(host::Host& h, const CollectOptions& o) {
     return e;
   }
   if (MarkFailed(e, top.status, top.error)) return e;
-  static const std::regex release_re(R"(^\d{2}\.\d{1,2}$)");
   std::string arch, release;
   for (const auto& a : top.entries) {
     if (a.name.rfind("Linux_", 0) != 0) continue;
     auto rels = h.ListDir(root + "/" + a.name);
     e.sources.push_back("dir:" + root + "/" + a.name);
     for (const auto& r : rels.entries) {
-      if (!std::regex_match(r.name, release_re)) continue;
+      if (!IsHpcSdkRelease(r.name)) continue;
       if (release.empty() || *util::ParseNumericVersion(r.name) > *util::ParseNumericVersion(release)) {
         release = r.name;
         arch = a.name;
@@ -208,10 +206,8 @@ Evidence HpcSdk(host::Host& h, const CollectOptions& o) {
     auto spec = Command({base + "/compilers/bin/" + c, "--version"}, o, "hpcsdk.install");
     e.sources.push_back(Source(spec));
     auto r = h.Run(spec);
-    std::smatch m;
-    std::string text = r.out + r.err;
-    static const std::regex ver(R"((?:nvc|nvc\+\+|nvfortran)\s+(\d{2}\.\d{1,2}))");
-    compilers[c] = r.status == host::IoStatus::kOk && r.exit_code == 0 && std::regex_search(text, m, ver) ? json(m[1].str()) : json(nullptr);
+    auto v = r.status == host::IoStatus::kOk && r.exit_code == 0 ? ParseHpcSdkCompilerVersion(r.out + r.err) : std::nullopt;
+    compilers[c] = v ? json(*v) : json(nullptr);
   }
   // Payload families, looked for two levels down (layouts move between releases).
   json payload = json::object();
@@ -591,6 +587,91 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
   out.push_back({{"probe.container-launch", "docker run --rm --gpus all IMAGE nvidia-smi -L",
                   {"cmd:docker run --rm --gpus all IMAGE nvidia-smi -L"}, "container-launch"},
                  ContainerLaunch});
+
+  using namespace field;
+  // ToolVersion's shape, with what a collector adds.
+  auto tool = [](std::vector<core::FieldSpec> extra) {
+    std::vector<core::FieldSpec> f = {{"installed", Bool, "", "the tool is on PATH"},
+                                      {"path", Str, "", "its path; null when not installed", kNull},
+                                      {"version", Str, "", "the version it reports; null when not installed", kNull},
+                                      {"raw", Str, "", "its version output, cut at 300 characters"}};
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+  };
+  DeclareFields(out, "container-toolkit.version", tool({{"tool", Str, "", "the binary that answered (nvidia-ctk, nvidia-container-runtime ...)"}}));
+  DeclareFields(out, "cuda.toolkits", {{"toolkits[].nvcc", Str, "", "path of an nvcc"},
+                                       {"toolkits[].default", Bool, "", "the nvcc on PATH (or /usr/local/cuda)"},
+                                       {"toolkits[].version", Str, "", "its release (\"13.0\"); null when unread", kNull},
+                                       {"toolkits[].error", Str, "", "why the version is null"},
+                                       {"default", Str, "", "the default nvcc; null when none", kNull}});
+  DeclareFields(out, "runc.version", tool({}));
+  DeclareFields(out, "enroot.version", tool({}));
+  DeclareFields(out, "apptainer.version", tool({{"tool", Str, "", "apptainer or singularity"}}));
+  DeclareFields(out, "docker.version", {{"installed", Bool, "", "docker is on PATH"},
+                                        {"is_docker", Bool, "", "docker --version is Docker's (not a podman/nerdctl shim); null when not installed", kNull},
+                                        {"client_version", Str, "", "client version; null when unknown", kNull},
+                                        {"client_raw", Str, "", "docker --version output"},
+                                        {"server_version", Str, "", "daemon version; null when the daemon did not answer", kNull},
+                                        {"server_error", Str, "", "why the daemon did not answer"}});
+  DeclareFields(out, "perf.binary", tool({}));
+  DeclareFields(out, "probe.perf-sample", {{"outcome", Str, "", "granted, denied, partial or error"},
+                                           {"exit_code", Int, "", "perf stat's exit status"},
+                                           {"output", Str, "", "its output, cut at 600 characters"}});
+  DeclareFields(out, "hpcsdk.install", {{"installed", Bool, "", "a <arch>/<YY.M> release exists under /opt/nvidia/hpc_sdk"},
+                                        {"note", Str, "", "why installed is false though the directory exists"},
+                                        {"root", Str, "", "/opt/nvidia/hpc_sdk"},
+                                        {"arch", Str, "", "Linux_x86_64, Linux_aarch64"},
+                                        {"release", Str, "", "newest release (\"25.7\")"},
+                                        {"compilers{}", Str, "", "nvc, nvc++, nvfortran -> the release each reports; null when unread", kNull},
+                                        {"payload{}", Bool, "", "nccl, hpcx, nvshmem, math_libs, Nsight_Compute, Nsight_Systems -> present"}});
+  DeclareFields(out, "nccl.config", {{"files[].path", Str, "", "configuration file read"},
+                                     {"files[].found", Bool, "", "it was read"},
+                                     {"files[].vars{}", Str, "", "NCCL_* variable -> value set there"},
+                                     {"files[].error", Str, "", "why an existing file was not read"},
+                                     {"env{}", Str, "", "NCCL_* variable -> value in the collecting process's environment"}});
+  DeclareFields(out, "nccl.libraries", {{"libraries[]", Str, "", "libnccl.so* paths (ldconfig cache and library dirs)"},
+                                        {"net_plugins[]", Str, "", "libnccl-net* plugin paths"},
+                                        {"versions[].path", Str, "", "library file or link"},
+                                        {"versions[].version", Str, "", "NCCL version its name (or link target) carries"},
+                                        {"header", Obj, "", "nccl.h found; null when none", kNull},
+                                        {"header.path", Str, "", "path of nccl.h"},
+                                        {"header.version", Str, "", "NCCL_MAJOR.MINOR.PATCH"},
+                                        {"ldconfig_ok", Bool, "", "ldconfig -p ran and succeeded"}});
+  DeclareFields(out, "dcgm.version", tool({}));
+  DeclareFields(out, "nccl.topo-file", {{"setting", Str, "", "NCCL_TOPO_FILE; null when unset", kNull},
+                                        {"setting_source", Str, "", "environment or the file that sets it"},
+                                        {"files[].path", Str, "", "topology file"},
+                                        {"files[].exists", Bool, "", "stat succeeded"},
+                                        {"files[].size", Int, "bytes", "its size; null when absent", kNull},
+                                        {"files[].xml_ok", Bool, "", "it parses as XML; null when unread", kNull},
+                                        {"files[].root", Str, "", "root element name; null when not XML", kNull},
+                                        {"files[].read_error", Str, "", "why it was not read"},
+                                        {"files[].sha256", Str, "", "sha256sum; null when not computed", kNull}});
+  DeclareFields(out, "probe.nccl-topo-container", {{"launched", Bool, "", "the container ran and answered"},
+                                                   {"reason", Str, "", "why nothing was launched"},
+                                                   {"path", Str, "", "topology file looked for"},
+                                                   {"image", Str, "", "container image"},
+                                                   {"status", Str, "", "status of the srun command"},
+                                                   {"exit_code", Int, "", "its exit status"},
+                                                   {"sha256", Str, "", "the file's sha256 inside the container", kNull},
+                                                   {"missing", Bool, "", "the file is absent inside the container"},
+                                                   {"pyxis_absent", Bool, "", "srun does not know --container-image"},
+                                                   {"stderr", Str, "", "srun's standard error, cut"}});
+  DeclareFields(out, "probe.enroot-import", {{"installed", Bool, "", "enroot is on PATH"},
+                                             {"image", Str, "", "image imported"},
+                                             {"file", Str, "", "the .sqsh file written then removed"},
+                                             {"status", Str, "", "status of enroot import"},
+                                             {"exit_code", Int, "", "its exit status"},
+                                             {"seconds", Num, "s", "import time; null when it did not run", kNull},
+                                             {"timeout_s", Num, "s", "its time limit"},
+                                             {"output_tail", Str, "", "last 600 characters of its output"},
+                                             {"cleaned_up", Bool, "", "rm -f of the file succeeded"}});
+  DeclareFields(out, "probe.container-launch", {{"engine", Str, "", "\"docker\"; null when docker is absent", kNull},
+                                                {"image", Str, "", "container image"},
+                                                {"ran", Bool, "", "the container ran (exit below 125)"},
+                                                {"exit_code", Int, "", "docker run's exit status"},
+                                                {"gpus[]", Str, "", "nvidia-smi -L lines inside the container"},
+                                                {"stderr", Str, "", "docker's standard error, cut"}});
 }
 
 }  // namespace clustermax::collect

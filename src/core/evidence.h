@@ -47,4 +47,33 @@ void from_json(const nlohmann::json& j, Evidence& e);
 
 using EvidenceSet = std::map<std::string, Evidence, std::less<>>;
 
+// ---- Typed evidence: the fields a collector declares for its `data` (docs/evidence-fields.md) ----
+enum class FieldType { kString, kNumber, kInteger, kBool, kObject, kArray, kAny };
+std::string_view ToString(FieldType t);
+
+// One declared field of an evidence item's data. `path` names it from the data's root: "running",
+// "gpus[].uuid" (a key of every element of the array "gpus"), "devices[].ports[].rate",
+// "tokens[]" (the elements of the array "tokens" themselves), "settings{}" (an object whose keys are
+// free: the type is that of its values) and "days{}{}" / "days{}.x" below it. An object or array
+// field without declared children is opaque (its content is not checked).
+struct FieldSpec {
+  std::string path;
+  FieldType type = FieldType::kAny;
+  std::string unit;       // "MiB", "s", "Gb/s", "" when none
+  std::string meaning;    // one line
+  bool nullable = false;  // JSON null is also a valid value
+};
+
+// Empty when `path` is well formed: segments [a-z0-9_] (a leading letter or digit), each followed by
+// any number of "[]" / "{}", separated by '.'; else what is wrong.
+std::string FieldPathProblem(std::string_view path);
+
+// Problems of `data` against `fields`, one line each ("undeclared key 'x' at devices[]",
+// "'running' is a number, declared string"): every key present must be declared and its value of
+// the declared type. Keys the collection driver adds to any item ("not_taken") are always allowed.
+std::vector<std::string> CheckDeclaredFields(const std::vector<FieldSpec>& fields, const nlohmann::json& data);
+
+// `data` without the keys `fields` does not declare (what a judge reading only declared fields sees).
+nlohmann::json ProjectDeclaredFields(const std::vector<FieldSpec>& fields, const nlohmann::json& data);
+
 }  // namespace clustermax::core
