@@ -240,21 +240,16 @@ int EmitStorageFrames(const bench::StorageOptions& so) {
   return kExitOk;
 }
 
-}  // namespace
-
-void AddBenchCommands(CLI::App& app, BenchCommands& b) {
-  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3");
-  bench_cmd->require_subcommand(1);
-  b.bench = bench_cmd;
-
+// `bench gpu`: the suites and their options; the suites themselves are bench::GpuSuiteTable().
+void AddGpuCommand(CLI::App* parent, BenchCommands& b) {
   static Common gc;
   static bench::GpuBenchOptions go;
   static std::vector<std::string> gpu_suites;
   static std::string gpu_list_arg;
   static bool gpu_list = false, gpu_full = false, no_telemetry = false;
   static double warmup = -1;
-  auto* gpu = bench_cmd->add_subcommand("gpu", "GPU compute: GEMM per precision, MAMF, grouped MoE GEMM, GEMV, memory, host and peer links, launch");
-  gpu->add_option("suites", gpu_suites, "Suites to run (default all): gemm mamf grouped-gemm gemv membw pcie p2p launch");
+  auto* gpu = parent->add_subcommand("gpu", "GPU compute: GEMM per precision, MAMF, grouped MoE GEMM, GEMV, memory, host and peer links, launch");
+  gpu->add_option("suites", gpu_suites, fmt::format("Suites to run (default all): {}", fmt::join(bench::GpuSuites(), " ")));
   gpu->add_flag("--list", gpu_list, "Show every suite, shape set, precision and model, then exit");
   gpu->add_option("--gpus", gpu_list_arg, "CUDA device indices, e.g. 0,3 (default: every GPU, all at once)");
   gpu->add_flag("--full", gpu_full, "Full sweeps (MAMF 15-30 min per precision, EP 8 and 32, every power of two of tokens)");
@@ -301,13 +296,15 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     progress->Finish();
     return Finish(std::move(r), gc, "gpu", bench::RenderGpu, [](const json& x) { return bench::GradeGpu(x); });
   };
+}
 
+void AddStorageCommand(CLI::App* parent, BenchCommands& b) {
   static Common sc;
   static bench::StorageOptions so;
   static std::string size = "2G", ckpt_size = "1G";
   static int threads = 0, iodepth = 0;
   static bool quick = false;
-  auto* st = bench_cmd->add_subcommand("storage", "POSIX filesystem: sequential and random I/O, checkpoint save/load, small files");
+  auto* st = parent->add_subcommand("storage", "POSIX filesystem: sequential and random I/O, checkpoint save/load, small files");
   st->add_option("--path", so.path, "Directory to test (a fresh subdirectory is made and removed)")->required()->check(CLI::ExistingDirectory);
   st->add_option("--size", size, "Data files of the I/O workloads, all together (e.g. 2G)");
   st->add_option("--files", so.files, "Data files = threads of the sequential workloads");
@@ -367,12 +364,14 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     return Finish(std::move(r), sc, "storage", bench::RenderStorage,
                   [](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(sc)); });
   };
+}
 
+void AddS3Command(CLI::App* parent, BenchCommands& b) {
   static Common s3c;
   static bench::S3BenchOptions s3o;
   static std::string profile, mp_threshold = "64M", part_size = "16M", max_row = "4G", mixed_object = "1M";
   static std::vector<std::string> sizes = {"4K", "1M", "64M"};
-  auto* s3 = bench_cmd->add_subcommand("s3", "S3-compatible object storage: PUT/GET per size and stream count, LIST, DELETE, mixed");
+  auto* s3 = parent->add_subcommand("s3", "S3-compatible object storage: PUT/GET per size and stream count, LIST, DELETE, mixed");
   s3->add_option("--endpoint", s3o.config.endpoint, "http(s)://host[:port]")->required();
   s3->add_option("--bucket", s3o.config.bucket, "Existing bucket (objects go under a fresh prefix, all deleted after)")->required();
   s3->add_option("--region", s3o.config.region, "Signing region (default us-east-1, or AWS_REGION)");
@@ -419,7 +418,9 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     return Finish(std::move(r), s3c, "s3", bench::RenderS3,
                   [](const json& x) { return bench::Grade(bench::S3Metrics(x), BarsFor(s3c)); });
   };
+}
 
+void AddProbeCommands(CLI::App& app, BenchCommands& b) {
   // `probe s3`: the audit's s3-probe as a command (its JSON is recorded as evidence).
   auto* probe_cmd = app.add_subcommand("probe", "Single active probes the audit runs as commands");
   probe_cmd->require_subcommand(1);
@@ -439,6 +440,18 @@ void AddBenchCommands(CLI::App& app, BenchCommands& b) {
     std::cout << util::JsonText(bench::RunS3Probe(pc), -1) << "\n";
     return kExitOk;
   };
+}
+
+}  // namespace
+
+void AddBenchCommands(CLI::App& app, BenchCommands& b) {
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3");
+  bench_cmd->require_subcommand(1);
+  b.bench = bench_cmd;
+  AddGpuCommand(bench_cmd, b);
+  AddStorageCommand(bench_cmd, b);
+  AddS3Command(bench_cmd, b);
+  AddProbeCommands(app, b);
 }
 
 }  // namespace clustermax::cli
