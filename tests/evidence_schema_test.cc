@@ -31,7 +31,7 @@
 #include "core/check.h"
 #include "gpu/smi_xml.h"
 #include "host/bundle.h"
-#include "report/report.h"
+#include "audit/render.h"
 #include "testutil.h"
 #include "util/files.h"
 
@@ -237,7 +237,7 @@ TEST(EvidenceSchema, JudgesReadOnlyDeclaredFields) {
     }
     auto full = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
     auto only_declared = audit::Judge(plan, {projected}, core::EmbeddedMinimumTable());
-    json a = report::ToJson(full), p = report::ToJson(only_declared);
+    json a = audit::ToJson(full), p = audit::ToJson(only_declared);
     ASSERT_TRUE(a.contains("results"));
     EXPECT_EQ(a["results"], p["results"]) << path.filename();
   }

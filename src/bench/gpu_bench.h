@@ -2,7 +2,9 @@
 // all GPUs at once, samples clocks, power and temperature through NVML meanwhile, and turns the
 // helper's raw timings and samples into figures, checks and grades. Without the helper, a CUDA
 // driver or a GPU the result is a SKIP with the reason (exit 0). The result is documented in
-// docs/bench-schema.md ("bench gpu").
+// docs/bench-schema.md ("bench gpu"). The suites are units (src/bench/gpu_suite.h, one file each
+// under gpu_suites/); this API is split as run (gpu_bench_run.cc), telemetry (gpu_telemetry.cc),
+// grading (gpu_grade.cc) and rendering (gpu_render.cc).
 #pragma once
 #include <filesystem>
 #include <functional>

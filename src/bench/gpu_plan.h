@@ -1,8 +1,9 @@
 // `bench gpu`, the part that needs no GPU: what to run (suites, precisions, shape tables, MoE
 // routing), how to count it (FLOPs and bytes), how to judge a result (tolerances, the sampled
 // check, statistics) and which precisions a GPU runs natively. The CUDA helper (src/gpubench)
-// executes the items this file plans; src/bench/gpu_bench.cc runs the helper and assembles the
-// result. Shapes and methods: performance.md sections 3 and 4.
+// executes the items the suites plan (src/bench/gpu_suites/, one file per suite, on the helpers of
+// this file); src/bench/gpu_bench_run.cc runs the helper and assembles the result. Shapes and
+// methods: performance.md sections 3 and 4.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -13,7 +14,7 @@
 
 namespace clustermax::bench {
 
-// The suites, in run order.
+// The suites, in run order (the keys of GpuSuiteTable(), src/bench/gpu_suite.h).
 const std::vector<std::string>& GpuSuites();
 // GEMM precisions, in table order (fp64 ... nvfp4).
 const std::vector<std::string>& GpuPrecisions();
@@ -46,11 +47,11 @@ struct GpuPlanOptions {
 // ones), so a typo stops the command before any GPU work, directory or thread is started.
 void ValidateGpuPlanOptions(const GpuPlanOptions& o);
 
-// Items of one suite, as the helper takes them ({"id", "kind", ...}); an item the GPU cannot run
+// Items of one suite (its descriptor's plan hook), as the helper takes them ({"id", "kind", ...}); an item the GPU cannot run
 // carries "na": reason and is not sent. Suites: gemm, mamf (stage 1), grouped-gemm, gemv, membw,
 // pcie, p2p (all ordered pairs, uni and bidirectional), launch.
 nlohmann::json PlanSuite(const std::string& suite, const GpuPlanOptions& o);
-// MAMF stage 2: the best `keep` shapes of stage 1 and the neighbours of the best one (+-256 in
+// MAMF stage 2 (gpu_suites/mamf.cc): the best `keep` shapes of stage 1 and the neighbours of the best one (+-256 in
 // every dimension) measured again with the full protocol (50 warm-ups, 100 timed); their ids end
 // in ".stage2", so they stand beside the stage-1 rows of the same shape.
 nlohmann::json PlanMamfRefine(const nlohmann::json& stage1_rows, const std::string& precision, const GpuPlanOptions& o,

@@ -295,16 +295,22 @@ Finding HbmExposure(const JudgeContext& ctx) {
     return core::Skip(Reason::kNotApplicable, "not a coherent Grace platform (GH200, GB200, GB300)");
   }
   if (auto p = core::EvidenceProblem(numa, "NUMA nodes")) return *p;
-  std::vector<std::string> hbm;
+  std::vector<std::string> hbm, unread;
   for (const auto& n : numa.data["nodes"]) {
-    bool cpuless = n["cpulist"].is_string() && n["cpulist"].get<std::string>().empty();
-    bool big = n["mem_total_kb"].is_number() && n["mem_total_kb"].get<long long>() >= 64LL * 1024 * 1024;
+    // A node whose CPU list or memory size was not read may be the HBM node: never counted as not.
+    if (!n["cpulist"].is_string() || !n["mem_total_kb"].is_number()) {
+      unread.push_back(n["node"].is_null() ? "?" : n["node"].dump());
+      continue;
+    }
+    bool cpuless = n["cpulist"].get<std::string>().empty();
+    bool big = n["mem_total_kb"].get<long long>() >= 64LL * 1024 * 1024;
     if (cpuless && big) hbm.push_back(n["node"]);
   }
   const json& mode = ctx.Get("nvidia.params").data.value("params", json::object()).value("CoherentGPUMemoryMode", json());
   Finding f = !hbm.empty() ? core::Warn(Reason::kConfig, fmt::format("GPU HBM onlined as system memory on NUMA node(s) {}", fmt::join(hbm, ", ")))
               : mode.is_string() && mode != "driver" ? core::Warn(Reason::kConfig, "CoherentGPUMemoryMode is not 'driver' (CDMM off)")
-                                                     : core::Pass("no GPU HBM onlined as system memory");
+              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("NUMA node(s) {} not read (CPU list or memory size)", fmt::join(unread, ", ")))
+                                : core::Pass("no GPU HBM onlined as system memory");
   f.observed = mode.is_string() ? "CoherentGPUMemoryMode " + mode.get<std::string>() : "CoherentGPUMemoryMode unread";
   f.expected = "CDMM (driver) and no memory-only NUMA node";
   return f;

@@ -60,8 +60,10 @@ Finding CpuGovernor(const JudgeContext& ctx) {
   }
   int total = 0;
   for (const auto& [name, count] : g.items()) total += count.get<int>();
-  Finding f = performance == total ? core::Pass(fmt::format("all {} CPUs use the performance governor", total))
-                                   : core::Warn(Reason::kConfig, fmt::format("{} of {} CPUs are not on the performance governor", total - performance, total));
+  int unreadable = e.data.value("unreadable", 0);
+  Finding f = performance != total ? core::Warn(Reason::kConfig, fmt::format("{} of {} CPUs are not on the performance governor", total - performance, total))
+              : unreadable > 0     ? core::Warn(Reason::kEvidenceError, fmt::format("{} CPUs use the performance governor; {} CPUs' governors were not read", total, unreadable))
+                                   : core::Pass(fmt::format("all {} CPUs use the performance governor", total));
   f.observed = fmt::format("{}", fmt::join(parts, ", "));
   f.expected = "performance";
   if (e.data["driver"].is_string()) f.Detail("scaling driver " + e.data["driver"].get<std::string>());

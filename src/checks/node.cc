@@ -422,8 +422,10 @@ Finding RdmaDriverStack(const JudgeContext& ctx) {
   for (const auto& d : pci.data["devices"]) nics += d.value("rdma_nic", false) ? 1 : 0;
   if (nics == 0) return core::Skip(Reason::kNotApplicable, "no RDMA NIC in the PCI inventory");
   if (auto p = core::EvidenceProblem(stack, "RDMA stack")) return *p;
-  int devices = dev.ok() ? static_cast<int>(dev.data["devices"].size()) : 0;
   bool driver = stack.data["mlx5_core"] == json(true) || stack.data["efa"] == json(true);
+  // No /sys/class/infiniband is no device; one that could not be listed is unknown, never none.
+  if (driver && !dev.ok() && dev.status != core::EvidenceStatus::kNotFound) return *core::EvidenceProblem(dev, "RDMA devices");
+  int devices = dev.ok() ? static_cast<int>(dev.data["devices"].size()) : 0;
   std::vector<std::string> missing_tools;
   for (const auto& [tool, present] : stack.data["tools"].items()) {
     if (!present.get<bool>() && tool != "ofed_info") missing_tools.push_back(tool);

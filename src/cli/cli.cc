@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "cli/bench.h"
 #include "cli/command.h"
 #include "core/version.h"
 #include "util/strings.h"
@@ -93,16 +92,6 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, const std::vector
   }
 }
 
-// The bench subcommands, from cli/bench.cc's own table.
-void AddBench(CLI::App& app, Commands& table) {
-  static BenchCommands b;
-  AddBenchCommands(app, b);
-  table.Add(b.gpu, b.run_gpu);
-  table.Add(b.storage, b.run_storage);
-  table.Add(b.s3, b.run_s3);
-  table.Add(b.probe_s3, b.run_probe_s3);
-}
-
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -114,7 +103,7 @@ int Main(int argc, char** argv) {
   // In this order in --help, the man page and the completions.
   AddAuditCommands(app, table);
   AddCatalogCommands(app, table);
-  AddBench(app, table);
+  AddBenchCommands(app, table);
   AddRateCommands(app, table);
   AddDbCommands(app, table);
   AddWebCommands(app, table);

@@ -95,6 +95,21 @@ bool ActOnNode(const HealthOptions& o, bool healthy, const std::string& reason) 
   return true;
 }
 
+// The state of the last run; a corrupt or unreadable one is reported and replaced.
+hl::State LoadState(const fs::path& state_path) {
+  hl::State prev;
+  try {
+    if (auto text = util::ReadLocalFile(state_path, 1u << 20)) {
+      std::string why;
+      if (auto s = hl::ParseState(*text, &why)) prev = *s;
+      else std::cerr << "clustermax health: warning: state " << util::EscapeControls(state_path.string()) << " is corrupt (" << why << "); starting afresh\n";
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "clustermax health: warning: state unreadable (" << util::EscapeControls(e.what()) << "); starting afresh\n";
+  }
+  return prev;
+}
+
 int RunHealth(const HealthOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   fs::path state_path = o.state.empty() ? DefaultStatePath() : fs::path(o.state);
@@ -133,17 +148,7 @@ int RunHealth(const HealthOptions& o) {
     if (finish("UNHEALTHY: " + reason, false, reason)) std::_Exit(kExitFail);
   }).detach();
 
-  // The state of the last run; a corrupt one is reported and replaced.
-  hl::State prev;
-  try {
-    if (auto text = util::ReadLocalFile(state_path, 1u << 20)) {
-      std::string why;
-      if (auto s = hl::ParseState(*text, &why)) prev = *s;
-      else std::cerr << "clustermax health: warning: state " << util::EscapeControls(state_path.string()) << " is corrupt (" << why << "); starting afresh\n";
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "clustermax health: warning: state unreadable (" << util::EscapeControls(e.what()) << "); starting afresh\n";
-  }
+  hl::State prev = LoadState(state_path);
 
   auto now = std::chrono::system_clock::now();
   collect::CollectOptions opts;

@@ -1,4 +1,4 @@
-// Device kernels of the GPU benchmark helper (kernels.cu), callable from plain C++ (helper.cc).
+// Device kernels of the GPU benchmark helper (kernels.cu), callable from plain C++ (harness.cc, suites/*.cc).
 // Element types are named by DType; every launcher is asynchronous on the given stream.
 #pragma once
 #include <cstddef>
