@@ -231,7 +231,9 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
     return Env() + " " + bin + " audit --slurm --yes --json --exit-zero --nodes=2 --out " + (runs / name).string() + " " + extra + " >" +
            (kDir / (name + ".json")).string() + " 2>" + (kDir / (name + ".stderr")).string() + "\n";
   };
-  std::string script = "mount -t tmpfs -o size=256m none " + hidden.string() + " || exit 9\n" +
+  // Room for the binary whatever the build (a sanitizer build's is several hundred MB).
+  std::uintmax_t room = fs::file_size(CLUSTERMAX_BINARY) + (64u << 20);
+  std::string script = "mount -t tmpfs -o size=" + std::to_string(room) + " none " + hidden.string() + " || exit 9\n" +
                        "cp " + CLUSTERMAX_BINARY + " " + bin + " || exit 8\n" +
                        audit("bcast", "--bcast=" + copies.string() + "/") +  // a directory: srun names the copy per node
                        audit("no-bcast", "") + "exit 0\n";
@@ -260,6 +262,7 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   EXPECT_EQ(fleet.value("nodes_returned", 0), 0)
       << "without --bcast the nodes still ran the binary: the test cannot tell a broadcast copy from the original\n"
       << without << read("no-bcast.stderr");
+  fs::remove_all(copies);  // a copy of the binary per node: hundreds of MB in a sanitizer build
 }
 
 TEST(SlurmFleet, ANodeDeadlineSendsWhatItHas) {
