@@ -3,11 +3,9 @@
 // the audit it just ran; `clustermax export RUN_DIR` for a saved run and its bench/*.json.
 #pragma once
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 namespace clustermax::cli {
