@@ -61,8 +61,10 @@ class FuzzHost : public host::Host {
       start = nl == std::string_view::npos ? p.size() : nl + 1;
       if (line.empty() || line.size() > 128) continue;
       host::DirEntry e{std::string(line), 'f'};
-      if (line.back() == '/') e = {std::string(line.substr(0, line.size() - 1)), 'd'};
-      else if (line.back() == '@') e = {std::string(line.substr(0, line.size() - 1)), 'l'};
+      if (line.back() == '/')
+        e = {std::string(line.substr(0, line.size() - 1)), 'd'};
+      else if (line.back() == '@')
+        e = {std::string(line.substr(0, line.size() - 1)), 'l'};
       if (!e.name.empty()) r.entries.push_back(std::move(e));
     }
     std::sort(r.entries.begin(), r.entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -144,7 +146,8 @@ struct Fixture {
   Fixture() {
     audit::Selection sel;
     for (const auto& p : core::Probes()) sel.probes.insert(p.name);
-    for (auto t : {core::Target::kStandalone, core::Target::kVm, core::Target::kContainer, core::Target::kSlurm, core::Target::kK8s}) {
+    for (auto t : {core::Target::kStandalone, core::Target::kVm, core::Target::kContainer, core::Target::kSlurm,
+                   core::Target::kK8s}) {
       sel.target = t;
       plans.push_back(audit::BuildPlan(checks::DefaultRegistry(), sel));
     }

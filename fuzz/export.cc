@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.base = {{"provider", "p"}};
   o.max_node_series = 3;
   CheckText(report::RenderPrometheus(doc, {doc}, o));
-  CheckText(web::MetricsFromRuns(json::array({{{"documents", {{"report.json", doc}, {"bench/x.json", doc}}}}}), json::array({doc}), 1));
+  CheckText(web::MetricsFromRuns(json::array({{{"documents", {{"report.json", doc}, {"bench/x.json", doc}}}}}),
+                                 json::array({doc}), 1));
   std::string xml = report::RenderJUnit(doc);
   CheckText(xml);
   pugi::xml_document parsed;

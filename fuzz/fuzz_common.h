@@ -12,9 +12,7 @@
 
 namespace clustermax::fuzz {
 
-inline std::string_view AsText(const uint8_t* data, size_t size) {
-  return {reinterpret_cast<const char*>(data), size};
-}
+inline std::string_view AsText(const uint8_t* data, size_t size) { return {reinterpret_cast<const char*>(data), size}; }
 
 // Splits an input into parts at NUL bytes (text fixtures have none, so a fixture is one part).
 inline std::vector<std::string_view> SplitNul(std::string_view text) {
@@ -28,6 +26,5 @@ inline std::vector<std::string_view> SplitNul(std::string_view text) {
   }
   return out;
 }
-
 
 }  // namespace clustermax::fuzz

@@ -19,7 +19,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)table.Find(c.id);
       std::vector<core::VersionInput> inputs;
       for (const auto& f : c.floors) {
-        inputs.push_back({.version = f.version, .program = f.key, .line = f.key, .release = c.release,
+        inputs.push_back({.version = f.version,
+                          .program = f.key,
+                          .line = f.key,
+                          .release = c.release,
                           .package_version = f.version});
         inputs.push_back({.version = f.previous_version, .line = f.key, .release = c.release, .release_proven = false});
       }

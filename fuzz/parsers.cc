@@ -1,7 +1,7 @@
 // The proc/sysfs/command-output text parsers of collect/parsers.h (os-release, cpuinfo, ldconfig,
 // quota reports, dpkg lists, nvidia-smi -L and boost-slider, tool version banners, the NVIDIA
-// driver's /proc file, nccl.h, PCI config space and sysfs device paths, ibstat/ibv_devinfo listings). Every parser gets the
-// whole input. The dcgmi JSON parser has its own target (dcgmi.cc).
+// driver's /proc file, nccl.h, PCI config space and sysfs device paths, ibstat/ibv_devinfo listings). Every parser gets
+// the whole input. The dcgmi JSON parser has its own target (dcgmi.cc).
 #include <string>
 
 #include "collect/parsers.h"

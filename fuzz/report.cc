@@ -69,8 +69,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fs::create_directories(run / "bench");
   bool is_rating = parts[0].find("clustermax.rating") != std::string_view::npos;
   fs::path rating_file = WorkDir() / "rating.json";
-  if (is_rating) Write(rating_file, parts[0]);
-  else if (!parts[0].empty()) Write(run / "report.json", parts[0]);
+  if (is_rating)
+    Write(rating_file, parts[0]);
+  else if (!parts[0].empty())
+    Write(run / "report.json", parts[0]);
   for (size_t i = 1; i < parts.size() && i < 8; ++i) Write(run / "bench" / (std::to_string(i) + ".json"), parts[i]);
   if (++calls % 256 == 0) {
     fs::remove(db, ec);

@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto whole = util::UnframeLines("CLUSTERMAX-BUNDLE", t, errors);
     // Fed in pieces (lines cut anywhere), the stream reader gives what the whole text gives.
     std::map<std::string, std::string> streamed;
-    util::FrameReader reader("CLUSTERMAX-BUNDLE", [&](const std::string& k, std::string d) { streamed[k] = std::move(d); });
+    util::FrameReader reader("CLUSTERMAX-BUNDLE",
+                             [&](const std::string& k, std::string d) { streamed[k] = std::move(d); });
     for (size_t at = 0; at < t.size(); at += 7) reader.Feed(t.substr(at, 7));
     reader.Finish();
     if (streamed != whole || reader.errors() != errors) __builtin_trap();

@@ -1,6 +1,6 @@
 // Version strings (util/version.h): numeric, pre-release, dpkg ordering and the Ubuntu kernel
-// ABI; RFC 3339 times (util/time.h, bundle manifests and reports). The input is split at the first newline into two versions, which are also compared; the
-// orderings must be antisymmetric.
+// ABI; RFC 3339 times (util/time.h, bundle manifests and reports). The input is split at the first newline into two
+// versions, which are also compared; the orderings must be antisymmetric.
 #include <string>
 
 #include "fuzz_common.h"

@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text = fuzz::AsText(data, size);
   json doc;
   try {
-    doc = util::ParseJsonDocument(text, "fuzz input");  // the reader every document from a file or the store goes through
+    doc =
+        util::ParseJsonDocument(text, "fuzz input");  // the reader every document from a file or the store goes through
   } catch (const std::exception&) {
     doc = json::value_t::discarded;
   }

@@ -98,9 +98,9 @@ TEST(StorageBench, OnePassBookkeepingMatchesWhatItWasAskedToDo) {
   StorageOptions o;
   o.path = dir;
   o.files = 2;
-  o.size = 8u << 20;   // two files of 4 MiB
-  o.duration_s = 0;    // one pass: exact byte and op counts
-  o.threads = 3;       // random workloads: 3 threads x (4 MiB / bs) random reads each
+  o.size = 8u << 20;  // two files of 4 MiB
+  o.duration_s = 0;   // one pass: exact byte and op counts
+  o.threads = 3;      // random workloads: 3 threads x (4 MiB / bs) random reads each
   o.iodepth = 4;
   o.ckpt_ranks = 2;
   o.ckpt_shards = 3;
@@ -113,12 +113,14 @@ TEST(StorageBench, OnePassBookkeepingMatchesWhatItWasAskedToDo) {
   // io_uring on this kernel, with the ring flags fio uses where the kernel has them (5.19+/6.1+).
   if (r["engine"] == "io_uring") {
     std::string setup = r.value("io_uring_setup", "");
-    EXPECT_TRUE(setup == "coop-taskrun,single-issuer,defer-taskrun" || setup == "coop-taskrun" || setup == "default") << setup;
+    EXPECT_TRUE(setup == "coop-taskrun,single-issuer,defer-taskrun" || setup == "coop-taskrun" || setup == "default")
+        << setup;
   } else {
     EXPECT_FALSE(r.contains("io_uring_setup"));
   }
 
-  for (const char* id : {"seq-write-1m-direct", "seq-write-1m-buffered", "seq-read-1m-direct", "seq-read-1m-buffered"}) {
+  for (const char* id :
+       {"seq-write-1m-direct", "seq-write-1m-buffered", "seq-read-1m-direct", "seq-read-1m-buffered"}) {
     const json& w = Workload(r, id);
     ASSERT_EQ(w["status"], "ok") << w.dump();
     EXPECT_EQ(w["bytes"], 8u << 20) << id;
@@ -136,7 +138,8 @@ TEST(StorageBench, OnePassBookkeepingMatchesWhatItWasAskedToDo) {
   ASSERT_EQ(rd["status"], "ok");
   EXPECT_EQ(rd["ops"], 3u * 64u);
   // IOPS and bandwidth are the counts over the slowest thread's time.
-  EXPECT_NEAR(rd["iops"].get<double>(), rd["ops"].get<double>() / rd["seconds"].get<double>(), rd["iops"].get<double>() * 0.01);
+  EXPECT_NEAR(rd["iops"].get<double>(), rd["ops"].get<double>() / rd["seconds"].get<double>(),
+              rd["iops"].get<double>() * 0.01);
   EXPECT_LE(rd["latency"]["p50_us"].get<double>(), rd["latency"]["p99_us"].get<double>());
 
   const json& c = r["checkpoint"];
@@ -279,8 +282,14 @@ TEST(Workspace, RemovesOnlyWhatItCreated) {
 TEST(Grade, BarsHigherAndLowerAndMissingValues) {
   json t = ParseBenchThresholds(R"({"metrics":[
     {"id":"a","unit":"GB/s","better":"higher","pass":5,"warn":2,"source":"s"},
-    {"id":"b","unit":"ms","better":"lower","pass":2,"warn":5,"source":"s"}]})", "t");
-  json g = Grade({{"a", 5.0, "", "d"}, {"a", 3.0, "", ""}, {"a", 1.0, "", ""}, {"b", 2.0, "", ""}, {"b", 4.0, "", ""}, {"b", 9.0, "", ""},
+    {"id":"b","unit":"ms","better":"lower","pass":2,"warn":5,"source":"s"}]})",
+                                "t");
+  json g = Grade({{"a", 5.0, "", "d"},
+                  {"a", 3.0, "", ""},
+                  {"a", 1.0, "", ""},
+                  {"b", 2.0, "", ""},
+                  {"b", 4.0, "", ""},
+                  {"b", 9.0, "", ""},
                   {"a", std::nullopt, "not run", ""}},
                  t);
   std::vector<std::string> verdicts;
@@ -290,7 +299,8 @@ TEST(Grade, BarsHigherAndLowerAndMissingValues) {
   EXPECT_EQ(WorstVerdict(g), "FAIL");
   EXPECT_EQ(WorstVerdict(json::array()), "SKIP");
   EXPECT_THROW(Grade({{"zzz", 1.0, "", ""}}, t), std::logic_error);
-  EXPECT_THROW(ParseBenchThresholds(R"({"metrics":[{"id":"a","unit":"x","better":"higher","pass":1,"warn":2,"source":"s"}]})", "t"),
+  EXPECT_THROW(ParseBenchThresholds(
+                   R"({"metrics":[{"id":"a","unit":"x","better":"higher","pass":1,"warn":2,"source":"s"}]})", "t"),
                std::runtime_error);  // warn bar beyond pass
   EXPECT_THROW(ParseBenchThresholds("{", "t"), std::runtime_error);
 }
@@ -326,8 +336,9 @@ TEST(Sizes, ParseBinaryUnits) {
 
 TEST(S3Credentials, EnvironmentThenProfileFileThenAnonymous) {
   fs::path dir = Scratch("aws");
-  std::ofstream(dir / "credentials") << "[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = sdefault\n\n"
-                                        "[ci]\naws_access_key_id=AKCI\naws_secret_access_key=sci\naws_session_token=tok\n[broken]\naws_access_key_id=x\n";
+  std::ofstream(dir / "credentials")
+      << "[default]\naws_access_key_id = AKDEFAULT\naws_secret_access_key = sdefault\n\n"
+         "[ci]\naws_access_key_id=AKCI\naws_secret_access_key=sci\naws_session_token=tok\n[broken]\naws_access_key_id=x\n";
   std::map<std::string, std::string> env;
   auto getenv = [&](const char* k) -> const char* {
     auto it = env.find(k);
@@ -356,15 +367,18 @@ TEST(S3Xml, ListAndErrorBodies) {
   std::vector<std::string> keys;
   std::string next;
   bool truncated = false;
-  ParseListObjects(R"(<?xml version="1.0"?><ListBucketResult><Contents><Key>a/1</Key></Contents><Contents><Key>a/2</Key></Contents>
-    <IsTruncated>true</IsTruncated><NextContinuationToken>tok==</NextContinuationToken></ListBucketResult>)", keys, next, truncated);
+  ParseListObjects(
+      R"(<?xml version="1.0"?><ListBucketResult><Contents><Key>a/1</Key></Contents><Contents><Key>a/2</Key></Contents>
+    <IsTruncated>true</IsTruncated><NextContinuationToken>tok==</NextContinuationToken></ListBucketResult>)",
+      keys, next, truncated);
   EXPECT_EQ(keys, (std::vector<std::string>{"a/1", "a/2"}));
   EXPECT_TRUE(truncated);
   EXPECT_EQ(next, "tok==");
   EXPECT_THROW(ParseListObjects("<html>oops</html>", keys, next, truncated), std::runtime_error);
   EXPECT_THROW(ParseListObjects("not xml <", keys, next, truncated), std::runtime_error);
   std::string code, msg;
-  ParseS3Error("<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>", code, msg);
+  ParseS3Error("<Error><Code>NoSuchBucket</Code><Message>The specified bucket does not exist</Message></Error>", code,
+               msg);
   EXPECT_EQ(code, "NoSuchBucket");
   EXPECT_EQ(AwsEscape("a b/c+d~", true), "a%20b/c%2Bd~");
   EXPECT_EQ(AwsEscape("a/b", false), "a%2Fb");
@@ -388,10 +402,11 @@ TEST(S3SigV4, MatchesTheAwsDocumentedGetObjectExample) {
   ASSERT_TRUE(r.ok()) << r.Describe();
   std::string req = server.Requests().at(0);
   EXPECT_NE(req.find("GET /test.txt HTTP/1.1"), std::string::npos) << req;
-  EXPECT_NE(req.find("Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
-                     "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
-                     "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"),
-            std::string::npos)
+  EXPECT_NE(
+      req.find("Authorization: AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request, "
+               "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
+               "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"),
+      std::string::npos)
       << req;
   EXPECT_EQ(req.find("wJalrXUtnFEMI"), std::string::npos);  // the secret never travels
 }
@@ -452,8 +467,9 @@ TEST(BenchCli, StorageInterruptedBySigintCleansUpAndSaysSo) {
     int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
     ::dup2(devnull, 2);
-    ::execl(CLUSTERMAX_BINARY, CLUSTERMAX_BINARY, "bench", "storage", "--path", dir.c_str(), "--size", "16M", "--files", "2",
-            "--duration", "60", "--tests", "seq-write-1m-buffered", "--out", out.c_str(), static_cast<char*>(nullptr));
+    ::execl(CLUSTERMAX_BINARY, CLUSTERMAX_BINARY, "bench", "storage", "--path", dir.c_str(), "--size", "16M", "--files",
+            "2", "--duration", "60", "--tests", "seq-write-1m-buffered", "--out", out.c_str(),
+            static_cast<char*>(nullptr));
     _exit(127);
   }
   // Wait until the workload runs (its workspace exists), then interrupt.
@@ -480,7 +496,8 @@ TEST(BenchCli, StorageInterruptedBySigintCleansUpAndSaysSo) {
   auto rate = clustermax::testing::RunShell(cli + " rate " + out.string() + " 2>&1");
   EXPECT_EQ(rate.code, 1) << rate.out;
   EXPECT_NE(rate.out.find("an interrupted benchmark run (INCOMPLETE)"), std::string::npos) << rate.out;
-  auto ingest = clustermax::testing::RunShell(cli + " db --db " + (out / "r.db").string() + " ingest " + out.string() + " 2>&1");
+  auto ingest =
+      clustermax::testing::RunShell(cli + " db --db " + (out / "r.db").string() + " ingest " + out.string() + " 2>&1");
   EXPECT_EQ(ingest.code, 1) << ingest.out;
   EXPECT_NE(ingest.out.find("interrupted"), std::string::npos) << ingest.out;
 }
@@ -489,9 +506,10 @@ TEST(BenchCli, StorageInterruptedBySigintCleansUpAndSaysSo) {
 // its steps as plain lines and no control characters.
 TEST(BenchCli, ProgressWithAnEstimateOnATerminalPlainLinesInALog) {
   fs::path dir = Scratch("cli-progress");
-  std::string cmd = std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() +
-                    " --quick --size 16M --files 2 --duration 1 --ramp 0 --tests seq-write-1m-buffered,seq-read-1m-buffered,metadata --exit-zero --json --out " +
-                    Scratch("cli-progress-out").string();
+  std::string cmd =
+      std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() +
+      " --quick --size 16M --files 2 --duration 1 --ramp 0 --tests seq-write-1m-buffered,seq-read-1m-buffered,metadata --exit-zero --json --out " +
+      Scratch("cli-progress-out").string();
   // `script` gives the command a pseudo-terminal, as an interactive shell would.
   auto tty = clustermax::testing::RunShell("TERM=xterm script -qec '" + cmd + " --force' /dev/null");
   EXPECT_EQ(tty.code, 0) << tty.out;
@@ -506,7 +524,8 @@ TEST(BenchCli, ProgressWithAnEstimateOnATerminalPlainLinesInALog) {
 
 TEST(BenchCli, BadOptionsAreUsageErrors) {
   fs::path dir = Scratch("cli-usage");
-  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() + " --tests nope");
+  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --path " + dir.string() +
+                                         " --tests nope");
   const std::string& text = r.out;
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(text.find("unknown storage test 'nope'"), std::string::npos) << text;
@@ -526,7 +545,8 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
   o.files = 2;
   o.size = 8u << 20;
   o.duration_s = 0;
-  o.tests = {"seq-write-1m-direct", "seq-read-1m-direct", "metadata"};  // 8 MiB fits the page cache: only direct I/O is graded
+  o.tests = {"seq-write-1m-direct", "seq-read-1m-direct",
+             "metadata"};  // 8 MiB fits the page cache: only direct I/O is graded
   o.meta_threads = 2;
   o.meta_dirs = 2;
   o.meta_files = 20;
@@ -543,7 +563,8 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
   ASSERT_GT(read1, 0);
   ScalingStep s1{1, {"n1"}, {{"n1", one}}, {}, 2.0, ""};
   ScalingStep s2{2, {"n1", "n2"}, {{"n1", one}, {"n2", slow}}, {}, 2.5, ""};
-  ScalingStep s3{3, {"n1", "n2", "n3"}, {{"n1", one}, {"n2", one}}, {{"n3", "srun: error: n3: task 2: Exited"}}, 3.0, ""};
+  ScalingStep s3{3, {"n1", "n2", "n3"}, {{"n1", one}, {"n2", one}}, {{"n3", "srun: error: n3: task 2: Exited"}}, 3.0,
+                 ""};
   json r = ScalingResult({s1, s2, s3}, {{"path", dir.string()}, {"tests", "io"}, {"size", "8 MiB"}, {"duration_s", 0}});
   const json& a2 = r["steps"][1]["aggregate"]["storage.seq-read"];
   EXPECT_NEAR(a2["sum"].get<double>(), 1.5 * read1, 1e-9);
@@ -572,7 +593,9 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
   EXPECT_NE(table.find("seq read GB/s (sum | worst | eff.)"), std::string::npos) << table;
   EXPECT_NE(table.find("0.75"), std::string::npos) << table;
   EXPECT_NE(table.find("n3: srun: error"), std::string::npos) << table;
-  json none = ScalingResult({ScalingStep{1, {"n1"}, {}, {{"n1", "returned nothing"}}, 1.0, "srun: error: Unable to allocate resources"}}, json::object());
+  json none = ScalingResult(
+      {ScalingStep{1, {"n1"}, {}, {{"n1", "returned nothing"}}, 1.0, "srun: error: Unable to allocate resources"}},
+      json::object());
   EXPECT_TRUE(none["largest_complete_step"].is_null());
   for (const auto& m : ScalingMetrics(none)) EXPECT_FALSE(m.value);
 }
@@ -581,10 +604,15 @@ TEST(StorageScaling, CountsDoubleAndSumsAreTheNodesResults) {
 // always fails, and a kind whose every request failed is FAIL whatever the bars.
 TEST(Grade, S3ErrorRateIsTheWorstKindOfOperation) {
   json r = {{"requests",
-             {{"total", 1003}, {"failed", 1}, {"retries", 0}, {"throttled", 0}, {"errors", json::array()},
-              {"by_op", {{"PUT", {{"total", 1000}, {"failed", 0}, {"failed_pct", 0.0}}},
-                         {"GET", {{"total", 1}, {"failed", 1}, {"failed_pct", 100.0}}},
-                         {"LIST", {{"total", 2}, {"failed", 0}, {"failed_pct", 0.0}}}}}}}};
+             {{"total", 1003},
+              {"failed", 1},
+              {"retries", 0},
+              {"throttled", 0},
+              {"errors", json::array()},
+              {"by_op",
+               {{"PUT", {{"total", 1000}, {"failed", 0}, {"failed_pct", 0.0}}},
+                {"GET", {{"total", 1}, {"failed", 1}, {"failed_pct", 100.0}}},
+                {"LIST", {{"total", 2}, {"failed", 0}, {"failed_pct", 0.0}}}}}}}};
   auto values = S3Metrics(r);
   const MetricValue* err = nullptr;
   for (const auto& v : values) {
@@ -598,7 +626,8 @@ TEST(Grade, S3ErrorRateIsTheWorstKindOfOperation) {
   EXPECT_NE(g[0]["detail"].get<std::string>().find("every GET request failed"), std::string::npos) << g.dump();
 
   // Whatever the bars: even a threshold file that tolerates 100 % cannot pass a dead GET.
-  json lax = ParseBenchThresholds(R"({"metrics":[{"id":"s3.error-rate","unit":"%","better":"lower","pass":100,"warn":100,"source":"s"}]})", "t");
+  json lax = ParseBenchThresholds(
+      R"({"metrics":[{"id":"s3.error-rate","unit":"%","better":"lower","pass":100,"warn":100,"source":"s"}]})", "t");
   EXPECT_EQ(Grade({*err}, lax)[0]["verdict"], "FAIL");
 
   // A kind with some failures is graded by its own rate.
@@ -665,5 +694,6 @@ TEST(BenchCli, OutWithAnEarlierResultIsRefusedUnlessForced) {
   auto forced = clustermax::testing::RunShell(cmd + " --force");
   EXPECT_EQ(forced.code, 0) << forced.out;
   EXPECT_NE(*clustermax::util::ReadLocalFile(file), before);
-  EXPECT_NE(clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --help").out.find("--force"), std::string::npos);
+  EXPECT_NE(clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " bench storage --help").out.find("--force"),
+            std::string::npos);
 }

@@ -87,7 +87,8 @@ TEST(Bundle, CommittedFixtureLoads) {
 TEST(Bundle, ParseJsonKeepsNumbersKeysEscapesAndRefusalsExactly) {
   using nlohmann::json;
   auto dump = [](std::string_view text) { return ParseJson(text).dump(-1, ' ', true); };
-  json edges = ParseJson("[9223372036854775807, -9223372036854775808, 9223372036854775808, 18446744073709551615, 0, -0, 7]");
+  json edges =
+      ParseJson("[9223372036854775807, -9223372036854775808, 9223372036854775808, 18446744073709551615, 0, -0, 7]");
   EXPECT_EQ(edges.dump(), "[9223372036854775807,-9223372036854775808,9223372036854775808,18446744073709551615,0,0,7]");
   EXPECT_TRUE(edges[0].is_number_integer() && !edges[0].is_number_unsigned());
   EXPECT_EQ(edges[0].get<int64_t>(), INT64_MAX);
@@ -101,23 +102,54 @@ TEST(Bundle, ParseJsonKeepsNumbersKeysEscapesAndRefusalsExactly) {
   EXPECT_TRUE(edges[6].is_number_integer() && !edges[6].is_number_unsigned());
   EXPECT_EQ(dump("[0, -0, 1.0, -0.0, 1e2, 1E-2, 0.1, 2.2250738585072014e-308, 4.9e-324, 1e-400, -1e-400, 1e308]"),
             "[0,0,1.0,-0.0,100.0,0.01,0.1,2.2250738585072014e-308,5e-324,0.0,-0.0,1e+308]");
-  EXPECT_EQ(dump("[0.30000000000000004, 1.7976931348623157e308, 3.141592653589793238462643383279, 1e-5, 100000000000000000000.0]"),
-            "[0.30000000000000004,1.7976931348623157e+308,3.141592653589793,1e-05,1e+20]");
+  EXPECT_EQ(
+      dump(
+          "[0.30000000000000004, 1.7976931348623157e308, 3.141592653589793238462643383279, 1e-5, 100000000000000000000.0]"),
+      "[0.30000000000000004,1.7976931348623157e+308,3.141592653589793,1e-05,1e+20]");
   json d = ParseJson("[1.5, -2.0]");
   EXPECT_TRUE(d[0].is_number_float() && d[1].is_number_float());
   EXPECT_EQ(dump(R"({"a":1,"a":2,"b":{"c":[]},"a":3})"), R"({"a":3,"b":{"c":[]}})");
-  EXPECT_EQ(dump(R"(["\u00e9\ud83d\ude00\n\t\"\\\/\u0000x", "\u00e9"])"), R"(["\u00e9\ud83d\ude00\n\t\"\\/\u0000x","\u00e9"])");
+  EXPECT_EQ(dump(R"(["\u00e9\ud83d\ude00\n\t\"\\\/\u0000x", "\u00e9"])"),
+            R"(["\u00e9\ud83d\ude00\n\t\"\\/\u0000x","\u00e9"])");
   EXPECT_EQ(ParseJson(R"(["\u0000"])")[0].get<std::string>(), std::string(1, '\0'));
   EXPECT_EQ(dump(" \t\r\n[true,false,null] \n"), "[true,false,null]");
   EXPECT_EQ(dump("\"\xc3\xa9\""), R"("\u00e9")");
-  for (const std::string& bad : std::vector<std::string>{"[18446744073709551616]", "[-9223372036854775809]", "[123456789012345678901234567890]", "[1e400]",
-                          "[-1e400]", R"(["\ud800"])", R"(["\udc00"])", R"(["\ud800\u0041"])", "[\"\xff\"]", "{\"\xc3\x28\":1}",
-                          "[\"ok\"] \xff", "\xef\xbb\xbf{\"a\":1}", "{\"a\":1} x", "[1,]", "[01]", "[1.]", "[-]", "[\"a\tb\"]", "",
-                          "   ", "[1]" + std::string(1, '\0'), "[1]" + std::string(1, '\0') + "x", "[NaN]", "[Infinity]", "{'a':1}",
-                          "[\"\xed\xa0\x80\"]", "[\"\xc0\x80\"]", "[1e]", "[.5]", "[+1]", "{\"a\"}", "[1 2]"}) {
+  for (const std::string& bad : std::vector<std::string>{"[18446744073709551616]",
+                                                         "[-9223372036854775809]",
+                                                         "[123456789012345678901234567890]",
+                                                         "[1e400]",
+                                                         "[-1e400]",
+                                                         R"(["\ud800"])",
+                                                         R"(["\udc00"])",
+                                                         R"(["\ud800\u0041"])",
+                                                         "[\"\xff\"]",
+                                                         "{\"\xc3\x28\":1}",
+                                                         "[\"ok\"] \xff",
+                                                         "\xef\xbb\xbf{\"a\":1}",
+                                                         "{\"a\":1} x",
+                                                         "[1,]",
+                                                         "[01]",
+                                                         "[1.]",
+                                                         "[-]",
+                                                         "[\"a\tb\"]",
+                                                         "",
+                                                         "   ",
+                                                         "[1]" + std::string(1, '\0'),
+                                                         "[1]" + std::string(1, '\0') + "x",
+                                                         "[NaN]",
+                                                         "[Infinity]",
+                                                         "{'a':1}",
+                                                         "[\"\xed\xa0\x80\"]",
+                                                         "[\"\xc0\x80\"]",
+                                                         "[1e]",
+                                                         "[.5]",
+                                                         "[+1]",
+                                                         "{\"a\"}",
+                                                         "[1 2]"}) {
     try {
       json j = ParseJson(bad);
-      ADD_FAILURE() << "accepted: " << ::testing::PrintToString(bad) << " as " << j.dump(-1, ' ', true, json::error_handler_t::replace);
+      ADD_FAILURE() << "accepted: " << ::testing::PrintToString(bad) << " as "
+                    << j.dump(-1, ' ', true, json::error_handler_t::replace);
     } catch (const BundleError& e) {
       EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
     }
@@ -129,7 +161,8 @@ TEST(Bundle, ParseJsonKeepsNumbersKeysEscapesAndRefusalsExactly) {
 // whatever they hold; the last of duplicate keys wins; texts stored as hex come back as bytes.
 TEST(Bundle, ParseChecksEveryPartAndSkipsWhatItDoesNotKnow) {
   using nlohmann::json;
-  json base = ParseJson(*clustermax::util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")));
+  json base =
+      ParseJson(*clustermax::util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")));
   // The fixture as read and written back is the fixture (every part kept; it predates two
   // manifest fields, written empty).
   for (const char* k : {"role", "partial"}) {
@@ -153,20 +186,36 @@ TEST(Bundle, ParseChecksEveryPartAndSkipsWhatItDoesNotKnow) {
   };
   refused(with([](json& b) { b["files"] = json::array(); }), "files is not an object");
   refused(with([](json& b) { b["commands"] = json::object(); }), "commands is not an array");
-  refused(with([](json& b) { b["files"]["/etc/os-release"] = "text"; }), "files entry /etc/os-release is not an object");
-  refused(with([](json& b) { b["files"]["/etc/os-release"]["content"] = 7; }), "content of files entry /etc/os-release is not a string");
-  refused(with([](json& b) { b["files"]["/etc/os-release"]["truncated"] = "yes"; }), "truncated of files entry /etc/os-release is not true or false");
-  refused(with([](json& b) { b["files"]["/etc/os-release"].erase("status"); }), "files entry /etc/os-release has no status");
-  refused(with([](json& b) { b["files"]["/etc/os-release"]["content"] = json::object({{"a", 1}}); }), "content of files entry /etc/os-release is not a scalar");
+  refused(with([](json& b) { b["files"]["/etc/os-release"] = "text"; }),
+          "files entry /etc/os-release is not an object");
+  refused(with([](json& b) { b["files"]["/etc/os-release"]["content"] = 7; }),
+          "content of files entry /etc/os-release is not a string");
+  refused(with([](json& b) { b["files"]["/etc/os-release"]["truncated"] = "yes"; }),
+          "truncated of files entry /etc/os-release is not true or false");
+  refused(with([](json& b) { b["files"]["/etc/os-release"].erase("status"); }),
+          "files entry /etc/os-release has no status");
   refused(with([](json& b) {
-    b["files"]["/x"] = {{"status", "ok"}, {"content", "zz"}, {"content_encoding", "hex"}};
-  }), "content of files entry /x is not valid hex");
+            b["files"]["/etc/os-release"]["content"] = json::object({{"a", 1}});
+          }),
+          "content of files entry /etc/os-release is not a scalar");
+  refused(with([](json& b) {
+            b["files"]["/x"] = {{"status", "ok"}, {"content", "zz"}, {"content_encoding", "hex"}};
+          }),
+          "content of files entry /x is not valid hex");
   refused(with([](json& b) { b["commands"][0]["exit_code"] = "0"; }), "exit_code of commands entry 0 is not a number");
-  refused(with([](json& b) { b["commands"][0]["argv"] = json::array({"ls", 1}); }), "argv of commands entry 0 holds a non-string");
+  refused(with([](json& b) {
+            b["commands"][0]["argv"] = json::array({"ls", 1});
+          }),
+          "argv of commands entry 0 holds a non-string");
   refused(with([](json& b) { b["commands"][0].erase("argv"); }), "commands entry 0 has no argv");
-  refused(with([](json& b) { b["dirs"] = {{"/d", {{"status", "ok"}, {"entries", json::array({json::array({"a"})})}}}}; }),
+  refused(with([](json& b) {
+            b["dirs"] = {{"/d", {{"status", "ok"}, {"entries", json::array({json::array({"a"})})}}}};
+          }),
           "a directory entry of dirs entry /d is not a [name, type] pair");
-  refused(with([](json& b) { b["stats"] = {{"/s", {{"status", "ok"}, {"mode", "0755"}}}}; }), "mode of stats entry /s is not a number");
+  refused(with([](json& b) {
+            b["stats"] = {{"/s", {{"status", "ok"}, {"mode", "0755"}}}};
+          }),
+          "mode of stats entry /s is not a number");
   refused(with([](json& b) { b.erase("env"); }), "no env part");
   refused(with([](json& b) { b.erase("manifest"); }), "the manifest is not an object");
   refused(with([](json& b) { b["format_version"] = 2; }), "unsupported bundle format_version 2");
@@ -178,7 +227,10 @@ TEST(Bundle, ParseChecksEveryPartAndSkipsWhatItDoesNotKnow) {
     b["future_part"] = {{"a", json::array({json::object({{"b", json::array({1, 2, json::object()})}})})}};
     b["files"]["/etc/os-release"]["checksum"] = {{"sha256", "00"}, {"parts", json::array({1, 2})}};
     b["commands"][0]["cgroup"] = json::array({json::array({"x"})});
-    b["dirs"] = {{"/d", {{"status", "ok"}, {"entries", json::array({json::array({"a", "f", json::object({{"inode", 5}})}), json::array({"b", "d"})})}}}};
+    b["dirs"] = {
+        {"/d",
+         {{"status", "ok"},
+          {"entries", json::array({json::array({"a", "f", json::object({{"inode", 5}})}), json::array({"b", "d"})})}}}};
     b["which"]["ghost"] = json::object({{"path", "/x"}});  // not a string: not found
     b["env"]["ODD"] = 5;                                   // not a string: unset
   });
@@ -194,7 +246,9 @@ TEST(Bundle, ParseChecksEveryPartAndSkipsWhatItDoesNotKnow) {
 
   // The last duplicate wins, for an entry and for a whole part; hex text comes back as bytes.
   std::string text = base.dump();
-  text.insert(text.size() - 1, R"(,"files":{"/a":{"status":"ok","content":"one"},"/a":{"status":"ok","content":"00ff","content_encoding":"hex"}})");
+  text.insert(
+      text.size() - 1,
+      R"(,"files":{"/a":{"status":"ok","content":"one"},"/a":{"status":"ok","content":"00ff","content_encoding":"hex"}})");
   Bundle d = Bundle::Parse(text);
   ASSERT_TRUE(d.File("/a"));
   EXPECT_EQ(d.File("/a")->content, std::string("\0\xff", 2));

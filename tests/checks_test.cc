@@ -7,32 +7,41 @@
 #include "util/time.h"
 
 using namespace clustermax;
+using clustermax::testing::Ok;
 using core::EvidenceStatus;
 using core::Verdict;
 using nlohmann::json;
-using clustermax::testing::Ok;
 
 namespace {
 
 json NvidiaPci(int gpus) {
   json devices = json::array();
   for (int i = 0; i < gpus; ++i) {
-    devices.push_back({{"bdf", "0000:1" + std::to_string(i) + ":00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"},
-                       {"class", "0x030200"}, {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}});
+    devices.push_back({{"bdf", "0000:1" + std::to_string(i) + ":00.0"},
+                       {"vendor", "0x10de"},
+                       {"device", "0x2330"},
+                       {"class", "0x030200"},
+                       {"driver", "nvidia"},
+                       {"gpu", true},
+                       {"rdma_nic", false}});
   }
   return {{"devices", devices}, {"complete", true}, {"unreadable", 0}};
 }
 
-core::Finding JudgeWith(const std::string& check, core::EvidenceSet ev, core::Target target = core::Target::kStandalone) {
+core::Finding JudgeWith(const std::string& check, core::EvidenceSet ev,
+                        core::Target target = core::Target::kStandalone) {
   const core::Check* c = checks::DefaultRegistry().Find(check);
   EXPECT_NE(c, nullptr) << check;
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), target, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), target,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 
 core::EvidenceSet DriverEvidence(const std::string& version) {
   return {{"pci.devices", Ok("pci.devices", NvidiaPci(8))},
-          {"gpu.inventory", Ok("gpu.inventory", {{"source", "nvml"}, {"driver_version", version}, {"device_count", 8}, {"devices", json::array()}})},
+          {"gpu.inventory",
+           Ok("gpu.inventory",
+              {{"source", "nvml"}, {"driver_version", version}, {"device_count", 8}, {"devices", json::array()}})},
           {"nvidia.proc-version", Ok("nvidia.proc-version", {{"loaded", true}, {"driver_version", version}})}};
 }
 
@@ -62,37 +71,56 @@ TEST(Checks, NvidiaDriverNotApplicableOnlyWithACompleteInventory) {
 }
 
 TEST(Checks, GpusWithoutDriverFail) {
-  core::EvidenceSet ev = {{"pci.devices", Ok("pci.devices", NvidiaPci(2))}, {"nvidia.proc-version", Ok("nvidia.proc-version", {{"loaded", false}})}};
+  core::EvidenceSet ev = {{"pci.devices", Ok("pci.devices", NvidiaPci(2))},
+                          {"nvidia.proc-version", Ok("nvidia.proc-version", {{"loaded", false}})}};
   ev["gpu.inventory"].status = EvidenceStatus::kNotFound;
   EXPECT_EQ(JudgeWith("security-nvidia-driver", ev).verdict, Verdict::kFail);
 }
 
 TEST(Checks, CudaToolkitDefaultAndOlderExtras) {
-  auto tk = [](json toolkits) { return core::EvidenceSet{{"cuda.toolkits", Ok("cuda.toolkits", {{"toolkits", toolkits}})}}; };
-  EXPECT_EQ(JudgeWith("cuda-toolkit-security", tk(json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.0"}, {"default", true}}}))).verdict,
+  auto tk = [](json toolkits) {
+    return core::EvidenceSet{{"cuda.toolkits", Ok("cuda.toolkits", {{"toolkits", toolkits}})}};
+  };
+  EXPECT_EQ(JudgeWith("cuda-toolkit-security",
+                      tk(json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.0"}, {"default", true}}})))
+                .verdict,
             Verdict::kFail);
-  auto extra = JudgeWith("cuda-toolkit-security",
-                         tk(json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.1"}, {"default", true}},
-                                         {{"nvcc", "/usr/local/cuda-12.4/bin/nvcc"}, {"version", "12.4"}, {"default", false}}})));
+  auto extra = JudgeWith(
+      "cuda-toolkit-security",
+      tk(json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.1"}, {"default", true}},
+                      {{"nvcc", "/usr/local/cuda-12.4/bin/nvcc"}, {"version", "12.4"}, {"default", false}}})));
   EXPECT_EQ(extra.verdict, Verdict::kWarn);
   EXPECT_EQ(JudgeWith("cuda-toolkit-security", tk(json::array())).verdict, Verdict::kSkip);
 }
 
 TEST(Checks, DockerNeedsTheServerVersion) {
   auto d = [](json data) { return core::EvidenceSet{{"docker.version", Ok("docker.version", data)}}; };
-  EXPECT_EQ(JudgeWith("security-docker", d({{"installed", true}, {"is_docker", true}, {"client_version", "29.7.0"},
-                                           {"server_version", nullptr}, {"server_error", "Cannot connect"}})).verdict,
+  EXPECT_EQ(JudgeWith("security-docker", d({{"installed", true},
+                                            {"is_docker", true},
+                                            {"client_version", "29.7.0"},
+                                            {"server_version", nullptr},
+                                            {"server_error", "Cannot connect"}}))
+                .verdict,
             Verdict::kWarn);
-  EXPECT_EQ(JudgeWith("security-docker", d({{"installed", true}, {"is_docker", true}, {"client_version", "29.7.0"}, {"server_version", "29.6.1"}})).verdict,
-            Verdict::kFail);
-  EXPECT_EQ(JudgeWith("security-docker", d({{"installed", true}, {"is_docker", true}, {"client_version", "29.7.0"}, {"server_version", "29.7.0"}})).verdict,
-            Verdict::kPass);
+  EXPECT_EQ(
+      JudgeWith(
+          "security-docker",
+          d({{"installed", true}, {"is_docker", true}, {"client_version", "29.7.0"}, {"server_version", "29.6.1"}}))
+          .verdict,
+      Verdict::kFail);
+  EXPECT_EQ(
+      JudgeWith(
+          "security-docker",
+          d({{"installed", true}, {"is_docker", true}, {"client_version", "29.7.0"}, {"server_version", "29.7.0"}}))
+          .verdict,
+      Verdict::kPass);
   EXPECT_EQ(JudgeWith("security-docker", d({{"installed", false}})).verdict, Verdict::kSkip);
 }
 
 TEST(Checks, PerfSysctlGrades) {
   auto s = [](int paranoid, int kptr) {
-    return core::EvidenceSet{{"kernel.perf-sysctl", Ok("kernel.perf-sysctl", {{"perf_event_paranoid", paranoid}, {"kptr_restrict", kptr}})}};
+    return core::EvidenceSet{
+        {"kernel.perf-sysctl", Ok("kernel.perf-sysctl", {{"perf_event_paranoid", paranoid}, {"kptr_restrict", kptr}})}};
   };
   EXPECT_EQ(JudgeWith("perf-access-paranoid", s(1, 0)).verdict, Verdict::kPass);
   EXPECT_EQ(JudgeWith("perf-access-paranoid", s(2, 0)).verdict, Verdict::kWarn);
@@ -102,16 +130,24 @@ TEST(Checks, PerfSysctlGrades) {
 }
 
 TEST(Checks, PciGpuEccAndLinkFromTheSmiFixtureShape) {
-  json gpu = {{"source", "nvidia-smi"}, {"driver_version", "580.95.05"}, {"device_count", 2},
-              {"devices", json::array({{{"index", 0}, {"uuid", "GPU-a"}, {"pci_bus_id", "00000000:19:00.0"},
-                                        {"pcie", {{"width_current", 16}, {"width_max", 16}, {"gen_current", 5}, {"gen_max", 5}}},
-                                        {"ecc", {{"current", true}, {"volatile_uncorrected", 0}, {"volatile_corrected", 0}}},
-                                        {"remapped_rows", {{"pending", false}, {"failure", false}}}},
-                                       {{"index", 1}, {"uuid", "GPU-b"}, {"pci_bus_id", "00000000:3B:00.0"},
-                                        {"pcie", {{"width_current", 8}, {"width_max", 16}, {"gen_current", 5}, {"gen_max", 5}}},
-                                        {"ecc", {{"current", true}, {"volatile_uncorrected", 2}, {"volatile_corrected", 3}}},
-                                        {"remapped_rows", {{"pending", true}, {"failure", false}}}}})}};
-  core::EvidenceSet ev = {{"pci.devices", Ok("pci.devices", NvidiaPci(2))}, {"gpu.inventory", Ok("gpu.inventory", gpu)}};
+  json gpu = {{"source", "nvidia-smi"},
+              {"driver_version", "580.95.05"},
+              {"device_count", 2},
+              {"devices",
+               json::array({{{"index", 0},
+                             {"uuid", "GPU-a"},
+                             {"pci_bus_id", "00000000:19:00.0"},
+                             {"pcie", {{"width_current", 16}, {"width_max", 16}, {"gen_current", 5}, {"gen_max", 5}}},
+                             {"ecc", {{"current", true}, {"volatile_uncorrected", 0}, {"volatile_corrected", 0}}},
+                             {"remapped_rows", {{"pending", false}, {"failure", false}}}},
+                            {{"index", 1},
+                             {"uuid", "GPU-b"},
+                             {"pci_bus_id", "00000000:3B:00.0"},
+                             {"pcie", {{"width_current", 8}, {"width_max", 16}, {"gen_current", 5}, {"gen_max", 5}}},
+                             {"ecc", {{"current", true}, {"volatile_uncorrected", 2}, {"volatile_corrected", 3}}},
+                             {"remapped_rows", {{"pending", true}, {"failure", false}}}}})}};
+  core::EvidenceSet ev = {{"pci.devices", Ok("pci.devices", NvidiaPci(2))},
+                          {"gpu.inventory", Ok("gpu.inventory", gpu)}};
   auto link = JudgeWith("gpu-pcie-link", ev);
   EXPECT_EQ(link.verdict, Verdict::kFail);
   auto ecc = JudgeWith("gpu-ecc-health", ev);
@@ -146,8 +182,9 @@ TEST(Checks, NoCheckPassesOnMissingEvidence) {
 // Evidence of an unexpected shape (collected "ok" but without the fields a judge reads) must never
 // crash the audit or read outside the document: the engine turns it into a tool-fault row.
 TEST(Checks, UnexpectedEvidenceShapesBecomeToolFaultsNotCrashes) {
-  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone,
-                                                                 .probes = {"perf-sample", "container-launch", "dcgm-diag"}});
+  audit::Plan plan = audit::BuildPlan(
+      checks::DefaultRegistry(),
+      {.target = core::Target::kStandalone, .probes = {"perf-sample", "container-launch", "dcgm-diag"}});
   audit::NodeEvidence node;
   node.node = "odd";
   for (const auto& pc : plan.checks) {

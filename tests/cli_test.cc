@@ -55,8 +55,8 @@ TEST(Cli, ReplayTakesARunDirectoryWritesOutAndCountsACollectionOnce) {
   ASSERT_FALSE(bundle.empty());
   // A run directory, the same bundle by its path, and a copy: one node.
   fs::copy_file(bundle, d / "copy.json");
-  auto r = Cli("audit --replay " + (d / "run1").string() + " " + bundle.string() + " " + (d / "copy.json").string() + " --json --out " +
-               (d / "run2").string());
+  auto r = Cli("audit --replay " + (d / "run1").string() + " " + bundle.string() + " " + (d / "copy.json").string() +
+               " --json --out " + (d / "run2").string());
   ASSERT_TRUE(r.code == 0 || r.code == 2) << r.out;
   EXPECT_EQ(JsonFrom(r.out)["nodes"].size(), 1u) << r.out;
   EXPECT_NE(r.out.find("same collection"), std::string::npos) << r.out;
@@ -151,8 +151,8 @@ TEST(Cli, CompletionScriptsAndManPageFollowTheCommandTree) {
   }
   EXPECT_EQ(man.out.find("manpage"), std::string::npos) << "the hidden command is not documented";
   if (cmt::RunShell("command -v man").code == 0) {
-    auto r = cmt::RunShell("MANWIDTH=100 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l " + (dir / "clustermax.1").string() + " 2>" +
-                           (dir / "warnings").string());
+    auto r = cmt::RunShell("MANWIDTH=100 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l " + (dir / "clustermax.1").string() +
+                           " 2>" + (dir / "warnings").string());
     EXPECT_EQ(r.code, 0);
     EXPECT_EQ(util::ReadLocalFile(dir / "warnings").value_or("?"), "") << "man page warnings";
     EXPECT_NE(r.out.find("--standalone"), std::string::npos);

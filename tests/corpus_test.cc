@@ -18,10 +18,10 @@
 #include "util/time.h"
 
 using namespace clustermax;
-using core::Verdict;
-using nlohmann::json;
 using clustermax::testing::Ok;
 using clustermax::testing::Out;
+using core::Verdict;
+using nlohmann::json;
 namespace fs = std::filesystem;
 namespace cmt = clustermax::testing;
 
@@ -32,8 +32,8 @@ std::string Corpus(const std::string& rel) { return cmt::ReadFixture("corpus/" +
 // Every file of a corpus folder must be named by the test of that folder (new captures get facts).
 void ExpectAllCovered(const std::string& dir, const std::set<std::string>& covered) {
   for (const auto& e : fs::directory_iterator(cmt::Fixture("corpus/" + dir))) {
-    EXPECT_TRUE(covered.count(e.path().filename().string())) << "corpus/" << dir << "/" << e.path().filename().string()
-                                                              << " has no test of its facts";
+    EXPECT_TRUE(covered.count(e.path().filename().string()))
+        << "corpus/" << dir << "/" << e.path().filename().string() << " has no test of its facts";
   }
 }
 
@@ -44,7 +44,8 @@ core::Finding JudgeOn(const std::string& check, const core::EvidenceSet& ev, cor
   for (const auto& n : c->info.needs) {
     if (!full.count(n)) full[n].status = core::EvidenceStatus::kNotCollected;
   }
-  core::JudgeContext ctx(c->info, full, core::EmbeddedMinimumTable(), target, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext ctx(c->info, full, core::EmbeddedMinimumTable(), target,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 
@@ -62,20 +63,29 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
 core::Evidence DiagEvidence(const collect::DcgmDiag& d) {
   json results = json::array();
   for (const auto& x : d.results) {
-    results.push_back({{"category", x.category}, {"test", x.test}, {"status", x.status}, {"gpu", x.gpu}, {"warnings", x.warnings}});
+    results.push_back(
+        {{"category", x.category}, {"test", x.test}, {"status", x.status}, {"gpu", x.gpu}, {"warnings", x.warnings}});
   }
   return Ok("probe.dcgm-diag", {{"exit_code", 0}, {"results", results}, {"runtime_error", d.runtime_error}});
 }
 
 core::Finding DiagVerdict(const collect::DcgmDiag& d) {
-  json pci = {{"devices", json::array({{{"bdf", "0000:19:00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"},
-                                         {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}}})},
+  json pci = {{"devices", json::array({{{"bdf", "0000:19:00.0"},
+                                        {"vendor", "0x10de"},
+                                        {"device", "0x2330"},
+                                        {"class", "0x030200"},
+                                        {"driver", "nvidia"},
+                                        {"gpu", true},
+                                        {"rdma_nic", false}}})},
               {"complete", true},
               {"unreadable", 0}};
-  core::EvidenceSet ev = {{"pci.devices", Ok("pci.devices", pci)},
-                          {"gpu.inventory", Ok("gpu.inventory", {{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})},
-                          {"dcgm.version", Ok("dcgm.version", {{"installed", true}, {"version", "4.5.3"}})},
-                          {"probe.dcgm-diag", DiagEvidence(d)}};
+  core::EvidenceSet ev = {
+      {"pci.devices", Ok("pci.devices", pci)},
+      {"gpu.inventory",
+       Ok("gpu.inventory",
+          {{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})},
+      {"dcgm.version", Ok("dcgm.version", {{"installed", true}, {"version", "4.5.3"}})},
+      {"probe.dcgm-diag", DiagEvidence(d)}};
   return JudgeOn("dcgm-diag-quick", ev, core::Target::kSlurm);
 }
 
@@ -110,8 +120,9 @@ TEST(CorpusDcgmi, DiagJsonOfDcgm31WithAWarningPrefixAndNullEntries) {
   for (const auto& r : d->results) EXPECT_EQ(r.status, "pass") << r.test << " " << r.gpu;
   EXPECT_EQ(DiagVerdict(*d).verdict, Verdict::kPass);
   // Mutation: one PASS becomes FAIL.
-  auto sick = collect::ParseDcgmDiagJson(
-      Replace(Corpus("dcgmi/diag-j-dcgm3.1.0-8gpu-warning-prefix-nulls-1.txt"), "\"status\" : \"PASS\"", "\"status\" : \"FAIL\""), &err);
+  auto sick = collect::ParseDcgmDiagJson(Replace(Corpus("dcgmi/diag-j-dcgm3.1.0-8gpu-warning-prefix-nulls-1.txt"),
+                                                 "\"status\" : \"PASS\"", "\"status\" : \"FAIL\""),
+                                         &err);
   ASSERT_TRUE(sick) << err;
   EXPECT_EQ(DiagVerdict(*sick).verdict, Verdict::kFail);
 }
@@ -123,7 +134,11 @@ TEST(CorpusDcgmi, DiagTableH200PersistenceFail) {
   EXPECT_EQ(pm->category, "Deployment");
   EXPECT_EQ(pm->status, "fail");
   ASSERT_EQ(pm->warnings.size(), 1u);  // the Error row, unwrapped over 20 rows
-  EXPECT_EQ(pm->warnings[0].rfind("Persistence mode for GPU 0 is currently disabled. The DCGM diagnostic requires peristence mode to be enabled.", 0), 0u)
+  EXPECT_EQ(
+      pm->warnings[0].rfind(
+          "Persistence mode for GPU 0 is currently disabled. The DCGM diagnostic requires peristence mode to be enabled.",
+          0),
+      0u)
       << pm->warnings[0];
   EXPECT_NE(pm->warnings[0].find("Persistence mode for GPU 5 is currently disabled"), std::string::npos);
   EXPECT_EQ(Find(d, "Inforom")->status, "pass");
@@ -148,8 +163,8 @@ TEST(CorpusDcgmi, DiagTableA100AllPass) {
   EXPECT_EQ(Find(d, "GPU Memory")->category, "Hardware");
   EXPECT_EQ(DiagVerdict(d).verdict, Verdict::kPass);
   // Mutation: the memory test fails on one GPU.
-  auto sick = Table(Replace(Corpus("dcgmi/diag-r2-dcgm3.3.3-a100-8gpu-p4de-1.txt"), "| GPU Memory                | Pass - All",
-                            "| GPU Memory                | Fail - GPU: 3"));
+  auto sick = Table(Replace(Corpus("dcgmi/diag-r2-dcgm3.3.3-a100-8gpu-p4de-1.txt"),
+                            "| GPU Memory                | Pass - All", "| GPU Memory                | Fail - GPU: 3"));
   ASSERT_NE(Find(sick, "GPU Memory", "3"), nullptr);
   EXPECT_EQ(DiagVerdict(sick).verdict, Verdict::kFail);
 }
@@ -165,9 +180,14 @@ TEST(CorpusDcgmi, DiagTableT4SplitResultPerGpu) {
   // The Warning row follows the GPU 0 line of the same test, and names GPU 0.
   EXPECT_TRUE(gpu1->warnings.empty());
   ASSERT_EQ(gpu0->warnings.size(), 1u);
-  EXPECT_EQ(gpu0->warnings[0].rfind("GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. Reset GPU. Restart DCGM.", 0), 0u)
+  EXPECT_EQ(
+      gpu0->warnings[0].rfind(
+          "GPU 0 Error using CUDA API cuCtxCreate Check DCGM and system logs for errors. Reset GPU. Restart DCGM.", 0),
+      0u)
       << gpu0->warnings[0];
-  EXPECT_NE(gpu0->warnings[0].find("Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'."), std::string::npos)
+  EXPECT_NE(
+      gpu0->warnings[0].find("Unable to create CUDA context: 'CUDA-capable device(s) is/are busy or unavailable'."),
+      std::string::npos)
       << gpu0->warnings[0];
   EXPECT_EQ(DiagVerdict(d).verdict, Verdict::kFail);
 }
@@ -181,7 +201,8 @@ TEST(CorpusDcgmi, DiagTableDcgm4PerGpuRows) {
   EXPECT_EQ(mem0->status, "pass");
   EXPECT_EQ(d.results.size(), 6u);  // three tests, each overall and GPU0
   EXPECT_EQ(DiagVerdict(d).verdict, Verdict::kPass);
-  auto sick = Table(Replace(Corpus("dcgmi/diag-r2-dcgm4.4.2-a10g-single-gpu-1.txt"), "GPU0: Pass                                     |\n+-----  Integration",
+  auto sick = Table(Replace(Corpus("dcgmi/diag-r2-dcgm4.4.2-a10g-single-gpu-1.txt"),
+                            "GPU0: Pass                                     |\n+-----  Integration",
                             "GPU0: Fail                                     |\n+-----  Integration"));
   EXPECT_EQ(Find(sick, "memory", "0")->status, "fail");
   EXPECT_EQ(DiagVerdict(sick).verdict, Verdict::kFail);
@@ -189,13 +210,18 @@ TEST(CorpusDcgmi, DiagTableDcgm4PerGpuRows) {
 
 TEST(CorpusDcgmi, EveryFileIsCovered) {
   ExpectAllCovered("dcgmi", {
-      "diag-j-dcgm3.1.0-8gpu-warning-prefix-nulls-1.txt", "diag-r1-dcgm3.1.8-h200-8gpu-persistence-fail-1.txt",
-      "diag-r2-dcgm3.3.3-a100-8gpu-p4de-1.txt", "diag-r2-dcgm3.3.1-t4-fail-fragment-1.txt", "diag-r2-dcgm4.4.2-a10g-single-gpu-1.txt",
-      // No parser of the project reads these outputs (no collector runs dcgmi discovery, dmon or
-      // health): they are kept for the day one does.
-      "discovery-l-dcgm3.3.9-b300-7gpu-1.txt", "discovery-l-h100-name-null-excerpt-1.txt", "dmon-e230-xid-gpu1-120-1.txt",
-      "health-c-j-healthy-despite-xid120-1.json",
-  });
+                                "diag-j-dcgm3.1.0-8gpu-warning-prefix-nulls-1.txt",
+                                "diag-r1-dcgm3.1.8-h200-8gpu-persistence-fail-1.txt",
+                                "diag-r2-dcgm3.3.3-a100-8gpu-p4de-1.txt",
+                                "diag-r2-dcgm3.3.1-t4-fail-fragment-1.txt",
+                                "diag-r2-dcgm4.4.2-a10g-single-gpu-1.txt",
+                                // No parser of the project reads these outputs (no collector runs dcgmi discovery, dmon
+                                // or health): they are kept for the day one does.
+                                "discovery-l-dcgm3.3.9-b300-7gpu-1.txt",
+                                "discovery-l-h100-name-null-excerpt-1.txt",
+                                "dmon-e230-xid-gpu1-120-1.txt",
+                                "health-c-j-healthy-despite-xid120-1.json",
+                            });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,10 +236,19 @@ core::Evidence RdmaEvidence(const std::vector<collect::RdmaDeviceText>& devs) {
     json ports = json::array();
     auto text = [](const std::string& s) { return s.empty() ? json(nullptr) : json(s); };
     for (const auto& p : d.ports) {
-      ports.push_back({{"port", p.port}, {"state", text(p.state)}, {"phys_state", text(p.phys_state)}, {"rate", text(p.rate)},
-                       {"link_layer", text(p.link_layer)}, {"pkeys", json::array()}, {"gid_ndevs", json::array()}});
+      ports.push_back({{"port", p.port},
+                       {"state", text(p.state)},
+                       {"phys_state", text(p.phys_state)},
+                       {"rate", text(p.rate)},
+                       {"link_layer", text(p.link_layer)},
+                       {"pkeys", json::array()},
+                       {"gid_ndevs", json::array()}});
     }
-    devices.push_back({{"name", d.name}, {"ports", ports}, {"fw_ver", text(d.fw_ver)}, {"fw_read_status", "ok"}, {"vendor", "0x15b3"}});
+    devices.push_back({{"name", d.name},
+                       {"ports", ports},
+                       {"fw_ver", text(d.fw_ver)},
+                       {"fw_read_status", "ok"},
+                       {"vendor", "0x15b3"}});
   }
   return Ok("rdma.devices", {{"devices", devices}});
 }
@@ -222,7 +257,9 @@ core::Finding PortHealth(const std::vector<collect::RdmaDeviceText>& devs) {
   return JudgeOn("ib-port-health", {{"rdma.devices", RdmaEvidence(devs)}}, core::Target::kSlurm);
 }
 
-std::vector<collect::RdmaDeviceText> Rdma(const std::string& file) { return collect::ParseRdmaListing(Corpus("ibstat/" + file)); }
+std::vector<collect::RdmaDeviceText> Rdma(const std::string& file) {
+  return collect::ParseRdmaListing(Corpus("ibstat/" + file));
+}
 
 }  // namespace
 
@@ -269,8 +306,8 @@ TEST(CorpusIbstat, Cx6VirtualFunctionsUntilIbpanic) {
   }
   EXPECT_EQ(d.back().name, "mlx5_7");
   EXPECT_EQ(PortHealth(d).verdict, Verdict::kPass);
-  auto down = collect::ParseRdmaListing(Replace(Corpus("ibstat/ibstat-cx6-vf-hdr200-8port-ibpanic-exit255-1.txt"), "Physical state: LinkUp",
-                                                "Physical state: Polling"));
+  auto down = collect::ParseRdmaListing(Replace(Corpus("ibstat/ibstat-cx6-vf-hdr200-8port-ibpanic-exit255-1.txt"),
+                                                "Physical state: LinkUp", "Physical state: Polling"));
   EXPECT_EQ(down[0].ports[0].phys_state, "2: Polling");
   EXPECT_EQ(PortHealth(down).verdict, Verdict::kFail);
 }
@@ -313,7 +350,8 @@ TEST(CorpusIbstat, IbstatusVpiCardWithAnEthernetPort) {
   EXPECT_EQ(d[0].ports[1].rate, "10 Gb/sec (1X QDR)");
   EXPECT_EQ(d[0].ports[1].link_layer, "Ethernet");
   EXPECT_EQ(PortHealth(d).verdict, Verdict::kPass);
-  auto down = collect::ParseRdmaListing(Replace(Corpus("ibstat/ibstatus-cx3-vpi-ib-qdr-plus-eth-port-1.txt"), "4: ACTIVE", "2: INIT  "));
+  auto down = collect::ParseRdmaListing(
+      Replace(Corpus("ibstat/ibstatus-cx3-vpi-ib-qdr-plus-eth-port-1.txt"), "4: ACTIVE", "2: INIT  "));
   EXPECT_EQ(down[0].ports[0].state, "2: INIT");
   EXPECT_EQ(PortHealth(down).verdict, Verdict::kFail);
 }
@@ -326,8 +364,8 @@ TEST(CorpusIbstat, IbvDevinfoEfaAndAzureVfs) {
   ASSERT_EQ(efa[0].ports.size(), 1u);
   EXPECT_EQ(efa[0].ports[0].state, "4: ACTIVE");
   EXPECT_EQ(efa[0].ports[0].link_layer, "InfiniBand");  // as the older rdma-core misreported it
-  EXPECT_EQ(efa[0].ports[0].rate, "");                   // ibv_devinfo prints no rate
-  EXPECT_EQ(efa[0].ports[0].phys_state, "");             // ... nor a physical state: unread, never "linked up"
+  EXPECT_EQ(efa[0].ports[0].rate, "");                  // ibv_devinfo prints no rate
+  EXPECT_EQ(efa[0].ports[0].phys_state, "");            // ... nor a physical state: unread, never "linked up"
   EXPECT_EQ(PortHealth(efa).verdict, Verdict::kWarn);
 
   auto az = Rdma("ibv_devinfo-azure-ndv5-h200-cx7vf-cx5vf-1.txt");
@@ -338,7 +376,8 @@ TEST(CorpusIbstat, IbvDevinfoEfaAndAzureVfs) {
   EXPECT_EQ(az[2].fw_ver, "16.30.5000");
   EXPECT_EQ(az[2].ports[0].link_layer, "Ethernet");
   for (const auto& dev : az) EXPECT_EQ(dev.ports[0].state, "4: ACTIVE") << dev.name;
-  auto down = collect::ParseRdmaListing(Replace(Corpus("ibstat/ibv_devinfo-azure-ndv5-h200-cx7vf-cx5vf-1.txt"), "PORT_ACTIVE (4)", "PORT_DOWN (1)"));
+  auto down = collect::ParseRdmaListing(
+      Replace(Corpus("ibstat/ibv_devinfo-azure-ndv5-h200-cx7vf-cx5vf-1.txt"), "PORT_ACTIVE (4)", "PORT_DOWN (1)"));
   EXPECT_EQ(down[0].ports[0].state, "1: DOWN");
 }
 
@@ -361,10 +400,11 @@ TEST(CorpusIbstat, SysfsEfaLinkLayerThroughTheCollector) {
 }
 
 TEST(CorpusIbstat, EveryFileIsCovered) {
-  ExpectAllCovered("ibstat", {"ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt", "ibstat-cx6-vf-hdr200-8port-ibpanic-exit255-1.txt",
-                              "ibstat-cx8-down-cx7-active-b300-dell-1.txt", "ibstatus-cx3-vpi-ib-qdr-plus-eth-port-1.txt",
-                              "ibv_devinfo-aws-efa-1.txt", "ibv_devinfo-azure-ndv5-h200-cx7vf-cx5vf-1.txt",
-                              "sysfs-efa_0-ports-1-link_layer-1.txt"});
+  ExpectAllCovered("ibstat",
+                   {"ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt", "ibstat-cx6-vf-hdr200-8port-ibpanic-exit255-1.txt",
+                    "ibstat-cx8-down-cx7-active-b300-dell-1.txt", "ibstatus-cx3-vpi-ib-qdr-plus-eth-port-1.txt",
+                    "ibv_devinfo-aws-efa-1.txt", "ibv_devinfo-azure-ndv5-h200-cx7vf-cx5vf-1.txt",
+                    "sysfs-efa_0-ports-1-link_layer-1.txt"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,7 +422,9 @@ std::string AsShowConfig(const std::string& slurm_conf) {
     size_t eq = line.find('=');
     if (line.empty() || eq == std::string::npos) continue;
     std::string key(util::Trim(line.substr(0, eq)));
-    if (key == "NodeName" || key == "PartitionName" || key == "NodeSet" || key == "DownNodes" || key.find(' ') != std::string::npos) continue;
+    if (key == "NodeName" || key == "PartitionName" || key == "NodeSet" || key == "DownNodes" ||
+        key.find(' ') != std::string::npos)
+      continue;
     out += key + " = " + std::string(util::Trim(line.substr(eq + 1))) + "\n";
   }
   out += "SLURM_CONF = /etc/slurm/slurm.conf\n";
@@ -406,7 +448,9 @@ std::string Cfg(const core::EvidenceSet& ev, const std::string& key) {
   return c.contains(key) ? c[key].get<std::string>() : "";
 }
 
-core::Finding Cgroups(const core::EvidenceSet& ev) { return JudgeOn("slurm-cgroup-enforcement", ev, core::Target::kSlurm); }
+core::Finding Cgroups(const core::EvidenceSet& ev) {
+  return JudgeOn("slurm-cgroup-enforcement", ev, core::Target::kSlurm);
+}
 
 std::vector<std::map<std::string, std::string>> Records(const std::string& file) {
   std::string text;
@@ -440,7 +484,8 @@ TEST(CorpusSlurm, SlurmConfKeysThroughTheConfigCollector) {
     EXPECT_EQ(Cfg(ev, "ProctrackType"), c.proctrack) << c.file;
     EXPECT_EQ(Cfg(ev, "SelectType"), c.select) << c.file;
     // With a cgroup.conf that constrains everything, the verdict is the slurm.conf's alone.
-    bool cgroup = std::string(c.task_plugin).find("cgroup") != std::string::npos && std::string(c.proctrack) == "proctrack/cgroup";
+    bool cgroup = std::string(c.task_plugin).find("cgroup") != std::string::npos &&
+                  std::string(c.proctrack) == "proctrack/cgroup";
     EXPECT_EQ(Cgroups(ev).verdict, cgroup ? Verdict::kPass : Verdict::kWarn) << c.file << ": " << Cgroups(ev).message;
   }
   EXPECT_EQ(Cfg(SlurmEvidence(Corpus("slurm/xjhpc-slurm.conf"), ""), "GresTypes"), "gpu,mps,bandwidth,dcu,npu");
@@ -451,7 +496,8 @@ TEST(CorpusSlurm, MutationTaskPluginWithoutCgroupWarns) {
   std::string conf = Corpus("slurm/xjhpc-slurm.conf");
   auto ok = Cgroups(SlurmEvidence(conf, Corpus("slurm/xjhpc-cgroup.conf")));
   EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
-  auto f = Cgroups(SlurmEvidence(Replace(conf, "TaskPlugin=task/affinity,task/cgroup", "TaskPlugin=task/affinity"), Corpus("slurm/xjhpc-cgroup.conf")));
+  auto f = Cgroups(SlurmEvidence(Replace(conf, "TaskPlugin=task/affinity,task/cgroup", "TaskPlugin=task/affinity"),
+                                 Corpus("slurm/xjhpc-cgroup.conf")));
   EXPECT_EQ(f.verdict, Verdict::kWarn);
   ASSERT_FALSE(f.details.empty());
   EXPECT_NE(f.details[0].find("TaskPlugin = task/affinity (no task/cgroup)"), std::string::npos) << f.details[0];
@@ -475,7 +521,8 @@ TEST(CorpusSlurm, CgroupConfsThroughTheCollector) {
   for (const auto& d : f.details) named |= d.find("ConstrainDevices = no") != std::string::npos;
   EXPECT_TRUE(named);
   // Mutation: the same site with devices constrained passes.
-  auto fixed = Cgroups(SlurmEvidence(Corpus("slurm/tuebingen-cfc-slurm.conf"), Corpus("slurm/tuebingen-cfc-cgroup.conf") + "ConstrainDevices=yes\n"));
+  auto fixed = Cgroups(SlurmEvidence(Corpus("slurm/tuebingen-cfc-slurm.conf"),
+                                     Corpus("slurm/tuebingen-cfc-cgroup.conf") + "ConstrainDevices=yes\n"));
   EXPECT_EQ(fixed.verdict, Verdict::kPass) << fixed.message;
   // No cgroup.conf at all: never a pass.
   EXPECT_EQ(Cgroups(SlurmEvidence(Corpus("slurm/tuebingen-cfc-slurm.conf"), "")).verdict, Verdict::kWarn);
@@ -509,10 +556,12 @@ TEST(CorpusSlurm, NodesAndPartitionsOfXjhpc) {
     if (r.count("NodeName")) {
       ++nodes;
       if (r.count("Gres")) {
-        for (const auto& g : util::ParseGres(r.at("Gres"))) h100_gpus += g.type == "h100" ? static_cast<int>(g.count) : 0;
+        for (const auto& g : util::ParseGres(r.at("Gres")))
+          h100_gpus += g.type == "h100" ? static_cast<int>(g.count) : 0;
       }
     }
-    if (r.count("PartitionName") && r.at("PartitionName") == "xj-h100-ib-1") partition_nodes = *util::ExpandHostlist(r.at("Nodes"));
+    if (r.count("PartitionName") && r.at("PartitionName") == "xj-h100-ib-1")
+      partition_nodes = *util::ExpandHostlist(r.at("Nodes"));
   }
   EXPECT_EQ(nodes, 5);
   EXPECT_EQ(h100_gpus, 16);
@@ -548,8 +597,9 @@ TEST(CorpusSlurm, TopologyConfsThroughTheCollector) {
 }
 
 TEST(CorpusSlurm, EveryFileIsCovered) {
-  ExpectAllCovered("slurm", {"tuebingen-cfc-cgroup.conf", "vinuni-gres.conf", "slac-ocio-gpu-gres.conf", "xjhpc-cgroup.conf",
-                             "slac-ocio-gpu-slurm.conf", "tuebingen-cfc-slurm.conf", "xjhpc-gres.conf", "nvidia-circe-superpod-slurm.conf",
-                             "fiuba-fluidodinamica-slurm.conf", "circe-superpod-topology.conf", "xjhpc-nodes.conf",
-                             "tuebingen-cfc-topology.conf", "xjhpc-slurm.conf", "vinuni-slurm.conf"});
+  ExpectAllCovered(
+      "slurm", {"tuebingen-cfc-cgroup.conf", "vinuni-gres.conf", "slac-ocio-gpu-gres.conf", "xjhpc-cgroup.conf",
+                "slac-ocio-gpu-slurm.conf", "tuebingen-cfc-slurm.conf", "xjhpc-gres.conf",
+                "nvidia-circe-superpod-slurm.conf", "fiuba-fluidodinamica-slurm.conf", "circe-superpod-topology.conf",
+                "xjhpc-nodes.conf", "tuebingen-cfc-topology.conf", "xjhpc-slurm.conf", "vinuni-slurm.conf"});
 }

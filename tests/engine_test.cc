@@ -53,7 +53,8 @@ void CompareGolden(const std::string& name, const std::string& actual) {
   }
   auto expected = util::ReadLocalFile(p);
   ASSERT_TRUE(expected) << "missing golden " << p << " (regenerate with CLUSTERMAX_UPDATE_GOLDEN=1)";
-  EXPECT_EQ(*expected, actual) << "golden " << name << " differs (regenerate with CLUSTERMAX_UPDATE_GOLDEN=1 if intended)";
+  EXPECT_EQ(*expected, actual) << "golden " << name
+                               << " differs (regenerate with CLUSTERMAX_UPDATE_GOLDEN=1 if intended)";
 }
 
 using Proc = clustermax::testing::Shell;
@@ -85,7 +86,9 @@ TEST(Engine, FixtureReplaysCompletelyAndDeterministically) {
   EXPECT_EQ(misses, 0) << "the fixture bundle lacks evidence the collectors now ask for: re-record it";
   EXPECT_EQ(audit::ToJson(a).dump(), audit::ToJson(b).dump());
   EXPECT_GE(a.results.size(), 15u);
-  EXPECT_EQ(a.collected_at, host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")).manifest.started_at);
+  EXPECT_EQ(
+      a.collected_at,
+      host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")).manifest.started_at);
 }
 
 TEST(Engine, GoldenReports) {
@@ -93,7 +96,8 @@ TEST(Engine, GoldenReports) {
   r.git_sha = "golden";  // the build's commit is not part of the report's content
   CompareGolden("debian12-container-cpu.json", audit::ToJson(r).dump(2) + "\n");
   for (int v = 0; v <= 3; ++v) {
-    CompareGolden("debian12-container-cpu.v" + std::to_string(v) + ".txt", audit::RenderText(r, {.verbosity = v, .color = false}));
+    CompareGolden("debian12-container-cpu.v" + std::to_string(v) + ".txt",
+                  audit::RenderText(r, {.verbosity = v, .color = false}));
   }
   // Colour only changes the tags.
   std::string colored = audit::RenderText(r, {.verbosity = 0, .color = true});
@@ -105,8 +109,10 @@ TEST(Engine, FleetRollUpNamesTheOddNode) {
   host::Bundle b2 = host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json"));
   b2.manifest.hostname = "node-2";
   b2.PutFile("/proc/sys/kernel/perf_event_paranoid", {host::IoStatus::kOk, "4\n", false, ""});
-  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .checks = {"perf-access-paranoid"}});
-  auto r = audit::Judge(plan, {audit::ReplayNode(b1, plan, {}), audit::ReplayNode(b2, plan, {})}, core::EmbeddedMinimumTable());
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(),
+                                      {.target = core::Target::kStandalone, .checks = {"perf-access-paranoid"}});
+  auto r = audit::Judge(plan, {audit::ReplayNode(b1, plan, {}), audit::ReplayNode(b2, plan, {})},
+                        core::EmbeddedMinimumTable());
   ASSERT_EQ(r.results.size(), 1u);
   EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kFail);
   EXPECT_EQ(r.results[0].finding.message.rfind("1 of 2 nodes FAIL", 0), 0u) << r.results[0].finding.message;
@@ -133,7 +139,8 @@ TEST(Engine, ActiveProbesAreSkippedUnlessRequested) {
       EXPECT_TRUE(h.misses().empty()) << id << " touched the host without its probe";
     }
   }
-  audit::Plan active = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .probes = {"container-launch"}});
+  audit::Plan active = audit::BuildPlan(checks::DefaultRegistry(),
+                                        {.target = core::Target::kStandalone, .probes = {"container-launch"}});
   for (const auto& pc : active.checks) {
     if (pc.check->info.probe == "container-launch" && pc.state != audit::PlanState::kNotInScope) {
       EXPECT_EQ(pc.state, audit::PlanState::kRun) << pc.check->info.id;
@@ -145,8 +152,11 @@ TEST(Engine, ActiveProbesAreSkippedUnlessRequested) {
 
 TEST(Engine, OutOfScopeChecksStillShowARow) {
   audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kContainer});
-  auto r = audit::Judge(plan, {audit::ReplayNode(host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")), plan, {})},
-                        core::EmbeddedMinimumTable());
+  auto r = audit::Judge(
+      plan,
+      {audit::ReplayNode(host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")), plan,
+                         {})},
+      core::EmbeddedMinimumTable());
   EXPECT_EQ(r.results.size(), checks::DefaultRegistry().all().size());
   bool saw = false;
   for (const auto& res : r.results) {
@@ -195,7 +205,8 @@ TEST(Cli, LiveRunWritesArtifactsAndReviewReproducesIt) {
   EXPECT_EQ(saved["schema_version"], 1);
   EXPECT_EQ(saved["mode"], "live");
   // No partial directories are left behind.
-  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".partial"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".partial"), std::string::npos);
 
   auto review = RunCli("audit review " + (dir / "run").string() + " --command raw --command 'find toolkit'");
   EXPECT_EQ(review.code, live.code) << review.out;
@@ -234,9 +245,10 @@ TEST(Cli, HungNvidiaSmiDoesNotHangTheAudit) {
   fs::permissions(stub, fs::perms::owner_all);
   auto start = std::chrono::steady_clock::now();
   // An empty library path keeps any real NVML out, so the fallback to nvidia-smi is taken.
-  auto p = RunCli("audit --standalone --yes --json --command-timeout 1 --check gpu-drivers --check security-nvidia-driver --out " +
-                      (dir / "run").string(),
-                  "PATH=" + dir.string() + ":$PATH LD_LIBRARY_PATH=/nonexistent");
+  auto p = RunCli(
+      "audit --standalone --yes --json --command-timeout 1 --check gpu-drivers --check security-nvidia-driver --out " +
+          (dir / "run").string(),
+      "PATH=" + dir.string() + ":$PATH LD_LIBRARY_PATH=/nonexistent");
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(secs, 20.0);
   ASSERT_TRUE(p.code == 0 || p.code == 2) << p.out;
@@ -261,7 +273,8 @@ TEST(Cli, ChecksListAndMinimumsShow) {
   auto probes = RunCli("checks probes");
   EXPECT_EQ(probes.code, 0);
   EXPECT_NE(probes.out.find("enroot-import\n  does:     enroot import"), std::string::npos) << probes.out;
-  EXPECT_NE(probes.out.find("checks:   container-gpu-launch, nccl-topo-file-container"), std::string::npos) << probes.out;
+  EXPECT_NE(probes.out.find("checks:   container-gpu-launch, nccl-topo-file-container"), std::string::npos)
+      << probes.out;
   auto mins = RunCli("minimums show");
   EXPECT_EQ(mins.code, 0);
   EXPECT_NE(mins.out.find("nvidiaDriver"), std::string::npos);
@@ -283,8 +296,8 @@ TEST(Engine, InjectedFaultsGiveWarnOrSkipNeverACrashOrAPass) {
   for (F fault : {F::kTimeout, F::kPermissionDenied, F::kNotFound, F::kTruncate, F::kGarbage}) {
     host::ReplayHost replay(b);
     host::FaultHost h(replay);
-    for (const char* cmd : {"nvcc", "/usr/local/cuda/bin/nvcc", "/usr/local/cuda-13.0/bin/nvcc", "perf", "docker", "sudo",
-                            "ldconfig", "dpkg-query", "systemd-detect-virt"}) {
+    for (const char* cmd : {"nvcc", "/usr/local/cuda/bin/nvcc", "/usr/local/cuda-13.0/bin/nvcc", "perf", "docker",
+                            "sudo", "ldconfig", "dpkg-query", "systemd-detect-virt"}) {
       h.FailCommand(cmd, fault);
     }
     h.FailPath("/proc/sys/kernel/perf_event_paranoid", fault);
@@ -324,13 +337,15 @@ TEST(Cli, SysrootAuditsAPlantedTree) {
   fs::path root = TempDir("sysroot");
   fs::create_directories(root / "etc");
   fs::create_directories(root / "proc/sys/kernel");
-  std::ofstream(root / "etc/os-release") << "PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nVERSION_CODENAME=noble\n";
+  std::ofstream(root / "etc/os-release")
+      << "PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nVERSION_CODENAME=noble\n";
   std::ofstream(root / "proc/sys/kernel/osrelease") << "6.8.0-110-generic\n";
   std::ofstream(root / "proc/sys/kernel/hostname") << "planted-node\n";
   std::ofstream(root / "proc/sys/kernel/perf_event_paranoid") << "4\n";
   std::ofstream(root / "proc/sys/kernel/kptr_restrict") << "0\n";
-  auto p = RunCli("audit --standalone --yes --json --check ubuntu-kernel-fragnesia-dirty-frag --check perf-access-paranoid --sysroot " +
-                  root.string() + " --out " + (root / "run").string());
+  auto p = RunCli(
+      "audit --standalone --yes --json --check ubuntu-kernel-fragnesia-dirty-frag --check perf-access-paranoid --sysroot " +
+      root.string() + " --out " + (root / "run").string());
   EXPECT_EQ(p.code, 2) << p.out;
   json r = JsonFrom(p.out);
   EXPECT_EQ(r["nodes"][0], "planted-node");
@@ -361,8 +376,8 @@ TEST(Cli, InteractivePromptDefaultsToNoAndExits130) {
 TEST(Cli, FakeNvmlDrivesTheGpuChecksAndReplaysWithoutIt) {
   fs::path dir = TempDir("nvml");
   std::string env = std::string("LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR;
-  auto p = RunCli("audit --standalone --yes --json --profile hardware --profile health --profile versions --out " + (dir / "run").string() +
-                      " --record " + (dir / "node.json").string(),
+  auto p = RunCli("audit --standalone --yes --json --profile hardware --profile health --profile versions --out " +
+                      (dir / "run").string() + " --record " + (dir / "node.json").string(),
                   env);
   ASSERT_EQ(p.code, 2) << p.out;
   json r = JsonFrom(p.out);
@@ -378,9 +393,11 @@ TEST(Cli, FakeNvmlDrivesTheGpuChecksAndReplaysWithoutIt) {
   EXPECT_NE(ecc.find("GPU 6"), std::string::npos) << ecc;
   EXPECT_EQ(by_id["gpu-drivers"]["status"], "WARN");  // NVML sees GPUs this machine's /sys does not
   EXPECT_EQ(by_id["nvlink-status"]["status"], "FAIL");
-  EXPECT_NE(by_id["nvlink-status"]["details"].dump().find("GPU 2 00000000:4C:00.0: link(s) 7 inactive"), std::string::npos)
+  EXPECT_NE(by_id["nvlink-status"]["details"].dump().find("GPU 2 00000000:4C:00.0: link(s) 7 inactive"),
+            std::string::npos)
       << by_id["nvlink-status"]["details"].dump();
-  for (const char* id : {"gpu-generation", "gpu-count-consistent", "gpu-persistence-mode", "idle-thermals", "gpu-throttle-reasons"}) {
+  for (const char* id :
+       {"gpu-generation", "gpu-count-consistent", "gpu-persistence-mode", "idle-thermals", "gpu-throttle-reasons"}) {
     EXPECT_EQ(by_id[id]["status"], "PASS") << id << ": " << by_id[id]["message"];
   }
   json bundle = json::parse(*util::ReadLocalFile(dir / "node.json"));
@@ -389,7 +406,8 @@ TEST(Cli, FakeNvmlDrivesTheGpuChecksAndReplaysWithoutIt) {
   EXPECT_TRUE(bundle["nvml"]["data"]["errors"].empty()) << bundle["nvml"]["data"]["errors"].dump();
 
   // The same evidence re-judged on a machine without NVML gives the same findings.
-  auto replay = RunCli("audit --replay " + (dir / "node.json").string() + " --json --profile hardware --profile health --profile versions");
+  auto replay = RunCli("audit --replay " + (dir / "node.json").string() +
+                       " --json --profile hardware --profile health --profile versions");
   EXPECT_EQ(replay.code, 2);
   json rr = JsonFrom(replay.out);
   ASSERT_EQ(rr["results"].size(), r["results"].size());
@@ -403,7 +421,8 @@ TEST(Cli, FakeNvmlDrivesTheGpuChecksAndReplaysWithoutIt) {
 TEST(Cli, WedgedNvmlIsAbandonedAtItsDeadline) {
   fs::path dir = TempDir("nvml-hang");
   auto start = std::chrono::steady_clock::now();
-  auto p = RunCli("audit --standalone --yes --json --check gpu-ecc-health --timeout gpu.inventory=1 --out " + (dir / "run").string(),
+  auto p = RunCli("audit --standalone --yes --json --check gpu-ecc-health --timeout gpu.inventory=1 --out " +
+                      (dir / "run").string(),
                   std::string("FAKE_NVML_HANG=1 LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
   ASSERT_EQ(p.code, 0) << p.out;
@@ -418,7 +437,8 @@ TEST(Cli, WedgedNvmlIsAbandonedAtItsDeadline) {
 
 TEST(Cli, NvmlInitFailureFallsBackAndNeverPasses) {
   fs::path dir = TempDir("nvml-fail");
-  auto p = RunCli("audit --standalone --yes --json --check gpu-drivers --check security-nvidia-driver --out " + (dir / "run").string(),
+  auto p = RunCli("audit --standalone --yes --json --check gpu-drivers --check security-nvidia-driver --out " +
+                      (dir / "run").string(),
                   std::string("FAKE_NVML_FAIL_INIT=1 LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR);
   ASSERT_TRUE(p.code == 0 || p.code == 2) << p.out;
   json report = JsonFrom(p.out);
@@ -436,8 +456,9 @@ TEST(Cli, NvmlInitFailureFallsBackAndNeverPasses) {
 TEST(Engine, RecordedPerfProbeReplaysAsPartial) {
   host::Bundle b = host::Bundle::Load(clustermax::testing::Fixture("bundles/debian12-perf-sample-probe.json"));
   ASSERT_EQ(b.manifest.probes, std::vector<std::string>{"perf-sample"});
-  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(),
-                                      {.target = core::Target::kStandalone, .checks = {"perf-access"}, .probes = {"perf-sample"}});
+  audit::Plan plan =
+      audit::BuildPlan(checks::DefaultRegistry(),
+                       {.target = core::Target::kStandalone, .checks = {"perf-access"}, .probes = {"perf-sample"}});
   auto node = audit::ReplayNode(b, plan, {});
   EXPECT_TRUE(node.replay_misses.empty());
   auto r = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
@@ -454,7 +475,9 @@ namespace {
 fs::path PlantPcieTree(const std::string& name, uint16_t acs_control, bool short_config) {
   fs::path root = TempDir(name);
   fs::path devs = root / "sys/devices/pci0000:00";
-  struct Dev { std::string path, bdf, vendor, device, cls; };
+  struct Dev {
+    std::string path, bdf, vendor, device, cls;
+  };
   std::vector<Dev> all = {
       {"0000:00:01.0", "0000:00:01.0", "0x8086", "0x347a", "0x060400"},
       {"0000:00:01.0/0000:01:00.0", "0000:01:00.0", "0x1000", "0xc030", "0x060400"},
@@ -471,7 +494,13 @@ fs::path PlantPcieTree(const std::string& name, uint16_t acs_control, bool short
     std::ofstream(p / "class") << d.cls << "\n";
     std::string cfg(short_config ? 256 : 4096, '\0');
     if (!short_config) {
-      const unsigned char header[8] = {0x0d, 0x00, 0x01, 0x00, 0x1f, 0x00, static_cast<unsigned char>(acs_control & 0xff),
+      const unsigned char header[8] = {0x0d,
+                                       0x00,
+                                       0x01,
+                                       0x00,
+                                       0x1f,
+                                       0x00,
+                                       static_cast<unsigned char>(acs_control & 0xff),
                                        static_cast<unsigned char>(acs_control >> 8)};
       for (int i = 0; i < 8; ++i) cfg[0x100 + i] = static_cast<char>(header[i]);
     }
@@ -482,7 +511,8 @@ fs::path PlantPcieTree(const std::string& name, uint16_t acs_control, bool short
 }
 
 std::string AcsVerdict(const fs::path& root) {
-  auto p = RunCli("audit --standalone --yes --json --exit-zero --check pcie-acs --sysroot " + root.string() + " --out " + (root / "run").string());
+  auto p = RunCli("audit --standalone --yes --json --exit-zero --check pcie-acs --sysroot " + root.string() +
+                  " --out " + (root / "run").string());
   EXPECT_EQ(p.code, 0) << p.out;
   json r = JsonFrom(p.out);
   return r["results"][0]["status"].get<std::string>() + ": " + r["results"][0]["message"].get<std::string>();
@@ -516,7 +546,8 @@ TEST(Cli, FabricChecksOnAPlantedInfinibandTree) {
     std::ofstream(p / "rate") << "400 Gb/sec (4X NDR)\n";
     std::ofstream(p / "link_layer") << layer << "\n";
     for (size_t i = 0; i < pkeys.size(); ++i) std::ofstream(p / "pkeys" / std::to_string(i)) << pkeys[i] << "\n";
-    for (const char* c : {"link_downed", "link_error_recovery", "port_rcv_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors"}) {
+    for (const char* c : {"link_downed", "link_error_recovery", "port_rcv_errors", "local_link_integrity_errors",
+                          "excessive_buffer_overrun_errors"}) {
       std::ofstream(p / "counters" / c) << "0\n";
     }
     std::ofstream(p / "counters/symbol_error") << symbol_errors << "\n";
@@ -525,8 +556,9 @@ TEST(Cli, FabricChecksOnAPlantedInfinibandTree) {
   };
   port("mlx5_0", "InfiniBand", {"0xffff"}, 5);
   port("mlx5_1", "Ethernet", {"0xffff"}, 0);
-  auto p = RunCli("audit --standalone --yes --json --exit-zero --counter-interval 0.1 --profile networking --profile isolation --sysroot " +
-                  root.string() + " --out " + (root / "run").string());
+  auto p = RunCli(
+      "audit --standalone --yes --json --exit-zero --counter-interval 0.1 --profile networking --profile isolation --sysroot " +
+      root.string() + " --out " + (root / "run").string());
   ASSERT_EQ(p.code, 0) << p.out;
   json r = JsonFrom(p.out);
   std::map<std::string, json> by_id;
@@ -552,17 +584,20 @@ TEST(Engine, RisingCountersBetweenTheTwoSamplesFail) {
   b.PutDir("/sys/class/infiniband", dir({"mlx5_0"}));
   b.PutDir("/sys/class/infiniband/mlx5_0/ports", dir({"1"}));
   std::string base = "/sys/class/infiniband/mlx5_0/ports/1/counters/";
-  for (const char* c : {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors", "local_link_integrity_errors",
-                        "excessive_buffer_overrun_errors"}) {
+  for (const char* c : {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors",
+                        "local_link_integrity_errors", "excessive_buffer_overrun_errors"}) {
     b.PutFile(base + c, {host::IoStatus::kOk, "0\n", false, ""});
-    b.PutFile(host::SampleKey(base + c, 1), {host::IoStatus::kOk, std::string(c) == "symbol_error" ? "17\n" : "0\n", false, ""});
+    b.PutFile(host::SampleKey(base + c, 1),
+              {host::IoStatus::kOk, std::string(c) == "symbol_error" ? "17\n" : "0\n", false, ""});
   }
   host::ReplayHost h(b);
   auto start = std::chrono::steady_clock::now();
   auto ev = collect::CollectEvidence(h, {"rdma.counters"}, {});
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 2.0);  // replay does not sleep
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+            2.0);  // replay does not sleep
   EXPECT_TRUE(h.misses().empty());
-  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .checks = {"ib-link-errors"}});
+  audit::Plan plan =
+      audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kStandalone, .checks = {"ib-link-errors"}});
   auto r = audit::Judge(plan, {audit::NodeEvidence{"n1", b.manifest, ev, {}}}, core::EmbeddedMinimumTable());
   EXPECT_EQ(r.results[0].finding.verdict, core::Verdict::kFail);
   EXPECT_NE(r.results[0].finding.details[0].find("symbol_error: 0 -> 17"), std::string::npos);
@@ -573,18 +608,22 @@ TEST(Cli, DcgmDiagProbeRunsOnlyWhenAskedAndGradesEveryResult) {
   fs::path dir = TempDir("dcgm");
   fs::path stub = dir / "dcgmi";
   std::ofstream(stub) << "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'dcgmi  version: 4.5.3'; exit 0; fi\n"
-                      << "cat " << clustermax::testing::Fixture("parsers/dcgmi-diag-r1-fail.json").string() << "\nexit 226\n";
+                      << "cat " << clustermax::testing::Fixture("parsers/dcgmi-diag-r1-fail.json").string()
+                      << "\nexit 226\n";
   fs::permissions(stub, fs::perms::owner_all);
   std::string env = "PATH=" + dir.string() + ":$PATH LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR;
   auto off = RunCli("audit --standalone --yes --json --check dcgm-diag-quick --out " + (dir / "r1").string(), env);
   ASSERT_EQ(off.code, 0) << off.out;
   EXPECT_EQ(JsonFrom(off.out)["results"][0]["reason"], "probe-disabled");
-  auto on = RunCli("audit --standalone --yes --json --probe dcgm-diag --check dcgm-diag-quick --out " + (dir / "r2").string(), env);
+  auto on = RunCli(
+      "audit --standalone --yes --json --probe dcgm-diag --check dcgm-diag-quick --out " + (dir / "r2").string(), env);
   ASSERT_EQ(on.code, 2) << on.out;
   json r = JsonFrom(on.out)["results"][0];
   EXPECT_EQ(r["status"], "FAIL");
   std::string details = r["details"].dump();
-  EXPECT_NE(details.find("Hardware / memory on GPU 1: A memory mismatch was detected on GPU 1 (error_id 85)"), std::string::npos) << details;
+  EXPECT_NE(details.find("Hardware / memory on GPU 1: A memory mismatch was detected on GPU 1 (error_id 85)"),
+            std::string::npos)
+      << details;
   EXPECT_NE(details.find("Deployment / pcie on GPU 1"), std::string::npos) << details;
   fs::remove_all(dir);
 }
@@ -604,11 +643,13 @@ TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
     b["manifest"]["hostname"] = host;
     b["manifest"]["role"] = role;
     b["manifest"]["started_at"] = fmt::format("2026-11-30T10:00:{:02d}Z", variant % 60);
-    if (variant % 7 == 3) b["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"}, {"content", "6.1.0-99-amd64\n"}};
+    if (variant % 7 == 3)
+      b["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"}, {"content", "6.1.0-99-amd64\n"}};
     if (variant % 11 == 5) b["files"].erase("/etc/os-release");
     // Text the JSON writer must escape (quotes, backslashes, control characters) reaches findings.
     if (variant % 5 == 2) {
-      b["files"]["/etc/os-release"]["content"] = "PRETTY_NAME=\"Debian \\\"q\\\" \\\\ \x01x\"\nID=debian\nVERSION_ID=\"12\"\n";
+      b["files"]["/etc/os-release"]["content"] =
+          "PRETTY_NAME=\"Debian \\\"q\\\" \\\\ \x01x\"\nID=debian\nVERSION_ID=\"12\"\n";
     }
     fs::path p = dir / file;
     util::WriteFileAtomic(p, b.dump());
@@ -639,7 +680,8 @@ TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
     std::string json_ref = util::JsonText(audit::ToJson(ref)), json_got;
     audit::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
     EXPECT_GT(json_ref.size(), 100000u);
-    EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size() << " bytes)";
+    EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size()
+                                      << " bytes)";
     // The streamed writer on the reference report too, and ToJson on the streamed one.
     std::string json_ref_streamed;
     audit::WriteJson(ref, [&](std::string_view p) { json_ref_streamed.append(p); });
@@ -677,7 +719,8 @@ TEST(FleetJudge, StreamingReportIsByteIdenticalToTheReferenceJudge) {
 namespace {
 class FakeSlurmLogin : public host::HostWrapper {
  public:
-  FakeSlurmLogin(host::Host& base, std::string sinfo, std::vector<std::string> lines) : HostWrapper(base), sinfo_(std::move(sinfo)), lines_(std::move(lines)) {}
+  FakeSlurmLogin(host::Host& base, std::string sinfo, std::vector<std::string> lines)
+      : HostWrapper(base), sinfo_(std::move(sinfo)), lines_(std::move(lines)) {}
   host::CommandResult Run(const host::CommandSpec& spec) override {
     if (spec.argv[0] == "sinfo") return clustermax::testing::Out(sinfo_);
     if (spec.argv[0] != "srun") return HostWrapper::Run(spec);
@@ -692,6 +735,7 @@ class FakeSlurmLogin : public host::HostWrapper {
     }
     return clustermax::testing::Out("");
   }
+
  private:
   std::string sinfo_;
   std::vector<std::string> lines_;
@@ -714,15 +758,17 @@ TEST(FleetStream, ASlurmFanOutStreamedInPiecesGivesTheReferenceReport) {
   std::string sinfo;
   std::vector<std::vector<std::string>> per_node;
   std::vector<host::Bundle> expected;  // in name order: the nodes that return a readable bundle
-  for (int i = 29; i >= 0; --i) {  // sinfo's order is not the name order
+  for (int i = 29; i >= 0; --i) {      // sinfo's order is not the name order
     std::string name = fmt::format("c{:02d}", i);
     sinfo += name + "|idle|gpu:8|none\n";
-    if (i == 11) continue;  // silent
+    if (i == 11) continue;                                 // silent
     host::Bundle b = variant(i, i == 5 ? "" : "compute");  // c05's manifest is completed by the fan-out
     auto lines = audit::BundleLines(name, b);
     if (i == 17) lines = util::FrameLines("CLUSTERMAX-BUNDLE", name, "{\"manifest\": [");
     if (i == 23) lines = util::FrameLines("CLUSTERMAX-BUNDLE", name, "z1:eJzLSM3JyVcozy/KSQEAGgQEXQ=!");  // not base64
-    if (i == 7) lines = util::FrameLines("CLUSTERMAX-BUNDLE", name, b.ToJson().dump(-1, ' ', true));  // JSON, as older nodes send it
+    if (i == 7)
+      lines =
+          util::FrameLines("CLUSTERMAX-BUNDLE", name, b.ToJson().dump(-1, ' ', true));  // JSON, as older nodes send it
     per_node.push_back(lines);
   }
   for (int i = 0; i < 30; ++i) {
@@ -785,12 +831,14 @@ TEST(FleetStream, ASlurmFanOutStreamedInPiecesGivesTheReferenceReport) {
   EXPECT_EQ(got.nodes, ref.nodes);
   std::string json_ref = util::JsonText(audit::ToJson(ref)), json_got;
   audit::WriteJson(got, [&](std::string_view p) { json_got.append(p); });
-  EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size() << " bytes)";
+  EXPECT_TRUE(json_ref == json_got) << "JSON reports differ (" << json_ref.size() << " and " << json_got.size()
+                                    << " bytes)";
   EXPECT_EQ(got.fleet["nodes_returned"], 27);
   EXPECT_EQ(got.fleet["nodes_expected"], 30);
 
   // The collecting form keeps every bundle, in name order.
   audit::FanOutResult kept = audit::FanOutThroughSlurm(login, fo);
   ASSERT_EQ(kept.bundles.size(), 27u);
-  for (size_t i = 0; i < kept.bundles.size(); ++i) EXPECT_EQ(kept.bundles[i].manifest.hostname, expected[i].manifest.hostname);
+  for (size_t i = 0; i < kept.bundles.size(); ++i)
+    EXPECT_EQ(kept.bundles[i].manifest.hostname, expected[i].manifest.hostname);
 }

@@ -96,7 +96,8 @@ core::EvidenceSet ReplayAll(const host::Bundle& b, const audit::Plan& plan) {
 }  // namespace
 
 TEST(EvidenceSchema, FieldPathsAreCheckedForShape) {
-  for (const char* ok : {"running", "gpus[].uuid", "devices[].ports[].rate", "tokens[]", "settings{}", "days{}{}", "days{}.x", "SLURM_JOB_ID"}) {
+  for (const char* ok : {"running", "gpus[].uuid", "devices[].ports[].rate", "tokens[]", "settings{}", "days{}{}",
+                         "days{}.x", "SLURM_JOB_ID"}) {
     EXPECT_EQ(core::FieldPathProblem(ok), "") << ok;
   }
   for (const char* bad : {"", ".x", "x.", "x..y", "x[", "x[]y", "x y", "_x", "x-y"}) {
@@ -183,13 +184,16 @@ TEST(EvidenceSchema, ADroppedOrRetypedDeclarationFailsOnTheRecordedBundle) {
   for (auto& f : retyped) {
     if (f.path == "release") f.type = core::FieldType::kInteger;
   }
-  EXPECT_EQ(core::CheckDeclaredFields(retyped, e.data), std::vector<std::string>{"'release' is a string, declared integer"});
+  EXPECT_EQ(core::CheckDeclaredFields(retyped, e.data),
+            std::vector<std::string>{"'release' is a string, declared integer"});
 }
 
 // The recorded Slurm answers of tests/fixtures/slurm through the Slurm collectors.
 TEST(EvidenceSchema, RecordedSlurmOutputsMatchTheDeclarations) {
   host::Bundle b;
-  auto put = [&](std::vector<std::string> argv, const std::string& file) { b.PutCommand(argv, cmt::Out(cmt::ReadFixture("slurm/" + file))); };
+  auto put = [&](std::vector<std::string> argv, const std::string& file) {
+    b.PutCommand(argv, cmt::Out(cmt::ReadFixture("slurm/" + file)));
+  };
   put({"scontrol", "show", "config"}, "scontrol-show-config.txt");
   put({"scontrol", "show", "node", "-o"}, "scontrol-show-node-o.txt");
   put({"scontrol", "show", "partition", "-o"}, "scontrol-show-partition-o.txt");
@@ -198,8 +202,9 @@ TEST(EvidenceSchema, RecordedSlurmOutputsMatchTheDeclarations) {
   put({"srun", "--mpi=list"}, "srun-mpi-list.txt");
   put({"sacct", "-X", "-n", "-S", "now-1hours", "-o", "JobID"}, "sacct-disabled.txt");
   host::ReplayHost h(b);
-  auto ev = collect::CollectEvidence(h, {"slurm.config", "slurm.nodes", "slurm.partitions", "slurm.topology", "slurm.ping", "slurm.mpi", "slurm.sacct",
-                                         "slurm.cgroup-conf"},
+  auto ev = collect::CollectEvidence(h,
+                                     {"slurm.config", "slurm.nodes", "slurm.partitions", "slurm.topology", "slurm.ping",
+                                      "slurm.mpi", "slurm.sacct", "slurm.cgroup-conf"},
                                      {});
   int checked = 0;
   for (const auto& [id, e] : ev) checked += ExpectDeclared(e, "tests/fixtures/slurm");
@@ -233,7 +238,8 @@ TEST(EvidenceSchema, JudgesReadOnlyDeclaredFields) {
     audit::NodeEvidence node = audit::ReplayNode(b, plan, {});
     audit::NodeEvidence projected = node;
     for (auto& [id, e] : projected.evidence) {
-      if (const collect::Collector* c = collect::FindCollector(id); c && e.ok()) e.data = core::ProjectDeclaredFields(c->info.fields, e.data);
+      if (const collect::Collector* c = collect::FindCollector(id); c && e.ok())
+        e.data = core::ProjectDeclaredFields(c->info.fields, e.data);
     }
     auto full = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
     auto only_declared = audit::Judge(plan, {projected}, core::EmbeddedMinimumTable());
@@ -251,8 +257,10 @@ namespace {
 // .at("x") and the ["x"] / .value("x") that follow them on a JSON value taken from evidence.
 std::set<std::string> KeyLiterals(const std::string& text) {
   std::set<std::string> out;
-  static const std::regex re(R"re((?:\[|\.value\(|\.contains\(|\.at\(|\.count\()"([A-Za-z_][A-Za-z0-9_]*)"\s*[\],)])re");
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it) out.insert((*it)[1].str());
+  static const std::regex re(
+      R"re((?:\[|\.value\(|\.contains\(|\.at\(|\.count\()"([A-Za-z_][A-Za-z0-9_]*)"\s*[\],)])re");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator(); ++it)
+    out.insert((*it)[1].str());
   return out;
 }
 
@@ -280,9 +288,11 @@ std::set<std::string> DeclaredNames(const std::vector<std::string>& ids) {
 }  // namespace
 
 TEST(EvidenceSchema, KeyLiteralsOfAJudge) {
-  EXPECT_EQ(KeyLiterals(R"(std::string running = e.data["running"]; os.data.value("codename", ""); e.data.contains("reboot_required");
+  EXPECT_EQ(
+      KeyLiterals(
+          R"(std::string running = e.data["running"]; os.data.value("codename", ""); e.data.contains("reboot_required");
                            for (const auto& p : e.data["installed"]) p.at("release"); needs.count("gpu.inventory");)"),
-            (std::set<std::string>{"running", "codename", "reboot_required", "installed", "release"}));
+      (std::set<std::string>{"running", "codename", "reboot_required", "installed", "release"}));
 }
 
 TEST(EvidenceSchema, JudgeKeyLiteralsAreDeclaredFieldsOfTheirNeeds) {
@@ -300,22 +310,30 @@ TEST(EvidenceSchema, JudgeKeyLiteralsAreDeclaredFieldsOfTheirNeeds) {
   struct FreeKey {
     std::string key, collector, path;
   };
-  const std::vector<FreeKey> free_keys = {
-      {"CoherentGPUMemoryMode", "nvidia.params", "params{}"}, {"RmProfilingAdminOnly", "nvidia.params", "params{}"},
-      {"passwordauthentication", "ssh.sshd-config", "settings{}"}, {"pubkeyauthentication", "ssh.sshd-config", "settings{}"},
-      {"NodeName", "slurm.nodes", "records[]{}"}, {"State", "slurm.nodes", "records[]{}"}, {"Reason", "slurm.nodes", "records[]{}"},
-      {"Gres", "slurm.nodes", "records[]{}"}, {"PartitionName", "slurm.partitions", "records[]{}"},
-      {"Nodes", "slurm.partitions", "records[]{}"}, {"Level", "slurm.topology", "units[]{}"},
-      {"Partitions", "slurm.nodes", "records[]{}"}, {"cpu", "probe.slurm-job", "steps{}.ran"},
-      {"gpu", "probe.slurm-job", "steps{}.ran"}, {"size", "block.devices", "disks[]{}"},
-      {"gpus", "fleet.summary", "nodes[].facts{}"}};
+  const std::vector<FreeKey> free_keys = {{"CoherentGPUMemoryMode", "nvidia.params", "params{}"},
+                                          {"RmProfilingAdminOnly", "nvidia.params", "params{}"},
+                                          {"passwordauthentication", "ssh.sshd-config", "settings{}"},
+                                          {"pubkeyauthentication", "ssh.sshd-config", "settings{}"},
+                                          {"NodeName", "slurm.nodes", "records[]{}"},
+                                          {"State", "slurm.nodes", "records[]{}"},
+                                          {"Reason", "slurm.nodes", "records[]{}"},
+                                          {"Gres", "slurm.nodes", "records[]{}"},
+                                          {"PartitionName", "slurm.partitions", "records[]{}"},
+                                          {"Nodes", "slurm.partitions", "records[]{}"},
+                                          {"Level", "slurm.topology", "units[]{}"},
+                                          {"Partitions", "slurm.nodes", "records[]{}"},
+                                          {"cpu", "probe.slurm-job", "steps{}.ran"},
+                                          {"gpu", "probe.slurm-job", "steps{}.ran"},
+                                          {"size", "block.devices", "disks[]{}"},
+                                          {"gpus", "fleet.summary", "nodes[].facts{}"}};
   std::map<std::string, const FreeKey*> free_by_key;
   for (const auto& f : free_keys) {
     free_by_key[f.key] = &f;
     const auto& fields = CollectorOf(f.collector).info.fields;
     bool declared = false;
     for (const auto& x : fields) declared |= x.path == f.path;
-    EXPECT_TRUE(declared) << f.collector << " no longer declares the free map " << f.path << " that \"" << f.key << "\" is read from";
+    EXPECT_TRUE(declared) << f.collector << " no longer declares the free map " << f.path << " that \"" << f.key
+                          << "\" is read from";
   }
   std::set<std::string> threshold_keys;
   std::vector<const json*> stack = {&core::EmbeddedThresholds().data()};
@@ -354,7 +372,9 @@ TEST(EvidenceSchema, JudgeKeyLiteralsAreDeclaredFieldsOfTheirNeeds) {
     for (const auto& key : KeyLiterals(*text)) {
       ++literals;
       if (declared.count(key) || threshold_keys.count(key)) continue;
-      if (auto f = free_by_key.find(key); f != free_by_key.end() && std::count(ids.begin(), ids.end(), f->second->collector)) continue;
+      if (auto f = free_by_key.find(key);
+          f != free_by_key.end() && std::count(ids.begin(), ids.end(), f->second->collector))
+        continue;
       ADD_FAILURE() << "src/" << file << " reads \"" << key
                     << "\", which no collector its checks need declares (a renamed or undeclared field)";
     }

@@ -37,14 +37,15 @@
 namespace clustermax::report {
 namespace {
 namespace fs = std::filesystem;
-using nlohmann::json;
 using clustermax::testing::RunShell;
+using nlohmann::json;
 
 // Node names and texts that break naive writers: quotes, backslashes, newlines, control
 // characters, invalid UTF-8, XML and label syntax.
 const std::string kWeirdNode = "gpu\"01\\x\n}{le=\"1\"} 7 <&>\x01\x1b[2J\xff\xfe end";
 using namespace std::string_literals;
-const std::string kWeirdText = "reason \"quoted\" \\ back\nnew line \x07 bell \x00 nul \xc3\x28 bad <tag>&amp; ]]> \xef\xbf\xbf"s;
+const std::string kWeirdText =
+    "reason \"quoted\" \\ back\nnew line \x07 bell \x00 nul \xc3\x28 bad <tag>&amp; ]]> \xef\xbf\xbf"s;
 
 json GoldenReport() { return json::parse(clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json")); }
 json GpuBench() { return json::parse(clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json")); }
@@ -95,7 +96,8 @@ size_t Count(const std::string& text, const std::string& needle) {
 // sample `name{label="escaped",...} value`, no series twice, valid UTF-8 only.
 void ExpectValidExposition(const std::string& text) {
   ASSERT_TRUE(util::IsValidUtf8(text));
-  static const std::regex kSample(R"re(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*")(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*")*\})? (-?[0-9.e+-]+|NaN|[+-]Inf))re");
+  static const std::regex kSample(
+      R"re(([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*")(,[a-zA-Z_][a-zA-Z0-9_]*="([^"\\\n]|\\[\\"n])*")*\})? (-?[0-9.e+-]+|NaN|[+-]Inf))re");
   std::set<std::string> helped, typed, series;
   std::string current;
   for (const auto& line : util::Split(text, '\n')) {
@@ -126,7 +128,10 @@ TEST(ExportPrometheus, LabelValuesAreEscaped) {
   EXPECT_EQ(PromEscapeLabelValue("a\\b"), "a\\\\b");
   // A newline or escape character never reaches the output raw: its visible escape, escaped again.
   EXPECT_EQ(PromEscapeLabelValue("a\nb"), "a\\\\nb");
-  EXPECT_EQ(PromEscapeLabelValue(std::string("a\x1b" "b", 3)), "a\\\\x1bb");
+  EXPECT_EQ(PromEscapeLabelValue(std::string("a\x1b"
+                                             "b",
+                                             3)),
+            "a\\\\x1bb");
   EXPECT_EQ(PromEscapeLabelValue("\xff"), "\xef\xbf\xbd");  // invalid UTF-8: U+FFFD
 }
 
@@ -146,11 +151,13 @@ TEST(ExportPrometheus, EveryCheckStatusOfTheReport) {
   EXPECT_EQ(Count(text, "\nclustermax_check_status{"), r["results"].size());
   EXPECT_EQ(Count(text, "\nclustermax_check_rollup_status{"), r["results"].size());
   EXPECT_EQ(Sample(text, "clustermax_audit_checks{status=\"FAIL\"}"), r["summary"]["fail"].get<double>());
-  EXPECT_NE(text.find("# TYPE clustermax_audit_timestamp_seconds gauge\nclustermax_audit_timestamp_seconds "), std::string::npos);
+  EXPECT_NE(text.find("# TYPE clustermax_audit_timestamp_seconds gauge\nclustermax_audit_timestamp_seconds "),
+            std::string::npos);
   // A known finding, with its labels in order.
   const json& first = r["results"][0];
-  std::string series = "clustermax_check_status{node=\"vm\",check=\"" + first["id"].get<std::string>() + "\",category=\"" +
-                       first["category"].get<std::string>() + "\",status=\"" + first["nodes"][0]["status"].get<std::string>() + "\"}";
+  std::string series = "clustermax_check_status{node=\"vm\",check=\"" + first["id"].get<std::string>() +
+                       "\",category=\"" + first["category"].get<std::string>() + "\",status=\"" +
+                       first["nodes"][0]["status"].get<std::string>() + "\"}";
   EXPECT_EQ(Sample(text, series), 1) << series;
   // Mutation: one finding FAIL -> PASS moves exactly one series from FAIL to PASS.
   size_t fails = Count(text, "status=\"FAIL\"} 1");
@@ -161,7 +168,7 @@ TEST(ExportPrometheus, EveryCheckStatusOfTheReport) {
     }
   }
   ASSERT_GT(fails, 0u) << "the recorded report has no FAIL";
-  EXPECT_EQ(Count(RenderPrometheus(r, {}), "\nclustermax_check_status{node=\"vm\"") , r["results"].size());
+  EXPECT_EQ(Count(RenderPrometheus(r, {}), "\nclustermax_check_status{node=\"vm\""), r["results"].size());
   std::string mutated = RenderPrometheus(r, {});
   EXPECT_EQ(Count(mutated, "status=\"FAIL\"} 1"), fails - 1);
 }
@@ -175,8 +182,11 @@ TEST(ExportPrometheus, HostileNodeNamesKeepTheFormat) {
   EXPECT_EQ(text.find('\x1b'), std::string::npos);
   EXPECT_EQ(text.find('\x01'), std::string::npos);
   EXPECT_EQ(Count(text, "\nclustermax_check_status{"), 2 * r["results"].size());
-  EXPECT_EQ(Count(text, "\nclustermax_check_status{node=\"gpu\\\"01\\\\x\\\\n}{le=\\\"1\\\"} 7 <&>\\\\x01\\\\x1b[2J\xef\xbf\xbd\xef\xbf\xbd end\""),
-            r["results"].size())
+  EXPECT_EQ(
+      Count(
+          text,
+          "\nclustermax_check_status{node=\"gpu\\\"01\\\\x\\\\n}{le=\\\"1\\\"} 7 <&>\\\\x01\\\\x1b[2J\xef\xbf\xbd\xef\xbf\xbd end\""),
+      r["results"].size())
       << text.substr(0, 2000);
 }
 
@@ -194,8 +204,12 @@ TEST(ExportPrometheus, EveryBenchmarkFigureInBaseUnits) {
   std::string text = RenderPrometheus(nullptr, {bench});
   ExpectValidExposition(text);
   // gpu.gemm.fp64 is 59.54 TFLOPS on the slowest GPU.
-  EXPECT_DOUBLE_EQ(Sample(text, "clustermax_bench_grade_flops{node=\"" + bench["host"].get<std::string>() + "\",suite=\"gpu\",metric=\"gpu.gemm.fp64\"}"), 59.54e12);
-  EXPECT_EQ(Sample(text, "clustermax_bench_grade_status{node=\"" + bench["host"].get<std::string>() + "\",suite=\"gpu\",metric=\"gpu.gemm.fp64\",status=\"PASS\"}"), 1);
+  EXPECT_DOUBLE_EQ(Sample(text, "clustermax_bench_grade_flops{node=\"" + bench["host"].get<std::string>() +
+                                    "\",suite=\"gpu\",metric=\"gpu.gemm.fp64\"}"),
+                   59.54e12);
+  EXPECT_EQ(Sample(text, "clustermax_bench_grade_status{node=\"" + bench["host"].get<std::string>() +
+                             "\",suite=\"gpu\",metric=\"gpu.gemm.fp64\",status=\"PASS\"}"),
+            1);
   EXPECT_NE(text.find("clustermax_bench_grade_pass_threshold_flops{"), std::string::npos);
   EXPECT_NE(text.find("clustermax_gpu_bench_flops{"), std::string::npos);
   EXPECT_EQ(text.find("TFLOPS\""), std::string::npos) << "a unit label where the name has the unit";
@@ -204,27 +218,65 @@ TEST(ExportPrometheus, EveryBenchmarkFigureInBaseUnits) {
   EXPECT_EQ(Count(text, "\nclustermax_bench_grade_status{"), bench["grades"].size());
   size_t values = 0;
   for (const auto& line : util::Split(text, '\n')) {
-    if (line.rfind("clustermax_bench_grade_", 0) == 0 && line.find("_threshold") == std::string::npos && line.find("_status{") == std::string::npos) ++values;
+    if (line.rfind("clustermax_bench_grade_", 0) == 0 && line.find("_threshold") == std::string::npos &&
+        line.find("_status{") == std::string::npos)
+      ++values;
   }
   EXPECT_EQ(values, graded);
 
-  json storage = {{"kind", "clustermax.bench.storage"}, {"host", "n1"}, {"started", "2026-11-30T05:00:00Z"}, {"seconds", 60}, {"verdict", "PASS"},
-                  {"workloads", json::array({{{"id", "seq-read-1m-direct"}, {"bw_bytes_per_s", 6.5e9}, {"iops", 6200},
-                                              {"latency", {{"p50_us", 1200}, {"p99_us", 2500}}}}})},
-                  {"checkpoint", {{"write_gbps_mean", 2.5}, {"read_gbps_mean", 5.0}}},
-                  {"metadata", {{"phases", json::array({{{"id", "create"}, {"ops_per_s", 12000.0}, {"latency", {{"p50_us", 80}}}}})}}},
-                  {"grades", json::array({{{"metric", "storage.small-file-open"}, {"unit", "ms"}, {"value", 1.5}, {"pass", 2}, {"warn", 5}, {"verdict", "PASS"}}})}};
+  json storage = {
+      {"kind", "clustermax.bench.storage"},
+      {"host", "n1"},
+      {"started", "2026-11-30T05:00:00Z"},
+      {"seconds", 60},
+      {"verdict", "PASS"},
+      {"workloads", json::array({{{"id", "seq-read-1m-direct"},
+                                  {"bw_bytes_per_s", 6.5e9},
+                                  {"iops", 6200},
+                                  {"latency", {{"p50_us", 1200}, {"p99_us", 2500}}}}})},
+      {"checkpoint", {{"write_gbps_mean", 2.5}, {"read_gbps_mean", 5.0}}},
+      {"metadata",
+       {{"phases", json::array({{{"id", "create"}, {"ops_per_s", 12000.0}, {"latency", {{"p50_us", 80}}}}})}}},
+      {"grades", json::array({{{"metric", "storage.small-file-open"},
+                               {"unit", "ms"},
+                               {"value", 1.5},
+                               {"pass", 2},
+                               {"warn", 5},
+                               {"verdict", "PASS"}}})}};
   std::string st = RenderPrometheus(nullptr, {storage});
   ExpectValidExposition(st);
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_storage_workload_throughput_bytes_per_second{node=\"n1\",suite=\"storage\",workload=\"seq-read-1m-direct\"}"), 6.5e9)
+  EXPECT_DOUBLE_EQ(
+      Sample(
+          st,
+          "clustermax_storage_workload_throughput_bytes_per_second{node=\"n1\",suite=\"storage\",workload=\"seq-read-1m-direct\"}"),
+      6.5e9)
       << st;
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_storage_workload_operations_per_second{node=\"n1\",suite=\"storage\",workload=\"seq-read-1m-direct\"}"), 6200);
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_storage_workload_latency_seconds{node=\"n1\",suite=\"storage\",workload=\"seq-read-1m-direct\",quantile=\"0.99\"}"),
-                   2500e-6);
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_storage_checkpoint_throughput_bytes_per_second{node=\"n1\",suite=\"storage\",direction=\"read\"}"), 5e9);
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_storage_metadata_operations_per_second{node=\"n1\",suite=\"storage\",phase=\"create\"}"), 12000);
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_bench_grade_seconds{node=\"n1\",suite=\"storage\",metric=\"storage.small-file-open\"}"), 1.5e-3);
-  EXPECT_DOUBLE_EQ(Sample(st, "clustermax_bench_grade_warn_threshold_seconds{node=\"n1\",suite=\"storage\",metric=\"storage.small-file-open\"}"), 5e-3);
+  EXPECT_DOUBLE_EQ(
+      Sample(
+          st,
+          "clustermax_storage_workload_operations_per_second{node=\"n1\",suite=\"storage\",workload=\"seq-read-1m-direct\"}"),
+      6200);
+  EXPECT_DOUBLE_EQ(
+      Sample(
+          st,
+          "clustermax_storage_workload_latency_seconds{node=\"n1\",suite=\"storage\",workload=\"seq-read-1m-direct\",quantile=\"0.99\"}"),
+      2500e-6);
+  EXPECT_DOUBLE_EQ(
+      Sample(
+          st,
+          "clustermax_storage_checkpoint_throughput_bytes_per_second{node=\"n1\",suite=\"storage\",direction=\"read\"}"),
+      5e9);
+  EXPECT_DOUBLE_EQ(
+      Sample(st, "clustermax_storage_metadata_operations_per_second{node=\"n1\",suite=\"storage\",phase=\"create\"}"),
+      12000);
+  EXPECT_DOUBLE_EQ(
+      Sample(st, "clustermax_bench_grade_seconds{node=\"n1\",suite=\"storage\",metric=\"storage.small-file-open\"}"),
+      1.5e-3);
+  EXPECT_DOUBLE_EQ(
+      Sample(
+          st,
+          "clustermax_bench_grade_warn_threshold_seconds{node=\"n1\",suite=\"storage\",metric=\"storage.small-file-open\"}"),
+      5e-3);
   // Without the detail (serve), only graded figures.
   PromOptions o;
   o.bench_detail = false;
@@ -242,19 +294,27 @@ TEST(ExportPrometheus, NodeSeriesAreBoundedNonPassFirst) {
   ExpectValidExposition(text);
   EXPECT_EQ(Count(text, "\nclustermax_check_status{"), 10u);
   for (const auto& line : util::Split(text, '\n')) {
-    if (line.rfind("clustermax_check_status{", 0) == 0) EXPECT_EQ(line.find("status=\"PASS\""), std::string::npos) << "a PASS row kept before the others: " << line;
+    if (line.rfind("clustermax_check_status{", 0) == 0)
+      EXPECT_EQ(line.find("status=\"PASS\""), std::string::npos) << "a PASS row kept before the others: " << line;
   }
   EXPECT_EQ(Sample(text, "clustermax_export_node_series_omitted"), 2.0 * r["results"].size() - 10);
 }
 
 TEST(ExportPrometheus, StoreMetricsCarryProviderAndCluster) {
-  json run = {{"id", 3}, {"provider", "Example \"Cloud\""}, {"cluster", "h200-lab"}, {"kind", "run"},
+  json run = {{"id", 3},
+              {"provider", "Example \"Cloud\""},
+              {"cluster", "h200-lab"},
+              {"kind", "run"},
               {"documents", {{"report.json", GoldenReport()}, {"bench/gpu.json", GpuBench()}}}};
-  json rating = {{"id", 4}, {"provider", "Example \"Cloud\""}, {"cluster", "h200-lab"}, {"kind", "rating"}, {"tier", "GOLD"}, {"summary", {{"score", 0.81}}}};
+  json rating = {{"id", 4},        {"provider", "Example \"Cloud\""}, {"cluster", "h200-lab"}, {"kind", "rating"},
+                 {"tier", "GOLD"}, {"summary", {{"score", 0.81}}}};
   std::string text = web::MetricsFromRuns(json::array({run}), json::array({rating}), 2);
   ExpectValidExposition(text);
-  EXPECT_NE(text.find("clustermax_check_status{provider=\"Example \\\"Cloud\\\"\",cluster=\"h200-lab\",node=\"vm\","), std::string::npos);
-  EXPECT_NE(text.find("clustermax_rating_tier{provider=\"Example \\\"Cloud\\\"\",cluster=\"h200-lab\",tier=\"GOLD\"} 1\n"), std::string::npos);
+  EXPECT_NE(text.find("clustermax_check_status{provider=\"Example \\\"Cloud\\\"\",cluster=\"h200-lab\",node=\"vm\","),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("clustermax_rating_tier{provider=\"Example \\\"Cloud\\\"\",cluster=\"h200-lab\",tier=\"GOLD\"} 1\n"),
+      std::string::npos);
   EXPECT_EQ(Sample(text, "clustermax_store_runs"), 2);
   EXPECT_EQ(text.find("clustermax_gpu_bench_flops"), std::string::npos) << "serve exports graded figures only";
   EXPECT_NE(text.find("clustermax_bench_grade_flops{provider="), std::string::npos);
@@ -279,7 +339,8 @@ JUnitCounts ParseJUnit(const std::string& xml) {
       ++tests;
       failures += !tc.child("failure").empty();
       skipped += !tc.child("skipped").empty();
-      for (auto p : tc.child("properties").children("property")) c.warn_props += std::string(p.attribute("value").value()) == "WARN";
+      for (auto p : tc.child("properties").children("property"))
+        c.warn_props += std::string(p.attribute("value").value()) == "WARN";
     }
     EXPECT_EQ(s.attribute("tests").as_ullong(), tests);
     EXPECT_EQ(s.attribute("failures").as_ullong(), failures);
@@ -328,7 +389,8 @@ TEST(ExportJUnit, HostileTextIsWellFormedXml) {
   EXPECT_EQ(c.failures, CountStatus(r, "FAIL"));
   pugi::xml_document doc;
   doc.load_string(xml.c_str());
-  std::string second = doc.child("testsuites").find_child_by_attribute("testsuite", "id", "1").attribute("name").value();
+  std::string second =
+      doc.child("testsuites").find_child_by_attribute("testsuite", "id", "1").attribute("name").value();
   EXPECT_EQ(second, util::EscapeControls(kWeirdNode));
 }
 
@@ -381,14 +443,25 @@ TEST(ExportSarif, HostileTextIsValidJson) {
 // Documents of the wrong shape (as the store or a hand-edited run directory may hold) are rendered
 // as far as they go, never thrown on (serve's /metrics renders whatever the store holds).
 TEST(ExportShapes, WrongTypesNeverThrow) {
-  std::vector<json> docs = {nullptr, 1, "text", json::array({1, "x"}), json::object(),
-                            {{"results", "x"}, {"nodes", 3}, {"tool", "t"}, {"summary", json::array()}},
-                            {{"results", json::array({1, "x", nullptr, {{"id", 5}, {"nodes", "n"}, {"critical", "yes"}}})}},
-                            {{"results", json::array({{{"id", "a"}, {"nodes", json::array({1, {{"node", 7}, {"status", 3}, {"details", "d"}}})}}})}},
-                            {{"kind", "clustermax.bench.storage"}, {"grades", json::array({1, {{"metric", 2}, {"value", "v"}}})},
-                             {"workloads", json::array({1, {{"latency", 5}}})}, {"checkpoint", 1}, {"metadata", {{"phases", 1}}}},
-                            {{"kind", "clustermax.bench.gpu"}, {"suites", {{"gemm", {{"items", json::array({1, {{"gpus", json::array({1, {{"status", "ok"}, {"time_ms", 1}}})}}})}}}}}},
-                            {{"kind", "clustermax.bench.s3"}, {"transfers", 1}, {"requests", json::array()}}};
+  std::vector<json> docs = {
+      nullptr,
+      1,
+      "text",
+      json::array({1, "x"}),
+      json::object(),
+      {{"results", "x"}, {"nodes", 3}, {"tool", "t"}, {"summary", json::array()}},
+      {{"results", json::array({1, "x", nullptr, {{"id", 5}, {"nodes", "n"}, {"critical", "yes"}}})}},
+      {{"results",
+        json::array({{{"id", "a"}, {"nodes", json::array({1, {{"node", 7}, {"status", 3}, {"details", "d"}}})}}})}},
+      {{"kind", "clustermax.bench.storage"},
+       {"grades", json::array({1, {{"metric", 2}, {"value", "v"}}})},
+       {"workloads", json::array({1, {{"latency", 5}}})},
+       {"checkpoint", 1},
+       {"metadata", {{"phases", 1}}}},
+      {{"kind", "clustermax.bench.gpu"},
+       {"suites",
+        {{"gemm", {{"items", json::array({1, {{"gpus", json::array({1, {{"status", "ok"}, {"time_ms", 1}}})}}})}}}}}},
+      {{"kind", "clustermax.bench.s3"}, {"transfers", 1}, {"requests", json::array()}}};
   for (const auto& d : docs) {
     EXPECT_NO_THROW({
       std::string prom = RenderPrometheus(d, {d});
@@ -396,7 +469,9 @@ TEST(ExportShapes, WrongTypesNeverThrow) {
     }) << d.dump();
     EXPECT_NO_THROW(RenderJUnit(d)) << d.dump();
     EXPECT_NO_THROW(ToSarif(d, &checks::DefaultRegistry())) << d.dump();
-    EXPECT_NO_THROW(web::MetricsFromRuns(json::array({{{"documents", {{"report.json", d}, {"bench/x.json", d}}}}}), json::array({d}), 1)) << d.dump();
+    EXPECT_NO_THROW(web::MetricsFromRuns(json::array({{{"documents", {{"report.json", d}, {"bench/x.json", d}}}}}),
+                                         json::array({d}), 1))
+        << d.dump();
   }
 }
 
@@ -413,7 +488,8 @@ fs::path Scratch(const std::string& name) {
 fs::path MakeRun(const fs::path& d, const json& report) {
   fs::create_directories(d / "run" / "bench");
   std::ofstream(d / "run" / "report.json") << util::JsonText(report);
-  std::ofstream(d / "run" / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
+  std::ofstream(d / "run" / "bench" / "gpu.json")
+      << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
   return d / "run";
 }
 
@@ -428,7 +504,8 @@ TEST(ExportTools, TextfileIsAtomicAndReadable) {
   auto bad = RunShell(cli + " export " + run.string() + " --textfile " + (d / "clustermax.txt").string());
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find(".prom"), std::string::npos) << bad.out;
-  auto ok = RunShell(cli + " export " + run.string() + " --textfile " + (d / "clustermax.prom").string() + " >/dev/null");
+  auto ok =
+      RunShell(cli + " export " + run.string() + " --textfile " + (d / "clustermax.prom").string() + " >/dev/null");
   ASSERT_EQ(ok.code, 0) << ok.out;
   struct stat st {};
   ASSERT_EQ(::stat((d / "clustermax.prom").c_str(), &st), 0);
@@ -441,7 +518,8 @@ TEST(ExportTools, TextfileIsAtomicAndReadable) {
 }
 
 TEST(ExportTools, PromtoolAcceptsTheOutput) {
-  if (!Have("promtool")) GTEST_SKIP() << "promtool is not installed (Debian package prometheus; scripts/install-deps.sh installs it)";
+  if (!Have("promtool"))
+    GTEST_SKIP() << "promtool is not installed (Debian package prometheus; scripts/install-deps.sh installs it)";
   fs::path d = Scratch("promtool");
   fs::path run = MakeRun(d, HostileReport());
   std::string cli = CLUSTERMAX_BINARY;
@@ -459,14 +537,18 @@ TEST(ExportTools, PromtoolAcceptsTheOutput) {
   auto audit = RunShell(replay + "--format prometheus > " + (d / "audit.prom").string() + " 2>/dev/null");
   ASSERT_EQ(audit.code, 0) << audit.out;
   std::string prom = util::ReadLocalFile(d / "audit.prom").value_or("");
-  EXPECT_NE(prom.find("clustermax_check_status{node=\"gpu\\\"01\\\\x\\\\n}{le=\\\"1\\\"} 7 <&>\\\\x01\\\\x1b[2J \\\\u202e end\",check="),
-            std::string::npos) << prom.substr(0, 3000);
+  EXPECT_NE(
+      prom.find(
+          "clustermax_check_status{node=\"gpu\\\"01\\\\x\\\\n}{le=\\\"1\\\"} 7 <&>\\\\x01\\\\x1b[2J \\\\u202e end\",check="),
+      std::string::npos)
+      << prom.substr(0, 3000);
   auto check_audit = RunShell("promtool check metrics < " + (d / "audit.prom").string());
   EXPECT_EQ(check_audit.code, 0) << check_audit.out;
   auto junit = RunShell(replay + "--format junit 2>/dev/null");
   pugi::xml_document doc;
   EXPECT_TRUE(doc.load_string(junit.out.c_str())) << junit.out.substr(0, 2000);
-  EXPECT_EQ(std::string(doc.child("testsuites").child("testsuite").attribute("name").value()), "gpu\"01\\x\\n}{le=\"1\"} 7 <&>\\x01\\x1b[2J \\u202e end");
+  EXPECT_EQ(std::string(doc.child("testsuites").child("testsuite").attribute("name").value()),
+            "gpu\"01\\x\\n}{le=\"1\"} 7 <&>\\x01\\x1b[2J \\u202e end");
   fs::remove_all(d);
 }
 
@@ -512,13 +594,16 @@ TEST(ExportTools, JUnitParserReadsTheReport) {
 TEST(ExportTools, SarifValidatesAgainstTheOfficialSchema) {
   fs::path ajv = Consumers() / "node_modules" / ".bin" / "ajv";
   fs::path schema = Consumers() / "sarif-schema-2.1.0.json";
-  if (!fs::exists(ajv) || !fs::exists(schema)) GTEST_SKIP() << "ajv-cli or the SARIF schema is missing: run scripts/export-consumers.sh install";
+  if (!fs::exists(ajv) || !fs::exists(schema))
+    GTEST_SKIP() << "ajv-cli or the SARIF schema is missing: run scripts/export-consumers.sh install";
   fs::path d = Scratch("sarif");
   json r = HostileReport();
   fs::path run = MakeRun(d, r);
   std::string cli = CLUSTERMAX_BINARY;
-  ASSERT_EQ(RunShell(cli + " export " + run.string() + " --format sarif -o " + (d / "audit.sarif.json").string()).code, 0);
-  std::string validate = ajv.string() + " validate --spec=draft7 --strict=false -c ajv-formats -s " + schema.string() + " -d ";
+  ASSERT_EQ(RunShell(cli + " export " + run.string() + " --format sarif -o " + (d / "audit.sarif.json").string()).code,
+            0);
+  std::string validate =
+      ajv.string() + " validate --spec=draft7 --strict=false -c ajv-formats -s " + schema.string() + " -d ";
   auto ok = RunShell("cd " + Consumers().string() + " && " + validate + (d / "audit.sarif.json").string());
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("valid"), std::string::npos) << ok.out;
@@ -541,7 +626,9 @@ int FreePort() {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof a;
   int port = 0;
-  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&a), len) == 0 && getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0) port = ntohs(a.sin_port);
+  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
   if (s >= 0) close(s);
   return port;
 }
@@ -588,43 +675,51 @@ std::string PollUntil(const std::string& cmd, const std::function<bool(const std
 // node_exporter's textfile collector (the consumer --textfile is for) reads the file without error
 // and serves the finding.
 TEST(ExportTools, NodeExporterReadsTheTextfile) {
-  if (!Have("prometheus-node-exporter")) GTEST_SKIP() << "prometheus-node-exporter is not installed (scripts/install-deps.sh installs it)";
+  if (!Have("prometheus-node-exporter"))
+    GTEST_SKIP() << "prometheus-node-exporter is not installed (scripts/install-deps.sh installs it)";
   fs::path d = Scratch("textfile-collector");
   json r = HostileReport();
   fs::path run = MakeRun(d, r);
   fs::create_directories(d / "textfile");
   std::string cli = CLUSTERMAX_BINARY;
-  auto out = RunShell(cli + " export " + run.string() + " --textfile " + (d / "textfile" / "clustermax.prom").string() + " >/dev/null");
+  auto out = RunShell(cli + " export " + run.string() + " --textfile " + (d / "textfile" / "clustermax.prom").string() +
+                      " >/dev/null");
   ASSERT_EQ(out.code, 0) << out.out;
   int port = scrape::FreePort();
   scrape::Child ne({"prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
-                    "--collector.textfile.directory=" + (d / "textfile").string(), "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+                    "--collector.textfile.directory=" + (d / "textfile").string(),
+                    "--web.listen-address=127.0.0.1:" + std::to_string(port)},
                    d / "node-exporter.log");
-  std::string metrics = scrape::PollUntil("curl -s --max-time 2 http://127.0.0.1:" + std::to_string(port) + "/metrics",
-                                          [](const std::string& o) { return o.find("node_textfile_scrape_error") != std::string::npos; }, 15);
-  EXPECT_NE(metrics.find("\nnode_textfile_scrape_error 0\n"), std::string::npos) << metrics.substr(0, 3000)
-      << util::ReadLocalFile(d / "node-exporter.log").value_or("");
+  std::string metrics = scrape::PollUntil(
+      "curl -s --max-time 2 http://127.0.0.1:" + std::to_string(port) + "/metrics",
+      [](const std::string& o) { return o.find("node_textfile_scrape_error") != std::string::npos; }, 15);
+  EXPECT_NE(metrics.find("\nnode_textfile_scrape_error 0\n"), std::string::npos)
+      << metrics.substr(0, 3000) << util::ReadLocalFile(d / "node-exporter.log").value_or("");
   // node_exporter sorts the labels by name.
   std::string failing;
   for (const auto& res : r["results"]) {
     if (res["nodes"][0]["status"] == "FAIL") failing = res["id"].get<std::string>();
   }
   ASSERT_FALSE(failing.empty());
-  EXPECT_NE(metrics.find("clustermax_check_status{category=\"" + r["results"][0]["category"].get<std::string>()), std::string::npos);
-  EXPECT_NE(metrics.find("check=\"" + failing + "\",node=\"gpu-node-01\",status=\"FAIL\"} 1\n"), std::string::npos) << metrics.substr(0, 3000);
+  EXPECT_NE(metrics.find("clustermax_check_status{category=\"" + r["results"][0]["category"].get<std::string>()),
+            std::string::npos);
+  EXPECT_NE(metrics.find("check=\"" + failing + "\",node=\"gpu-node-01\",status=\"FAIL\"} 1\n"), std::string::npos)
+      << metrics.substr(0, 3000);
   EXPECT_NE(metrics.find("clustermax_bench_grade_flops{metric=\"gpu.gemm.fp64\""), std::string::npos);
   fs::remove_all(d);
 }
 
 // A real Prometheus scrapes `clustermax serve` and answers a query for one finding.
 TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
-  if (!Have("prometheus")) GTEST_SKIP() << "prometheus is not installed (Debian package prometheus; scripts/install-deps.sh installs it)";
+  if (!Have("prometheus"))
+    GTEST_SKIP() << "prometheus is not installed (Debian package prometheus; scripts/install-deps.sh installs it)";
   fs::path d = Scratch("scrape");
   json r = GoldenReport();
   fs::path run = MakeRun(d, r);
   std::string cli = CLUSTERMAX_BINARY;
   fs::path db = d / "r.db";
-  auto ingest = RunShell(cli + " db --db " + db.string() + " ingest --provider 'Example \"Cloud\"' --cluster h200-lab " + run.string());
+  auto ingest = RunShell(cli + " db --db " + db.string() +
+                         " ingest --provider 'Example \"Cloud\"' --cluster h200-lab " + run.string());
   ASSERT_EQ(ingest.code, 0) << ingest.out;
   std::string failing;
   for (const auto& res : r["results"]) {
@@ -637,11 +732,14 @@ TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
 
   int serve_port = scrape::FreePort();
   std::string serve_url = "http://127.0.0.1:" + std::to_string(serve_port);
-  scrape::Child serve({cli, "serve", "--db", db.string(), "--listen", "127.0.0.1:" + std::to_string(serve_port)}, d / "serve.log");
-  std::string health = scrape::PollUntil("curl -s --max-time 2 -w ' %{http_code}' " + serve_url + "/healthz",
-                                         [](const std::string& o) { return o == "ok\n 200"; }, 10);
+  scrape::Child serve({cli, "serve", "--db", db.string(), "--listen", "127.0.0.1:" + std::to_string(serve_port)},
+                      d / "serve.log");
+  std::string health = scrape::PollUntil(
+      "curl -s --max-time 2 -w ' %{http_code}' " + serve_url + "/healthz",
+      [](const std::string& o) { return o == "ok\n 200"; }, 10);
   ASSERT_EQ(health, "ok\n 200") << util::ReadLocalFile(d / "serve.log").value_or("");
-  auto metrics = RunShell("curl -s --max-time 5 -D " + (d / "headers").string() + " " + serve_url + "/metrics > " + (d / "served.prom").string());
+  auto metrics = RunShell("curl -s --max-time 5 -D " + (d / "headers").string() + " " + serve_url + "/metrics > " +
+                          (d / "served.prom").string());
   ASSERT_EQ(metrics.code, 0);
   EXPECT_NE(util::ReadLocalFile(d / "headers").value_or("").find("text/plain; version=0.0.4"), std::string::npos);
   ExpectValidExposition(*util::ReadLocalFile(d / "served.prom"));
@@ -655,13 +753,18 @@ TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
   std::ofstream(d / "prometheus.yml") << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
                                          "  - job_name: clustermax\n    static_configs:\n      - targets: ['127.0.0.1:"
                                       << serve_port << "']\n";
-  scrape::Child prom({"prometheus", "--config.file=" + (d / "prometheus.yml").string(), "--storage.tsdb.path=" + (d / "tsdb").string(),
-                      "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                     d / "prometheus.log");
+  scrape::Child prom(
+      {"prometheus", "--config.file=" + (d / "prometheus.yml").string(), "--storage.tsdb.path=" + (d / "tsdb").string(),
+       "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+      d / "prometheus.log");
   std::string query = "clustermax_check_status{check=\"" + failing + "\",status=\"FAIL\"}";
-  std::string cmd = "curl -s --max-time 2 -G " + prom_url + "/api/v1/query --data-urlencode " + util::ShellQuote("query=" + query);
-  std::string answer = scrape::PollUntil(cmd, [](const std::string& o) { return o.find("\"result\":[{") != std::string::npos; }, 30);
-  ASSERT_NE(answer.find("\"result\":[{"), std::string::npos) << answer << "\n" << util::ReadLocalFile(d / "prometheus.log").value_or("").substr(0, 3000);
+  std::string cmd =
+      "curl -s --max-time 2 -G " + prom_url + "/api/v1/query --data-urlencode " + util::ShellQuote("query=" + query);
+  std::string answer = scrape::PollUntil(
+      cmd, [](const std::string& o) { return o.find("\"result\":[{") != std::string::npos; }, 30);
+  ASSERT_NE(answer.find("\"result\":[{"), std::string::npos)
+      << answer << "\n"
+      << util::ReadLocalFile(d / "prometheus.log").value_or("").substr(0, 3000);
   json a = json::parse(answer);
   ASSERT_EQ(a["data"]["result"].size(), 1u) << answer;
   const json& series = a["data"]["result"][0];
@@ -672,7 +775,8 @@ TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
   EXPECT_EQ(series["value"][1].get<std::string>(), "1");
   // The roll-up count of FAILs from the same scrape.
   std::string count = RunShell("curl -s --max-time 2 -G " + prom_url + "/api/v1/query --data-urlencode " +
-                               util::ShellQuote("query=clustermax_audit_checks{status=\"FAIL\"}")).out;
+                               util::ShellQuote("query=clustermax_audit_checks{status=\"FAIL\"}"))
+                          .out;
   EXPECT_NE(count.find("\"" + std::to_string(r["summary"]["fail"].get<int>()) + "\"]"), std::string::npos) << count;
 
   // /healthz is 503 once the store cannot be opened.

@@ -25,16 +25,20 @@ FileResult FaultHost::ReadFile(const std::string& path, size_t max_bytes) {
   auto f = PathFault(path);
   if (!f) return target().ReadFile(path, max_bytes);
   switch (*f) {
-    case Fault::kTimeout: return {IoStatus::kTimeout, "", false, "injected: read timed out"};
-    case Fault::kPermissionDenied: return {IoStatus::kPermissionDenied, "", false, "injected: Permission denied"};
-    case Fault::kNotFound: return {IoStatus::kNotFound, "", false, "injected: No such file or directory"};
+    case Fault::kTimeout:
+      return {IoStatus::kTimeout, "", false, "injected: read timed out"};
+    case Fault::kPermissionDenied:
+      return {IoStatus::kPermissionDenied, "", false, "injected: Permission denied"};
+    case Fault::kNotFound:
+      return {IoStatus::kNotFound, "", false, "injected: No such file or directory"};
     case Fault::kTruncate: {
       FileResult r = target().ReadFile(path, max_bytes);
       r.content.resize(r.content.size() / 2);
       r.truncated = true;
       return r;
     }
-    case Fault::kGarbage: return {IoStatus::kOk, kGarbage, false, ""};
+    case Fault::kGarbage:
+      return {IoStatus::kOk, kGarbage, false, ""};
   }
   return target().ReadFile(path, max_bytes);
 }
@@ -43,8 +47,9 @@ DirResult FaultHost::ListDir(const std::string& path) {
   auto f = PathFault(path);
   if (!f || *f == Fault::kTruncate || *f == Fault::kGarbage) return target().ListDir(path);
   DirResult r;
-  r.status = *f == Fault::kTimeout ? IoStatus::kTimeout
-                                   : (*f == Fault::kPermissionDenied ? IoStatus::kPermissionDenied : IoStatus::kNotFound);
+  r.status = *f == Fault::kTimeout
+                 ? IoStatus::kTimeout
+                 : (*f == Fault::kPermissionDenied ? IoStatus::kPermissionDenied : IoStatus::kNotFound);
   r.error = "injected fault";
   return r;
 }

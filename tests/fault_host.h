@@ -19,7 +19,9 @@ class FaultHost : public HostWrapper {
   void FailCommand(std::string argv0, Fault f) { command_faults_.emplace_back(std::move(argv0), f); }
   void FailNvml(Fault f) { nvml_fault_ = f; }
   FileResult ReadFile(const std::string& path, size_t max_bytes) override;
-  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override { return ReadFile(path, max_bytes); }
+  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override {
+    return ReadFile(path, max_bytes);
+  }
   DirResult ListDir(const std::string& path) override;
   CommandResult Run(const CommandSpec& spec) override;
   WhichResult Which(const std::string& name) override;

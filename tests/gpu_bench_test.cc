@@ -96,7 +96,8 @@ TEST(GpuPlan, MamfSweepsAndRefinement) {
   // Stage 2: the best 6 of stage 1 and the 27 neighbours of the best (one is the best itself).
   json rows = json::array();
   for (int i = 0; i < 10; ++i) {
-    rows.push_back({{"precision", "bf16"}, {"m", 1024 * (i + 1)}, {"n", 4096}, {"k", 8192}, {"tflops_mean", 500.0 + i}});
+    rows.push_back(
+        {{"precision", "bf16"}, {"m", 1024 * (i + 1)}, {"n", 4096}, {"k", 8192}, {"tflops_mean", 500.0 + i}});
   }
   rows.push_back({{"precision", "fp8"}, {"m", 1}, {"n", 1}, {"k", 1}, {"tflops_mean", 9999.0}});
   json r = PlanMamfRefine(rows, "bf16", Hopper());
@@ -203,7 +204,8 @@ TEST(GpuCheck, PoisonLeftInTheOutputAndWrongValuesFail) {
   EXPECT_GT(d["diff"].get<double>(), 0.0);
   EXPECT_LT(d["diff"].get<double>(), 1e-3);
   // Nothing checked is never a pass.
-  EXPECT_FALSE(JudgeSamples({{"got", json::array()}, {"ref", json::array()}, {"absref", json::array()}}, "bf16")["ok"].get<bool>());
+  EXPECT_FALSE(JudgeSamples({{"got", json::array()}, {"ref", json::array()}, {"absref", json::array()}}, "bf16")["ok"]
+                   .get<bool>());
 }
 
 TEST(GpuCheck, Statistics) {
@@ -220,11 +222,14 @@ TEST(GpuCheck, Statistics) {
 
 TEST(GpuAnalyze, HelperLinesBecomeFigures) {
   json item = {{"id", "g"}, {"kind", "gemm"}, {"dtype", "bf16"}, {"flops", 2e12}, {"bytes", 1e9}};
-  json line = {{"type", "result"}, {"id", "g"}, {"times_ms", {2.0, 4.0, 2.0}},
-               {"samples", {{"got", {1.0}}, {"ref", {1.0}}, {"absref", {1.0}}}}, {"wall_s", 0.5}};
+  json line = {{"type", "result"},
+               {"id", "g"},
+               {"times_ms", {2.0, 4.0, 2.0}},
+               {"samples", {{"got", {1.0}}, {"ref", {1.0}}, {"absref", {1.0}}}},
+               {"wall_s", 0.5}};
   json r = AnalyzeGpuItem(item, line);
   EXPECT_EQ(r["status"], "ok");
-  EXPECT_DOUBLE_EQ(r["tflops"].get<double>(), 1000);     // median 2 ms
+  EXPECT_DOUBLE_EQ(r["tflops"].get<double>(), 1000);      // median 2 ms
   EXPECT_DOUBLE_EQ(r["tflops_max"].get<double>(), 1000);  // min 2 ms
   EXPECT_DOUBLE_EQ(r["tflops_mean"].get<double>(), 750);  // mean 8/3 ms
   EXPECT_DOUBLE_EQ(r["gbps"].get<double>(), 500);
@@ -274,14 +279,14 @@ std::string VerdictOf(const json& grades, const std::string& id) {
 TEST(GpuGrade, RecordedH200Run) {
   json r = H200Result();
   json grades = GradeGpu(r);
-  EXPECT_EQ(VerdictOf(grades, "gpu.gemm.bf16"), "PASS");    // 677 of 989 TFLOPS, bar 0.60
-  EXPECT_EQ(VerdictOf(grades, "gpu.mamf.bf16"), "PASS");    // 790 of the published 794
-  EXPECT_EQ(VerdictOf(grades, "gpu.mamf.fp8"), "WARN");     // 1296 of the published 1453
-  EXPECT_EQ(VerdictOf(grades, "gpu.grouped.bf16"), "FAIL"); // cublas grouped at ~350 TFLOPS
+  EXPECT_EQ(VerdictOf(grades, "gpu.gemm.bf16"), "PASS");     // 677 of 989 TFLOPS, bar 0.60
+  EXPECT_EQ(VerdictOf(grades, "gpu.mamf.bf16"), "PASS");     // 790 of the published 794
+  EXPECT_EQ(VerdictOf(grades, "gpu.mamf.fp8"), "WARN");      // 1296 of the published 1453
+  EXPECT_EQ(VerdictOf(grades, "gpu.grouped.bf16"), "FAIL");  // cublas grouped at ~350 TFLOPS
   EXPECT_EQ(VerdictOf(grades, "gpu.gemm.mxfp8"), "SKIP");
   EXPECT_EQ(VerdictOf(grades, "gpu.hbm"), "PASS");
   EXPECT_EQ(VerdictOf(grades, "gpu.host-link.h2d"), "PASS");
-  EXPECT_EQ(VerdictOf(grades, "gpu.peer"), "SKIP");          // one GPU
+  EXPECT_EQ(VerdictOf(grades, "gpu.peer"), "SKIP");  // one GPU
   EXPECT_EQ(VerdictOf(grades, "gpu.consistency"), "SKIP");
   EXPECT_EQ(VerdictOf(grades, "gpu.launch"), "PASS");
   // The block-scaled FP8 path gave wrong values at one token per expert: a FAIL, never hidden.
@@ -308,7 +313,9 @@ TEST(GpuGrade, UnknownModelGetsNoBarButStillChecksResults) {
 // --- the command -----------------------------------------------------------------------------
 
 std::string Cli() { return CLUSTERMAX_BINARY; }
-std::string FakeHelper() { return (clustermax::testing::SourceDir() / "tests" / "fake_gpu" / "clustermax-gpu").string(); }
+std::string FakeHelper() {
+  return (clustermax::testing::SourceDir() / "tests" / "fake_gpu" / "clustermax-gpu").string();
+}
 fs::path OutDir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("cm-gpu-" + name + "-" + std::to_string(::getpid()));
   fs::remove_all(d);
@@ -336,10 +343,12 @@ TEST(GpuCommand, NoGpuHereIsASkipWithTheReasonAndNothingSaved) {
     EXPECT_EQ(r.code, 0) << r.out;
     EXPECT_NE(r.out.find("SKIP (no usable CUDA GPU"), std::string::npos) << r.out;
   }
-  auto missing = clustermax::testing::RunShell(Cli() + " bench gpu -q --helper /nonexistent/clustermax-gpu --out " + out.string());
+  auto missing =
+      clustermax::testing::RunShell(Cli() + " bench gpu -q --helper /nonexistent/clustermax-gpu --out " + out.string());
   EXPECT_EQ(missing.code, 0);
   EXPECT_NE(missing.out.find("does not exist"), std::string::npos);
-  auto none = clustermax::testing::RunShell("FAKE_GPU_NONE=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string());
+  auto none = clustermax::testing::RunShell("FAKE_GPU_NONE=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() +
+                                            " --out " + out.string());
   EXPECT_EQ(none.code, 0);
   EXPECT_NE(none.out.find("no usable CUDA GPU: no CUDA device"), std::string::npos) << none.out;
   // Nothing measured: nothing kept (an empty run directory on every call helped nobody).
@@ -355,12 +364,12 @@ TEST(GpuCommand, NoGpuHereIsASkipWithTheReasonAndNothingSaved) {
 // directory (it was accepted silently, or aborted with exit 134 once telemetry ran).
 TEST(GpuCommand, TyposInPrecisionsAndModelsAreRefusedUpFront) {
   fs::path out = OutDir("typo");
-  auto prec = clustermax::testing::RunShell("FAKE_GPU_COUNT=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string() +
-                                            " --precisions bf16,bf17 gemm");
+  auto prec = clustermax::testing::RunShell("FAKE_GPU_COUNT=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() +
+                                            " --out " + out.string() + " --precisions bf16,bf17 gemm");
   EXPECT_EQ(prec.code, 1) << prec.out;
   EXPECT_NE(prec.out.find("unknown precision 'bf17'"), std::string::npos) << prec.out;
-  auto model = clustermax::testing::RunShell("FAKE_GPU_COUNT=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() + " --out " + out.string() +
-                                             " --models typo grouped-gemm");
+  auto model = clustermax::testing::RunShell("FAKE_GPU_COUNT=1 " + Cli() + " bench gpu -q --helper " + FakeHelper() +
+                                             " --out " + out.string() + " --models typo grouped-gemm");
   EXPECT_EQ(model.code, 1) << model.out;
   EXPECT_NE(model.out.find("unknown model 'typo' (known: "), std::string::npos) << model.out;
   EXPECT_FALSE(fs::exists(out));
@@ -368,8 +377,9 @@ TEST(GpuCommand, TyposInPrecisionsAndModelsAreRefusedUpFront) {
 
 TEST(GpuCommand, EveryGpuAtOnceAndTheSlowOneIsNamed) {
   fs::path out = OutDir("two");
-  auto r = clustermax::testing::RunShell("FAKE_GPU_COUNT=2 FAKE_GPU_SLOW=1 " + Cli() + " bench gpu -q --no-telemetry --warmup 0 --helper " +
-                                         FakeHelper() + " --out " + out.string() + " gemm membw launch p2p");
+  auto r = clustermax::testing::RunShell("FAKE_GPU_COUNT=2 FAKE_GPU_SLOW=1 " + Cli() +
+                                         " bench gpu -q --no-telemetry --warmup 0 --helper " + FakeHelper() +
+                                         " --out " + out.string() + " gemm membw launch p2p");
   json res = Saved(out);
   EXPECT_EQ(res["status"], "ok");
   ASSERT_EQ(res["gpus"].size(), 2u);
@@ -386,8 +396,9 @@ TEST(GpuCommand, EveryGpuAtOnceAndTheSlowOneIsNamed) {
 
 TEST(GpuCommand, WrongResultsFailTheRun) {
   fs::path out = OutDir("wrong");
-  auto r = clustermax::testing::RunShell("FAKE_GPU_WRONG=gemm.dense.fp16 " + Cli() + " bench gpu -q --no-telemetry --warmup 0 --helper " +
-                                         FakeHelper() + " --out " + out.string() + " gemm");
+  auto r = clustermax::testing::RunShell("FAKE_GPU_WRONG=gemm.dense.fp16 " + Cli() +
+                                         " bench gpu -q --no-telemetry --warmup 0 --helper " + FakeHelper() +
+                                         " --out " + out.string() + " gemm");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("WRONG on GPU 0"), std::string::npos);
   EXPECT_EQ(VerdictOf(Saved(out)["grades"], "gpu.wrong-results"), "FAIL");
@@ -396,8 +407,9 @@ TEST(GpuCommand, WrongResultsFailTheRun) {
 
 TEST(GpuCommand, AHelperThatDiesKeepsWhatItReported) {
   fs::path out = OutDir("crash");
-  auto r = clustermax::testing::RunShell("FAKE_GPU_CRASH=gemm.dense.fp16 " + Cli() + " bench gpu -q --no-telemetry --warmup 0 --helper " +
-                                         FakeHelper() + " --out " + out.string() + " gemm launch");
+  auto r = clustermax::testing::RunShell("FAKE_GPU_CRASH=gemm.dense.fp16 " + Cli() +
+                                         " bench gpu -q --no-telemetry --warmup 0 --helper " + FakeHelper() +
+                                         " --out " + out.string() + " gemm launch");
   json res = Saved(out);
   const json& items = res["suites"]["gemm"]["items"];
   EXPECT_EQ((*Find(items, "gemm.dense.bf16.8192x8192x8192"))["gpus"][0]["status"], "ok");

@@ -96,8 +96,8 @@ TEST(TerminalSafe, ControlCharactersAreEscaped) {
   std::string safe = util::EscapeControls(hostile);
   EXPECT_FALSE(HasRawEscape(safe)) << safe;
   EXPECT_NE(safe.find("\\x1b[2K\\rPASS"), std::string::npos) << safe;
-  EXPECT_NE(safe.find("\\u009b"), std::string::npos) << safe;   // C1 CSI as a character
-  EXPECT_NE(safe.find("\\u202e"), std::string::npos) << safe;   // right-to-left override
+  EXPECT_NE(safe.find("\\u009b"), std::string::npos) << safe;  // C1 CSI as a character
+  EXPECT_NE(safe.find("\\u202e"), std::string::npos) << safe;  // right-to-left override
   EXPECT_EQ(util::EscapeControls("a\tb"), "a\tb");
   EXPECT_EQ(util::TerminalSafeText("one\ntwo\x1b[31m\n"), "one\ntwo\\x1b[31m\n");
   EXPECT_EQ(util::EscapeControls("line\nfake"), "line\\nfake");
@@ -107,13 +107,15 @@ TEST(TerminalSafe, ControlCharactersAreEscaped) {
 // no report, a .partial directory left behind).
 TEST(Hardening, NonUtf8ToolOutputKeepsTheAudit) {
   fs::path d = Scratch("utf8");
-  fs::path bin = StubTools(d, {{"perf", "printf 'perf version 6.1.\\377\\n'"},
-                               {"nvidia-smi", "printf 'NVIDIA-SMI has failed \\376\\377 because it could not communicate\\n' >&2; exit 9"}});
+  fs::path bin = StubTools(
+      d, {{"perf", "printf 'perf version 6.1.\\377\\n'"},
+          {"nvidia-smi", "printf 'NVIDIA-SMI has failed \\376\\377 because it could not communicate\\n' >&2; exit 9"}});
   auto r = Cli("audit --standalone --yes --out " + (d / "run").string() + " --record " + (d / "node.json").string(),
                "PATH=" + bin.string() + ":$PATH");
   EXPECT_TRUE(r.code == 0 || r.code == 2) << r.out;
   ASSERT_TRUE(fs::exists(d / "run" / "report.json")) << r.out;
-  for (const auto& e : fs::directory_iterator(d)) EXPECT_EQ(e.path().filename().string().find(".partial"), std::string::npos) << e.path();
+  for (const auto& e : fs::directory_iterator(d))
+    EXPECT_EQ(e.path().filename().string().find(".partial"), std::string::npos) << e.path();
   json report = util::ParseJsonDocument(*util::ReadLocalFile(d / "run" / "report.json"), "report");
   EXPECT_EQ(report["tool"]["name"], "clustermax");
   // The bundle keeps the tool's exact bytes (hex), so a replay sees what the node printed.
@@ -242,25 +244,32 @@ TEST(Redaction, KnownFilesAndKeys) {
   using host::RedactFile;
   EXPECT_EQ(RedactFile("/etc/sssd/sssd.conf", "[domain/x]\nid_provider = ldap\nldap_default_authtok = S3cr3t!\n"),
             "[domain/x]\nid_provider = ldap\nldap_default_authtok = <redacted>\n");
-  std::string sm = RedactFile("/etc/opensm/opensm.conf", "m_key 0x1234abcd\nsm_key 0x0000000000000000\nsa_key 0xfeed\nm_key_protection_level 2\n");
+  std::string sm = RedactFile("/etc/opensm/opensm.conf",
+                              "m_key 0x1234abcd\nsm_key 0x0000000000000000\nsa_key 0xfeed\nm_key_protection_level 2\n");
   EXPECT_EQ(sm, "m_key <redacted>\nsm_key 0x0000000000000000\nsa_key <redacted>\nm_key_protection_level 2\n");
-  EXPECT_EQ(RedactFile("/etc/slurm/slurmdbd.conf", "StorageUser=slurm\nStoragePass=hunter2\n"), "StorageUser=slurm\nStoragePass=<redacted>\n");
+  EXPECT_EQ(RedactFile("/etc/slurm/slurmdbd.conf", "StorageUser=slurm\nStoragePass=hunter2\n"),
+            "StorageUser=slurm\nStoragePass=<redacted>\n");
   EXPECT_EQ(RedactFile("/root/.docker/config.json", "{\"auths\": {\"r\": {\"auth\": \"dXNlcjpwdw==\"}}}"),
             "{\"auths\": {\"r\": {\"auth\": \"dXNlcjpwdw==\"}}}");  // one line of JSON: see the pretty form below
-  EXPECT_EQ(RedactFile("/root/.docker/config.json", "{\n  \"auths\": {\n    \"r\": {\n      \"auth\": \"dXNlcjpwdw==\"\n    }\n  }\n}\n"),
+  EXPECT_EQ(RedactFile("/root/.docker/config.json",
+                       "{\n  \"auths\": {\n    \"r\": {\n      \"auth\": \"dXNlcjpwdw==\"\n    }\n  }\n}\n"),
             "{\n  \"auths\": {\n    \"r\": {\n      \"auth\": \"<redacted>\"\n    }\n  }\n}\n");
   using namespace std::string_literals;
-  EXPECT_EQ(RedactFile("/proc/42/environ", "PATH=/bin\0AWS_SECRET_ACCESS_KEY=abc\0DCGM_X=1"s), "PATH=/bin\0AWS_SECRET_ACCESS_KEY=<redacted>\0DCGM_X=1"s);
-  EXPECT_EQ(RedactFile("/proc/42/cmdline", "exporter\0--db-password\0pw1\0-f\0x"s), "exporter\0--db-password\0<redacted>\0-f\0x"s);
+  EXPECT_EQ(RedactFile("/proc/42/environ", "PATH=/bin\0AWS_SECRET_ACCESS_KEY=abc\0DCGM_X=1"s),
+            "PATH=/bin\0AWS_SECRET_ACCESS_KEY=<redacted>\0DCGM_X=1"s);
+  EXPECT_EQ(RedactFile("/proc/42/cmdline", "exporter\0--db-password\0pw1\0-f\0x"s),
+            "exporter\0--db-password\0<redacted>\0-f\0x"s);
   EXPECT_EQ(RedactFile("/etc/systemd/system/x.service", "ExecStart=/usr/bin/x --api-token=abc123 --port 9400\n"),
             "ExecStart=/usr/bin/x --api-token=<redacted> --port 9400\n");
   EXPECT_EQ(RedactFile("/root/.netrc", "machine h login u password p4ss\n"), "machine h login u password <redacted>\n");
   EXPECT_NE(RedactFile("/etc/shadow", "root:$6$salt$hash:19000:0:99999:7:::\n").find("<redacted>"), std::string::npos);
   EXPECT_EQ(RedactFile("/etc/shadow", "root:$6$salt$hash:19000:0:99999:7:::\n").find("$6$"), std::string::npos);
   std::string pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\n";
-  EXPECT_EQ(host::RedactText(pem), "-----BEGIN OPENSSH PRIVATE KEY-----\n<redacted>\n-----END OPENSSH PRIVATE KEY-----\n");
+  EXPECT_EQ(host::RedactText(pem),
+            "-----BEGIN OPENSSH PRIVATE KEY-----\n<redacted>\n-----END OPENSSH PRIVATE KEY-----\n");
   // Not secrets: left alone, so checks keep their facts.
-  EXPECT_EQ(RedactFile("/etc/ssh/sshd_config", "PasswordAuthentication no\nPermitRootLogin no\n"), "PasswordAuthentication no\nPermitRootLogin no\n");
+  EXPECT_EQ(RedactFile("/etc/ssh/sshd_config", "PasswordAuthentication no\nPermitRootLogin no\n"),
+            "PasswordAuthentication no\nPermitRootLogin no\n");
   EXPECT_EQ(RedactFile("/etc/pam.d/common-password", "password requisite pam_pwquality.so retry=3\n"),
             "password requisite pam_pwquality.so retry=3\n");
   EXPECT_FALSE(host::IsSecretName("m_key_protection_level"));
@@ -268,30 +277,43 @@ TEST(Redaction, KnownFilesAndKeys) {
   EXPECT_EQ(host::RedactEnv("AWS_SECRET_ACCESS_KEY", "abc"), "<redacted>");
   EXPECT_EQ(host::RedactEnv("NCCL_IB_HCA", "mlx5_0"), "mlx5_0");
   EXPECT_EQ(host::RedactEnv("CLUSTERMAX_S3_ENDPOINT", "http://user:pw@s3.local:9000/x"), "http://s3.local:9000/x");
-  EXPECT_EQ(host::RedactText("url = https://bot:ghp_token@git.example.com/repo\n"), "url = https://***@git.example.com/repo\n");
+  EXPECT_EQ(host::RedactText("url = https://bot:ghp_token@git.example.com/repo\n"),
+            "url = https://***@git.example.com/repo\n");
   EXPECT_EQ(host::RedactArg("--s3-endpoint=http://u:p@h"), "--s3-endpoint=http://***@h");
 }
 
 TEST(Redaction, PlantedSecretsNeverLeaveTheNode) {
   fs::path d = Scratch("secrets");
   fs::path root = d / "sysroot";
-  const std::string secrets[] = {"LDAPBINDSECRET1", "0xC0FFEE00C0FFEE01", "0xC0FFEE00C0FFEE02", "0xC0FFEE00C0FFEE03",
-                                 "DBSTORAGESECRET4", "NSLCDBINDSECRET5", "SHADOWHASHSECRET6", "MUNGEKEYSECRET7", "JOBCOMPSECRET8", "S3URLPASSWORD9"};
-  WriteText(root / "etc/sssd/sssd.conf", "[sssd]\nservices = nss\n[domain/corp]\nid_provider = ldap\nldap_default_bind_dn = cn=x\nldap_default_authtok = LDAPBINDSECRET1\n", 0600);
-  WriteText(root / "etc/opensm/opensm.conf", "m_key 0xC0FFEE00C0FFEE01\nsm_key 0xC0FFEE00C0FFEE02\nsa_key 0xC0FFEE00C0FFEE03\nm_key_protection_level 2\n", 0600);
-  WriteText(root / "etc/slurm/slurmdbd.conf", "StorageType=accounting_storage/mysql\nStoragePass=DBSTORAGESECRET4\n", 0600);
-  WriteText(root / "etc/slurm/slurm.conf", "ClusterName=c\nJobCompPass=JOBCOMPSECRET8\nAccountingStoragePass=DBSTORAGESECRET4\n");
+  const std::string secrets[] = {"LDAPBINDSECRET1",  "0xC0FFEE00C0FFEE01", "0xC0FFEE00C0FFEE02", "0xC0FFEE00C0FFEE03",
+                                 "DBSTORAGESECRET4", "NSLCDBINDSECRET5",   "SHADOWHASHSECRET6",  "MUNGEKEYSECRET7",
+                                 "JOBCOMPSECRET8",   "S3URLPASSWORD9"};
+  WriteText(
+      root / "etc/sssd/sssd.conf",
+      "[sssd]\nservices = nss\n[domain/corp]\nid_provider = ldap\nldap_default_bind_dn = cn=x\nldap_default_authtok = LDAPBINDSECRET1\n",
+      0600);
+  WriteText(
+      root / "etc/opensm/opensm.conf",
+      "m_key 0xC0FFEE00C0FFEE01\nsm_key 0xC0FFEE00C0FFEE02\nsa_key 0xC0FFEE00C0FFEE03\nm_key_protection_level 2\n",
+      0600);
+  WriteText(root / "etc/slurm/slurmdbd.conf", "StorageType=accounting_storage/mysql\nStoragePass=DBSTORAGESECRET4\n",
+            0600);
+  WriteText(root / "etc/slurm/slurm.conf",
+            "ClusterName=c\nJobCompPass=JOBCOMPSECRET8\nAccountingStoragePass=DBSTORAGESECRET4\n");
   WriteText(root / "etc/nslcd.conf", "uri ldap://x\nbindpw NSLCDBINDSECRET5\n", 0600);
   WriteText(root / "etc/shadow", "root:SHADOWHASHSECRET6:19000:0:99999:7:::\n", 0600);
   WriteText(root / "etc/munge/munge.key", "MUNGEKEYSECRET7", 0400);
   WriteText(root / "etc/hostname", "secrets-node\n");
-  auto r = Cli("audit --sysroot " + root.string() + " --standalone --yes -vvv --out " + (d / "run").string() + " --record " +
-               (d / "node.json").string() + " --probe s3-probe --timeout probe.s3=2 --s3-bucket b --s3-endpoint http://user:S3URLPASSWORD9@127.0.0.1:9");
+  auto r =
+      Cli("audit --sysroot " + root.string() + " --standalone --yes -vvv --out " + (d / "run").string() + " --record " +
+          (d / "node.json").string() +
+          " --probe s3-probe --timeout probe.s3=2 --s3-bucket b --s3-endpoint http://user:S3URLPASSWORD9@127.0.0.1:9");
   EXPECT_TRUE(r.code == 0 || r.code == 2) << r.out;
   auto j = Cli("audit --replay " + (d / "node.json").string() + " --json");
   std::string everything = r.out + j.out;
   for (const auto& e : fs::recursive_directory_iterator(d)) {
-    if (e.is_regular_file() && e.path().string().find("/sysroot/") == std::string::npos) everything += *util::ReadLocalFile(e.path());
+    if (e.is_regular_file() && e.path().string().find("/sysroot/") == std::string::npos)
+      everything += *util::ReadLocalFile(e.path());
   }
   // The collectors did read them (the redacted keys are in the bundle), and no value survived.
   EXPECT_NE(everything.find("ldap_default_authtok"), std::string::npos);
@@ -307,7 +329,8 @@ TEST(Hardening, EscapesFromEvidenceNeverReachTheTerminal) {
   json b = util::ParseJsonDocument(cmt::ReadFixture("bundles/debian12-container-cpu.json"), "fixture");
   b["manifest"]["hostname"] = "evil\x1b[2K\r  PASS everything-fine";
   for (auto& c : b["commands"]) {
-    if (c.contains("stdout") && !c.contains("stdout_encoding")) c["stdout"] = c["stdout"].get<std::string>() + "\x1b]0;owned\x07\x1b[2K\r";
+    if (c.contains("stdout") && !c.contains("stdout_encoding"))
+      c["stdout"] = c["stdout"].get<std::string>() + "\x1b]0;owned\x07\x1b[2K\r";
   }
   util::WriteFileAtomic(d / "b.json", util::JsonText(b));
   for (const char* v : {"", " -v", " -vv", " -vvv"}) {
@@ -316,7 +339,8 @@ TEST(Hardening, EscapesFromEvidenceNeverReachTheTerminal) {
     EXPECT_FALSE(HasRawEscape(r.out)) << v;
     EXPECT_EQ(r.out.find('\x07'), std::string::npos) << v;
   }
-  auto review = Cli(std::string("audit review ") + (d / "b.json").string() + " --command 'find ' --command 'show security-runc'");
+  auto review =
+      Cli(std::string("audit review ") + (d / "b.json").string() + " --command 'find ' --command 'show security-runc'");
   EXPECT_FALSE(HasRawEscape(review.out));
 }
 
@@ -367,8 +391,10 @@ TEST(Hardening, StoreAndRatingEscapeWhatTheyPrint) {
 // The PEM rule on text where a key sits inside one line (JSON with escaped newlines, framed
 // documents) or where an armour line stands alone: only the key body goes, nothing else.
 TEST(Redaction, PemInsideOneLineAndLoneArmourLines) {
-  std::string json_line = "{\"k\": \"-----BEGIN PRIVATE KEY-----\\nMIIEv\\n-----END PRIVATE KEY-----\\n\", \"x\": 1}\nnext line\n";
-  EXPECT_EQ(host::RedactText(json_line), "{\"k\": \"-----BEGIN PRIVATE KEY-----<redacted>-----END PRIVATE KEY-----\\n\", \"x\": 1}\nnext line\n");
+  std::string json_line =
+      "{\"k\": \"-----BEGIN PRIVATE KEY-----\\nMIIEv\\n-----END PRIVATE KEY-----\\n\", \"x\": 1}\nnext line\n";
+  EXPECT_EQ(host::RedactText(json_line),
+            "{\"k\": \"-----BEGIN PRIVATE KEY-----<redacted>-----END PRIVATE KEY-----\\n\", \"x\": 1}\nnext line\n");
   std::string log = "sshd: loaded -----BEGIN OPENSSH PRIVATE KEY----- marker\nline 2\nline 3\n";
   EXPECT_EQ(host::RedactText(log), log);
 }

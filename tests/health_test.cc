@@ -54,12 +54,13 @@ struct Node {
     Write(dev / "device/vendor", "0x15b3\n");
     Write(dev / "device/device", "0x1021\n");
     Port("4: ACTIVE", "5: LinkUp");
-    for (const char* c : {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors", "local_link_integrity_errors",
-                          "excessive_buffer_overrun_errors"}) {
+    for (const char* c : {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors",
+                          "local_link_integrity_errors", "excessive_buffer_overrun_errors"}) {
       Counter(c, 0);
     }
-    Write(root / "proc/self/mountinfo", "22 1 259:2 / / rw,relatime - ext4 /dev/nvme0n1p2 rw\n"
-                                        "40 22 259:3 / /scratch rw,relatime - xfs /dev/nvme1n1 rw\n");
+    Write(root / "proc/self/mountinfo",
+          "22 1 259:2 / / rw,relatime - ext4 /dev/nvme0n1p2 rw\n"
+          "40 22 259:3 / /scratch rw,relatime - xfs /dev/nvme1n1 rw\n");
   }
   void Port(const std::string& state, const std::string& phys) {
     fs::path p = root / "sys/class/infiniband/mlx5_0/ports/1";
@@ -68,7 +69,9 @@ struct Node {
     Write(p / "rate", "400 Gb/sec (4X NDR)\n");
     Write(p / "link_layer", "InfiniBand\n");
   }
-  void Counter(const std::string& c, long v) { Write(root / "sys/class/infiniband/mlx5_0/ports/1/counters" / c, std::to_string(v) + "\n"); }
+  void Counter(const std::string& c, long v) {
+    Write(root / "sys/class/infiniband/mlx5_0/ports/1/counters" / c, std::to_string(v) + "\n");
+  }
 
   // One run on this tree, with `prev` as the last run's state; returns the result (state in .next).
   hl::RunResult Run(const hl::State& prev, std::vector<std::string> mounts = {}, long long at = kNow) {
@@ -125,18 +128,27 @@ TEST(Health, FirstRunCountsEveryEventTheSourceShows) {
 
 TEST(Health, DmesgStampsThatDriftDoNotMakeAnOldEventNew) {
   auto ev = [](const std::string& stamp) {
-    return json{{"kind", "Xid"}, {"code", 79}, {"pci", "0000:19:00"}, {"day", ""},
+    return json{{"kind", "Xid"},
+                {"code", 79},
+                {"pci", "0000:19:00"},
+                {"day", ""},
                 {"line", "[" + stamp + "] NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus."}};
   };
-  clustermax::core::EvidenceSet first = {{"kernel.xid", clustermax::testing::Ok("kernel.xid", {{"source", "dmesg"}, {"events", {ev("Tue Dec  1 10:00:01 2026")}}})}};
+  clustermax::core::EvidenceSet first = {
+      {"kernel.xid",
+       clustermax::testing::Ok("kernel.xid", {{"source", "dmesg"}, {"events", {ev("Tue Dec  1 10:00:01 2026")}}})}};
   hl::State s = hl::NextState(first, kNow, "", "");
   // dmesg -T recomputed the stamp one second later; and a second, real, event with the same text.
-  clustermax::core::EvidenceSet again = {{"kernel.xid", clustermax::testing::Ok("kernel.xid", {{"source", "dmesg"},
-      {"events", {ev("Tue Dec  1 10:00:02 2026")}}})}};
+  clustermax::core::EvidenceSet again = {
+      {"kernel.xid",
+       clustermax::testing::Ok("kernel.xid", {{"source", "dmesg"}, {"events", {ev("Tue Dec  1 10:00:02 2026")}}})}};
   hl::ApplyState(again, s, kNow + 300);
   EXPECT_TRUE(again["kernel.xid"].data["events"].empty()) << again["kernel.xid"].data.dump();
-  clustermax::core::EvidenceSet twice = {{"kernel.xid", clustermax::testing::Ok("kernel.xid", {{"source", "dmesg"},
-      {"events", {ev("Tue Dec  1 10:09:00 2026"), ev("Tue Dec  1 10:00:02 2026")}}})}};
+  clustermax::core::EvidenceSet twice = {
+      {"kernel.xid",
+       clustermax::testing::Ok(
+           "kernel.xid",
+           {{"source", "dmesg"}, {"events", {ev("Tue Dec  1 10:09:00 2026"), ev("Tue Dec  1 10:00:02 2026")}}})}};
   hl::ApplyState(twice, s, kNow + 300);
   EXPECT_EQ(twice["kernel.xid"].data["events"].size(), 1u);
   EXPECT_EQ(twice["kernel.xid"].data["counts_by_day"]["undated"]["Xid 79"], 1);
@@ -181,8 +193,9 @@ TEST(Health, GpuFaultsFromNvmlAreJudgedByTheAuditJudges) {
   // membership and order: a lost GPU is named before its ECC.
   const auto& c = hl::Checks();
   auto pos = [&](const char* id) { return std::find(c.begin(), c.end(), id) - c.begin(); };
-  for (const char* id : {"gpu-drivers", "gpu-count-consistent", "gpu-xid-history", "gpu-ecc-health", "gpu-pcie-link", "nvlink-status",
-                         "gpu-throttle-reasons", "idle-thermals", "ib-port-health", "ib-link-errors", "storage-mount-stable"}) {
+  for (const char* id :
+       {"gpu-drivers", "gpu-count-consistent", "gpu-xid-history", "gpu-ecc-health", "gpu-pcie-link", "nvlink-status",
+        "gpu-throttle-reasons", "idle-thermals", "ib-port-health", "ib-link-errors", "storage-mount-stable"}) {
     EXPECT_LT(pos(id), static_cast<long>(c.size())) << id;
   }
   EXPECT_LT(pos("gpu-count-consistent"), pos("gpu-ecc-health"));
@@ -198,8 +211,9 @@ TEST(Health, StateParsing) {
   ASSERT_TRUE(back) << why;
   EXPECT_EQ(back->updated_epoch, 42);
   EXPECT_EQ(back->xid_seen.size(), 2u);
-  for (const char* bad : {"", "{", "[]", "null", R"({"version":2,"updated_epoch":1})", R"({"version":1,"updated_epoch":"x"})",
-                          R"({"version":1,"updated_epoch":1,"xid_seen":[1]})", R"({"version":1,"updated_epoch":1,"counters":{"p":{"c":"x"}}})"}) {
+  for (const char* bad : {"", "{", "[]", "null", R"({"version":2,"updated_epoch":1})",
+                          R"({"version":1,"updated_epoch":"x"})", R"({"version":1,"updated_epoch":1,"xid_seen":[1]})",
+                          R"({"version":1,"updated_epoch":1,"counters":{"p":{"c":"x"}}})"}) {
     EXPECT_FALSE(hl::ParseState(bad, &why)) << bad;
     EXPECT_FALSE(why.empty());
   }
@@ -235,12 +249,15 @@ TEST(Health, DrainAndResumeCommandLines) {
   EXPECT_EQ(hl::ResumeCommand("n1"), (std::vector<std::string>{"scontrol", "update", "NodeName=n1", "State=RESUME"}));
 
   std::map<std::string, std::string> idle = {{"NodeName", "n1"}, {"State", "IDLE"}};
-  std::map<std::string, std::string> ours = {{"State", "IDLE+DRAIN"}, {"Reason", "clustermax: gpu-xid-history: x [root@2026-12-01T10:00:00]"}};
-  std::map<std::string, std::string> admin = {{"State", "IDLE+DRAIN"}, {"Reason", "replace DIMM [alice@2026-12-01T10:00:00]"}};
+  std::map<std::string, std::string> ours = {{"State", "IDLE+DRAIN"},
+                                             {"Reason", "clustermax: gpu-xid-history: x [root@2026-12-01T10:00:00]"}};
+  std::map<std::string, std::string> admin = {{"State", "IDLE+DRAIN"},
+                                              {"Reason", "replace DIMM [alice@2026-12-01T10:00:00]"}};
   EXPECT_EQ(hl::Decide(false, true, false, idle, "gpu-xid-history: x").action, hl::NodeAction::kDrain);
-  EXPECT_EQ(hl::Decide(false, false, true, idle, "r").action, hl::NodeAction::kNone);  // no --drain
+  EXPECT_EQ(hl::Decide(false, false, true, idle, "r").action, hl::NodeAction::kNone);                   // no --drain
   EXPECT_EQ(hl::Decide(false, true, false, ours, "gpu-xid-history: x").action, hl::NodeAction::kNone);  // same reason
-  EXPECT_EQ(hl::Decide(false, true, false, ours, "ib-port-health: y").action, hl::NodeAction::kDrain);   // ours, new reason
+  EXPECT_EQ(hl::Decide(false, true, false, ours, "ib-port-health: y").action,
+            hl::NodeAction::kDrain);                                                    // ours, new reason
   EXPECT_EQ(hl::Decide(false, true, false, admin, "r").action, hl::NodeAction::kNone);  // an admin's drain is kept
   EXPECT_EQ(hl::Decide(true, true, true, ours, "").action, hl::NodeAction::kResume);
   EXPECT_EQ(hl::Decide(true, true, true, admin, "").action, hl::NodeAction::kNone);  // never resume an admin's drain
@@ -255,19 +272,23 @@ namespace {
 struct Cli {
   Node node;
   fs::path bin, log, state;
-  explicit Cli(const std::string& name) : node(name), bin(node.root.parent_path() / (name + "-bin")), log(bin / "scontrol.log"),
-                                          state(node.root.parent_path() / (name + "-state") / "state.json") {
+  explicit Cli(const std::string& name)
+      : node(name),
+        bin(node.root.parent_path() / (name + "-bin")),
+        log(bin / "scontrol.log"),
+        state(node.root.parent_path() / (name + "-state") / "state.json") {
     fs::remove_all(bin);
     fs::create_directories(bin);
     // A fake scontrol: logs its argv, answers `show node` with SCONTROL_NODE (a record line).
-    Write(bin / "scontrol", "#!/bin/sh\necho \"$*\" >> " + log.string() +
-                                "\nif [ \"$1\" = show ]; then cat " + (bin / "record").string() + "; fi\nexit 0\n");
+    Write(bin / "scontrol", "#!/bin/sh\necho \"$*\" >> " + log.string() + "\nif [ \"$1\" = show ]; then cat " +
+                                (bin / "record").string() + "; fi\nexit 0\n");
     fs::permissions(bin / "scontrol", fs::perms::owner_all);
     Record("NodeName=n1 State=IDLE Reason=(null)");
   }
   void Record(const std::string& r) { Write(bin / "record", r + "\n"); }
   clustermax::testing::Shell Run(const std::string& extra) {
-    return RunBinary("health --sysroot " + node.root.string() + " --kernel-log /var/log/kern.log --state " + state.string() + " --node n1 " + extra,
+    return RunBinary("health --sysroot " + node.root.string() + " --kernel-log /var/log/kern.log --state " +
+                         state.string() + " --node n1 " + extra,
                      "PATH=" + bin.string() + ":/usr/bin:/bin");
   }
   std::string Log() { return clustermax::util::ReadLocalFile(log).value_or(""); }
@@ -286,7 +307,8 @@ TEST(HealthCli, DrainsWithOurReasonAndResumesOnlyOurDrain) {
   auto bad = c.Run("--drain --resume");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("UNHEALTHY: gpu-xid-history: "), std::string::npos) << bad.out;
-  EXPECT_NE(c.Log().find("update NodeName=n1 State=DRAIN Reason=clustermax: gpu-xid-history: "), std::string::npos) << c.Log();
+  EXPECT_NE(c.Log().find("update NodeName=n1 State=DRAIN Reason=clustermax: gpu-xid-history: "), std::string::npos)
+      << c.Log();
 
   // Drained by us: the next healthy run resumes it.
   c.Record("NodeName=n1 State=IDLE+DRAIN Reason=clustermax: gpu-xid-history: x [root@2026-12-01T10:00:00]");
@@ -335,8 +357,8 @@ TEST(HealthCli, FakeNvmlGpuFaultIsUnhealthy) {
   // The fake NVML: 8 H100s, GPU 3 with uncorrectable ECC errors, GPU 5 trained at x8.
   Cli c("health-nvml");
   Write(c.node.root.parent_path() / "health-nvml-kern.log", kBenign);
-  auto r = RunBinary("health --kernel-log " + (c.node.root.parent_path() / "health-nvml-kern.log").string() + " --state " + c.state.string() +
-                         " --node n1 --drain",
+  auto r = RunBinary("health --kernel-log " + (c.node.root.parent_path() / "health-nvml-kern.log").string() +
+                         " --state " + c.state.string() + " --node n1 --drain",
                      "PATH=" + c.bin.string() + ":/usr/bin:/bin LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR);
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("UNHEALTHY: gpu-ecc-health: "), std::string::npos) << r.out;
@@ -347,10 +369,13 @@ TEST(HealthCli, HungNvmlIsUnhealthyAndTheRunBounded) {
   // A hung NVML (FAKE_NVML_HANG): abandoned at half of --timeout, the node unhealthy.
   Cli c("health-timeout");
   auto t0 = std::chrono::steady_clock::now();
-  auto r = RunBinary("health --kernel-log /nonexistent --state " + c.state.string() + " --node n1 --timeout 2",
-                     "PATH=" + c.bin.string() + ":/usr/bin:/bin FAKE_NVML_HANG=1 LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR);
+  auto r = RunBinary(
+      "health --kernel-log /nonexistent --state " + c.state.string() + " --node n1 --timeout 2",
+      "PATH=" + c.bin.string() + ":/usr/bin:/bin FAKE_NVML_HANG=1 LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("UNHEALTHY: gpu-drivers: the GPU management library did not answer within 1 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("UNHEALTHY: gpu-drivers: the GPU management library did not answer within 1 s"),
+            std::string::npos)
+      << r.out;
   EXPECT_LT(secs, 4.0);
 }

@@ -126,7 +126,8 @@ TEST(LocalHost, ExitedCommandWhoseChildHoldsStdoutIsNotATimeout) {
   fs::remove(pidfile);
   LocalHost h;
   auto start = std::chrono::steady_clock::now();
-  CommandSpec spec{{"sh", "-c", "sleep 30 & echo $! > " + pidfile.string() + "; echo hi"}, std::chrono::milliseconds(5000)};
+  CommandSpec spec{{"sh", "-c", "sleep 30 & echo $! > " + pidfile.string() + "; echo hi"},
+                   std::chrono::milliseconds(5000)};
   auto r = h.Run(spec);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(r.status, IoStatus::kOk) << r.error;

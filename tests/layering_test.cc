@@ -29,7 +29,8 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
       {"rating", {"core", "util"}},
       {"store", {"rating", "core", "util"}},
       {"web", {"bench", "report", "store", "rating", "core", "util"}},
-      {"cli", {"audit", "bench", "checks", "collect", "report", "rating", "store", "web", "host", "gpu", "core", "util"}},
+      {"cli",
+       {"audit", "bench", "checks", "collect", "report", "rating", "store", "web", "host", "gpu", "core", "util"}},
       {"gpubench", {}},  // the CUDA helper includes nothing of ours
   };
   return allowed;
@@ -55,8 +56,8 @@ TEST(Layering, EveryIncludeStaysInItsLayer) {
       if (!std::regex_search(line, m, include)) continue;
       std::string to = m[1];
       if (to == folder || !Allowed().count(to)) continue;  // its own folder, or a library's ("nlohmann/json.hpp")
-      EXPECT_TRUE(allowed->second.count(to)) << fs::relative(e.path(), src).string() << ":" << n << " includes " << to << "/, which " << folder
-                                             << "/ may not include";
+      EXPECT_TRUE(allowed->second.count(to)) << fs::relative(e.path(), src).string() << ":" << n << " includes " << to
+                                             << "/, which " << folder << "/ may not include";
     }
   }
   EXPECT_GT(files, 100);

@@ -20,7 +20,9 @@ using nlohmann::json;
 
 namespace {
 
-json Base() { return json::parse(*util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json"))); }
+json Base() {
+  return json::parse(*util::ReadLocalFile(clustermax::testing::Fixture("bundles/debian12-container-cpu.json")));
+}
 
 // Node `i` of a fleet made from the fixture: most answers as recorded, some changed per node the
 // way nodes of one image differ (hostname, counters, a package, a missing file, a command's output,
@@ -29,13 +31,16 @@ json Variant(const json& base, int i) {
   json b = base;
   b["manifest"]["hostname"] = fmt::format("n{:02d}", i);
   auto file = [&](const std::string& path) -> json& { return b["files"][path]; };
-  if (b["files"].contains("/proc/sys/kernel/hostname")) file("/proc/sys/kernel/hostname")["content"] = fmt::format("n{:02d}\n", i);
+  if (b["files"].contains("/proc/sys/kernel/hostname"))
+    file("/proc/sys/kernel/hostname")["content"] = fmt::format("n{:02d}\n", i);
   if (i % 3 == 1) file("/proc/sys/kernel/osrelease") = {{"status", "ok"}, {"content", "6.1.0-99-amd64\n"}};
   if (i % 4 == 2) b["files"].erase("/etc/os-release");
-  if (i % 5 == 3 && b["files"].contains("/proc/meminfo")) file("/proc/meminfo")["content"] = "MemTotal:       1048576 kB\n";
+  if (i % 5 == 3 && b["files"].contains("/proc/meminfo"))
+    file("/proc/meminfo")["content"] = "MemTotal:       1048576 kB\n";
   if (i % 6 == 4) file("/etc/os-release") = {{"status", "error"}, {"error", "permission denied"}};
   for (auto& c : b["commands"]) {
-    if (i % 4 == 1 && !c["stdout"].is_null()) c["stdout"] = c["stdout"].get<std::string>() + fmt::format("extra line {}\n", i % 2);
+    if (i % 4 == 1 && !c["stdout"].is_null())
+      c["stdout"] = c["stdout"].get<std::string>() + fmt::format("extra line {}\n", i % 2);
     c["duration_ms"] = 1.5 * i;  // never read outside the active probes: must not defeat the memo
   }
   if (i % 7 == 5) {
@@ -137,7 +142,8 @@ TEST(Memo, CollectorsDoNotReadCommandDurations) {
   for (const auto& [id, e] : a.evidence) {
     const collect::Collector* c = collect::FindCollector(id);
     if (!c || !c->info.probe.empty()) continue;
-    EXPECT_EQ(e.data, b.evidence.at(id).data) << id << " reads a command's duration: make it an active probe or digest duration_ms";
+    EXPECT_EQ(e.data, b.evidence.at(id).data)
+        << id << " reads a command's duration: make it an active probe or digest duration_ms";
   }
 }
 
@@ -217,7 +223,9 @@ TEST(Memo, MissesAreRecordedOnceWhetherTheMemoAnswersOrNot) {
   collect::CollectorMemo memo;
   for (int i = 0; i < 3; ++i) {
     json v = base;
-    if (i == 2) v["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"}, {"content", "6.12.0\n"}};  // a walk that stops midway
+    if (i == 2)
+      v["files"]["/proc/sys/kernel/osrelease"] = {{"status", "ok"},
+                                                  {"content", "6.12.0\n"}};  // a walk that stops midway
     host::Bundle b = host::Bundle::FromJson(v);
     audit::NodeEvidence with = audit::ReplayNode(b, plan, one, &memo);
     audit::NodeEvidence without = audit::ReplayNode(b, plan, one);

@@ -32,9 +32,10 @@ TEST(Minimums, EmbeddedTableLoads) {
   EXPECT_EQ(t.schema_version, 1);
   EXPECT_EQ(t.generated_text, "2026-09-25T04:03:23Z");
   EXPECT_GE(t.components.size(), 16u);
-  for (const char* id : {"nvidiaDriver", "nvidiaContainerToolkit", "cudaToolkit", "runc", "docker", "connectxFirmware",
-                         "dcgm", "dcgmExporter", "nvhpc", "rocm", "amdDriver", "ubuntuNoble.linuxFragnesia",
-                         "ubuntuNoble.linuxJanuscape", "ubuntuNoble.linuxVmscape", "ubuntuNoble.qemu", "virtioNetBluefield"}) {
+  for (const char* id :
+       {"nvidiaDriver", "nvidiaContainerToolkit", "cudaToolkit", "runc", "docker", "connectxFirmware", "dcgm",
+        "dcgmExporter", "nvhpc", "rocm", "amdDriver", "ubuntuNoble.linuxFragnesia", "ubuntuNoble.linuxJanuscape",
+        "ubuntuNoble.linuxVmscape", "ubuntuNoble.qemu", "virtioNetBluefield"}) {
     EXPECT_NE(t.Find(id), nullptr) << id;
   }
 }
@@ -110,7 +111,8 @@ TEST(Minimums, DistroPackages) {
   EXPECT_EQ(Cmp("ubuntuNoble.linuxFragnesia", {.version = "6.8.0-110-generic", .release = "noble"}), Outcome::kFail);
   EXPECT_EQ(Cmp("ubuntuNoble.linuxFragnesia", {.version = "6.8.0-124-generic", .release = "noble"}), Outcome::kPass);
   EXPECT_EQ(Cmp("ubuntuNoble.linuxFragnesia", {.version = "6.11.0-29-generic", .release = "noble"}), Outcome::kUnknown);
-  EXPECT_EQ(Cmp("ubuntuNoble.linuxFragnesia", {.version = "6.8.0-110-generic", .release = "jammy"}), Outcome::kNotApplicable);
+  EXPECT_EQ(Cmp("ubuntuNoble.linuxFragnesia", {.version = "6.8.0-110-generic", .release = "jammy"}),
+            Outcome::kNotApplicable);
   EXPECT_EQ(Cmp("ubuntuNoble.qemu", {.version = "1:8.2.2+ds-0ubuntu1.4", .release = "noble"}), Outcome::kFail);
   EXPECT_EQ(Cmp("ubuntuNoble.qemu", {.version = "1:8.2.2+ds-0ubuntu1.10", .release = "noble"}), Outcome::kPass);
 }
@@ -134,9 +136,11 @@ TEST(Minimums, GracePeriod) {
   EXPECT_TRUE(c.grace_active);
   EXPECT_EQ(c.grace_ends, "2026-07-03T00:00:00Z");
   auto after = *util::ParseRfc3339("2026-07-03T00:00:01Z");
-  EXPECT_EQ(core::Compare(*t.Find("nvidiaContainerToolkit"), {.version = "1.19.0"}, after, t.grace_period_days).outcome, Outcome::kFail);
+  EXPECT_EQ(core::Compare(*t.Find("nvidiaContainerToolkit"), {.version = "1.19.0"}, after, t.grace_period_days).outcome,
+            Outcome::kFail);
   // An end-of-life branch never gets grace.
-  EXPECT_EQ(core::Compare(*t.Find("nvidiaDriver"), {.version = "470.1.1"}, inside, t.grace_period_days).outcome, Outcome::kFail);
+  EXPECT_EQ(core::Compare(*t.Find("nvidiaDriver"), {.version = "470.1.1"}, inside, t.grace_period_days).outcome,
+            Outcome::kFail);
 }
 
 TEST(Minimums, GraceRespectsPreviousFloor) {
@@ -157,13 +161,16 @@ TEST(Minimums, Staleness) {
 
 TEST(Minimums, MalformedTablesAreRejectedClearly) {
   EXPECT_THROW(core::ParseMinimumTable("{", "t"), core::MinimumTableError);
-  EXPECT_THROW(core::ParseMinimumTable(R"({"schema_version":2,"generated":"2026-01-01T00:00:00Z","components":[]})", "t"),
+  EXPECT_THROW(
+      core::ParseMinimumTable(R"({"schema_version":2,"generated":"2026-01-01T00:00:00Z","components":[]})", "t"),
+      core::MinimumTableError);
+  EXPECT_THROW(
+      core::ParseMinimumTable(
+          R"({"schema_version":1,"generated":"2026-01-01T00:00:00Z","components":[{"id":"a","kind":"magic","floors":[{"key":"*","version":"1"}]}]})",
+          "t"),
+      core::MinimumTableError);
+  EXPECT_THROW(core::ParseMinimumTable(R"({"schema_version":1,"generated":"soon","components":[]})", "t"),
                core::MinimumTableError);
-  EXPECT_THROW(core::ParseMinimumTable(
-                   R"({"schema_version":1,"generated":"2026-01-01T00:00:00Z","components":[{"id":"a","kind":"magic","floors":[{"key":"*","version":"1"}]}]})",
-                   "t"),
-               core::MinimumTableError);
-  EXPECT_THROW(core::ParseMinimumTable(R"({"schema_version":1,"generated":"soon","components":[]})", "t"), core::MinimumTableError);
 }
 
 // ---- Coverage of the keyed families: every branch, train, minor or GPU program between a family's
@@ -250,7 +257,8 @@ TEST(MinimumGaps, TheTableCheckWarnsNamingTheGap) {
   EXPECT_NE(f.message.find("driver branch 580 (nvidiaDriver)"), std::string::npos) << f.message;
   // Stale and gapped: one WARN naming both.
   core::MinimumTable mutated = core::ParseMinimumTable(text.dump(), "mutated.json");
-  core::JudgeContext late(c->info, none, mutated, core::Target::kStandalone, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext late(c->info, none, mutated, core::Target::kStandalone,
+                          *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   auto stale = c->judge(late);
   EXPECT_EQ(stale.verdict, core::Verdict::kWarn);
   EXPECT_NE(stale.message.find("days old"), std::string::npos) << stale.message;

@@ -46,13 +46,14 @@ TEST(MinimumsUpdate, ANewerTableIsVerifiedInstalledAndUsed) {
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("installed " + installed.string()), std::string::npos) << r.out;
   ASSERT_TRUE(fs::exists(installed));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(installed.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   // In use from now on: `minimums show` and an audit's report name it.
   auto show = cmt::RunBinary("minimums show", env);
   EXPECT_NE(show.out.find("minimum-version table: " + installed.string()), std::string::npos) << show.out;
-  auto audit = cmt::RunBinary("audit --standalone --yes --check security-runc --json --out " + (d / "run").string(), env);
+  auto audit =
+      cmt::RunBinary("audit --standalone --yes --check security-runc --json --out " + (d / "run").string(), env);
   ASSERT_TRUE(audit.code == 0 || audit.code == 2) << audit.out;
   json report = json::parse(*util::ReadLocalFile(d / "run" / "report.json"));
   EXPECT_EQ(report["minimum_table"]["origin"], installed.string());
@@ -122,8 +123,10 @@ TEST(MinimumsUpdate, FromAUrlOverHttp) {
   fs::path d = cmt::ScratchDir("minimums-url");
   std::string env = "HOME=" + d.string();
   std::string body = TableGenerated(DaysAgo(2));
-  testing_server::RecordingServer server({fmt::format("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", body.size(), body),
-                                          "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"});
+  testing_server::RecordingServer server(
+      {fmt::format("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{}", body.size(),
+                   body),
+       "HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"});
   std::string url = fmt::format("http://user:secret@127.0.0.1:{}/minimum-versions.json", server.port());
   auto r = cmt::RunBinary("minimums update " + url, env);
   ASSERT_EQ(r.code, 0) << r.out;

@@ -27,9 +27,18 @@ json Pci(std::vector<json> devices) {
   for (auto& d : devices) list.push_back(d);
   return {{"devices", list}, {"complete", true}, {"unreadable", 0}};
 }
-json NvidiaGpu() { return {{"bdf", "0000:19:00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"}, {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}}; }
-json ConnectX() { return {{"bdf", "0000:1a:00.0"}, {"vendor", "0x15b3"}, {"device", "0x1021"}, {"class", "0x020700"}, {"driver", "mlx5_core"}, {"gpu", false}, {"rdma_nic", true}}; }
-json BlueField() { return {{"bdf", "0000:2b:00.0"}, {"vendor", "0x15b3"}, {"device", "0xa2dc"}, {"class", "0x020000"}, {"driver", "mlx5_core"}, {"gpu", false}, {"rdma_nic", true}}; }
+json NvidiaGpu() {
+  return {{"bdf", "0000:19:00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"},
+          {"driver", "nvidia"},    {"gpu", true},        {"rdma_nic", false}};
+}
+json ConnectX() {
+  return {{"bdf", "0000:1a:00.0"}, {"vendor", "0x15b3"}, {"device", "0x1021"}, {"class", "0x020700"},
+          {"driver", "mlx5_core"}, {"gpu", false},       {"rdma_nic", true}};
+}
+json BlueField() {
+  return {{"bdf", "0000:2b:00.0"}, {"vendor", "0x15b3"}, {"device", "0xa2dc"}, {"class", "0x020000"},
+          {"driver", "mlx5_core"}, {"gpu", false},       {"rdma_nic", true}};
+}
 
 core::Finding J(const std::string& id, core::EvidenceSet ev, core::Target target = core::Target::kStandalone) {
   const core::Check* c = checks::DefaultRegistry().Find(id);
@@ -37,13 +46,16 @@ core::Finding J(const std::string& id, core::EvidenceSet ev, core::Target target
   for (const auto& n : c->info.needs) {
     if (!ev.count(n)) ev[n].status = EvidenceStatus::kNotCollected;  // evidence a test does not supply
   }
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), target, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), target,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 
 core::EvidenceSet GpuNode() {
   return {{"pci.devices", Ok(Pci({NvidiaGpu(), ConnectX()}))},
-          {"gpu.inventory", Ok({{"device_count", 1}, {"cuda_driver_version", "13.0"}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})}};
+          {"gpu.inventory", Ok({{"device_count", 1},
+                                {"cuda_driver_version", "13.0"},
+                                {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})}};
 }
 
 }  // namespace
@@ -75,13 +87,16 @@ TEST(NodeChecks, VmscapeReadsTheKernelsOwnVerdict) {
 }
 
 TEST(NodeChecks, DpuAndBmcExposureFailOnReadEvidenceOnly) {
-  core::EvidenceSet dpu = {{"pci.devices", Ok(Pci({BlueField()}))},
-                           {"dpu.rshim", Ok({{"rshim_devices", json::array({"/dev/rshim0"})}, {"tmfifo_net0", false}})}};
+  core::EvidenceSet dpu = {
+      {"pci.devices", Ok(Pci({BlueField()}))},
+      {"dpu.rshim", Ok({{"rshim_devices", json::array({"/dev/rshim0"})}, {"tmfifo_net0", false}})}};
   EXPECT_EQ(J("security-dpu-host-isolation", dpu).verdict, Verdict::kFail);
   dpu["dpu.rshim"] = Ok({{"rshim_devices", json::array()}, {"tmfifo_net0", false}});
   EXPECT_EQ(J("security-dpu-host-isolation", dpu).reason, core::Reason::kAttestationRequired);
-  core::EvidenceSet bmc = {{"bmc.ipmi", Ok({{"devices", json::array({"/dev/ipmi0"})}, {"device_check_complete", true},
-                                            {"ipmitool", {{"status", "ok"}, {"exit_code", 0}, {"output", "Device ID : 32"}}}})}};
+  core::EvidenceSet bmc = {
+      {"bmc.ipmi", Ok({{"devices", json::array({"/dev/ipmi0"})},
+                       {"device_check_complete", true},
+                       {"ipmitool", {{"status", "ok"}, {"exit_code", 0}, {"output", "Device ID : 32"}}}})}};
   EXPECT_EQ(J("security-bmc-ipmi", bmc).verdict, Verdict::kFail);
   bmc["bmc.ipmi"].data["ipmitool"]["exit_code"] = 1;
   EXPECT_EQ(J("security-bmc-ipmi", bmc).verdict, Verdict::kPass);
@@ -92,10 +107,12 @@ TEST(NodeChecks, DpuAndBmcExposureFailOnReadEvidenceOnly) {
 TEST(NodeChecks, GpuDirectPaths) {
   auto ev = GpuNode();
   ev["nvidia.proc-version"] = Ok({{"loaded", true}, {"open_module", true}, {"driver_version", "580.159.03"}});
-  ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia", "mlx5_ib"})}, {"nvidia_dma_buf_entries", json::array({"/sys/module/nvidia/x/dma_buf"})}});
+  ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia", "mlx5_ib"})},
+                             {"nvidia_dma_buf_entries", json::array({"/sys/module/nvidia/x/dma_buf"})}});
   EXPECT_EQ(J("gpudirect-rdma", ev).verdict, Verdict::kPass);
   ev["nvidia.proc-version"].data["open_module"] = false;
-  ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia", "nvidia_peermem"})}, {"nvidia_dma_buf_entries", json::array()}});
+  ev["kernel.modules"] =
+      Ok({{"loaded", json::array({"nvidia", "nvidia_peermem"})}, {"nvidia_dma_buf_entries", json::array()}});
   EXPECT_EQ(J("gpudirect-rdma", ev).verdict, Verdict::kWarn);
   EXPECT_EQ(J("gpudirect-rdma-peermem-legacy", ev).verdict, Verdict::kWarn);
   ev["kernel.modules"] = Ok({{"loaded", json::array({"nvidia"})}, {"nvidia_dma_buf_entries", json::array()}});
@@ -108,10 +125,14 @@ TEST(NodeChecks, GpuDirectPaths) {
 
 TEST(NodeChecks, SoftwareCurrency) {
   auto ev = GpuNode();
-  ev["cuda.toolkits"] = Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.1"}, {"default", true}}})}, {"default", "/usr/local/cuda/bin/nvcc"}});
+  ev["cuda.toolkits"] =
+      Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "13.1"}, {"default", true}}})},
+          {"default", "/usr/local/cuda/bin/nvcc"}});
   EXPECT_EQ(J("cuda-driver-compat", ev).verdict, Verdict::kWarn);  // toolkit 13.1 on a CUDA 13.0 driver
   EXPECT_EQ(J("cuda-toolkit-present", ev).verdict, Verdict::kPass);
-  ev["nccl.libraries"] = Ok({{"libraries", json::array({"/usr/lib/libnccl.so.2"})}, {"versions", json::array({{{"path", "x"}, {"version", "2.18.3"}}})}, {"header", nullptr}});
+  ev["nccl.libraries"] = Ok({{"libraries", json::array({"/usr/lib/libnccl.so.2"})},
+                             {"versions", json::array({{{"path", "x"}, {"version", "2.18.3"}}})},
+                             {"header", nullptr}});
   EXPECT_EQ(J("nccl-version-current", ev).verdict, Verdict::kWarn);
   ev["ncu.binary"] = Ok({{"installed", false}});
   EXPECT_EQ(J("ncu-profiling", ev).verdict, Verdict::kFail);
@@ -119,31 +140,44 @@ TEST(NodeChecks, SoftwareCurrency) {
   ev["ncu.binary"] = Ok({{"installed", true}, {"version", "2025.3.0.0"}});
   ev["nvidia.params"] = Ok({{"params", {{"RmProfilingAdminOnly", "1"}}}, {"modprobe_options", json::array()}});
   EXPECT_EQ(J("ncu-profiling-counters", ev).verdict, Verdict::kWarn);
-  ev["nvidia.params"] = Ok({{"params", json::object()}, {"modprobe_options", json::array({{{"file", "/etc/modprobe.d/nv.conf"}, {"line", "options nvidia NVreg_RestrictProfilingToAdminUsers=0"}}})}});
+  ev["nvidia.params"] =
+      Ok({{"params", json::object()},
+          {"modprobe_options", json::array({{{"file", "/etc/modprobe.d/nv.conf"},
+                                             {"line", "options nvidia NVreg_RestrictProfilingToAdminUsers=0"}}})}});
   EXPECT_EQ(J("ncu-profiling-counters", ev).verdict, Verdict::kPass);
 }
 
 TEST(NodeChecks, ContainerWiringAccessAndStorage) {
   auto ev = GpuNode();
-  ev["container.runtimes"] = Ok({{"engines", {{"docker", true}}}, {"docker_nvidia_runtime", false}, {"containerd_nvidia_runtime", nullptr}, {"cdi_specs", json::array()}});
+  ev["container.runtimes"] = Ok({{"engines", {{"docker", true}}},
+                                 {"docker_nvidia_runtime", false},
+                                 {"containerd_nvidia_runtime", nullptr},
+                                 {"cdi_specs", json::array()}});
   ev["container-toolkit.version"] = Ok({{"installed", false}});
   EXPECT_EQ(J("container-toolkit", ev).verdict, Verdict::kFail);
   ev["container.runtimes"].data["cdi_specs"] = json::array({"/etc/cdi/nvidia.yaml"});
   EXPECT_EQ(J("container-toolkit", ev).verdict, Verdict::kPass);
-  core::EvidenceSet ssh = {{"ssh.sshd-config", Ok({{"present", true}, {"settings", {{"passwordauthentication", "no"}}}, {"files", json::array()}})}};
+  core::EvidenceSet ssh = {
+      {"ssh.sshd-config",
+       Ok({{"present", true}, {"settings", {{"passwordauthentication", "no"}}}, {"files", json::array()}})}};
   EXPECT_EQ(J("ssh-pubkey-auth", ssh).verdict, Verdict::kPass);
   ssh["ssh.sshd-config"].data["settings"] = json::object();  // OpenSSH defaults allow passwords
   EXPECT_EQ(J("ssh-pubkey-auth", ssh).verdict, Verdict::kWarn);
-  core::EvidenceSet idp = {{"identity.providers", Ok({{"nsswitch_passwd", json::array({"files", "sss"})}, {"pam_modules", json::array()}, {"sssd_id_providers", json::array()}})}};
+  core::EvidenceSet idp = {{"identity.providers", Ok({{"nsswitch_passwd", json::array({"files", "sss"})},
+                                                      {"pam_modules", json::array()},
+                                                      {"sssd_id_providers", json::array()}})}};
   EXPECT_EQ(J("external-idp", idp).verdict, Verdict::kPass);
-  core::EvidenceSet disk = {{"block.devices", Ok({{"disks", json::array({{{"name", "nvme0n1"}, {"size", "3840755982336"}, {"nvme", true}}})},
-                                                  {"mounts", json::array({{{"mount_point", "/scratch"}, {"source", "/dev/nvme0n1"}, {"fstype", "xfs"}}})}})}};
+  core::EvidenceSet disk = {
+      {"block.devices",
+       Ok({{"disks", json::array({{{"name", "nvme0n1"}, {"size", "3840755982336"}, {"nvme", true}}})},
+           {"mounts", json::array({{{"mount_point", "/scratch"}, {"source", "/dev/nvme0n1"}, {"fstype", "xfs"}}})}})}};
   EXPECT_EQ(J("local-nvme", disk).verdict, Verdict::kPass);
 }
 
 TEST(NodeChecks, XidClassesFromTheData) {
   auto ev = GpuNode();
-  ev["kernel.xid"] = Ok({{"source", "journalctl"}, {"events", json::array({{{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 13}}})}});
+  ev["kernel.xid"] =
+      Ok({{"source", "journalctl"}, {"events", json::array({{{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 13}}})}});
   EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kPass);
   ev["kernel.xid"].data["events"].push_back({{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 94}});
   EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kWarn);
@@ -179,25 +213,32 @@ TEST(NodeCollectors, XidEventsParsedFromTheKernelLog) {
 
 TEST(NodeCollectors, SshdIncludeFilesAndFirstValueWins) {
   host::Bundle b;
-  b.PutFile("/etc/ssh/sshd_config", {host::IoStatus::kOk,
-                                     "Include /etc/ssh/sshd_config.d/*.conf\nPasswordAuthentication yes\nMatch User bob\n  PubkeyAuthentication no\n", false, ""});
+  b.PutFile(
+      "/etc/ssh/sshd_config",
+      {host::IoStatus::kOk,
+       "Include /etc/ssh/sshd_config.d/*.conf\nPasswordAuthentication yes\nMatch User bob\n  PubkeyAuthentication no\n",
+       false, ""});
   host::DirResult d;
   d.status = host::IoStatus::kOk;
   d.entries = {{"50-cloud-init.conf", 'f'}, {"README", 'f'}};
   b.PutDir("/etc/ssh/sshd_config.d", d);
-  b.PutFile("/etc/ssh/sshd_config.d/50-cloud-init.conf", {host::IoStatus::kOk, "PasswordAuthentication no\n", false, ""});
+  b.PutFile("/etc/ssh/sshd_config.d/50-cloud-init.conf",
+            {host::IoStatus::kOk, "PasswordAuthentication no\n", false, ""});
   host::ReplayHost h(b);
   auto ev = collect::CollectEvidence(h, {"ssh.sshd-config"}, {});
   const auto& e = ev["ssh.sshd-config"];
   ASSERT_TRUE(e.ok()) << e.error;
-  EXPECT_EQ(e.data["settings"]["passwordauthentication"], "no");   // the include came first
+  EXPECT_EQ(e.data["settings"]["passwordauthentication"], "no");      // the include came first
   EXPECT_FALSE(e.data["settings"].contains("pubkeyauthentication"));  // only under Match
   EXPECT_TRUE(h.misses().empty());
 }
 
 TEST(NodeChecks, PassthroughNvlinkBoundaryFabricManager) {
-  core::EvidenceSet vfio = {{"pci.passthrough", Ok({{"vfio_devices", json::array({{{"bdf", "0000:19:00.0"}, {"group", "41"},
-                                                                                     {"members", json::array({"0000:19:00.0", "0000:19:00.1"})}}})}})}};
+  core::EvidenceSet vfio = {
+      {"pci.passthrough",
+       Ok({{"vfio_devices", json::array({{{"bdf", "0000:19:00.0"},
+                                          {"group", "41"},
+                                          {"members", json::array({"0000:19:00.0", "0000:19:00.1"})}}})}})}};
   EXPECT_EQ(J("security-pcie-passthrough", vfio).verdict, Verdict::kPass);  // functions of one device
   vfio["pci.passthrough"].data["vfio_devices"][0]["members"].push_back("0000:1a:00.0");
   EXPECT_EQ(J("security-pcie-passthrough", vfio).verdict, Verdict::kFail);
@@ -210,58 +251,71 @@ TEST(NodeChecks, PassthroughNvlinkBoundaryFabricManager) {
   ev["pci.devices"] = Ok(Pci({NvidiaGpu(), NvidiaGpu()}));
   EXPECT_EQ(J("security-nvlink-boundary", ev).verdict, Verdict::kWarn);  // a GPU on the board is not ours
 
-  json nvswitch = {{"bdf", "0000:05:00.0"}, {"vendor", "0x10de"}, {"device", "0x22a3"}, {"class", "0x068000"}, {"gpu", false}, {"rdma_nic", false}};
-  core::EvidenceSet fm = {{"pci.devices", Ok(Pci({NvidiaGpu(), nvswitch}))}, {"os.processes", Ok({{"names", json::array({"sshd"})}})}};
+  json nvswitch = {{"bdf", "0000:05:00.0"}, {"vendor", "0x10de"}, {"device", "0x22a3"},
+                   {"class", "0x068000"},   {"gpu", false},       {"rdma_nic", false}};
+  core::EvidenceSet fm = {{"pci.devices", Ok(Pci({NvidiaGpu(), nvswitch}))},
+                          {"os.processes", Ok({{"names", json::array({"sshd"})}})}};
   EXPECT_EQ(J("fabric-manager", fm).verdict, Verdict::kFail);
   fm["os.processes"] = Ok({{"names", json::array({"nv-fabricmanage"})}});
   EXPECT_EQ(J("fabric-manager", fm).verdict, Verdict::kPass);
 }
 
 TEST(NodeChecks, ServicesAndPlatform) {
-  core::EvidenceSet exp = {{"dcgm-exporter.version", Ok({{"installed", true}, {"dcgm_version", "4.4.1"}, {"exporter_version", "4.8.2"}})}};
+  core::EvidenceSet exp = {
+      {"dcgm-exporter.version", Ok({{"installed", true}, {"dcgm_version", "4.4.1"}, {"exporter_version", "4.8.2"}})}};
   EXPECT_EQ(J("security-dcgm-exporter", exp).verdict, Verdict::kFail);  // embedded DCGM below 4.5.3
   exp["dcgm-exporter.version"].data["dcgm_version"] = "4.5.3";
   EXPECT_EQ(J("security-dcgm-exporter", exp).verdict, Verdict::kPass);
 
-  core::EvidenceSet qemu = {{"qemu.virtio", Ok({{"virtio_ports", json::array({"org.qemu.guest_agent.0"})}, {"qemu_package", nullptr}})}};
+  core::EvidenceSet qemu = {
+      {"qemu.virtio", Ok({{"virtio_ports", json::array({"org.qemu.guest_agent.0"})}, {"qemu_package", nullptr}})}};
   EXPECT_EQ(J("security-qemu-virtio-serial", qemu).reason, core::Reason::kAttestationRequired);
   qemu["qemu.virtio"] = Ok({{"virtio_ports", json::array()}, {"qemu_package", "1:8.2.2+ds-0ubuntu1.4"}});
   qemu["os.release"] = Ok({{"codename", "noble"}});
   EXPECT_EQ(J("security-qemu-virtio-serial", qemu).verdict, Verdict::kFail);
 
-  core::EvidenceSet net = {{"net.listeners", Ok({{"listen", json::array({{{"port", 9400}, {"ipv6", false}, {"scope", "any"}}})}})}};
+  core::EvidenceSet net = {
+      {"net.listeners", Ok({{"listen", json::array({{{"port", 9400}, {"ipv6", false}, {"scope", "any"}}})}})}};
   EXPECT_EQ(J("security-observability-isolation", net).verdict, Verdict::kWarn);
   net["net.listeners"] = Ok({{"listen", json::array({{{"port", 9090}, {"ipv6", false}, {"scope", "loopback"}}})}});
   EXPECT_EQ(J("security-observability-isolation", net).verdict, Verdict::kSkip);
 
-  core::EvidenceSet arm = {{"arm.smmu", Ok({{"arch", "aarch64"}, {"midr", "0x00000000410fd4f0"}, {"iommu_units", json::array({"smmu3.0"})},
+  core::EvidenceSet arm = {{"arm.smmu", Ok({{"arch", "aarch64"},
+                                            {"midr", "0x00000000410fd4f0"},
+                                            {"iommu_units", json::array({"smmu3.0"})},
                                             {"cmdqv_module", false}})}};
   EXPECT_EQ(J("arm-smmu-cmdqv", arm, core::Target::kVm).verdict, Verdict::kWarn);
   arm["arm.smmu"].data["cmdqv_module"] = true;
   EXPECT_EQ(J("arm-smmu-cmdqv", arm, core::Target::kVm).verdict, Verdict::kPass);
 
-  core::EvidenceSet mounts = {{"storage.shared-mounts", Ok({{"expected", json::array({{{"mount_point", "/home"}, {"fstype", "nfs4"}, {"noauto", false}}})},
-                                                            {"mounted", json::array()}})}};
+  core::EvidenceSet mounts = {
+      {"storage.shared-mounts",
+       Ok({{"expected", json::array({{{"mount_point", "/home"}, {"fstype", "nfs4"}, {"noauto", false}}})},
+           {"mounted", json::array()}})}};
   EXPECT_EQ(J("storage-mount-stable", mounts).verdict, Verdict::kFail);
-  mounts["storage.shared-mounts"].data["mounted"] = json::array({{{"mount_point", "/home"}, {"fstype", "nfs4"}, {"source", "fs:/home"}, {"stat", "timeout"}}});
+  mounts["storage.shared-mounts"].data["mounted"] =
+      json::array({{{"mount_point", "/home"}, {"fstype", "nfs4"}, {"source", "fs:/home"}, {"stat", "timeout"}}});
   auto hung = J("storage-mount-stable", mounts);
   EXPECT_EQ(hung.verdict, Verdict::kFail);
   EXPECT_NE(hung.message.find("did not answer"), std::string::npos);
 
   auto ev = GpuNode();
-  ev["cuda.toolkits"] = Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "11.4"}, {"default", true}}})}});
+  ev["cuda.toolkits"] =
+      Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "11.4"}, {"default", true}}})}});
   ev["ncu.binary"] = Ok({{"installed", true}, {"version", "2023.2.0.0"}});
   EXPECT_EQ(J("cuda-arch-support", ev).verdict, Verdict::kWarn);  // H100 needs nvcc >= 11.8
 }
 
 TEST(NodeCollectors, ListenersFromProcNetTcp) {
   host::Bundle b;
-  b.PutFile("/proc/net/tcp", {host::IoStatus::kOk,
-                              "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-                              "   0: 00000000:24B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1001 1 0 100 0 0 10 0\n"
-                              "   1: 0100007F:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1002 1 0 100 0 0 10 0\n"
-                              "   2: 0A00000A:0016 0B00000A:C350 01 00000000:00000000 00:00000000 00000000     0        0 1003 1 0 100 0 0 10 0\n",
-                              false, ""});
+  b.PutFile(
+      "/proc/net/tcp",
+      {host::IoStatus::kOk,
+       "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+       "   0: 00000000:24B8 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1001 1 0 100 0 0 10 0\n"
+       "   1: 0100007F:2382 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1002 1 0 100 0 0 10 0\n"
+       "   2: 0A00000A:0016 0B00000A:C350 01 00000000:00000000 00:00000000 00000000     0        0 1003 1 0 100 0 0 10 0\n",
+       false, ""});
   b.PutFile("/proc/net/tcp6", {host::IoStatus::kNotFound, "", false, "No such file or directory"});
   host::ReplayHost h(b);
   auto ev = collect::CollectEvidence(h, {"net.listeners"}, {});
@@ -297,15 +351,18 @@ host::Bundle AmdBundle(const std::string& loaded_src, const std::string& origin_
     r.out = std::move(out);
     return r;
   };
-  for (const char* t : {"modinfo", "dpkg-query", "apt-cache"}) b.PutWhich(t, {host::IoStatus::kOk, std::string("/usr/bin/") + t});
+  for (const char* t : {"modinfo", "dpkg-query", "apt-cache"})
+    b.PutWhich(t, {host::IoStatus::kOk, std::string("/usr/bin/") + t});
   b.PutCommand({"modinfo", "-F", "srcversion", "amdgpu"}, ok("3F2C5D9E1A8B7C6D5E4F3A2\n"));
-  b.PutCommand({"modinfo", "-F", "filename", "amdgpu"}, ok("/lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst\n"));
+  b.PutCommand({"modinfo", "-F", "filename", "amdgpu"},
+               ok("/lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst\n"));
   b.PutCommand({"dpkg-query", "-S", "/lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst"},
                ok("amdgpu-dkms: /lib/modules/6.8.0-124-generic/updates/dkms/amdgpu.ko.zst\n"));
-  b.PutCommand({"apt-cache", "policy", "amdgpu-dkms"},
-               ok("amdgpu-dkms:\n  Installed: 1:6.12.12.60402-2164967.24.04\n  Candidate: 1:6.12.12.60402-2164967.24.04\n  Version table:\n"
-                  " *** 1:6.12.12.60402-2164967.24.04 500\n        500 https://repo.radeon.com/amdgpu/" + origin_release +
-                  "/ubuntu noble/main amd64 Packages\n        100 /var/lib/dpkg/status\n"));
+  b.PutCommand(
+      {"apt-cache", "policy", "amdgpu-dkms"},
+      ok("amdgpu-dkms:\n  Installed: 1:6.12.12.60402-2164967.24.04\n  Candidate: 1:6.12.12.60402-2164967.24.04\n  Version table:\n"
+         " *** 1:6.12.12.60402-2164967.24.04 500\n        500 https://repo.radeon.com/amdgpu/" +
+         origin_release + "/ubuntu noble/main amd64 Packages\n        100 /var/lib/dpkg/status\n"));
   return b;
 }
 
@@ -332,7 +389,8 @@ TEST(NodeChecks, AmdDriverBoundToTheLoadedModule) {
 
 // vboost: `nvidia-smi boost-slider -l` as recorded on an H200 (driver 580.159.04, 2026-11-30).
 TEST(NodeChecks, VboostSliderParsedFromRecordedOutput) {
-  auto rows = collect::ParseBoostSliderList(clustermax::testing::ReadFixture("parsers/nvidia-smi-boost-slider-h200.txt"));
+  auto rows =
+      collect::ParseBoostSliderList(clustermax::testing::ReadFixture("parsers/nvidia-smi-boost-slider-h200.txt"));
   ASSERT_TRUE(rows);
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0].gpu, 0);
@@ -352,8 +410,11 @@ host::CommandResult Out(const std::string& out, int code = 0) {
 }
 std::string SliderTable(int current) {
   return "+---+\n| GPU Boost Slider |\n| GPU     Slider       Max Value    Current Value |\n|===|\n"
-         "|   0     vboost           4              " + std::to_string(current) + "       |\n"
-         "|   1     vboost           4              " + std::to_string(current) + "       |\n+---+\n";
+         "|   0     vboost           4              " +
+         std::to_string(current) +
+         "       |\n"
+         "|   1     vboost           4              " +
+         std::to_string(current) + "       |\n+---+\n";
 }
 }  // namespace
 
@@ -381,25 +442,40 @@ TEST(NodeChecks, VboostProbeSetsReadsBackAndRestores) {
 
   // The judgement on each outcome.
   core::EvidenceSet set = GpuNode();
-  set["gpu.boost-slider"] = Ok({{"supported", true}, {"sliders", json::array({{{"gpu", 0}, {"slider", "vboost"}, {"max", 4}, {"current", 0}}})}});
+  set["gpu.boost-slider"] =
+      Ok({{"supported", true},
+          {"sliders", json::array({{{"gpu", 0}, {"slider", "vboost"}, {"max", 4}, {"current", 0}}})}});
   core::EvidenceSet off = set;
   off["probe.vboost-set"].status = EvidenceStatus::kProbeDisabled;
   auto skip = J("vboost-control", off);
   EXPECT_EQ(skip.verdict, Verdict::kSkip);
   EXPECT_EQ(skip.reason, core::Reason::kProbeDisabled);
   EXPECT_NE(skip.message.find("vboost 0 of 4"), std::string::npos) << skip.message;
-  set["probe.vboost-set"] = Ok({{"outcome", "accepted"}, {"gpus", 1}, {"changed", 1}, {"restored", 1}, {"target", 2}, {"steps", json::array()}});
+  set["probe.vboost-set"] = Ok(
+      {{"outcome", "accepted"}, {"gpus", 1}, {"changed", 1}, {"restored", 1}, {"target", 2}, {"steps", json::array()}});
   EXPECT_EQ(J("vboost-control", set).verdict, Verdict::kPass);
-  set["probe.vboost-set"] = Ok({{"outcome", "denied"}, {"gpus", 1}, {"changed", 0}, {"restored", 0}, {"target", 2},
-                                {"steps", json::array({{{"command", "nvidia-smi boost-slider --vboost 2"}, {"exit_code", 4}, {"output", "Insufficient Permissions"}}})}});
+  set["probe.vboost-set"] = Ok({{"outcome", "denied"},
+                                {"gpus", 1},
+                                {"changed", 0},
+                                {"restored", 0},
+                                {"target", 2},
+                                {"steps", json::array({{{"command", "nvidia-smi boost-slider --vboost 2"},
+                                                        {"exit_code", 4},
+                                                        {"output", "Insufficient Permissions"}}})}});
   auto denied = J("vboost-control", set);
   EXPECT_EQ(denied.verdict, Verdict::kWarn);
   EXPECT_EQ(denied.details.size(), 1u);
-  set["probe.vboost-set"] = Ok({{"outcome", "not-reverted"}, {"gpus", 2}, {"changed", 2}, {"restored", 1}, {"target", 2}, {"steps", json::array()}});
+  set["probe.vboost-set"] = Ok({{"outcome", "not-reverted"},
+                                {"gpus", 2},
+                                {"changed", 2},
+                                {"restored", 1},
+                                {"target", 2},
+                                {"steps", json::array()}});
   EXPECT_NE(J("vboost-control", set).message.find("only 1 restored"), std::string::npos);
   // B300 has no slider; a GPU the driver offers none on; no NVIDIA GPU at all.
   core::EvidenceSet b300 = set;
-  b300["gpu.inventory"] = Ok({{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA B300 SXM6 AC"}}})}});
+  b300["gpu.inventory"] =
+      Ok({{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA B300 SXM6 AC"}}})}});
   EXPECT_EQ(J("vboost-control", b300).reason, core::Reason::kNotApplicable);
   set["gpu.boost-slider"] = Ok({{"supported", false}, {"output", "Not Supported"}});
   EXPECT_EQ(J("vboost-control", set).reason, core::Reason::kNotApplicable);
@@ -409,11 +485,13 @@ TEST(NodeChecks, VboostProbeSetsReadsBackAndRestores) {
 
 TEST(NodeChecks, NcclAutoconfigListsWhatIsPinned) {
   host::Bundle b;
-  b.PutFile("/etc/nccl.conf", {host::IoStatus::kOk, "# site defaults\nNCCL_IB_HCA=mlx5\nNCCL_PROTO=Simple\n", false, ""});
+  b.PutFile("/etc/nccl.conf",
+            {host::IoStatus::kOk, "# site defaults\nNCCL_IB_HCA=mlx5\nNCCL_PROTO=Simple\n", false, ""});
   b.PutFile("/etc/environment", {host::IoStatus::kOk, "PATH=\"/usr/bin\"\nNCCL_ALGO=Ring\n", false, ""});
   b.PutEnv("NCCL_CONF_FILE", std::nullopt);
-  for (const char* k : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX",
-                        "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL"}) {
+  for (const char* k :
+       {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_IB_QPS_PER_CONNECTION",
+        "NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL"}) {
     b.PutEnv(k, std::string(k) == "NCCL_MIN_NCHANNELS" ? std::optional<std::string>("4") : std::nullopt);
   }
   host::ReplayHost h(b);
@@ -428,15 +506,21 @@ TEST(NodeChecks, NcclAutoconfigListsWhatIsPinned) {
   EXPECT_EQ(f.details.size(), 4u);
 
   // Only harmless settings: PASS with them listed; nothing at all and no NCCL: not applicable.
-  core::EvidenceSet clean = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", {{"NCCL_IB_HCA", "mlx5"}}}}})},
-                                                 {"env", json::object()}})}};
+  core::EvidenceSet clean = {
+      {"nccl.config",
+       Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", {{"NCCL_IB_HCA", "mlx5"}}}}})},
+           {"env", json::object()}})}};
   EXPECT_EQ(J("nccl-autoconfig", clean).verdict, Verdict::kPass);
-  core::EvidenceSet none = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", false}, {"vars", json::object()}}})},
-                                                {"env", json::object()}})},
-                            {"nccl.libraries", Ok({{"libraries", json::array()}, {"header", nullptr}, {"versions", json::array()}})}};
+  core::EvidenceSet none = {
+      {"nccl.config",
+       Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", false}, {"vars", json::object()}}})},
+           {"env", json::object()}})},
+      {"nccl.libraries", Ok({{"libraries", json::array()}, {"header", nullptr}, {"versions", json::array()}})}};
   EXPECT_EQ(J("nccl-autoconfig", none).reason, core::Reason::kNotApplicable);
-  core::EvidenceSet denied = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", false}, {"vars", json::object()},
-                                                                         {"error", "permission-denied: EACCES"}}})},
+  core::EvidenceSet denied = {{"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"},
+                                                                          {"found", false},
+                                                                          {"vars", json::object()},
+                                                                          {"error", "permission-denied: EACCES"}}})},
                                                   {"env", json::object()}})}};
   EXPECT_EQ(J("nccl-autoconfig", denied).reason, core::Reason::kEvidenceError);
 }
@@ -478,7 +562,9 @@ TEST(NodeChecks, HcaNamingExpectsMlx5OrNcclIbHca) {
   auto custom = J("hca-naming", ev, core::Target::kSlurm);
   EXPECT_EQ(custom.verdict, Verdict::kWarn);
   EXPECT_NE(custom.message.find("without NCCL_IB_HCA"), std::string::npos);
-  ev["nccl.config"] = Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", {{"NCCL_IB_HCA", "=roce_p0_rail0,roce_p1_rail1"}}}}})},
+  ev["nccl.config"] = Ok({{"files", json::array({{{"path", "/etc/nccl.conf"},
+                                                  {"found", true},
+                                                  {"vars", {{"NCCL_IB_HCA", "=roce_p0_rail0,roce_p1_rail1"}}}}})},
                           {"env", json::object()}});
   EXPECT_EQ(J("hca-naming", ev, core::Target::kSlurm).verdict, Verdict::kPass);
   ev["rdma.devices"] = rdma({});
@@ -498,9 +584,11 @@ TEST(NodeChecks, HpcSdkReleaseCompilersAndPayload) {
     b.PutDir("/opt/nvidia/hpc_sdk", dir({{"Linux_x86_64", 'd'}, {"modulefiles", 'd'}}));
     b.PutDir("/opt/nvidia/hpc_sdk/Linux_x86_64", dir({{"26.7", 'd'}, {"26.9", 'd'}, {"2026", 'd'}}));
     for (const char* c : {"nvc", "nvc++"}) {
-      b.PutCommand({base + "/compilers/bin/" + c, "--version"}, Out(std::string("\n") + c + " 26.9-0 64-bit target on x86-64 Linux -tp znver3\n"));
+      b.PutCommand({base + "/compilers/bin/" + c, "--version"},
+                   Out(std::string("\n") + c + " 26.9-0 64-bit target on x86-64 Linux -tp znver3\n"));
     }
-    b.PutCommand({base + "/compilers/bin/nvfortran", "--version"}, Out("\nnvfortran " + fortran_version + "-0 64-bit target on x86-64 Linux\n"));
+    b.PutCommand({base + "/compilers/bin/nvfortran", "--version"},
+                 Out("\nnvfortran " + fortran_version + "-0 64-bit target on x86-64 Linux\n"));
     b.PutDir(base + "/comm_libs", dir({{"13.0", 'd'}}));
     std::vector<std::pair<std::string, char>> comm = {{"nccl", 'd'}, {"hpcx", 'd'}};
     if (with_nvshmem) comm.push_back({"nvshmem", 'd'});
@@ -533,7 +621,9 @@ TEST(NodeChecks, HpcSdkReleaseCompilersAndPayload) {
 
 TEST(NodeChecks, XidMonitoringNeedsCaptureAndShipping) {
   host::Bundle b;
-  b.PutFile("/etc/dcgm-exporter/default-counters.csv", {host::IoStatus::kOk, "# Format\nDCGM_FI_DEV_SM_CLOCK, gauge, SM clock\nDCGM_FI_DEV_XID_ERRORS, gauge, Last Xid\n", false, ""});
+  b.PutFile("/etc/dcgm-exporter/default-counters.csv",
+            {host::IoStatus::kOk,
+             "# Format\nDCGM_FI_DEV_SM_CLOCK, gauge, SM clock\nDCGM_FI_DEV_XID_ERRORS, gauge, Last Xid\n", false, ""});
   host::ReplayHost h(b);
   auto mon = collect::CollectEvidence(h, {"xid.monitors"}, {})["xid.monitors"];
   ASSERT_TRUE(mon.ok());
@@ -544,15 +634,19 @@ TEST(NodeChecks, XidMonitoringNeedsCaptureAndShipping) {
   EXPECT_EQ(J("xid-monitoring", ev, core::Target::kSlurm).verdict, Verdict::kPass);
   ev["os.processes"] = Ok({{"names", {"dcgm-exporter"}}});
   EXPECT_NE(J("xid-monitoring", ev, core::Target::kSlurm).message.find("no kernel-log shipper"), std::string::npos);
-  ev["xid.monitors"] = Ok({{"exporter_counters", json::array({{{"path", "/etc/dcgm-exporter/default-counters.csv"}, {"xid_errors", false}}})}});
+  ev["xid.monitors"] =
+      Ok({{"exporter_counters",
+           json::array({{{"path", "/etc/dcgm-exporter/default-counters.csv"}, {"xid_errors", false}}})}});
   ev["os.processes"] = Ok({{"names", {"dcgm-exporter", "fluent-bit"}}});
-  EXPECT_NE(J("xid-monitoring", ev, core::Target::kSlurm).message.find("nothing captures"), std::string::npos);  // Xid counter removed
+  EXPECT_NE(J("xid-monitoring", ev, core::Target::kSlurm).message.find("nothing captures"),
+            std::string::npos);  // Xid counter removed
 }
 
 TEST(NodeChecks, SharedFsWantsAParallelFilesystemAndSharedHome) {
   auto mounts = [](std::vector<std::pair<std::string, std::string>> m) {
     json list = json::array();
-    for (const auto& [mp, fs] : m) list.push_back({{"mount_point", mp}, {"fstype", fs}, {"source", "srv:/x"}, {"stat", "ok"}});
+    for (const auto& [mp, fs] : m)
+      list.push_back({{"mount_point", mp}, {"fstype", fs}, {"source", "srv:/x"}, {"stat", "ok"}});
     return Ok({{"expected", json::array()}, {"mounted", list}});
   };
   core::EvidenceSet ev = {{"storage.shared-mounts", mounts({{"/lustre", "lustre"}, {"/home", "nfs4"}})}};
@@ -567,15 +661,20 @@ TEST(NodeChecks, SharedFsWantsAParallelFilesystemAndSharedHome) {
 
 TEST(NodeChecks, NcclRoceGidIndexPointsAtARoutableV2Gid) {
   // A RoCE port as sysfs shows it: GID 0/1 link-local (v1, v2), GID 2/3 the fabric address (v1, v2).
-  json port = {{"port", "1"}, {"link_layer", "Ethernet"},
+  json port = {{"port", "1"},
+               {"link_layer", "Ethernet"},
                {"gid_types", {"IB/RoCE v1", "RoCE v2", "IB/RoCE v1", "RoCE v2", nullptr, nullptr, nullptr, nullptr}},
-               {"gids", {"fe80:0000:0000:0000:5aa2:e1ff:fe11:2233", "fe80:0000:0000:0000:5aa2:e1ff:fe11:2233",
-                         "0000:0000:0000:0000:0000:ffff:0a00:0011", "0000:0000:0000:0000:0000:ffff:0a00:0011", nullptr, nullptr, nullptr, nullptr}}};
-  core::EvidenceSet ev = {{"rdma.devices", Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({port})}}})}})}};
+               {"gids",
+                {"fe80:0000:0000:0000:5aa2:e1ff:fe11:2233", "fe80:0000:0000:0000:5aa2:e1ff:fe11:2233",
+                 "0000:0000:0000:0000:0000:ffff:0a00:0011", "0000:0000:0000:0000:0000:ffff:0a00:0011", nullptr, nullptr,
+                 nullptr, nullptr}}};
+  core::EvidenceSet ev = {
+      {"rdma.devices", Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({port})}}})}})}};
   auto conf = [](std::optional<std::string> idx) {
     json vars = json::object();
     if (idx) vars["NCCL_IB_GID_INDEX"] = *idx;
-    return Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}, {"env", json::object()}});
+    return Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})},
+               {"env", json::object()}});
   };
   ev["nccl.config"] = conf("3");
   EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).verdict, Verdict::kPass);
@@ -585,7 +684,9 @@ TEST(NodeChecks, NcclRoceGidIndexPointsAtARoutableV2Gid) {
   EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).verdict, Verdict::kWarn);
   ev["nccl.config"] = conf(std::nullopt);
   EXPECT_NE(J("nccl-roce-gid-index", ev, core::Target::kSlurm).message.find("unset"), std::string::npos);
-  ev["rdma.devices"] = Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"}}})}}})}});
+  ev["rdma.devices"] = Ok(
+      {{"devices",
+        json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"}}})}}})}});
   EXPECT_EQ(J("nccl-roce-gid-index", ev, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
 }
 
@@ -596,10 +697,14 @@ TEST(NodeChecks, FabricClassOneNicPerGpuAtTheGenerationsRate) {
   auto rdma = [&](int n, const std::string& rate, int down = 0, bool frontend = true) {
     json devs = json::array();
     for (int i = 0; i < n; ++i) {
-      devs.push_back({{"name", "mlx5_" + std::to_string(i)}, {"vendor", "0x15b3"},
+      devs.push_back({{"name", "mlx5_" + std::to_string(i)},
+                      {"vendor", "0x15b3"},
                       {"ports", json::array({port("InfiniBand", rate, i < down ? "1: DOWN" : "4: ACTIVE")})}});
     }
-    if (frontend) devs.push_back({{"name", "mlx5_bond_0"}, {"vendor", "0x15b3"}, {"ports", json::array({port("Ethernet", "25 Gb/sec (1X EDR)", "4: ACTIVE")})}});
+    if (frontend)
+      devs.push_back({{"name", "mlx5_bond_0"},
+                      {"vendor", "0x15b3"},
+                      {"ports", json::array({port("Ethernet", "25 Gb/sec (1X EDR)", "4: ACTIVE")})}});
     return Ok({{"devices", devs}});
   };
   auto gpus = [](int n, const std::string& name) {
@@ -607,21 +712,27 @@ TEST(NodeChecks, FabricClassOneNicPerGpuAtTheGenerationsRate) {
     for (int i = 0; i < n; ++i) d.push_back({{"index", i}, {"name", name}});
     return Ok({{"devices", d}});
   };
-  core::EvidenceSet ev = {{"pci.devices", Ok(Pci({NvidiaGpu(), ConnectX()}))}, {"gpu.inventory", gpus(8, "NVIDIA H100 80GB HBM3")},
+  core::EvidenceSet ev = {{"pci.devices", Ok(Pci({NvidiaGpu(), ConnectX()}))},
+                          {"gpu.inventory", gpus(8, "NVIDIA H100 80GB HBM3")},
                           {"rdma.devices", rdma(8, "400 Gb/sec (4X NDR)")}};
   auto ok = J("fabric-class", ev, core::Target::kSlurm);
   EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
-  EXPECT_NE(ok.message.find("8 active InfiniBand fabric port(s), 3200 Gb/s for 8 GPU(s)"), std::string::npos) << ok.message;
+  EXPECT_NE(ok.message.find("8 active InfiniBand fabric port(s), 3200 Gb/s for 8 GPU(s)"), std::string::npos)
+      << ok.message;
   bool frontend_named = false;
-  for (const auto& d : ok.details) frontend_named |= d.find("mlx5_bond_0/1: RoCE 25 Gb/s") != std::string::npos && d.find("not a rail (bond)") != std::string::npos;
+  for (const auto& d : ok.details)
+    frontend_named |=
+        d.find("mlx5_bond_0/1: RoCE 25 Gb/s") != std::string::npos && d.find("not a rail (bond)") != std::string::npos;
   EXPECT_TRUE(frontend_named);
   // Half the rate (HDR on H100), a missing NIC, a port down: each a WARN naming the cause.
   ev["rdma.devices"] = rdma(8, "200 Gb/sec (4X HDR)");
   auto slow = J("fabric-class", ev, core::Target::kSlurm);
   EXPECT_EQ(slow.verdict, Verdict::kWarn);
-  EXPECT_NE(slow.message.find("1600 Gb/s of active fabric for 8 GPU(s), below 8 x 400 Gb/s"), std::string::npos) << slow.message;
+  EXPECT_NE(slow.message.find("1600 Gb/s of active fabric for 8 GPU(s), below 8 x 400 Gb/s"), std::string::npos)
+      << slow.message;
   ev["rdma.devices"] = rdma(7, "400 Gb/sec (4X NDR)");
-  EXPECT_NE(J("fabric-class", ev, core::Target::kSlurm).message.find("7 fabric port(s) for 8 GPU(s)"), std::string::npos);
+  EXPECT_NE(J("fabric-class", ev, core::Target::kSlurm).message.find("7 fabric port(s) for 8 GPU(s)"),
+            std::string::npos);
   ev["rdma.devices"] = rdma(8, "400 Gb/sec (4X NDR)", 1);
   auto down = J("fabric-class", ev, core::Target::kSlurm);
   EXPECT_EQ(down.verdict, Verdict::kWarn);
@@ -637,14 +748,19 @@ TEST(NodeChecks, FabricClassOneNicPerGpuAtTheGenerationsRate) {
   EXPECT_EQ(tcp.severity, core::Severity::kMissing);
   // EFA (vendor 0x1d0f): 32 x 100 Gb/s for 8 GPUs is 400 Gb/s per GPU.
   json efa = json::array();
-  for (int i = 0; i < 32; ++i) efa.push_back({{"name", "rdmap" + std::to_string(i)}, {"vendor", "0x1d0f"}, {"ports", json::array({port("Unspecified", "100 Gb/sec", "4: ACTIVE")})}});
+  for (int i = 0; i < 32; ++i)
+    efa.push_back({{"name", "rdmap" + std::to_string(i)},
+                   {"vendor", "0x1d0f"},
+                   {"ports", json::array({port("Unspecified", "100 Gb/sec", "4: ACTIVE")})}});
   ev["gpu.inventory"] = gpus(8, "NVIDIA H100 80GB HBM3");
   ev["rdma.devices"] = Ok({{"devices", efa}});
   auto aws = J("fabric-class", ev, core::Target::kSlurm);
   EXPECT_EQ(aws.verdict, Verdict::kPass) << aws.message;
   EXPECT_NE(aws.message.find("EFA"), std::string::npos);
   // A CPU node: not applicable; an unreadable RDMA listing: an evidence problem, never a verdict.
-  core::EvidenceSet cpu = {{"pci.devices", Ok(Pci({ConnectX()}))}, {"gpu.inventory", Ok({{"devices", json::array()}})}, {"rdma.devices", rdma(1, "400 Gb/sec")}};
+  core::EvidenceSet cpu = {{"pci.devices", Ok(Pci({ConnectX()}))},
+                           {"gpu.inventory", Ok({{"devices", json::array()}})},
+                           {"rdma.devices", rdma(1, "400 Gb/sec")}};
   EXPECT_EQ(J("fabric-class", cpu, core::Target::kSlurm).reason, core::Reason::kNotApplicable);
   ev["rdma.devices"].status = EvidenceStatus::kPermissionDenied;
   EXPECT_NE(J("fabric-class", ev, core::Target::kSlurm).verdict, Verdict::kPass);
@@ -683,10 +799,11 @@ TEST(NodeChecks, SharedHomeQuotaReadsTheHomeFilesystemsTool) {
   EXPECT_EQ(none.reason, core::Reason::kConfig);
   EXPECT_NE(none.message.find("/home/alice on /home (nfs4)"), std::string::npos) << none.message;
   // Lustre home: lfs quota on the mount, as the user.
-  ev["storage.home-quota"] = collect("/lustre/home/alice", "alice",
-                                     Out("Disk quotas for usr alice (uid 1000):\n     Filesystem  kbytes   quota   limit   grace   files   quota   limit   grace\n"
-                                         "        /lustre    4096       0 104857600       -      12       0       0       -\n"),
-                                     {"lfs", "quota", "-u", "alice", "/lustre"});
+  ev["storage.home-quota"] = collect(
+      "/lustre/home/alice", "alice",
+      Out("Disk quotas for usr alice (uid 1000):\n     Filesystem  kbytes   quota   limit   grace   files   quota   limit   grace\n"
+          "        /lustre    4096       0 104857600       -      12       0       0       -\n"),
+      {"lfs", "quota", "-u", "alice", "/lustre"});
   EXPECT_EQ(J("shared-home-quota", ev, core::Target::kSlurm).verdict, Verdict::kPass);
   // The tool is not installed: unverified, never a PASS.
   host::CommandResult missing;
@@ -715,8 +832,10 @@ TEST(NodeChecks, GpuJobAttributionFromTheExportersFlagsEnvironmentOrUnit) {
     b.PutFile("/proc/1/comm", {host::IoStatus::kOk, "systemd\n", false, ""});
     b.PutFile("/proc/812/comm", {host::IoStatus::kOk, "dcgm-exporter\n", false, ""});
     b.PutFile("/proc/812/cmdline", {host::IoStatus::kOk, cmdline, false, ""});
-    if (environ) b.PutFile("/proc/812/environ", {host::IoStatus::kOk, *environ, false, ""});
-    else b.PutFile("/proc/812/environ", {host::IoStatus::kPermissionDenied, "", false, "Permission denied"});
+    if (environ)
+      b.PutFile("/proc/812/environ", {host::IoStatus::kOk, *environ, false, ""});
+    else
+      b.PutFile("/proc/812/environ", {host::IoStatus::kPermissionDenied, "", false, "Permission denied"});
     if (!unit.empty()) b.PutFile("/etc/systemd/system/dcgm-exporter.service", {host::IoStatus::kOk, unit, false, ""});
     host::ReplayHost h(b);
     auto ev = collect::CollectEvidence(h, {"gpu-exporter.config", "os.processes"}, {});
@@ -729,25 +848,38 @@ TEST(NodeChecks, GpuJobAttributionFromTheExportersFlagsEnvironmentOrUnit) {
     return ev;
   };
   // Flag on the command line (NUL-separated, as /proc shows it).
-  auto flag = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0--hpc-job-mapping-dir\0/run/dcgm-job-map\0"s, std::nullopt, "")), core::Target::kSlurm);
+  auto flag = J("gpu-job-attribution",
+                with(bundle("/usr/bin/dcgm-exporter\0--hpc-job-mapping-dir\0/run/dcgm-job-map\0"s, std::nullopt, "")),
+                core::Target::kSlurm);
   EXPECT_EQ(flag.verdict, Verdict::kPass) << flag.message;
   EXPECT_NE(flag.message.find("--hpc-job-mapping-dir /run/dcgm-job-map"), std::string::npos) << flag.message;
   // The environment variable (readable as root).
-  auto env = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "PATH=/usr/bin\0DCGM_HPC_JOB_MAPPING_DIR=/var/run/jobs\0"s, "")), core::Target::kSlurm);
+  auto env =
+      J("gpu-job-attribution",
+        with(bundle("/usr/bin/dcgm-exporter\0"s, "PATH=/usr/bin\0DCGM_HPC_JOB_MAPPING_DIR=/var/run/jobs\0"s, "")),
+        core::Target::kSlurm);
   EXPECT_EQ(env.verdict, Verdict::kPass) << env.message;
   // The unit file's Environment= line.
-  auto unit = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, std::nullopt,
-                                                   "[Service]\nEnvironment=DCGM_HPC_JOB_MAPPING_DIR=/run/dcgm-job-map\nExecStart=/usr/bin/dcgm-exporter\n")),
-                core::Target::kSlurm);
+  auto unit =
+      J("gpu-job-attribution",
+        with(bundle(
+            "/usr/bin/dcgm-exporter\0"s, std::nullopt,
+            "[Service]\nEnvironment=DCGM_HPC_JOB_MAPPING_DIR=/run/dcgm-job-map\nExecStart=/usr/bin/dcgm-exporter\n")),
+        core::Target::kSlurm);
   EXPECT_EQ(unit.verdict, Verdict::kPass) << unit.message;
   // Nothing set, environment unreadable: unverified; readable and absent: WARN config.
-  auto hidden = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0-f\0/etc/dcgm-exporter/default-counters.csv\0"s, std::nullopt, "")), core::Target::kSlurm);
+  auto hidden =
+      J("gpu-job-attribution",
+        with(bundle("/usr/bin/dcgm-exporter\0-f\0/etc/dcgm-exporter/default-counters.csv\0"s, std::nullopt, "")),
+        core::Target::kSlurm);
   EXPECT_EQ(hidden.reason, core::Reason::kUnverified) << hidden.message;
-  auto none = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "PATH=/usr/bin\0"s, "")), core::Target::kSlurm);
+  auto none =
+      J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "PATH=/usr/bin\0"s, "")), core::Target::kSlurm);
   EXPECT_EQ(none.verdict, Verdict::kWarn);
   EXPECT_EQ(none.reason, core::Reason::kConfig);
   // Kubernetes mode.
-  auto k8s = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "DCGM_EXPORTER_KUBERNETES=true\0"s, "")), core::Target::kK8s);
+  auto k8s = J("gpu-job-attribution", with(bundle("/usr/bin/dcgm-exporter\0"s, "DCGM_EXPORTER_KUBERNETES=true\0"s, "")),
+               core::Target::kK8s);
   EXPECT_EQ(k8s.verdict, Verdict::kPass) << k8s.message;
   // No exporter at all: the prerequisite is missing (monitoring-stack grades that).
   ev = GpuNode();
@@ -758,7 +890,10 @@ TEST(NodeChecks, GpuJobAttributionFromTheExportersFlagsEnvironmentOrUnit) {
 
 TEST(NodeChecks, SharpOnInfinibandIsAtBestUnverifiedWithoutAProbe) {
   auto rdma = [](const std::string& layer) {
-    return Ok({{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", layer}, {"state", "4: ACTIVE"}}})}}})}});
+    return Ok(
+        {{"devices",
+          json::array({{{"name", "mlx5_0"},
+                        {"ports", json::array({{{"port", "1"}, {"link_layer", layer}, {"state", "4: ACTIVE"}}})}}})}});
   };
   auto collect = [](bool with_sharp) {
     host::Bundle b;
@@ -772,8 +907,11 @@ TEST(NodeChecks, SharpOnInfinibandIsAtBestUnverifiedWithoutAProbe) {
       st.type = 'd';
       b.PutStat("/opt/hpcx-v2.24-gcc-doca_ofed-ubuntu24.04-cuda13-x86_64/sharp", st);
     }
-    b.PutCommand({"ldconfig", "-p"}, Out(std::string("\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n") +
-                                         (with_sharp ? "\tlibnccl-net.so (libc6,x86-64) => /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n" : "")));
+    b.PutCommand(
+        {"ldconfig", "-p"},
+        Out(std::string("\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n") +
+            (with_sharp ? "\tlibnccl-net.so (libc6,x86-64) => /opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so\n"
+                        : "")));
     host::ReplayHost h(b);
     return collect::CollectEvidence(h, {"sharp.install", "nccl.libraries"}, {});
   };
@@ -808,20 +946,24 @@ TEST(NodeChecks, EnrootImportProbePullsIntoItsOwnFileAndRemovesIt) {
     EXPECT_TRUE(h.misses().empty()) << h.misses().front();  // exactly these commands, this file
     return ev;
   };
-  auto ok = Out("[INFO] Querying registry for permission grant\n[INFO] Fetching image manifest list\n[INFO] Creating squashfs filesystem...\n");
+  auto ok = Out(
+      "[INFO] Querying registry for permission grant\n[INFO] Fetching image manifest list\n[INFO] Creating squashfs filesystem...\n");
   ok.duration_ms = 4200;
   auto pass = J("enroot-import", collect(ok), core::Target::kSlurm);
   EXPECT_EQ(pass.verdict, Verdict::kPass) << pass.message;
   EXPECT_NE(pass.message.find("in 4.2 s"), std::string::npos) << pass.message;
   host::CommandResult denied = Out("", 1);
-  denied.err = "[INFO] Querying registry for permission grant\n[ERROR] URL https://auth.docker.io/token returned error code: 401 Unauthorized\n";
+  denied.err =
+      "[INFO] Querying registry for permission grant\n[ERROR] URL https://auth.docker.io/token returned error code: 401 Unauthorized\n";
   auto fail = J("enroot-import", collect(denied), core::Target::kSlurm);
   EXPECT_EQ(fail.verdict, Verdict::kWarn);
   EXPECT_NE(fail.details.at(0).find("401 Unauthorized"), std::string::npos);
   host::CommandResult slow;
   slow.status = host::IoStatus::kTimeout;
-  EXPECT_NE(J("enroot-import", collect(slow), core::Target::kSlurm).message.find("did not finish within 30 s"), std::string::npos);
-  EXPECT_EQ(J("enroot-import", collect(std::nullopt, false), core::Target::kSlurm).reason, core::Reason::kPrerequisiteMissing);
+  EXPECT_NE(J("enroot-import", collect(slow), core::Target::kSlurm).message.find("did not finish within 30 s"),
+            std::string::npos);
+  EXPECT_EQ(J("enroot-import", collect(std::nullopt, false), core::Target::kSlurm).reason,
+            core::Reason::kPrerequisiteMissing);
   // Without --probe enroot-import nothing runs.
   host::Bundle empty;
   host::ReplayHost h(empty);
@@ -831,15 +973,28 @@ TEST(NodeChecks, EnrootImportProbePullsIntoItsOwnFileAndRemovesIt) {
 }
 
 TEST(NodeChecks, NcclTopologyFileOnTheHostAndInsideAPyxisContainer) {
-  const std::string xml = "<system version=\"1\">\n  <cpu numaid=\"0\" affinity=\"ffff\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n"
-                          "    <pci busid=\"0000:17:00.0\" class=\"0x060400\"/>\n  </cpu>\n</system>\n";
+  const std::string xml =
+      "<system version=\"1\">\n  <cpu numaid=\"0\" affinity=\"ffff\" arch=\"x86_64\" vendor=\"GenuineIntel\">\n"
+      "    <pci busid=\"0000:17:00.0\" class=\"0x060400\"/>\n  </cpu>\n</system>\n";
   const std::string host_sum = std::string(64, 'a');
-  std::vector<std::string> srun = {"srun", "--overlap", "-N1", "-n1", "--jobid=42", "--nodelist=n1", "--container-image=nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04",
-                                   "--no-container-mount-home", "--container-remap-root", "--no-container-entrypoint", "sha256sum", "/etc/nccl/topo.xml"};
+  std::vector<std::string> srun = {"srun",
+                                   "--overlap",
+                                   "-N1",
+                                   "-n1",
+                                   "--jobid=42",
+                                   "--nodelist=n1",
+                                   "--container-image=nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04",
+                                   "--no-container-mount-home",
+                                   "--container-remap-root",
+                                   "--no-container-entrypoint",
+                                   "sha256sum",
+                                   "/etc/nccl/topo.xml"};
   auto collect = [&](bool with_file, std::optional<host::CommandResult> inside, bool probe = true) {
     host::Bundle b;
     b.PutEnv("NCCL_TOPO_FILE", std::nullopt);
-    b.PutFile("/etc/nccl.conf", {host::IoStatus::kOk, with_file ? "NCCL_TOPO_FILE=/etc/nccl/topo.xml\nNCCL_IB_QPS_PER_CONNECTION=2\n" : "", false, ""});
+    b.PutFile("/etc/nccl.conf",
+              {host::IoStatus::kOk,
+               with_file ? "NCCL_TOPO_FILE=/etc/nccl/topo.xml\nNCCL_IB_QPS_PER_CONNECTION=2\n" : "", false, ""});
     host::DirResult etc;
     etc.status = host::IoStatus::kOk;
     if (with_file) etc.entries = {{"topo.xml", 'f'}};
@@ -866,22 +1021,30 @@ TEST(NodeChecks, NcclTopologyFileOnTheHostAndInsideAPyxisContainer) {
     ev["os.virtualization"] = Ok({{"vm", vm}});
     return ev;
   };
-  auto same = J("nccl-topo-file-container", with_virt(collect(true, Out(host_sum + "  /etc/nccl/topo.xml\n")), "kvm"), core::Target::kSlurm);
+  auto same = J("nccl-topo-file-container", with_virt(collect(true, Out(host_sum + "  /etc/nccl/topo.xml\n")), "kvm"),
+                core::Target::kSlurm);
   EXPECT_EQ(same.verdict, Verdict::kPass) << same.message;
   host::CommandResult gone = Out("", 1);
-  gone.err = "sha256sum: /etc/nccl/topo.xml: No such file or directory\nsrun: error: n1: task 0: Exited with exit code 1\n";
+  gone.err =
+      "sha256sum: /etc/nccl/topo.xml: No such file or directory\nsrun: error: n1: task 0: Exited with exit code 1\n";
   auto missing = J("nccl-topo-file-container", with_virt(collect(true, gone), "kvm"), core::Target::kSlurm);
   EXPECT_EQ(missing.verdict, Verdict::kWarn);
   EXPECT_NE(missing.message.find("missing inside the container"), std::string::npos) << missing.message;
-  auto differs = J("nccl-topo-file-container", with_virt(collect(true, Out(std::string(64, 'b') + "  /etc/nccl/topo.xml\n")), "kvm"), core::Target::kSlurm);
+  auto differs =
+      J("nccl-topo-file-container",
+        with_virt(collect(true, Out(std::string(64, 'b') + "  /etc/nccl/topo.xml\n")), "kvm"), core::Target::kSlurm);
   EXPECT_NE(differs.message.find("differs inside the container"), std::string::npos) << differs.message;
   host::CommandResult no_pyxis = Out("", 1);
   no_pyxis.err = "srun: unrecognized option '--container-image=nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04'\n";
-  EXPECT_EQ(J("nccl-topo-file-container", with_virt(collect(true, no_pyxis), "kvm"), core::Target::kSlurm).reason, core::Reason::kPrerequisiteMissing);
-  auto disabled = J("nccl-topo-file-container", with_virt(collect(true, std::nullopt, false), "kvm"), core::Target::kSlurm);
+  EXPECT_EQ(J("nccl-topo-file-container", with_virt(collect(true, no_pyxis), "kvm"), core::Target::kSlurm).reason,
+            core::Reason::kPrerequisiteMissing);
+  auto disabled =
+      J("nccl-topo-file-container", with_virt(collect(true, std::nullopt, false), "kvm"), core::Target::kSlurm);
   EXPECT_EQ(disabled.reason, core::Reason::kProbeDisabled) << disabled.message;
   // No file: fine on bare metal, a WARN in a VM.
-  EXPECT_EQ(J("nccl-topo-file-container", with_virt(collect(false, std::nullopt), "none"), core::Target::kSlurm).verdict, Verdict::kPass);
+  EXPECT_EQ(
+      J("nccl-topo-file-container", with_virt(collect(false, std::nullopt), "none"), core::Target::kSlurm).verdict,
+      Verdict::kPass);
   auto vm = J("nccl-topo-file-container", with_virt(collect(false, std::nullopt), "kvm"), core::Target::kSlurm);
   EXPECT_EQ(vm.verdict, Verdict::kWarn);
   EXPECT_NE(vm.message.find("VM (kvm)"), std::string::npos) << vm.message;

@@ -36,7 +36,8 @@ TEST(Parsers, Perf) {
 }
 
 TEST(Parsers, RuncAndToolkitAndDcgm) {
-  EXPECT_EQ(ParseRuncVersion("runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\ngo: go1.20.13\n"), "1.1.12");
+  EXPECT_EQ(ParseRuncVersion("runc version 1.1.12\ncommit: v1.1.12-0-g51d5e94\nspec: 1.0.2-dev\ngo: go1.20.13\n"),
+            "1.1.12");
   EXPECT_EQ(ParseRuncVersion("runc version 1.3.0-rc.1\n"), "1.3.0-rc.1");
   EXPECT_EQ(ParseNvidiaCtkVersion("NVIDIA Container Toolkit CLI version 1.17.8\ncommit: f202b80\n"), "1.17.8");
   EXPECT_EQ(ParseNvidiaCtkVersion("NVIDIA Container Runtime version 1.19.1\ncommit: abc\n"), "1.19.1");
@@ -51,7 +52,8 @@ TEST(Parsers, ProcDriverNvidia) {
   ASSERT_TRUE(open);
   EXPECT_EQ(open->driver_version, "580.95.05");
   EXPECT_TRUE(open->open_module);
-  auto prop = ParseProcNvidiaVersion("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n");
+  auto prop = ParseProcNvidiaVersion(
+      "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024\n");
   ASSERT_TRUE(prop);
   EXPECT_EQ(prop->driver_version, "535.183.01");
   EXPECT_FALSE(prop->open_module);
@@ -80,7 +82,10 @@ TEST(Parsers, Kernels) {
   EXPECT_EQ(KernelReleaseFromPackage("linux-image-unsigned-6.8.0-124-generic"), "6.8.0-124-generic");
   EXPECT_FALSE(KernelReleaseFromPackage("linux-image-generic"));
   EXPECT_EQ(KernelFlavour("6.1.0-31-cloud-amd64"), "cloud-amd64");
-  EXPECT_EQ(ParseNvidiaSmiList("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n").size(), 2u);
+  EXPECT_EQ(
+      ParseNvidiaSmiList("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\nGPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-2)\n")
+          .size(),
+      2u);
 }
 
 TEST(Parsers, AcsControlFromConfigSpace) {
@@ -120,8 +125,9 @@ TEST(Parsers, QuotaReports) {
   EXPECT_EQ(q.rows[0].hard, "6144M");
   EXPECT_TRUE(q.rows[0].limited);
   EXPECT_FALSE(q.rows[1].limited);
-  auto over = ParseQuotaReport("Disk quotas for user bob (uid 1001): \n     Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
-                               "nfs1:/export/home   5200M*  5120M   6144M   6days   100  0  0\n");
+  auto over = ParseQuotaReport(
+      "Disk quotas for user bob (uid 1001): \n     Filesystem   space   quota   limit   grace   files   quota   limit   grace\n"
+      "nfs1:/export/home   5200M*  5120M   6144M   6days   100  0  0\n");
   ASSERT_EQ(over.rows.size(), 1u);
   EXPECT_EQ(over.rows[0].used, "5200M*");
   EXPECT_TRUE(over.rows[0].limited);
@@ -170,8 +176,9 @@ std::string Replace(std::string s, const std::string& from, const std::string& t
 TEST(ParsersMoved, MemTotalOfProcMeminfoAndNodeMeminfo) {
   // /proc/meminfo, first lines, from "Understanding /proc/meminfo file" (thegeekdiary.com,
   // https://www.thegeekdiary.com/understanding-proc-meminfo-file-analyzing-memory-utilization-in-linux/).
-  const std::string proc = "MemTotal:        1882064 kB\nMemFree:         1376380 kB\nMemAvailable:    1535676 kB\n"
-                           "Buffers:            2088 kB\nCached:           292324 kB\nSwapCached:            0 kB\n";
+  const std::string proc =
+      "MemTotal:        1882064 kB\nMemFree:         1376380 kB\nMemAvailable:    1535676 kB\n"
+      "Buffers:            2088 kB\nCached:           292324 kB\nSwapCached:            0 kB\n";
   EXPECT_EQ(ParseMemTotalKb(proc), 1882064);
   // /sys/devices/system/node/node0/meminfo as quoted in kernel bug 53501 "Duplicated MemTotal with
   // different values" (linux-mm, David Rientjes, 2013-02-12), beside the same machine's /proc/meminfo.
@@ -204,8 +211,9 @@ TEST(ParsersMoved, HpcSdkReleaseAndCompilerVersion) {
   // `nvfortran --version` of HPC SDK 24.3, from the bug report "nvfortran 24.3 false compiler error
   // for type-bound operator" (https://forums.developer.nvidia.com/t/290383, as kept in
   // github.com/btrettel/flt's bug0004 notes).
-  const std::string text = "\nnvfortran 24.3-0 64-bit target on x86-64 Linux -tp haswell \nNVIDIA Compilers and Tools\n"
-                           "Copyright (c) 2024, NVIDIA CORPORATION & AFFILIATES.  All rights reserved.\n";
+  const std::string text =
+      "\nnvfortran 24.3-0 64-bit target on x86-64 Linux -tp haswell \nNVIDIA Compilers and Tools\n"
+      "Copyright (c) 2024, NVIDIA CORPORATION & AFFILIATES.  All rights reserved.\n";
   EXPECT_EQ(ParseHpcSdkCompilerVersion(text), "24.3");
   // Mutations: another release; PGI's pre-HPC-SDK compiler (pgfortran, not an HPC SDK release).
   EXPECT_EQ(ParseHpcSdkCompilerVersion(Replace(text, "24.3-0", "25.11-0")), "25.11");
@@ -222,8 +230,9 @@ TEST(ParsersMoved, HpcSdkReleaseAndCompilerVersion) {
 TEST(ParsersMoved, NcuVersion) {
   // `ncu --version` on ALCF Polaris (A100), from the ALCF user guide page "NVIDIA Nsight tools"
   // (github.com/argonne-lcf/user-guides, docs/polaris/performance-tools/NVIDIA-Nsight.md).
-  const std::string text = "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2021 NVIDIA Corporation\n"
-                           "Version 2021.2.1.0 (build 30182073) (public-release)\n";
+  const std::string text =
+      "NVIDIA (R) Nsight Compute Command Line Profiler\nCopyright (c) 2018-2021 NVIDIA Corporation\n"
+      "Version 2021.2.1.0 (build 30182073) (public-release)\n";
   EXPECT_EQ(ParseNcuVersion(text), "2021.2.1.0");
   // Mutations: a newer release; a version line without the four-digit year.
   EXPECT_EQ(ParseNcuVersion(Replace(text, "2021.2.1.0", "2025.1.1.0")), "2025.1.1.0");
@@ -254,7 +263,10 @@ TEST(ParsersMoved, ProcNetTcpListeners) {
   EXPECT_EQ(l[6].port, 53u);  // systemd-resolved on 127.0.0.53
   EXPECT_EQ(l[6].scope, "loopback");
   // Mutations: sshd's row ESTABLISHED (01) instead of LISTEN; PostgreSQL bound to 10.0.0.5.
-  EXPECT_EQ(ParseProcNetTcpListeners(Replace(text, "00000000:0016 00000000:0000 0A", "00000000:0016 00000000:0000 01"), false).size(), 7u);
+  EXPECT_EQ(
+      ParseProcNetTcpListeners(Replace(text, "00000000:0016 00000000:0000 0A", "00000000:0016 00000000:0000 01"), false)
+          .size(),
+      7u);
   EXPECT_EQ(ParseProcNetTcpListeners(Replace(text, "0100007F:1538", "0500000A:1538"), false)[4].scope, "address");
 }
 
@@ -278,13 +290,15 @@ TEST(ParsersMoved, AptCachePolicyInstalledOrigins) {
   ASSERT_EQ(p.origins.size(), 1u);  // the installed version's repositories only
   EXPECT_EQ(p.origins[0], "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2004/x86_64");
   // Mutations: 2.4.8 installed from the DGX repository; nothing installed.
-  std::string older = Replace(Replace(Replace(text, "Installed: 1:3.3.5", "Installed: 1:2.4.8"), " *** 1:3.3.5 580", "     1:3.3.5 580"),
-                              "     1:2.4.8 600", " *** 1:2.4.8 600");
+  std::string older = Replace(
+      Replace(Replace(text, "Installed: 1:3.3.5", "Installed: 1:2.4.8"), " *** 1:3.3.5 580", "     1:3.3.5 580"),
+      "     1:2.4.8 600", " *** 1:2.4.8 600");
   AptPolicy q = ParseAptCachePolicy(older);
   EXPECT_EQ(q.installed, "1:2.4.8");
   ASSERT_EQ(q.origins.size(), 1u);
   EXPECT_EQ(q.origins[0], "https://repo.download.nvidia.com/baseos/ubuntu/focal/x86_64");
-  AptPolicy none = ParseAptCachePolicy(Replace(Replace(text, "Installed: 1:3.3.5", "Installed: (none)"), " *** ", "     "));
+  AptPolicy none =
+      ParseAptCachePolicy(Replace(Replace(text, "Installed: 1:3.3.5", "Installed: (none)"), " *** ", "     "));
   EXPECT_EQ(none.installed, "(none)");
   EXPECT_TRUE(none.origins.empty());
 }
@@ -308,15 +322,18 @@ TEST(ParsersMoved, NvidiaParams) {
   EXPECT_EQ(m["EnableGpuFirmware"], "18");
   EXPECT_EQ(m["DeviceFileMode"], "438");
   // Mutation: profiling opened to every user.
-  EXPECT_EQ(ParseNvidiaParams(Replace(text, "RmProfilingAdminOnly: 1", "RmProfilingAdminOnly: 0"))["RmProfilingAdminOnly"], "0");
+  EXPECT_EQ(
+      ParseNvidiaParams(Replace(text, "RmProfilingAdminOnly: 1", "RmProfilingAdminOnly: 0"))["RmProfilingAdminOnly"],
+      "0");
 }
 
 TEST(ParsersMoved, LsblkPairs) {
   // `lsblk -d -b -P -o NAME,TYPE,SIZE,ROTA,TRAN,MODEL` in util-linux's KEY="value" pairs format. No
   // public capture of exactly these columns was found: these two lines are written in that format
   // (an NVMe disk and a SATA disk), not captured.
-  const std::string text = "NAME=\"nvme0n1\" TYPE=\"disk\" SIZE=\"3840755982336\" ROTA=\"0\" TRAN=\"nvme\" MODEL=\"SAMSUNG MZQL23T8HCLS-00A07\"\n"
-                           "NAME=\"sda\" TYPE=\"disk\" SIZE=\"480103981056\" ROTA=\"0\" TRAN=\"sata\" MODEL=\"\"\n\n";
+  const std::string text =
+      "NAME=\"nvme0n1\" TYPE=\"disk\" SIZE=\"3840755982336\" ROTA=\"0\" TRAN=\"nvme\" MODEL=\"SAMSUNG MZQL23T8HCLS-00A07\"\n"
+      "NAME=\"sda\" TYPE=\"disk\" SIZE=\"480103981056\" ROTA=\"0\" TRAN=\"sata\" MODEL=\"\"\n\n";
   auto d = ParseLsblkPairs(text);
   ASSERT_EQ(d.size(), 2u);
   EXPECT_EQ(d[0]["name"], "nvme0n1");

@@ -27,9 +27,9 @@
 #include "util/time.h"
 
 using namespace clustermax;
-using nlohmann::json;
 using clustermax::testing::Ok;
 using clustermax::testing::Out;
+using nlohmann::json;
 namespace fs = std::filesystem;
 namespace cmt = clustermax::testing;
 
@@ -88,20 +88,31 @@ EvidenceFixture HealthyGpuNode() {
 
   json pci = json::array();
   for (const char* bdf : {"0000:19:00.0", "0000:2a:00.0"}) {
-    pci.push_back({{"bdf", bdf}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"},
-                   {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}});
+    pci.push_back({{"bdf", bdf},
+                   {"vendor", "0x10de"},
+                   {"device", "0x2330"},
+                   {"class", "0x030200"},
+                   {"driver", "nvidia"},
+                   {"gpu", true},
+                   {"rdma_nic", false}});
   }
   for (const char* bdf : {"0000:1a:00.0", "0000:2b:00.0"}) {
-    pci.push_back({{"bdf", bdf}, {"vendor", "0x15b3"}, {"device", "0x1021"}, {"class", "0x020700"},
-                   {"driver", "mlx5_core"}, {"gpu", false}, {"rdma_nic", true}});
+    pci.push_back({{"bdf", bdf},
+                   {"vendor", "0x15b3"},
+                   {"device", "0x1021"},
+                   {"class", "0x020700"},
+                   {"driver", "mlx5_core"},
+                   {"gpu", false},
+                   {"rdma_nic", true}});
   }
   f.evidence["pci.devices"] = Ok("pci.devices", {{"devices", pci}, {"complete", true}, {"unreadable", 0}});
 
   // A kernel log with an application Xid only, through the kernel.xid collector (journalctl).
   host::Bundle b;
   b.PutWhich("journalctl", {host::IoStatus::kOk, "/usr/bin/journalctl"});
-  b.PutCommand({"journalctl", "-k", "--since=-7d", "-o", "short-iso", "--no-pager", "-q"},
-               Out("2026-11-29T10:00:01+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:19:00): 13, pid=1, Graphics Exception\n"));
+  b.PutCommand(
+      {"journalctl", "-k", "--since=-7d", "-o", "short-iso", "--no-pager", "-q"},
+      Out("2026-11-29T10:00:01+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:19:00): 13, pid=1, Graphics Exception\n"));
   b.PutFile("/proc/sys/kernel/dmesg_restrict", {host::IoStatus::kOk, "0\n", false, ""});
   host::ReplayHost h(b);
   f.evidence["kernel.xid"] = collect::CollectEvidence(h, {"kernel.xid"}, {})["kernel.xid"];
@@ -111,7 +122,8 @@ EvidenceFixture HealthyGpuNode() {
   host::Bundle d;
   d.PutWhich("dcgmi", {host::IoStatus::kOk, "/usr/bin/dcgmi"});
   d.PutCommand({"dcgmi", "--version"}, Out("\ndcgmi  version: 4.5.3\n\n"));
-  d.PutCommand({"dcgmi", "diag", "-r", "1", "-j"}, Out(cmt::ReadFixture("corpus/dcgmi/diag-j-dcgm3.1.0-8gpu-warning-prefix-nulls-1.txt")));
+  d.PutCommand({"dcgmi", "diag", "-r", "1", "-j"},
+               Out(cmt::ReadFixture("corpus/dcgmi/diag-j-dcgm3.1.0-8gpu-warning-prefix-nulls-1.txt")));
   host::ReplayHost dh(d);
   collect::CollectOptions with_diag;
   with_diag.probes = {"dcgm-diag"};
@@ -120,9 +132,13 @@ EvidenceFixture HealthyGpuNode() {
   // Two NDR InfiniBand ports, one per GPU, in the rdma.devices collector's shape.
   json rdma = json::array();
   for (int i = 0; i < 2; ++i) {
-    rdma.push_back({{"name", "mlx5_" + std::to_string(i)}, {"vendor", "0x15b3"},
-                    {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"}, {"rate", "400 Gb/sec (4X NDR)"},
-                                            {"state", "4: ACTIVE"}, {"phys_state", "5: LinkUp"}}})}});
+    rdma.push_back({{"name", "mlx5_" + std::to_string(i)},
+                    {"vendor", "0x15b3"},
+                    {"ports", json::array({{{"port", "1"},
+                                            {"link_layer", "InfiniBand"},
+                                            {"rate", "400 Gb/sec (4X NDR)"},
+                                            {"state", "4: ACTIVE"},
+                                            {"phys_state", "5: LinkUp"}}})}});
   }
   f.evidence["rdma.devices"] = Ok("rdma.devices", {{"devices", rdma}});
   return f;
@@ -185,7 +201,8 @@ std::string Key(const core::Finding& f) {
 }
 
 std::string Describe(const core::Finding& f) {
-  std::string s = fmt::format("{} {} observed='{}' message='{}'", core::ToString(f.verdict), core::ToString(f.reason), f.observed, f.message);
+  std::string s = fmt::format("{} {} observed='{}' message='{}'", core::ToString(f.verdict), core::ToString(f.reason),
+                              f.observed, f.message);
   for (size_t i = 0; i < f.details.size() && i < 3; ++i) s += "\n      detail: " + f.details[i];
   return s;
 }
@@ -258,9 +275,12 @@ const Exemption kExemptions[] = {
     // scontrol prints Gres= on every node record ("Gres=(null)" without GPUs); a record without it
     // is judged as a node without GPUs, and these checks judge GPU nodes only. The node is still
     // counted by the checks of all nodes (coverage, drift).
-    {"slurm-node-states", "slurm.nodes", "/records/*/Gres", "a node record without Gres= is a node without GPUs (see above)"},
-    {"slurm-gres-gpu", "slurm.nodes", "/records/*/Gres", "a node record without Gres= is a node without GPUs (see above)"},
-    {"topology-conf", "slurm.nodes", "/records/*/Gres", "a node record without Gres= is a node without GPUs (see above)"},
+    {"slurm-node-states", "slurm.nodes", "/records/*/Gres",
+     "a node record without Gres= is a node without GPUs (see above)"},
+    {"slurm-gres-gpu", "slurm.nodes", "/records/*/Gres",
+     "a node record without Gres= is a node without GPUs (see above)"},
+    {"topology-conf", "slurm.nodes", "/records/*/Gres",
+     "a node record without Gres= is a node without GPUs (see above)"},
     {"gpu-xid-history", "kernel.xid", "/counts_by_day",
      "a count in a map keyed by day and code is a record, not a field: removing it describes a log without that event"},
     {"gpu-xid-history", "kernel.xid", "/source",
@@ -287,7 +307,8 @@ bool Exempt(const std::string& check, const std::string& evidence, const std::st
 
 // Runs the property for one check on one fixture whose baseline is PASS. Returns the number of
 // leaves the check was found to read.
-int CheckOne(const core::Check& c, EvidenceFixture& f, const core::Finding& base, std::vector<std::string>& violations) {
+int CheckOne(const core::Check& c, EvidenceFixture& f, const core::Finding& base,
+             std::vector<std::string>& violations) {
   const std::string base_key = Key(base);
   int read = 0;
   for (const auto& id : c.info.needs) {

@@ -26,7 +26,12 @@ using nlohmann::json;
 const Catalog& Cat() { return EmbeddedCatalog("3.0"); }
 
 json RatingOf(const std::string& provider, const std::string& tier, double score) {
-  return {{"kind", "clustermax.rating"}, {"edition", "3.0"}, {"provider", provider}, {"cluster", "c"}, {"tier", tier}, {"decided_by", "test"},
+  return {{"kind", "clustermax.rating"},
+          {"edition", "3.0"},
+          {"provider", provider},
+          {"cluster", "c"},
+          {"tier", tier},
+          {"decided_by", "test"},
           {"categories", {{{"id", "security"}, {"score", score}}, {{"id", "storage"}, {"score", score}}}}};
 }
 
@@ -41,7 +46,8 @@ TEST(RatingCatalog, EveryCheckCountsTowardOneCriterionOrIsCliOnly) {
     EXPECT_FALSE(owner.count(id) && Cat().cli_only.count(id)) << id;
   }
   // And no criterion names a check that does not exist.
-  for (const auto& [id, crit] : owner) EXPECT_NE(checks::DefaultRegistry().Find(id), nullptr) << crit << " names unknown check " << id;
+  for (const auto& [id, crit] : owner)
+    EXPECT_NE(checks::DefaultRegistry().Find(id), nullptr) << crit << " names unknown check " << id;
   for (const auto& [id, why] : Cat().cli_only) EXPECT_NE(checks::DefaultRegistry().Find(id), nullptr) << id;
 }
 
@@ -66,14 +72,16 @@ TEST(RatingCatalog, EveryBenchmarkMetricCountsTowardACriterion) {
 
 TEST(RatingCatalog, TenCategoriesAndTheLadderOf30) {
   EXPECT_EQ(Cat().categories.size(), 10u);
-  EXPECT_EQ(Cat().ladder, (std::vector<std::string>{"PLATINUM", "GOLD", "SILVER", "BRONZE", "PARTICIPATION_RIBBON", "UNDERPERFORMING", "UNAVAILABLE"}));
+  EXPECT_EQ(Cat().ladder, (std::vector<std::string>{"PLATINUM", "GOLD", "SILVER", "BRONZE", "PARTICIPATION_RIBBON",
+                                                    "UNDERPERFORMING", "UNAVAILABLE"}));
   for (const auto& cat : Cat().categories) {
     bool any = false;
     for (const auto& c : Cat().criteria) any |= c.category == cat.id;
     EXPECT_TRUE(any) << cat.id << " has no criterion";
   }
   // The critical criteria of rating.md 3.2.
-  for (const char* id : {"sec-attestation", "life-gpu-generation", "life-pcie-acs", "life-gpudirect", "price-no-billing-when-down"}) {
+  for (const char* id :
+       {"sec-attestation", "life-gpu-generation", "life-pcie-acs", "life-gpudirect", "price-no-billing-when-down"}) {
     ASSERT_NE(Cat().FindCriterion(id), nullptr) << id;
     EXPECT_TRUE(Cat().FindCriterion(id)->critical) << id;
   }
@@ -85,7 +93,9 @@ std::string MiniCatalog(const std::string& criteria_override = "") {
   json j = json::parse(clustermax::testing::ReadFixture("../../data/rating/3.0.json"));
   json crits = json::array();
   for (const auto& c : j["categories"]) {
-    crits.push_back({{"id", "c-" + c["id"].get<std::string>()}, {"category", c["id"]}, {"title", "about " + c["id"].get<std::string>()},
+    crits.push_back({{"id", "c-" + c["id"].get<std::string>()},
+                     {"category", c["id"]},
+                     {"title", "about " + c["id"].get<std::string>()},
                      {"assessment", {{"key", "k." + c["id"].get<std::string>()}}}});
   }
   crits[0]["critical"] = true;
@@ -99,7 +109,8 @@ std::string MiniCatalog(const std::string& criteria_override = "") {
 TEST(RatingCatalog, Edition20DerivesFrom30WithItsOwnLadder) {
   const Catalog& c20 = EmbeddedCatalog("2.0");
   EXPECT_EQ(c20.edition, "2.0");
-  EXPECT_EQ(c20.ladder, (std::vector<std::string>{"PLATINUM", "GOLD", "SILVER", "BRONZE", "UNDERPERFORMING", "UNAVAILABLE"}));
+  EXPECT_EQ(c20.ladder,
+            (std::vector<std::string>{"PLATINUM", "GOLD", "SILVER", "BRONZE", "UNDERPERFORMING", "UNAVAILABLE"}));
   EXPECT_EQ(c20.below_lowest, "UNDERPERFORMING");
   EXPECT_EQ(c20.criteria.size(), Cat().criteria.size());
   EXPECT_NE(c20.FindCriterion("sec-attestation")->title.find("Type I"), std::string::npos);
@@ -136,15 +147,20 @@ TEST(RatingCatalog, BadCatalogsAreRefusedWithTheReason) {
   };
   refuse(R"([{"id":"a","category":"security","title":"t"}])", "has no source");
   refuse(R"([{"id":"a","category":"cooking","title":"t","checks":["x"]}])", "unknown category 'cooking'");
-  refuse(R"([{"id":"a","category":"security","title":"t","checks":["x"]},{"id":"a","category":"security","title":"t","checks":["y"]}])", "listed twice");
-  refuse(R"([{"id":"a","category":"security","title":"t","checks":["x"]},{"id":"b","category":"security","title":"t","checks":["x"]}])", "two criteria");
+  refuse(
+      R"([{"id":"a","category":"security","title":"t","checks":["x"]},{"id":"a","category":"security","title":"t","checks":["y"]}])",
+      "listed twice");
+  refuse(
+      R"([{"id":"a","category":"security","title":"t","checks":["x"]},{"id":"b","category":"security","title":"t","checks":["x"]}])",
+      "two criteria");
   EXPECT_THROW(ParseCatalog("{", "broken.json"), std::runtime_error);
 }
 
 Assessment Answers(const Catalog& cat, const std::map<std::string, std::string>& a, const std::string& extra = "") {
   std::string y = "edition: \"3.0\"\nprovider: P\n" + extra + "answers:\n";
   // Each answer with its source, as an attestation that earns full credit.
-  for (const auto& [k, v] : a) y += "  " + k + ":\n    answer: " + v + "\n    source: \"https://example.com/" + k + "\"\n";
+  for (const auto& [k, v] : a)
+    y += "  " + k + ":\n    answer: " + v + "\n    source: \"https://example.com/" + k + "\"\n";
   return ParseAssessment(y, "test.yaml", cat);
 }
 
@@ -169,10 +185,15 @@ TEST(RatingAssessment, ErrorsNameTheLine) {
     }
     return std::string("accepted");
   };
-  EXPECT_EQ(err("edition: \"3.0\"\nprovider: P\nanswers:\n  security.soc2_or_iso27001: maybe\n").rfind("a.yaml:4: answer for security.soc2", 0), 0u);
-  EXPECT_NE(err("edition: \"3.0\"\nprovider: P\nanswers:\n  made.up: yes\n").find("a.yaml:4: unknown assessment key 'made.up'"), std::string::npos);
+  EXPECT_EQ(err("edition: \"3.0\"\nprovider: P\nanswers:\n  security.soc2_or_iso27001: maybe\n")
+                .rfind("a.yaml:4: answer for security.soc2", 0),
+            0u);
+  EXPECT_NE(err("edition: \"3.0\"\nprovider: P\nanswers:\n  made.up: yes\n")
+                .find("a.yaml:4: unknown assessment key 'made.up'"),
+            std::string::npos);
   EXPECT_NE(err("edition: \"2.0\"\nprovider: P\n").find("does not match"), std::string::npos);
-  EXPECT_NE(err("edition: \"3.0\"\nprovider: P\nunavailable: bored\n").find("unknown unavailable class 'bored'"), std::string::npos);
+  EXPECT_NE(err("edition: \"3.0\"\nprovider: P\nunavailable: bored\n").find("unknown unavailable class 'bored'"),
+            std::string::npos);
   EXPECT_NE(err("edition: \"3.0\"\n").find("'provider' is missing"), std::string::npos);
   EXPECT_NE(err("edition: [").find("a.yaml"), std::string::npos);
   EXPECT_NE(err("edition: \"3.0\"\nprovider: P\ncolour: blue\n").find("unknown field 'colour'"), std::string::npos);
@@ -183,13 +204,20 @@ TEST(RatingAssessment, ErrorsNameTheLine) {
 }
 
 json Result(const std::string& id, const std::string& status, const std::string& reason = "") {
-  return {{"id", id}, {"status", status}, {"reason", reason.empty() ? json(nullptr) : json(reason)}, {"message", id + " said " + status}};
+  return {{"id", id},
+          {"status", status},
+          {"reason", reason.empty() ? json(nullptr) : json(reason)},
+          {"message", id + " said " + status}};
 }
 
 RunInput Report(std::vector<json> results) {
   RunInput r;
   r.dir = "run";
-  r.report = json{{"schema_version", 1}, {"target", "standalone"}, {"collected_at", "2026-11-30T00:00:00Z"}, {"nodes", {"n1"}}, {"results", results}};
+  r.report = json{{"schema_version", 1},
+                  {"target", "standalone"},
+                  {"collected_at", "2026-11-30T00:00:00Z"},
+                  {"nodes", {"n1"}},
+                  {"results", results}};
   return r;
 }
 
@@ -204,8 +232,10 @@ const json& CriterionOf(const json& rating, const std::string& id) {
 
 TEST(RatingScore, ItemCreditFollowsTheRules) {
   // orch-containers: pyxis, enroot, enroot-import, singularity, docker-workers, container-gpu-launch.
-  json r = Rate(Cat(), {Report({Result("pyxis", "PASS"), Result("enroot", "WARN", "config"), Result("singularity", "FAIL"),
-                                Result("docker-workers", "SKIP", "not-applicable"), Result("container-gpu-launch", "SKIP", "probe-disabled")})},
+  json r = Rate(Cat(),
+                {Report({Result("pyxis", "PASS"), Result("enroot", "WARN", "config"), Result("singularity", "FAIL"),
+                         Result("docker-workers", "SKIP", "not-applicable"),
+                         Result("container-gpu-launch", "SKIP", "probe-disabled")})},
                 std::nullopt);
   const json& k = CriterionOf(r, "orch-containers");
   // (1 + 0.5 + 0) / 5 items that count (the not-applicable one is left out; the probe-disabled one and
@@ -224,26 +254,31 @@ TEST(RatingScore, ItemCreditFollowsTheRules) {
   // Not audited at all: unknown, listed.
   json none = Rate(Cat(), {}, std::nullopt);
   EXPECT_EQ(CriterionOf(none, "orch-mpi")["verdict"], "unknown");
-  EXPECT_NE(std::find(none["unknown_criteria"].begin(), none["unknown_criteria"].end(), "orch-mpi"), none["unknown_criteria"].end());
+  EXPECT_NE(std::find(none["unknown_criteria"].begin(), none["unknown_criteria"].end(), "orch-mpi"),
+            none["unknown_criteria"].end());
 }
 
 TEST(RatingScore, SeveralRunsAFailAnywhereDecides) {
-  json r = Rate(Cat(), {Report({Result("mpi-srun-pmix", "PASS")}), Report({Result("mpi-srun-pmix", "FAIL")})}, std::nullopt);
+  json r =
+      Rate(Cat(), {Report({Result("mpi-srun-pmix", "PASS")}), Report({Result("mpi-srun-pmix", "FAIL")})}, std::nullopt);
   EXPECT_EQ(CriterionOf(r, "orch-mpi")["verdict"], "unmet");
-  json w = Rate(Cat(), {Report({Result("mpi-srun-pmix", "PASS")}), Report({Result("mpi-srun-pmix", "WARN", "config")})}, std::nullopt);
+  json w = Rate(Cat(), {Report({Result("mpi-srun-pmix", "PASS")}), Report({Result("mpi-srun-pmix", "WARN", "config")})},
+                std::nullopt);
   EXPECT_NEAR(CriterionOf(w, "orch-mpi")["credit"].get<double>(), 0.5, 1e-9);
 }
 
 TEST(RatingScore, BenchmarkGradesCount) {
   RunInput b;
   b.dir = "b";
-  b.benches.push_back({{"kind", "clustermax.bench.storage"},
-                       {"grades", {{{"metric", "storage.seq-read"}, {"verdict", "PASS"}, {"value", 9.1}, {"pass", 5}, {"unit", "GB/s"}},
-                                   {{"metric", "storage.seq-write"}, {"verdict", "FAIL"}, {"value", 0.4}, {"pass", 2}, {"unit", "GB/s"}},
-                                   {{"metric", "storage.small-file-rate"}, {"verdict", "SKIP"}, {"reason", "not run"}}}}});
+  b.benches.push_back(
+      {{"kind", "clustermax.bench.storage"},
+       {"grades",
+        {{{"metric", "storage.seq-read"}, {"verdict", "PASS"}, {"value", 9.1}, {"pass", 5}, {"unit", "GB/s"}},
+         {{"metric", "storage.seq-write"}, {"verdict", "FAIL"}, {"value", 0.4}, {"pass", 2}, {"unit", "GB/s"}},
+         {{"metric", "storage.small-file-rate"}, {"verdict", "SKIP"}, {"reason", "not run"}}}}});
   json r = Rate(Cat(), {b}, std::nullopt);
   const json& k = CriterionOf(r, "stor-performance");
-  EXPECT_NEAR(k["credit"].get<double>(), 0.5, 1e-9);  // PASS and FAIL; the SKIP is left out
+  EXPECT_NEAR(k["credit"].get<double>(), 0.5, 1e-9);                        // PASS and FAIL; the SKIP is left out
   EXPECT_EQ(CriterionOf(r, "life-gpu-performance")["verdict"], "unknown");  // no GPU result in the input
 }
 
@@ -330,7 +365,8 @@ TEST(RatingLadder, TiersFollowTheCutOffs) {
   EXPECT_EQ(gold["next_tier"]["fixes"][0]["criterion"], "c-storage");
   EXPECT_EQ(RateMini({{"k.storage", "partial"}, {"k.pricing", "partial"}})["tier"], "SILVER");
   EXPECT_EQ(RateMini({{"k.storage", "no"}, {"k.pricing", "no"}, {"k.availability", "partial"}})["tier"], "BRONZE");
-  json ribbon = RateMini({{"k.storage", "no"}, {"k.pricing", "no"}, {"k.availability", "no"}, {"k.partnerships", "no"}});
+  json ribbon =
+      RateMini({{"k.storage", "no"}, {"k.pricing", "no"}, {"k.availability", "no"}, {"k.partnerships", "no"}});
   EXPECT_EQ(ribbon["tier"], "PARTICIPATION_RIBBON");
   EXPECT_EQ(ribbon["next_tier"]["tier"], "BRONZE");
   EXPECT_EQ(ribbon["next_tier"]["fixes"].size(), 1u);  // one category back over 0.50 is enough
@@ -358,7 +394,8 @@ TEST(RatingEvidence, NoRunsAndABlankAssessmentGiveNoTier) {
   EXPECT_EQ(r["evidence"]["coverage"], 0.0);
   EXPECT_EQ(r["evidence"]["rated_categories"], 0);
   EXPECT_FALSE(r["evidence"]["machine_evidence"].get<bool>());
-  EXPECT_NE(r["decided_by"].get<std::string>().find("0 % of the applicable criteria"), std::string::npos) << r["decided_by"];
+  EXPECT_NE(r["decided_by"].get<std::string>().find("0 % of the applicable criteria"), std::string::npos)
+      << r["decided_by"];
   for (const auto& c : r["categories"]) {
     EXPECT_FALSE(c["rated"].get<bool>()) << c["id"];
     EXPECT_TRUE(c["score"].is_null()) << c["id"];  // not 0, not 1: no score at all
@@ -377,7 +414,8 @@ TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
   json words = Rate(Cat(), {}, Answers(Cat(), all));
   EXPECT_EQ(words["tier"], kInsufficientEvidence);
   EXPECT_FALSE(words["evidence"]["machine_evidence"].get<bool>());
-  EXPECT_NE(words["decided_by"].get<std::string>().find("nothing read from the machine"), std::string::npos) << words["decided_by"];
+  EXPECT_NE(words["decided_by"].get<std::string>().find("nothing read from the machine"), std::string::npos)
+      << words["decided_by"];
   // Mutation: one result read from the machine, and the same answers give a tier.
   json with = Rate(Cat(), {Report({Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS")})}, Answers(Cat(), all));
   EXPECT_TRUE(with["evidence"]["machine_evidence"].get<bool>());
@@ -404,7 +442,8 @@ TEST(RatingEvidence, ACategoryWithoutEvidenceIsNotRatedAndNeverMeetsACutOff) {
   for (const auto& k : c.criteria) {
     if (k.assessment) all[k.assessment->key] = "yes";
   }
-  json na = Rate(c, {Report({Result("pcie-acs", "PASS"), Result("nccl-ib-qps-entropy", "SKIP", "not-applicable")})}, Answers(c, all));
+  json na = Rate(c, {Report({Result("pcie-acs", "PASS"), Result("nccl-ib-qps-entropy", "SKIP", "not-applicable")})},
+                 Answers(c, all));
   EXPECT_TRUE(CategoryOf(na, cat_id)["score"].is_null()) << CategoryOf(na, cat_id).dump();
   EXPECT_NE(CategoryOf(na, cat_id)["not_rated"].get<std::string>().find("no criterion applies"), std::string::npos);
   // Mutation: the same check read as PASS rates the category at 1.
@@ -423,7 +462,8 @@ TEST(RatingEvidence, TheMinimumCoverageIsTheCatalogs) {
   all["k.pricing"] = "unknown";
   json r = Rate(strict, {Report({Result("pcie-acs", "PASS")})}, Answers(strict, all));
   EXPECT_EQ(r["tier"], kInsufficientEvidence);
-  EXPECT_NE(r["decided_by"].get<std::string>().find("9 of 10 categories rated, 10 needed"), std::string::npos) << r["decided_by"];
+  EXPECT_NE(r["decided_by"].get<std::string>().find("9 of 10 categories rated, 10 needed"), std::string::npos)
+      << r["decided_by"];
   ASSERT_EQ(r["next_tier"]["fixes"].size(), 1u);
   EXPECT_EQ(r["next_tier"]["fixes"][0]["criterion"], "c-pricing");
   all["k.pricing"] = "partial";
@@ -496,7 +536,8 @@ TEST(RatingInput, RunDirectoriesAreCheckedBeforeUse) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("was the run interrupted?"), std::string::npos) << e.what();
   }
-  std::ofstream(d / "report.json", std::ios::trunc) << clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json");
+  std::ofstream(d / "report.json", std::ios::trunc)
+      << clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json");
   fs::create_directories(d / "bench");
   std::ofstream(d / "bench" / "x.json") << R"({"kind": "something.else"})";
   EXPECT_THROW(LoadRunDir(d), std::runtime_error);
@@ -510,10 +551,12 @@ TEST(RatingCommand, RecordedRunsGiveATierWithItsExplanation) {
   fs::path d = TempDir("cmd");
   fs::create_directories(d / "run" / "bench");
   std::ofstream(d / "run" / "report.json") << clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json");
-  std::ofstream(d / "run" / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
+  std::ofstream(d / "run" / "bench" / "gpu.json")
+      << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
   std::string cli = CLUSTERMAX_BINARY;
   std::string as = clustermax::testing::Fixture("rating/assessment-example.yaml").string();
-  auto r = clustermax::testing::RunShell(cli + " rate " + (d / "run").string() + " --assessment " + as + " --out " + (d / "rating.json").string() + " -vv");
+  auto r = clustermax::testing::RunShell(cli + " rate " + (d / "run").string() + " --assessment " + as + " --out " +
+                                         (d / "rating.json").string() + " -vv");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("TIER: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("decided by"), std::string::npos);
@@ -526,7 +569,8 @@ TEST(RatingCommand, RecordedRunsGiveATierWithItsExplanation) {
   EXPECT_EQ(t.code, 0);
   EXPECT_NE(t.out.find("security.soc2_or_iso27001:"), std::string::npos);
   std::ofstream(d / "other.json") << RatingOf("Other Cloud", "SILVER", 0.95).dump();
-  auto co = clustermax::testing::RunShell(cli + " rate --cohort " + (d / "rating.json").string() + " " + (d / "other.json").string());
+  auto co = clustermax::testing::RunShell(cli + " rate --cohort " + (d / "rating.json").string() + " " +
+                                          (d / "other.json").string());
   EXPECT_EQ(co.code, 0) << co.out;
   EXPECT_NE(co.out.find("2 providers ranked"), std::string::npos) << co.out;
   EXPECT_NE(co.out.find("Other Cloud"), std::string::npos);

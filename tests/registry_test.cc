@@ -53,7 +53,8 @@ TEST(Registry, AddRejectsDefects) {
   auto judge = [](const core::JudgeContext&) { return core::Pass("x"); };
   EXPECT_THROW(r.Add({core::CheckInfo{.id = "Bad_Id", .category = "versions"}, judge}), std::invalid_argument);
   EXPECT_THROW(r.Add({core::CheckInfo{.id = "ok-id", .category = "nonsense"}, judge}), std::invalid_argument);
-  EXPECT_THROW(r.Add({core::CheckInfo{.id = "ok-id", .category = "versions", .probe = "no-such-probe"}, judge}), std::invalid_argument);
+  EXPECT_THROW(r.Add({core::CheckInfo{.id = "ok-id", .category = "versions", .probe = "no-such-probe"}, judge}),
+               std::invalid_argument);
   r.Add({core::CheckInfo{.id = "ok-id", .category = "versions"}, judge});
   EXPECT_THROW(r.Add({core::CheckInfo{.id = "ok-id", .category = "versions"}, judge}), std::invalid_argument);
 }
@@ -70,5 +71,6 @@ TEST(Registry, DocsChecksMdIsCurrent) {
   std::string expected = report::RenderChecksMarkdown(checks::DefaultRegistry());
   auto committed = util::ReadLocalFile(clustermax::testing::SourceDir() / "docs" / "checks.md");
   ASSERT_TRUE(committed) << "docs/checks.md missing";
-  EXPECT_EQ(*committed, expected) << "docs/checks.md is stale: run build/clustermax checks list --format md > docs/checks.md";
+  EXPECT_EQ(*committed, expected)
+      << "docs/checks.md is stale: run build/clustermax checks list --format md > docs/checks.md";
 }

@@ -62,9 +62,18 @@ class S3rver {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "data");
     std::string bin = CLUSTERMAX_S3RVER;
-    if (!fs::exists(bin)) throw std::runtime_error("s3rver not installed at " + bin + ": run scripts/s3rver.sh install");
-    std::vector<std::string> args = {bin, "-d", (dir_ / "data").string(), "-a", "127.0.0.1", "-p", std::to_string(port_), "-s",
-                                     "--configure-bucket", "ci-bucket"};
+    if (!fs::exists(bin))
+      throw std::runtime_error("s3rver not installed at " + bin + ": run scripts/s3rver.sh install");
+    std::vector<std::string> args = {bin,
+                                     "-d",
+                                     (dir_ / "data").string(),
+                                     "-a",
+                                     "127.0.0.1",
+                                     "-p",
+                                     std::to_string(port_),
+                                     "-s",
+                                     "--configure-bucket",
+                                     "ci-bucket"};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -76,7 +85,8 @@ class S3rver {
     std::vector<char*> envp;
     for (auto& e : env_store) envp.push_back(e.data());
     envp.push_back(nullptr);
-    if (posix_spawn(&pid_, bin.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0) throw std::runtime_error("spawn s3rver");
+    if (posix_spawn(&pid_, bin.c_str(), nullptr, nullptr, argv.data(), envp.data()) != 0)
+      throw std::runtime_error("spawn s3rver");
     for (int i = 0; i < 200 && !Accepts(port_); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!Accepts(port_)) throw std::runtime_error("s3rver did not start on port " + std::to_string(port_));
   }
@@ -158,7 +168,8 @@ TEST(S3rverClient, EveryOperationRoundTrips) {
   // Multipart: 12 MiB in 5 MiB parts, read back byte for byte.
   std::string big = Pattern(12u << 20, 3);
   std::string upload;
-  S3Response mp = c.PutMultipart("t/big", big.data(), big.size(), 5u << 20, [&](const std::string& id) { upload = id; });
+  S3Response mp =
+      c.PutMultipart("t/big", big.data(), big.size(), 5u << 20, [&](const std::string& id) { upload = id; });
   ASSERT_TRUE(mp.ok()) << mp.Describe();
   EXPECT_FALSE(upload.empty());
   EXPECT_EQ(mp.bytes, big.size());
@@ -330,8 +341,10 @@ class CutGetServer {
       std::string target = req.substr(method.size() + 1, req.find(' ', method.size() + 1) - method.size() - 1);
       std::string resp;
       if (method == "GET" && target.find("list-type=2") != std::string::npos) {
-        std::string xml = "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>";
-        resp = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{}", xml.size(), xml);
+        std::string xml =
+            "<?xml version=\"1.0\"?><ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>";
+        resp = fmt::format("HTTP/1.1 200 OK\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n{}",
+                           xml.size(), xml);
       } else if (method == "GET") {
         ++gets_;
         std::this_thread::sleep_for(get_delay_);
@@ -366,7 +379,9 @@ std::string Slurp(const fs::path& p) {
 const char* kUrlPassword = "Pw-S3cret-7781";
 const char* kAccessKey = "AKIDTESTKEY00017781";
 const char* kSecretKey = "SeCrEtKeyValue00017781";
-std::string CredentialEnv() { return fmt::format("AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={}", kAccessKey, kSecretKey); }
+std::string CredentialEnv() {
+  return fmt::format("AWS_ACCESS_KEY_ID={} AWS_SECRET_ACCESS_KEY={}", kAccessKey, kSecretKey);
+}
 void ExpectNoCredential(const std::string& text, const std::string& where) {
   for (const char* secret : {kUrlPassword, kAccessKey, kSecretKey}) {
     EXPECT_EQ(text.find(secret), std::string::npos) << secret << " in " << where << ":\n" << text;
@@ -430,20 +445,23 @@ TEST(S3FakeServer, ErrorsAndTheProbeNameTheEndpointWithoutItsPassword) {
   fs::path out = fs::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / "s3-redact-errors";
   fs::remove_all(out);
   fs::create_directories(out);
-  auto c = clustermax::testing::RunShell(fmt::format("{} {} bench s3 --endpoint {} --bucket ci-bucket --retries 0 --out {}", CredentialEnv(),
-                                                     CLUSTERMAX_BINARY, dead, (out / "run").string()));
+  auto c =
+      clustermax::testing::RunShell(fmt::format("{} {} bench s3 --endpoint {} --bucket ci-bucket --retries 0 --out {}",
+                                                CredentialEnv(), CLUSTERMAX_BINARY, dead, (out / "run").string()));
   EXPECT_EQ(c.code, 1) << c.out;
   EXPECT_NE(c.out.find(fmt::format("cannot reach http://***@127.0.0.1:{}", dead_port)), std::string::npos) << c.out;
   ExpectNoCredential(c.out, "bench s3 error");
 
-  auto bad = clustermax::testing::RunShell(fmt::format("{} {} bench s3 --endpoint ftp://cmuser:{}@127.0.0.1 --bucket ci-bucket --out {}",
-                                                       CredentialEnv(), CLUSTERMAX_BINARY, kUrlPassword, (out / "run").string()));
+  auto bad = clustermax::testing::RunShell(
+      fmt::format("{} {} bench s3 --endpoint ftp://cmuser:{}@127.0.0.1 --bucket ci-bucket --out {}", CredentialEnv(),
+                  CLUSTERMAX_BINARY, kUrlPassword, (out / "run").string()));
   EXPECT_EQ(bad.code, 1) << bad.out;
   ExpectNoCredential(bad.out, "bad endpoint error");
 
   CutGetServer server(std::chrono::milliseconds(0));
-  auto probe = clustermax::testing::RunShell(fmt::format("{} {} probe s3 --endpoint http://cmuser:{}@127.0.0.1:{} --bucket ci-bucket 2>&1",
-                                                         CredentialEnv(), CLUSTERMAX_BINARY, kUrlPassword, server.port()));
+  auto probe = clustermax::testing::RunShell(
+      fmt::format("{} {} probe s3 --endpoint http://cmuser:{}@127.0.0.1:{} --bucket ci-bucket 2>&1", CredentialEnv(),
+                  CLUSTERMAX_BINARY, kUrlPassword, server.port()));
   EXPECT_EQ(probe.code, 0) << probe.out;
   ExpectNoCredential(probe.out, "probe s3");
   EXPECT_NE(probe.out.find(fmt::format("http://***@127.0.0.1:{}", server.port())), std::string::npos) << probe.out;
@@ -457,7 +475,9 @@ Cli RunBinary(const std::string& args, const std::string& env = "") {
 }
 json ObjectStorageResult(const std::string& extra, const std::string& env, const fs::path& out) {
   fs::remove_all(out);
-  Cli c = RunBinary("audit --standalone --yes --json --exit-zero --check object-storage-endpoint --out " + out.string() + " " + extra, env);
+  Cli c = RunBinary(
+      "audit --standalone --yes --json --exit-zero --check object-storage-endpoint --out " + out.string() + " " + extra,
+      env);
   json r = json::parse(c.out);
   return r["results"].at(0);
 }
@@ -485,14 +505,17 @@ TEST(S3rverAuditProbe, ObjectStorageEndpointGradedAndReplayed) {
   json ok = ObjectStorageResult("--probe s3-probe " + target + " --record " + bundle.string(), creds, base / "ok");
   EXPECT_EQ(ok["status"], "PASS") << ok.dump();
   EXPECT_EQ(ok["details"].size(), 5u) << ok.dump();  // credentials source + 4 operations
-  EXPECT_NE(ok.dump().find("credentials from environment"), std::string::npos) << ok.dump();  // the child inherited them
+  EXPECT_NE(ok.dump().find("credentials from environment"), std::string::npos)
+      << ok.dump();  // the child inherited them
 
-  json missing = ObjectStorageResult("--probe s3-probe --s3-endpoint " + server.endpoint() + " --s3-bucket nope", creds, base / "missing");
+  json missing = ObjectStorageResult("--probe s3-probe --s3-endpoint " + server.endpoint() + " --s3-bucket nope", creds,
+                                     base / "missing");
   EXPECT_EQ(missing["status"], "WARN") << missing.dump();
   EXPECT_NE(missing.dump().find("NoSuchBucket"), std::string::npos);
 
-  json down = ObjectStorageResult("--probe s3-probe --s3-endpoint http://127.0.0.1:" + std::to_string(FreePort()) + " --s3-bucket ci-bucket",
-                                  creds, base / "down");
+  json down = ObjectStorageResult(
+      "--probe s3-probe --s3-endpoint http://127.0.0.1:" + std::to_string(FreePort()) + " --s3-bucket ci-bucket", creds,
+      base / "down");
   EXPECT_EQ(down["status"], "FAIL") << down.dump();
 
   // The bundle holds the probe's answer, not the secret; replay needs no server.

@@ -17,9 +17,9 @@
 #include "util/time.h"
 
 using namespace clustermax;
+using clustermax::testing::Out;
 using clustermax::testing::ReadFixture;
 using nlohmann::json;
-using clustermax::testing::Out;
 
 namespace {
 
@@ -32,8 +32,11 @@ host::Bundle Scheduler(const std::string& nodes_fixture = "slurm/scontrol-show-n
   b.PutCommand({"scontrol", "show", "topology"}, Out(ReadFixture("slurm/scontrol-show-topology.txt")));
   b.PutCommand({"scontrol", "ping"}, Out(ReadFixture("slurm/scontrol-ping.txt")));
   b.PutCommand({"srun", "--mpi=list"}, Out(ReadFixture("slurm/srun-mpi-list.txt")));
-  b.PutCommand({"srun", "--help"}, Out("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]\n      --mpi=type  type of MPI being used\n"));
-  b.PutCommand({"sacct", "-X", "-n", "-S", "now-1hours", "-o", "JobID"}, Out("", 1, ReadFixture("slurm/sacct-disabled.txt")));
+  b.PutCommand(
+      {"srun", "--help"},
+      Out("Usage: srun [OPTIONS(0)... [executable(0) [args(0)...]]]\n      --mpi=type  type of MPI being used\n"));
+  b.PutCommand({"sacct", "-X", "-n", "-S", "now-1hours", "-o", "JobID"},
+               Out("", 1, ReadFixture("slurm/sacct-disabled.txt")));
   return b;
 }
 
@@ -42,7 +45,8 @@ core::Finding Judge(const std::string& check, const host::Bundle& b) {
   EXPECT_NE(c, nullptr) << check;
   host::ReplayHost replay(b);
   core::EvidenceSet ev = collect::CollectEvidence(replay, c->info.needs, {});
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 
@@ -62,7 +66,8 @@ TEST(SlurmText, BareVersions) {
 
 TEST(SlurmText, Hostlists) {
   EXPECT_EQ(*util::ExpandHostlist("n[1-3]"), (std::vector<std::string>{"n1", "n2", "n3"}));
-  EXPECT_EQ(*util::ExpandHostlist("gpu[08-10,12],login1"), (std::vector<std::string>{"gpu08", "gpu09", "gpu10", "gpu12", "login1"}));
+  EXPECT_EQ(*util::ExpandHostlist("gpu[08-10,12],login1"),
+            (std::vector<std::string>{"gpu08", "gpu09", "gpu10", "gpu12", "login1"}));
   EXPECT_EQ(*util::ExpandHostlist("a[1-2]-ib"), (std::vector<std::string>{"a1-ib", "a2-ib"}));
   EXPECT_FALSE(util::ExpandHostlist("n[1-"));
   EXPECT_FALSE(util::ExpandHostlist("n[3-1]"));
@@ -153,7 +158,8 @@ audit::NodeEvidence Node(const std::string& name, const std::string& driver) {
   n.role = "compute";
   core::Evidence gpu;
   gpu.status = core::EvidenceStatus::kOk;
-  gpu.data = {{"driver_version", driver}, {"devices", json::array({{{"name", "NVIDIA H100"}}, {{"name", "NVIDIA H100"}}})}};
+  gpu.data = {{"driver_version", driver},
+              {"devices", json::array({{{"name", "NVIDIA H100"}}, {{"name", "NVIDIA H100"}}})}};
   n.evidence["gpu.inventory"] = gpu;
   core::Evidence k;
   k.status = core::EvidenceStatus::kOk;
@@ -164,7 +170,8 @@ audit::NodeEvidence Node(const std::string& name, const std::string& driver) {
 }  // namespace
 
 TEST(FleetSummary, DriftNamesTheOddNodesAndUnknownsAreNotDrift) {
-  auto a = Node("n1", "580.95.05"), b = Node("n2", "580.95.05"), c = Node("n3", "570.86.10"), d = Node("n4", "580.95.05");
+  auto a = Node("n1", "580.95.05"), b = Node("n2", "580.95.05"), c = Node("n3", "570.86.10"),
+       d = Node("n4", "580.95.05");
   d.evidence.erase("gpu.inventory");  // n4's GPU evidence is missing: unknown, not a second version
   core::Evidence s = audit::FleetSummary({&a, &b, &c, &d}, {{"n5", "not responding"}});
   EXPECT_EQ(s.data["nodes_expected"], 5);
@@ -179,7 +186,8 @@ TEST(FleetSummary, DriftNamesTheOddNodesAndUnknownsAreNotDrift) {
 }
 
 TEST(FleetJudge, UnreachableNodesKeepNodeChecksFromPassing) {
-  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm, .checks = {"fleet-version-drift", "security-runc"}});
+  audit::Plan plan = audit::BuildPlan(
+      checks::DefaultRegistry(), {.target = core::Target::kSlurm, .checks = {"fleet-version-drift", "security-runc"}});
   audit::NodeEvidence login;
   login.node = "login1";
   login.role = "login";
@@ -262,7 +270,9 @@ TEST(SlurmChecks, DcgmWiredIntoTheHealthProgram) {
   b.PutFile("/etc/nhc/nhc.conf", {host::IoStatus::kOk, "* || check_fs_mount_rw -f /\n", false, ""});
   auto none = Judge("dcgm-healthchecks-slurm", b);
   EXPECT_EQ(none.verdict, core::Verdict::kWarn) << All(none);
-  b.PutFile("/etc/nhc/nhc.conf", {host::IoStatus::kOk, "* || check_fs_mount_rw -f /\n* || check_cmd_status -t 60 -r 0 dcgmi diag -r 1\n", false, ""});
+  b.PutFile("/etc/nhc/nhc.conf",
+            {host::IoStatus::kOk, "* || check_fs_mount_rw -f /\n* || check_cmd_status -t 60 -r 0 dcgmi diag -r 1\n",
+             false, ""});
   auto wired = Judge("dcgm-healthchecks-slurm", b);
   EXPECT_EQ(wired.verdict, core::Verdict::kPass) << All(wired);
   EXPECT_NE(All(wired).find("dcgmi diag -r 1"), std::string::npos);
@@ -271,14 +281,17 @@ TEST(SlurmChecks, DcgmWiredIntoTheHealthProgram) {
   host::ReplayHost replay(b);
   core::EvidenceSet ev = collect::CollectEvidence(replay, {"slurm.config", "nhc.install"}, {});
   ev["fleet.summary"].status = core::EvidenceStatus::kOk;
-  ev["fleet.summary"].data = {{"nodes", json::array({{{"node", "n1"}, {"facts", {{"dcgm", nullptr}}}}, {{"node", "n2"}, {"facts", {{"dcgm", nullptr}}}}})}};
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  ev["fleet.summary"].data = {{"nodes", json::array({{{"node", "n1"}, {"facts", {{"dcgm", nullptr}}}},
+                                                     {{"node", "n2"}, {"facts", {{"dcgm", nullptr}}}}})}};
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   auto skip = c->judge(ctx);
   EXPECT_EQ(skip.reason, core::Reason::kPrerequisiteMissing);
 }
 
 TEST(SlurmChecks, LmodInBothShellsWithTheToolchainModules) {
-  const std::string script = "type module >/dev/null 2>&1 || { echo CLUSTERMAX-NO-MODULE-COMMAND; exit 0; }; module -t avail 2>&1";
+  const std::string script =
+      "type module >/dev/null 2>&1 || { echo CLUSTERMAX-NO-MODULE-COMMAND; exit 0; }; module -t avail 2>&1";
   auto with = [&](const std::string& plain, const std::string& login) {
     host::Bundle b;
     b.PutCommand({"bash", "-c", script}, Out(plain));
@@ -305,7 +318,9 @@ TEST(SlurmChecks, PrologFastTimesAGpuStep) {
     host::Bundle b = Scheduler();
     host::CommandResult cpu = Out("");
     cpu.duration_ms = 800;
-    host::CommandResult gpu = Out("", gpu_exit, gpu_exit ? "srun: error: Unable to allocate resources: Requested node configuration is not available" : "");
+    host::CommandResult gpu =
+        Out("", gpu_exit,
+            gpu_exit ? "srun: error: Unable to allocate resources: Requested node configuration is not available" : "");
     gpu.duration_ms = gpu_seconds * 1000;
     b.PutCommand({"srun", "-N1", "-n1", "--time=1", "--job-name=clustermax-probe", "true"}, cpu);
     b.PutCommand({"srun", "-N1", "-n1", "--time=1", "--job-name=clustermax-probe", "--gres=gpu:1", "true"}, gpu);
@@ -314,7 +329,8 @@ TEST(SlurmChecks, PrologFastTimesAGpuStep) {
     collect::CollectOptions o;
     if (probe) o.probes = {"slurm-job"};
     core::EvidenceSet ev = collect::CollectEvidence(replay, c->info.needs, o);
-    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm,
+                           *util::ParseRfc3339("2026-11-30T00:00:00Z"));
     return c->judge(ctx);
   };
   EXPECT_EQ(with(2.5, 0, false).reason, core::Reason::kProbeDisabled);
@@ -330,20 +346,24 @@ TEST(SlurmChecks, PrologFastTimesAGpuStep) {
 
 namespace {
 // A compute node for the fabric facts: its RDMA ports, its NCCL configuration and its processes.
-audit::NodeEvidence FabricNode(const std::string& name, const std::string& qps, const std::string& gpu_name = "NVIDIA H100 80GB HBM3",
-                               bool imex = false) {
+audit::NodeEvidence FabricNode(const std::string& name, const std::string& qps,
+                               const std::string& gpu_name = "NVIDIA H100 80GB HBM3", bool imex = false) {
   audit::NodeEvidence n = Node(name, "580.95.05");
   n.evidence["gpu.inventory"].data["devices"] = json::array({{{"name", gpu_name}}});
   core::Evidence rdma;
   rdma.status = core::EvidenceStatus::kOk;
-  rdma.data = {{"devices", json::array({{{"name", "mlx5_0"}, {"ports", json::array({{{"port", "1"}, {"link_layer", "InfiniBand"},
-                                                                                      {"rate", "400 Gb/sec (4X NDR)"}, {"state", "4: ACTIVE"}}})}}})}};
+  rdma.data = {{"devices", json::array({{{"name", "mlx5_0"},
+                                         {"ports", json::array({{{"port", "1"},
+                                                                 {"link_layer", "InfiniBand"},
+                                                                 {"rate", "400 Gb/sec (4X NDR)"},
+                                                                 {"state", "4: ACTIVE"}}})}}})}};
   n.evidence["rdma.devices"] = rdma;
   core::Evidence cfg;
   cfg.status = core::EvidenceStatus::kOk;
   json vars = json::object();
   if (!qps.empty()) vars["NCCL_IB_QPS_PER_CONNECTION"] = qps;
-  cfg.data = {{"env", json::object()}, {"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}};
+  cfg.data = {{"env", json::object()},
+              {"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}};
   n.evidence["nccl.config"] = cfg;
   core::Evidence procs;
   procs.status = core::EvidenceStatus::kOk;
@@ -366,7 +386,8 @@ core::Finding JudgeFleet(const std::string& check, const host::Bundle& b, std::v
   std::vector<const audit::NodeEvidence*> ptrs;
   for (const auto& n : nodes) ptrs.push_back(&n);
   ev["fleet.summary"] = audit::FleetSummary(ptrs, {});
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 }  // namespace
@@ -383,24 +404,30 @@ TEST(SlurmChecks, QpsPerConnectionOnAMultiTierFabric) {
   // One switch level: one QP is enough.
   host::Bundle flat = Scheduler();
   flat.PutCommand({"scontrol", "show", "topology"}, Out("SwitchName=leaf1 Level=0 LinkSpeed=1 Nodes=n[1-3]\n"));
-  EXPECT_EQ(JudgeFleet("nccl-ib-qps-entropy", flat, {FabricNode("n1", ""), FabricNode("n2", "")}).verdict, core::Verdict::kPass);
+  EXPECT_EQ(JudgeFleet("nccl-ib-qps-entropy", flat, {FabricNode("n1", ""), FabricNode("n2", "")}).verdict,
+            core::Verdict::kPass);
   // No RDMA anywhere: not applicable.
   auto tcp = FabricNode("n1", "");
   tcp.evidence["rdma.devices"].data = {{"devices", json::array()}};
   EXPECT_EQ(JudgeFleet("nccl-ib-qps-entropy", b, {tcp}).reason, core::Reason::kNotApplicable);
   // The plan collects the NCCL configuration and RDMA ports on every node even when this check is alone.
-  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm, .checks = {"nccl-ib-qps-entropy"}});
+  audit::Plan plan =
+      audit::BuildPlan(checks::DefaultRegistry(), {.target = core::Target::kSlurm, .checks = {"nccl-ib-qps-entropy"}});
   for (const char* id : {"nccl.config", "rdma.devices"}) {
-    EXPECT_NE(std::find(plan.node_collectors.begin(), plan.node_collectors.end(), id), plan.node_collectors.end()) << id;
+    EXPECT_NE(std::find(plan.node_collectors.begin(), plan.node_collectors.end(), id), plan.node_collectors.end())
+        << id;
   }
-  EXPECT_EQ(std::find(plan.node_collectors.begin(), plan.node_collectors.end(), "slurm.topology"), plan.node_collectors.end());
+  EXPECT_EQ(std::find(plan.node_collectors.begin(), plan.node_collectors.end(), "slurm.topology"),
+            plan.node_collectors.end());
 }
 
 TEST(SlurmChecks, Nvl72NeedsImexOnEveryNodeAndBlockTopology) {
   host::Bundle b = Scheduler();  // TopologyPlugin=topology/tree in the recorded configuration
   auto h100 = JudgeFleet("mnnvl-compute-domain", b, {FabricNode("n1", "2"), FabricNode("n2", "2")});
   EXPECT_EQ(h100.reason, core::Reason::kNotApplicable);
-  auto partial = JudgeFleet("mnnvl-compute-domain", b, {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", false)});
+  auto partial =
+      JudgeFleet("mnnvl-compute-domain", b,
+                 {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", false)});
   EXPECT_EQ(partial.verdict, core::Verdict::kWarn);
   EXPECT_NE(All(partial).find("not running on 1 of 2 NVL72 node(s): n2"), std::string::npos) << All(partial);
   EXPECT_NE(All(partial).find("not topology/block"), std::string::npos) << All(partial);
@@ -411,7 +438,8 @@ TEST(SlurmChecks, Nvl72NeedsImexOnEveryNodeAndBlockTopology) {
   size_t eol = cfg.find('\n', at);
   cfg.replace(at, eol - at, "TopologyPlugin          = topology/block");
   block.PutCommand({"scontrol", "show", "config"}, Out(cfg));
-  auto ok = JudgeFleet("mnnvl-compute-domain", block, {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", true)});
+  auto ok = JudgeFleet("mnnvl-compute-domain", block,
+                       {FabricNode("n1", "2", "NVIDIA GB200", true), FabricNode("n2", "2", "NVIDIA GB200", true)});
   EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
 }
 
@@ -422,8 +450,11 @@ TEST(SlurmChecks, MonitoringReadinessScoresTenParts) {
     n.evidence["os.processes"].data = {{"names", procs}};
     core::Evidence cfg;
     cfg.status = core::EvidenceStatus::kOk;
-    json argv = job_labels ? json::array({"/usr/bin/dcgm-exporter", "--hpc-job-mapping-dir", "/run/dcgm-job-map"}) : json::array({"/usr/bin/dcgm-exporter"});
-    cfg.data = {{"processes", json::array({{{"pid", "812"}, {"argv", argv}, {"env", json::object()}, {"environ_status", "ok"}}})}, {"units", json::array()}};
+    json argv = job_labels ? json::array({"/usr/bin/dcgm-exporter", "--hpc-job-mapping-dir", "/run/dcgm-job-map"})
+                           : json::array({"/usr/bin/dcgm-exporter"});
+    cfg.data = {{"processes",
+                 json::array({{{"pid", "812"}, {"argv", argv}, {"env", json::object()}, {"environ_status", "ok"}}})},
+                {"units", json::array()}};
     n.evidence["gpu-exporter.config"] = cfg;
     return n;
   };
@@ -436,11 +467,13 @@ TEST(SlurmChecks, MonitoringReadinessScoresTenParts) {
   EXPECT_NE(production.message.find("8/10"), std::string::npos) << production.message;
   EXPECT_NE(All(production).find("[x] Slurm exporter: on n1"), std::string::npos) << All(production);
   EXPECT_NE(All(production).find("[ ] alerting rules"), std::string::npos);
-  auto partial = JudgeFleet("monitoring-readiness", b, {node("n1", {"dcgm-exporter", "node_exporter", "promtail", "prometheus", "grafana"}, false),
-                                                        node("n2", {"dcgm-exporter", "node_exporter", "promtail"}, false)});
+  auto partial = JudgeFleet("monitoring-readiness", b,
+                            {node("n1", {"dcgm-exporter", "node_exporter", "promtail", "prometheus", "grafana"}, false),
+                             node("n2", {"dcgm-exporter", "node_exporter", "promtail"}, false)});
   EXPECT_EQ(partial.verdict, core::Verdict::kWarn) << All(partial);
   EXPECT_NE(partial.message.find("5/10"), std::string::npos) << partial.message;
-  auto minimal = JudgeFleet("monitoring-readiness", b, {node("n1", {"dcgm-exporter"}, false), node("n2", {"systemd"}, false)});
+  auto minimal =
+      JudgeFleet("monitoring-readiness", b, {node("n1", {"dcgm-exporter"}, false), node("n2", {"systemd"}, false)});
   EXPECT_EQ(minimal.verdict, core::Verdict::kFail) << All(minimal);
   EXPECT_NE(All(minimal).find("missing on n2"), std::string::npos) << All(minimal);  // n2 has no GPU exporter
 }
@@ -451,7 +484,9 @@ TEST(SlurmChecks, SshFromEachNodeToTheNext) {
     host::Bundle b;
     b.PutEnv("SLURM_JOB_NODELIST", std::string("n[1-3]"));
     b.PutEnv("SLURMD_NODENAME", self);
-    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", next, "hostname"}, ssh);
+    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new",
+                  next, "hostname"},
+                 ssh);
     host::ReplayHost h(b);
     audit::NodeEvidence n = Node(self, "580.95.05");
     n.evidence["ssh.peer"] = collect::CollectEvidence(h, {"ssh.peer"}, {})["ssh.peer"];
@@ -461,18 +496,24 @@ TEST(SlurmChecks, SshFromEachNodeToTheNext) {
   auto login = [](const host::CommandResult& ssh) {
     host::Bundle b = Scheduler();
     b.PutCommand({"sinfo", "-h", "-N", "-o", "%N", "-t", "idle,mixed,allocated"}, Out("n1\nn2\nn3\n"));
-    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", "n1", "hostname"}, ssh);
+    b.PutCommand({"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new",
+                  "n1", "hostname"},
+                 ssh);
     return b;
   };
-  auto ok = JudgeFleet("ssh-between-nodes", login(Out("n1\n")), {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("n3\n")), peer("n3", "n1", Out("n1\n"))});
+  auto ok = JudgeFleet("ssh-between-nodes", login(Out("n1\n")),
+                       {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("n3\n")), peer("n3", "n1", Out("n1\n"))});
   EXPECT_EQ(ok.verdict, core::Verdict::kPass) << All(ok);
   EXPECT_NE(ok.message.find("between all 3 compute node(s)"), std::string::npos) << ok.message;
-  auto denied = JudgeFleet("ssh-between-nodes", login(Out("n1\n")),
-                           {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("", 255, "n3: Permission denied (publickey).\n")), peer("n3", "n1", Out("n1\n"))});
+  auto denied =
+      JudgeFleet("ssh-between-nodes", login(Out("n1\n")),
+                 {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("", 255, "n3: Permission denied (publickey).\n")),
+                  peer("n3", "n1", Out("n1\n"))});
   EXPECT_EQ(denied.verdict, core::Verdict::kWarn);
   EXPECT_NE(denied.message.find("n2 -> next node: fails (exit 255)"), std::string::npos) << denied.message;
-  auto from_login = JudgeFleet("ssh-between-nodes", login(Out("", 255, "n1: Permission denied (publickey).\n")),
-                               {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("n3\n")), peer("n3", "n1", Out("n1\n"))});
+  auto from_login =
+      JudgeFleet("ssh-between-nodes", login(Out("", 255, "n1: Permission denied (publickey).\n")),
+                 {peer("n1", "n2", Out("n2\n")), peer("n2", "n3", Out("n3\n")), peer("n3", "n1", Out("n1\n"))});
   EXPECT_EQ(from_login.verdict, core::Verdict::kWarn);
   EXPECT_NE(from_login.message.find("login -> n1: exit 255"), std::string::npos) << from_login.message;
   // A one-node step has no peer: the login direction alone is unverified.
@@ -556,7 +597,8 @@ std::string TopologyFromConf(const std::string& conf) {
 host::Bundle Site(const std::string& slurm_conf, const std::string& topology_conf = "") {
   host::Bundle b = Scheduler();
   b.PutCommand({"scontrol", "show", "node", "-o"}, Out(NodesFromSlurmConf(ReadFixture("corpus/slurm/" + slurm_conf))));
-  if (!topology_conf.empty()) b.PutCommand({"scontrol", "show", "topology"}, Out(TopologyFromConf(ReadFixture("corpus/slurm/" + topology_conf))));
+  if (!topology_conf.empty())
+    b.PutCommand({"scontrol", "show", "topology"}, Out(TopologyFromConf(ReadFixture("corpus/slurm/" + topology_conf))));
   return b;
 }
 
@@ -591,7 +633,8 @@ TEST(SlurmChecks, TopologyWithGpusButNoGresWarns) {
   host::Bundle b = Site("nvidia-circe-superpod-slurm.conf", "circe-superpod-topology.conf");
   auto gpus = JudgeFleet("topology-conf", b, {Node("circe-n001", "580.95.05"), Node("circe-n002", "580.95.05")});
   EXPECT_EQ(gpus.verdict, core::Verdict::kWarn) << All(gpus);
-  EXPECT_NE(gpus.message.find("GPUs present on 2 node(s) but no node declares GPU GRES"), std::string::npos) << gpus.message;
+  EXPECT_NE(gpus.message.find("GPUs present on 2 node(s) but no node declares GPU GRES"), std::string::npos)
+      << gpus.message;
   // Mutation: the nodes report no GPU.
   auto cpu1 = Node("circe-n001", "580.95.05"), cpu2 = Node("circe-n002", "580.95.05");
   cpu1.evidence["gpu.inventory"].data["devices"] = json::array();
@@ -605,12 +648,16 @@ TEST(SlurmChecks, TopologyWithGpusButNoGresWarns) {
 // Before: "nhc" in its path made it NHC, judged against the login node's (absent) nhc.conf: WARN.
 TEST(SlurmChecks, ASiteHealthCheckScriptIsNotJudgedByTheLoginNodesNhc) {
   std::string config = ReadFixture("slurm/scontrol-show-config.txt");
-  config = WithConfig(WithConfig(config, "HealthCheckInterval", "3600 sec"), "HealthCheckProgram", "/scratch/mlperf/admin/scripts/nhc.sh");
+  config = WithConfig(WithConfig(config, "HealthCheckInterval", "3600 sec"), "HealthCheckProgram",
+                      "/scratch/mlperf/admin/scripts/nhc.sh");
   host::Bundle b = Scheduler();
   b.PutCommand({"scontrol", "show", "config"}, Out(config));
   auto site = Judge("healthcheck-program", b);
   EXPECT_EQ(site.verdict, core::Verdict::kPass) << All(site);
-  EXPECT_NE(site.message.find("site health check program /scratch/mlperf/admin/scripts/nhc.sh configured, interval 3600 s"), std::string::npos) << site.message;
+  EXPECT_NE(
+      site.message.find("site health check program /scratch/mlperf/admin/scripts/nhc.sh configured, interval 3600 s"),
+      std::string::npos)
+      << site.message;
   EXPECT_EQ(All(site).find("nhc.conf"), std::string::npos) << All(site);
   // Mutation: the program is NHC itself, and the login node has no nhc.conf with checks.
   b.PutCommand({"scontrol", "show", "config"}, Out(WithConfig(config, "HealthCheckProgram", "/usr/sbin/nhc")));
@@ -618,7 +665,8 @@ TEST(SlurmChecks, ASiteHealthCheckScriptIsNotJudgedByTheLoginNodesNhc) {
   EXPECT_EQ(nhc.verdict, core::Verdict::kWarn) << All(nhc);
   EXPECT_NE(nhc.message.find("nhc.conf has no active check"), std::string::npos) << nhc.message;
   // clustermax health through the wrapper its package installs: named as such, not a site script.
-  b.PutCommand({"scontrol", "show", "config"}, Out(WithConfig(config, "HealthCheckProgram", "/usr/libexec/clustermax/health-check.sh")));
+  b.PutCommand({"scontrol", "show", "config"},
+               Out(WithConfig(config, "HealthCheckProgram", "/usr/libexec/clustermax/health-check.sh")));
   auto ours = Judge("healthcheck-program", b);
   EXPECT_EQ(ours.verdict, core::Verdict::kPass) << All(ours);
   EXPECT_NE(ours.message.find("clustermax health every 3600 s"), std::string::npos) << ours.message;
@@ -629,8 +677,11 @@ TEST(SlurmChecks, ASiteHealthCheckScriptIsNotJudgedByTheLoginNodesNhc) {
 TEST(SlurmChecks, APartitionsNodesWithDifferentGpuGresAreNamed) {
   auto vinuni = Judge("slurm-gres-gpu", Site("vinuni-slurm.conf"));
   EXPECT_EQ(vinuni.verdict, core::Verdict::kWarn) << All(vinuni);
-  EXPECT_NE(All(vinuni).find("partition slurmpar: nodes differ in GPU GRES: gpu:1 on 7 node(s); odd: slurmnode8, slurmnode9, slurmnode10 (gpu:2)"),
-            std::string::npos) << All(vinuni);
+  EXPECT_NE(
+      All(vinuni).find(
+          "partition slurmpar: nodes differ in GPU GRES: gpu:1 on 7 node(s); odd: slurmnode8, slurmnode9, slurmnode10 (gpu:2)"),
+      std::string::npos)
+      << All(vinuni);
   // xjhpc: partition xj-h100-ib-1 of two nodes with Gres=gpu:h100:8, a CPU partition beside it.
   host::Bundle b = Site("xjhpc-nodes.conf");
   auto uniform = Judge("slurm-gres-gpu", b);

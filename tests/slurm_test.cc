@@ -42,7 +42,8 @@ json JsonFrom(const std::string& out) {
 }
 
 std::string Env() {
-  return "SLURM_CONF=" + (kDir / "slurm.conf").string() + " LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR + " NO_COLOR=1";
+  return "SLURM_CONF=" + (kDir / "slurm.conf").string() + " LD_LIBRARY_PATH=" + CLUSTERMAX_FAKE_NVML_DIR +
+         " NO_COLOR=1";
 }
 
 void Up(const std::string& env = "") {
@@ -57,8 +58,8 @@ fs::path last_run;  // the run directory of the latest Audit()
 json Audit(const std::string& extra, Proc* proc = nullptr, const std::string& env = "") {
   fs::path out = kDir / "runs" / std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
   last_run = out;
-  Proc p = Sh(Env() + " " + env + " " + CLUSTERMAX_BINARY + " audit --slurm --yes --json --exit-zero --out " + out.string() + " " + extra +
-              " 2>" + (kDir / "audit.stderr").string());
+  Proc p = Sh(Env() + " " + env + " " + CLUSTERMAX_BINARY + " audit --slurm --yes --json --exit-zero --out " +
+              out.string() + " " + extra + " 2>" + (kDir / "audit.stderr").string());
   if (proc) *proc = p;
   return JsonFrom(p.out);
 }
@@ -99,7 +100,8 @@ TEST(SlurmFleet, AuditsEveryNodeThroughOneStep) {
   EXPECT_LT(secs, 60.0);
   // Every node's facts: 8 H100s from the (fake) NVML each node loaded in its step.
   ASSERT_EQ(r["fleet"]["nodes"].size(), 3u);
-  for (const auto& n : r["fleet"]["nodes"]) EXPECT_NE(n["facts"]["gpus"].get<std::string>().find("8 x"), std::string::npos) << n.dump();
+  for (const auto& n : r["fleet"]["nodes"])
+    EXPECT_NE(n["facts"]["gpus"].get<std::string>().find("8 x"), std::string::npos) << n.dump();
   // Node checks were judged on three nodes; scheduler checks once.
   const json& ecc = Result(r, "gpu-ecc-health");
   EXPECT_EQ(ecc["nodes"].size(), 3u);
@@ -134,7 +136,8 @@ TEST(SlurmFleet, AuditsEveryNodeThroughOneStep) {
   // Run directory: the login node's bundle and three node bundles.
   fs::path run = kDir / "runs";
   size_t bundles = 0;
-  for (const auto& d : fs::recursive_directory_iterator(run)) bundles += d.path().parent_path().filename() == "evidence";
+  for (const auto& d : fs::recursive_directory_iterator(run))
+    bundles += d.path().parent_path().filename() == "evidence";
   EXPECT_GE(bundles, 4u);
 }
 
@@ -192,7 +195,8 @@ TEST(SlurmFleet, DriftOnOneNodeIsNamed) {
 // until the end); the same audit in a log prints no such line.
 TEST(SlurmFleet, OnATerminalTheNodesAnsweredAreCounted) {
   fs::path out = kDir / "runs" / "tty";
-  std::string cmd = Env() + " TERM=xterm " + CLUSTERMAX_BINARY + " audit --slurm --yes --exit-zero --check slurm-node-states --check gpu-ecc-health --out " +
+  std::string cmd = Env() + " TERM=xterm " + CLUSTERMAX_BINARY +
+                    " audit --slurm --yes --exit-zero --check slurm-node-states --check gpu-ecc-health --out " +
                     out.string() + " >/dev/null";
   Proc tty = Sh("script -qec '" + cmd + "' /dev/null");
   EXPECT_NE(tty.out.find("of 3 nodes answered"), std::string::npos) << tty.out;
@@ -201,14 +205,15 @@ TEST(SlurmFleet, OnATerminalTheNodesAnsweredAreCounted) {
     return text ? JsonFrom(*text)["fleet"]["unreachable"].dump() : std::string("no report");
   };
   EXPECT_NE(tty.out.find("3 of 3 nodes answered"), std::string::npos) << tty.out << why();
-  Proc log = Sh(Env() + " " + CLUSTERMAX_BINARY + " audit --slurm --yes --exit-zero --check slurm-node-states --out " + (kDir / "runs" / "log").string() +
-                " 2>&1 >/dev/null");
+  Proc log = Sh(Env() + " " + CLUSTERMAX_BINARY + " audit --slurm --yes --exit-zero --check slurm-node-states --out " +
+                (kDir / "runs" / "log").string() + " 2>&1 >/dev/null");
   EXPECT_EQ(log.out.find("nodes answered"), std::string::npos) << log.out;
 }
 
 TEST(SlurmFleet, InsideAnAllocationTheStepOverlapsIt) {
-  Proc p = Sh(Env() + " timeout 120 salloc -N2 --gres=gpu:8 " + CLUSTERMAX_BINARY + " audit --slurm --yes --json --exit-zero --out " +
-              (kDir / "runs" / "salloc").string() + " 2>" + (kDir / "salloc.stderr").string());
+  Proc p = Sh(Env() + " timeout 120 salloc -N2 --gres=gpu:8 " + CLUSTERMAX_BINARY +
+              " audit --slurm --yes --json --exit-zero --out " + (kDir / "runs" / "salloc").string() + " 2>" +
+              (kDir / "salloc.stderr").string());
   json r = JsonFrom(p.out);
   EXPECT_EQ(r["fleet"]["nodes_expected"], 2) << r["fleet"].dump() << p.out;
   EXPECT_EQ(r["fleet"]["nodes_returned"], 2);
@@ -228,15 +233,17 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   fs::create_directories(copies);
   std::string bin = (hidden / "clustermax").string();
   auto audit = [&](const std::string& name, const std::string& extra) {
-    return Env() + " " + bin + " audit --slurm --yes --json --exit-zero --nodes=2 --out " + (runs / name).string() + " " + extra + " >" +
-           (kDir / (name + ".json")).string() + " 2>" + (kDir / (name + ".stderr")).string() + "\n";
+    return Env() + " " + bin + " audit --slurm --yes --json --exit-zero --nodes=2 --out " + (runs / name).string() +
+           " " + extra + " >" + (kDir / (name + ".json")).string() + " 2>" + (kDir / (name + ".stderr")).string() +
+           "\n";
   };
   // Room for the binary whatever the build (a sanitizer build's is several hundred MB).
   std::uintmax_t room = fs::file_size(CLUSTERMAX_BINARY) + (64u << 20);
-  std::string script = "mount -t tmpfs -o size=" + std::to_string(room) + " none " + hidden.string() + " || exit 9\n" +
-                       "cp " + CLUSTERMAX_BINARY + " " + bin + " || exit 8\n" +
-                       audit("bcast", "--bcast=" + copies.string() + "/") +  // a directory: srun names the copy per node
-                       audit("no-bcast", "") + "exit 0\n";
+  std::string script =
+      "mount -t tmpfs -o size=" + std::to_string(room) + " none " + hidden.string() + " || exit 9\n" + "cp " +
+      CLUSTERMAX_BINARY + " " + bin + " || exit 8\n" +
+      audit("bcast", "--bcast=" + copies.string() + "/") +  // a directory: srun names the copy per node
+      audit("no-bcast", "") + "exit 0\n";
   std::ofstream(kDir / "bcast.sh") << script;
   Proc p = Sh("unshare -m sh " + (kDir / "bcast.sh").string());
   if (p.code == 9) GTEST_SKIP() << "no tmpfs mount here: " << p.out;
@@ -252,7 +259,8 @@ TEST(SlurmFleet, BroadcastCopiesTheBinaryFirst) {
   std::set<std::string> copied;  // the node each broadcast copy was written for
   for (const auto& f : fs::directory_iterator(copies)) {
     std::string name = f.path().filename().string();
-    if (name.rfind("slurm_bcast_", 0) == 0 && name.find('_', 12) != std::string::npos) copied.insert(name.substr(name.rfind('_') + 1));
+    if (name.rfind("slurm_bcast_", 0) == 0 && name.find('_', 12) != std::string::npos)
+      copied.insert(name.substr(name.rfind('_') + 1));
   }
   EXPECT_EQ(copied, (std::set<std::string>{"n1", "n2"})) << "srun --bcast left no copy for each node in " << copies;
   // The control: without --bcast the nodes cannot exec the login's hidden path, so none answers.
@@ -286,9 +294,10 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
   fs::remove_all(shared);
   fs::create_directories(shared);
   fs::path out = kDir / "runs" / "scaling";
-  Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --path " + shared.string() + " --out " + out.string() +
-              " --size 32M --files 2 --duration 4 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
-              (kDir / "scale.stderr").string());
+  Proc p = Sh(
+      Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --path " + shared.string() + " --out " + out.string() +
+      " --size 32M --files 2 --duration 4 --ramp 0 --tests seq-write-1m-direct,seq-read-1m-direct --json --exit-zero 2>" +
+      (kDir / "scale.stderr").string());
   ASSERT_EQ(p.code, 0) << p.out;
   json r = JsonFrom(p.out);
   EXPECT_EQ(r["kind"], "clustermax.bench.storage-scaling");
@@ -312,11 +321,13 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
   EXPECT_TRUE(fs::exists(out / "bench" / "storage-scaling.json"));
   // Every node's workspace is gone.
   size_t left = 0;
-  for (const auto& e : fs::directory_iterator(shared)) left += e.path().filename().string().rfind("clustermax-bench-", 0) == 0;
+  for (const auto& e : fs::directory_iterator(shared))
+    left += e.path().filename().string().rfind("clustermax-bench-", 0) == 0;
   EXPECT_EQ(left, 0u);
   // The table names every step.
-  Proc table = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --nodes 2 --path " + shared.string() + " --out " + out.string() +
-                  "-2 --size 16M --files 1 --duration 1 --ramp 0 --tests seq-write-1m-direct --exit-zero -q");
+  Proc table =
+      Sh(Env() + " " + CLUSTERMAX_BINARY + " bench storage --scale --nodes 2 --path " + shared.string() + " --out " +
+         out.string() + "-2 --size 16M --files 1 --duration 1 --ramp 0 --tests seq-write-1m-direct --exit-zero -q");
   EXPECT_NE(table.out.find("seq write GB/s (sum | worst | eff.)"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("2/2"), std::string::npos) << table.out;
 }
@@ -375,7 +386,8 @@ std::map<std::string, std::string> NodeRecord(const std::string& node) {
   return out;
 }
 // Seconds until `pred(record of node)` holds, or -1 after `limit_s`.
-double WaitFor(const std::string& node, const std::function<bool(std::map<std::string, std::string>&)>& pred, double limit_s) {
+double WaitFor(const std::string& node, const std::function<bool(std::map<std::string, std::string>&)>& pred,
+               double limit_s) {
   auto t0 = std::chrono::steady_clock::now();
   while (true) {
     auto rec = NodeRecord(node);
@@ -398,20 +410,31 @@ TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
     std::ofstream(hd / n / "kern.log") << "2026-12-01T10:00:00+0000 ci kernel: e1000e: eth0 NIC Link is Up\n";
   }
   // The wrapper: slurmd runs the program with a bare environment and SLURMD_NODENAME set (60 s at most).
-  std::ofstream(hd / "hc.sh") << "#!/bin/sh\n"
-                                 "# HealthCheckProgram of the CI cluster: clustermax health on this slurmd's evidence.\n"
-                                 "export PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF=" << (kDir / "slurm.conf").string() << "\n"
-                                 "# 8 healthy H100s (the fake NVML), so the GPU checks judge and the Xid check applies.\n"
-                                 "export LD_LIBRARY_PATH=" << CLUSTERMAX_FAKE_NVML_DIR << " FAKE_NVML_HEALTHY=1\n"
-                                 "d=" << hd.string() << "/${SLURMD_NODENAME:?}\n"
-                                 "exec " << CLUSTERMAX_BINARY << " health --drain --resume --node \"$SLURMD_NODENAME\" --kernel-log \"$d/kern.log\""
-                                 " --state \"$d/state.json\" --timeout 10 $(cat \"$d/args\" 2>/dev/null) >>\"$d/out.log\" 2>&1\n";
-  fs::permissions(hd / "hc.sh", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
-  Up("SLURM_CI_EXTRA='HealthCheckProgram=" + (hd / "hc.sh").string() + "\nHealthCheckInterval=" + std::to_string(kInterval) +
-     "\nHealthCheckNodeState=ANY'");
+  std::ofstream(hd / "hc.sh")
+      << "#!/bin/sh\n"
+         "# HealthCheckProgram of the CI cluster: clustermax health on this slurmd's evidence.\n"
+         "export PATH=/usr/sbin:/usr/bin:/sbin:/bin SLURM_CONF="
+      << (kDir / "slurm.conf").string()
+      << "\n"
+         "# 8 healthy H100s (the fake NVML), so the GPU checks judge and the Xid check applies.\n"
+         "export LD_LIBRARY_PATH="
+      << CLUSTERMAX_FAKE_NVML_DIR
+      << " FAKE_NVML_HEALTHY=1\n"
+         "d="
+      << hd.string()
+      << "/${SLURMD_NODENAME:?}\n"
+         "exec "
+      << CLUSTERMAX_BINARY
+      << " health --drain --resume --node \"$SLURMD_NODENAME\" --kernel-log \"$d/kern.log\""
+         " --state \"$d/state.json\" --timeout 10 $(cat \"$d/args\" 2>/dev/null) >>\"$d/out.log\" 2>&1\n";
+  fs::permissions(hd / "hc.sh", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                    fs::perms::others_read | fs::perms::others_exec);
+  Up("SLURM_CI_EXTRA='HealthCheckProgram=" + (hd / "hc.sh").string() +
+     "\nHealthCheckInterval=" + std::to_string(kInterval) + "\nHealthCheckNodeState=ANY'");
   // Every node has run it and is healthy.
   for (const char* n : {"n1", "n2", "n3"}) {
-    for (int i = 0; i < 100 && !fs::exists(hd / n / "state.json"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 100 && !fs::exists(hd / n / "state.json"); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     ASSERT_TRUE(fs::exists(hd / n / "state.json")) << n;
     EXPECT_GE(WaitFor(n, Idle, 15), 0) << n << ": " << NodeRecord(n)["State"];
   }
@@ -421,7 +444,8 @@ TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
       << clustermax::util::FormatRfc3339(std::chrono::system_clock::now())
       << " ci kernel: NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.\n";
   double drain_s = WaitFor("n2", Drained, 3 * kInterval);
-  std::cout << "[ health ] n2 drained " << drain_s << " s after the Xid was planted (HealthCheckInterval=" << kInterval << ")\n";
+  std::cout << "[ health ] n2 drained " << drain_s << " s after the Xid was planted (HealthCheckInterval=" << kInterval
+            << ")\n";
   ASSERT_GE(drain_s, 0) << NodeRecord("n2")["State"];
   EXPECT_LE(drain_s, kInterval + 3.0);
   std::string reason = NodeRecord("n2")["Reason"];
@@ -437,7 +461,8 @@ TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
   // A persistent fault: a required mount that is missing keeps n2 drained until it is removed.
   std::ofstream(hd / "n2" / "args") << "--require-mount /clustermax-ci-absent\n";
   EXPECT_GE(WaitFor("n2", Drained, 3 * kInterval), 0);
-  EXPECT_NE(NodeRecord("n2")["Reason"].find("clustermax: storage-mount-stable: "), std::string::npos) << NodeRecord("n2")["Reason"];
+  EXPECT_NE(NodeRecord("n2")["Reason"].find("clustermax: storage-mount-stable: "), std::string::npos)
+      << NodeRecord("n2")["Reason"];
   std::this_thread::sleep_for(std::chrono::seconds(2 * kInterval));
   auto held = NodeRecord("n2");
   EXPECT_TRUE(Drained(held)) << held["State"];

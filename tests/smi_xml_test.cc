@@ -39,9 +39,11 @@ TEST(SmiXml, ParsesEveryFieldTheChecksRead) {
 
 TEST(SmiXml, RejectsNonXmlAndForeignDocuments) {
   std::string err;
-  EXPECT_FALSE(ParseNvidiaSmiXml("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", &err));
+  EXPECT_FALSE(
+      ParseNvidiaSmiXml("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.", &err));
   EXPECT_FALSE(err.empty());
   EXPECT_FALSE(ParseNvidiaSmiXml("<other/>", &err));
-  auto truncated = ParseNvidiaSmiXml("<nvidia_smi_log><driver_version>580.1</driver_version><gpu id=\"x\"><uuid>", &err);
+  auto truncated =
+      ParseNvidiaSmiXml("<nvidia_smi_log><driver_version>580.1</driver_version><gpu id=\"x\"><uuid>", &err);
   EXPECT_FALSE(truncated);
 }

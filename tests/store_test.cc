@@ -31,7 +31,8 @@ fs::path TempDir(const std::string& name) {
 }
 
 // A run directory from the recorded report, with one result changed so two runs differ.
-fs::path MakeRun(const fs::path& root, const std::string& name, const std::string& perf_status = "", bool with_gpu = false) {
+fs::path MakeRun(const fs::path& root, const std::string& name, const std::string& perf_status = "",
+                 bool with_gpu = false) {
   fs::path d = root / name;
   fs::create_directories(d / "bench");
   json r = json::parse(clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json"));
@@ -41,7 +42,8 @@ fs::path MakeRun(const fs::path& root, const std::string& name, const std::strin
     }
   }
   std::ofstream(d / "report.json") << r.dump(1);
-  if (with_gpu) std::ofstream(d / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
+  if (with_gpu)
+    std::ofstream(d / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
   return d;
 }
 
@@ -115,7 +117,11 @@ TEST(Store, RatingsMakeTheLeaderboard) {
   fs::path d = TempDir("board");
   Store s = Store::Open(d / "r.db");
   auto rating = [&](const std::string& provider, const std::string& tier, double score, const std::string& file) {
-    json r = {{"kind", "clustermax.rating"}, {"provider", provider}, {"cluster", "c1"}, {"tier", tier}, {"edition", "3.0"},
+    json r = {{"kind", "clustermax.rating"},
+              {"provider", provider},
+              {"cluster", "c1"},
+              {"tier", tier},
+              {"edition", "3.0"},
               {"categories", {{{"id", "security"}, {"score", score}}}}};
     std::ofstream(d / file) << r.dump();
     return s.Ingest(d / file, "", "");
@@ -143,13 +149,15 @@ TEST(Store, DiffIsOlderFirstAndCountsRegressions) {
   json r = json::parse(*util::ReadLocalFile(early / "report.json"));
   r["collected_at"] = "2026-01-01T00:00:00Z";
   std::ofstream(early / "report.json") << r.dump();
-  int64_t id_late = s.Ingest(late, "P", "c").run_id, id_early = s.Ingest(early, "P", "c").run_id;  // ingested newest first
+  int64_t id_late = s.Ingest(late, "P", "c").run_id,
+          id_early = s.Ingest(early, "P", "c").run_id;  // ingested newest first
   json diff = s.Diff(id_late, id_early);
   EXPECT_TRUE(diff["swapped"].get<bool>());
   EXPECT_EQ(diff["from"]["id"], id_early);
   EXPECT_EQ(diff["to"]["id"], id_late);
   bool worse = false;
-  for (const auto& c : diff["checks"]) worse |= c["check"] == "perf-access-paranoid" && c["to"] == "FAIL" && c["direction"] == "worse";
+  for (const auto& c : diff["checks"])
+    worse |= c["check"] == "perf-access-paranoid" && c["to"] == "FAIL" && c["direction"] == "worse";
   EXPECT_TRUE(worse) << diff.dump();
   EXPECT_EQ(diff["regressions"], 1);
   // The other way round in time the same change is better, not a regression.
@@ -162,7 +170,11 @@ TEST(Store, DiffIsOlderFirstAndCountsRegressions) {
   EXPECT_EQ(back["regressions"], 0) << back.dump();
   // Ratings: tier and categories; a rating against a run is refused.
   auto rating = [&](const std::string& tier, json score, const std::string& file) {
-    json j = {{"kind", "clustermax.rating"}, {"provider", "P"}, {"cluster", "c"}, {"tier", tier}, {"edition", "3.0"},
+    json j = {{"kind", "clustermax.rating"},
+              {"provider", "P"},
+              {"cluster", "c"},
+              {"tier", tier},
+              {"edition", "3.0"},
               {"categories", {{{"id", "security"}, {"score", score}}, {{"id", "pricing"}, {"score", 0.5}}}}};
     std::ofstream(d / file) << j.dump();
     return s.Ingest(d / file, "", "").run_id;
@@ -182,23 +194,27 @@ TEST(Store, DiffIsOlderFirstAndCountsRegressions) {
   }
   // The command: exit 2 on a regression, 0 without.
   std::string db = " db --db " + (d / "r.db").string() + " diff ";
-  auto worse_run = clustermax::testing::RunShell(Cli() + db + std::to_string(id_early) + " " + std::to_string(id_late) + " 2>&1");
+  auto worse_run =
+      clustermax::testing::RunShell(Cli() + db + std::to_string(id_early) + " " + std::to_string(id_late) + " 2>&1");
   EXPECT_EQ(worse_run.code, 2) << worse_run.out;
   EXPECT_NE(worse_run.out.find("worse"), std::string::npos) << worse_run.out;
   EXPECT_NE(worse_run.out.find("1 regression(s)"), std::string::npos) << worse_run.out;
-  EXPECT_EQ(clustermax::testing::RunShell(Cli() + db + std::to_string(id_late) + " " + std::to_string(id_later) + " --json >/dev/null").code, 0);
+  EXPECT_EQ(clustermax::testing::RunShell(Cli() + db + std::to_string(id_late) + " " + std::to_string(id_later) +
+                                          " --json >/dev/null")
+                .code,
+            0);
   fs::remove_all(d);
 }
-
-
 
 TEST(Store, TwoProcessesIngestAtOnce) {
   fs::path d = TempDir("concurrent");
   std::vector<fs::path> runs;
   for (int i = 0; i < 6; ++i) runs.push_back(MakeRun(d, "r" + std::to_string(i), i % 2 ? "FAIL" : "WARN", i == 0));
   std::string db = (d / "r.db").string();
-  std::string a = Cli() + " db --db " + db + " ingest " + runs[0].string() + " " + runs[1].string() + " " + runs[2].string() + " " + runs[3].string();
-  std::string b = Cli() + " db --db " + db + " ingest " + runs[2].string() + " " + runs[3].string() + " " + runs[4].string() + " " + runs[5].string();
+  std::string a = Cli() + " db --db " + db + " ingest " + runs[0].string() + " " + runs[1].string() + " " +
+                  runs[2].string() + " " + runs[3].string();
+  std::string b = Cli() + " db --db " + db + " ingest " + runs[2].string() + " " + runs[3].string() + " " +
+                  runs[4].string() + " " + runs[5].string();
   auto r = clustermax::testing::RunShell("(" + a + ") & (" + b + ") & wait");
   EXPECT_EQ(r.out.find("error"), std::string::npos) << r.out;
   Store s = Store::Open(db);
@@ -218,7 +234,8 @@ TEST(Store, AnIngestKilledInsideItsTransactionLeavesNothing) {
   pid_t pid = fork();
   if (pid == 0) {
     setenv("CLUSTERMAX_TEST_INGEST_PAUSE_MS", "10000", 1);
-    execl(CLUSTERMAX_BINARY, "clustermax", "db", "--db", db.c_str(), "ingest", run.c_str(), static_cast<char*>(nullptr));
+    execl(CLUSTERMAX_BINARY, "clustermax", "db", "--db", db.c_str(), "ingest", run.c_str(),
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   // The child reads and checks the run (well under a second), opens its transaction, writes the
@@ -269,7 +286,8 @@ std::string ReadUnwritableStore(const fs::path& d) {
     if (fs::exists(d / "r.db-wal") || fs::exists(d / "r.db-shm")) return "the writable store was left with side files";
     fs::permissions(d / "r.db", fs::perms::owner_read);
     fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec);
-    if (::access(d.c_str(), W_OK) == 0) return "the directory is still writable to this user (root?): the test would prove nothing";
+    if (::access(d.c_str(), W_OK) == 0)
+      return "the directory is still writable to this user (root?): the test would prove nothing";
     size_t listed = 0;
     {
       Store s = Store::OpenReadOnly(d / "r.db");
@@ -306,7 +324,8 @@ TEST(Store, AnUnwritableStoreIsReadWithoutSideFiles) {
   if (pid == 0) {
     ::close(fds[0]);
     std::string why;
-    if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 || ::setresuid(kNobody, kNobody, kNobody) != 0) {
+    if (::setgroups(0, nullptr) != 0 || ::setresgid(kNobody, kNobody, kNobody) != 0 ||
+        ::setresuid(kNobody, kNobody, kNobody) != 0) {
       why = "cannot drop to uid 65534";
     } else if (::geteuid() == 0) {
       why = "still root";

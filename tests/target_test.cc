@@ -60,8 +60,10 @@ TEST(TargetDetection, AVmWhoseImageCarriesDockerenvIsAVm) {
   host::Bundle b = Fixture();
   // As on the machine this bundle came from: systemd-detect-virt says "docker" from /.dockerenv.
   b.PutStat("/.dockerenv", {host::IoStatus::kOk, 'f', 0644, 0, "", ""});
-  b.PutCommand({"systemd-detect-virt", "--container"}, {host::IoStatus::kOk, 0, 0, "docker\n", "", 5, false, false, "/usr/bin/systemd-detect-virt", ""});
-  b.PutCommand({"systemd-detect-virt", "--vm"}, {host::IoStatus::kOk, 0, 0, "bhyve\n", "", 5, false, false, "/usr/bin/systemd-detect-virt", ""});
+  b.PutCommand({"systemd-detect-virt", "--container"},
+               {host::IoStatus::kOk, 0, 0, "docker\n", "", 5, false, false, "/usr/bin/systemd-detect-virt", ""});
+  b.PutCommand({"systemd-detect-virt", "--vm"},
+               {host::IoStatus::kOk, 0, 0, "bhyve\n", "", 5, false, false, "/usr/bin/systemd-detect-virt", ""});
   b.PutFile("/proc/1/cgroup", {host::IoStatus::kOk, "1:cpu:/\n0::/\n", false, ""});
   auto d = Detect(b);
   EXPECT_EQ(d.target, core::Target::kVm) << d.decision;
@@ -83,9 +85,11 @@ TEST(TargetDetection, AVmWhoseImageCarriesDockerenvIsAVm) {
 TEST(TargetDetection, RuntimeBindMountsMakeAContainerEvenOnAVm) {
   host::Bundle b = Fixture();
   std::string mi = b.File("/proc/self/mountinfo")->content;
-  b.PutFile("/proc/self/mountinfo",
-            {host::IoStatus::kOk, mi + "612 600 254:0 /var/lib/docker/containers/3f2a/hostname /etc/hostname rw,relatime - ext4 /dev/vda rw\n",
-             false, ""});
+  b.PutFile(
+      "/proc/self/mountinfo",
+      {host::IoStatus::kOk,
+       mi + "612 600 254:0 /var/lib/docker/containers/3f2a/hostname /etc/hostname rw,relatime - ext4 /dev/vda rw\n",
+       false, ""});
   auto d = Detect(b);
   EXPECT_EQ(d.target, core::Target::kContainer) << d.decision;
   EXPECT_NE(d.decision.find("/etc/hostname"), std::string::npos) << d.decision;
@@ -96,8 +100,10 @@ TEST(TargetDetection, BareMetalWithALeftoverDockerenvAndSystemdIsStandalone) {
   b.PutStat("/.dockerenv", {host::IoStatus::kOk, 'f', 0644, 0, "", ""});
   b.PutFile("/proc/1/comm", {host::IoStatus::kOk, "systemd\n", false, ""});
   b.PutFile("/proc/1/cgroup", {host::IoStatus::kOk, "0::/init.scope\n", false, ""});
-  b.PutFile("/proc/self/mountinfo", {host::IoStatus::kOk, "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n", false, ""});
-  b.PutFile("/proc/cpuinfo", {host::IoStatus::kOk, "processor\t: 0\nmodel name\t: AMD EPYC 9654\nflags\t\t: fpu svm\n\n", false, ""});
+  b.PutFile("/proc/self/mountinfo",
+            {host::IoStatus::kOk, "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n", false, ""});
+  b.PutFile("/proc/cpuinfo",
+            {host::IoStatus::kOk, "processor\t: 0\nmodel name\t: AMD EPYC 9654\nflags\t\t: fpu svm\n\n", false, ""});
   auto d = Detect(b);
   EXPECT_EQ(d.target, core::Target::kStandalone) << d.decision;
   // Mutation: PID 1 is the workload, not an init system: the marker stands, a container.
@@ -125,11 +131,14 @@ TEST(TargetDetection, DetectionIsRecordedInTheReportAndItsHeader) {
 TEST(TargetScope, ContainerModeGradesTheWorkloadsToolkit) {
   host::Bundle b = Fixture();  // CUDA 13.0 toolkit, below the 13.1 floor
   auto r = JudgeBundle(b, core::Target::kContainer);
-  EXPECT_EQ(Result(r, "cuda-toolkit-security").finding.verdict, Verdict::kFail) << Result(r, "cuda-toolkit-security").finding.message;
-  EXPECT_EQ(Result(r, "cuda-toolkit-present").finding.verdict, Verdict::kPass) << Result(r, "cuda-toolkit-present").finding.message;
+  EXPECT_EQ(Result(r, "cuda-toolkit-security").finding.verdict, Verdict::kFail)
+      << Result(r, "cuda-toolkit-security").finding.message;
+  EXPECT_EQ(Result(r, "cuda-toolkit-present").finding.verdict, Verdict::kPass)
+      << Result(r, "cuda-toolkit-present").finding.message;
   EXPECT_EQ(Result(r, "nccl-installed").finding.verdict, Verdict::kPass);
-  for (const char* id : {"cuda-toolkit-security", "cuda-toolkit-present", "cuda-driver-compat", "nccl-installed", "nccl-version-current",
-                         "cuda-arch-support", "hpcx-available", "ncu-profiling", "security-rocm"}) {
+  for (const char* id :
+       {"cuda-toolkit-security", "cuda-toolkit-present", "cuda-driver-compat", "nccl-installed", "nccl-version-current",
+        "cuda-arch-support", "hpcx-available", "ncu-profiling", "security-rocm"}) {
     EXPECT_TRUE(core::InMask(checks::DefaultRegistry().Find(id)->info.targets, core::Target::kContainer)) << id;
   }
   // Mutation: a toolkit at the floor passes in the same container.
@@ -143,13 +152,15 @@ TEST(TargetScope, ContainerModeGradesTheWorkloadsToolkit) {
     b.PutCommand({path, "--version"}, c);
   }
   r = JudgeBundle(b, core::Target::kContainer, {"cuda-toolkit-security"});
-  EXPECT_EQ(Result(r, "cuda-toolkit-security").finding.verdict, Verdict::kPass) << Result(r, "cuda-toolkit-security").finding.message;
+  EXPECT_EQ(Result(r, "cuda-toolkit-security").finding.verdict, Verdict::kPass)
+      << Result(r, "cuda-toolkit-security").finding.message;
 }
 
 TEST(TargetScope, APresentToolkitIsGradedAsPresentWithoutAGpu) {
   host::Bundle b = Fixture();  // no NVIDIA GPU on the bus, a CUDA 13.0 toolkit installed
   auto r = JudgeBundle(b, core::Target::kStandalone, {"cuda-toolkit-present", "cuda-toolkit-security"});
-  EXPECT_EQ(Result(r, "cuda-toolkit-present").finding.verdict, Verdict::kPass) << Result(r, "cuda-toolkit-present").finding.message;
+  EXPECT_EQ(Result(r, "cuda-toolkit-present").finding.verdict, Verdict::kPass)
+      << Result(r, "cuda-toolkit-present").finding.message;
   EXPECT_EQ(Result(r, "cuda-toolkit-security").finding.verdict, Verdict::kFail);
   // Mutation: without the toolkit, its absence is excused where no NVIDIA GPU needs it.
   for (const auto& path : {"/usr/local/cuda-13.0/bin/nvcc", "/usr/local/cuda/bin/nvcc"}) {
@@ -158,7 +169,8 @@ TEST(TargetScope, APresentToolkitIsGradedAsPresentWithoutAGpu) {
   }
   b.PutWhich("nvcc", {host::IoStatus::kNotFound, ""});
   r = JudgeBundle(b, core::Target::kStandalone, {"cuda-toolkit-present", "cuda-toolkit-security"});
-  EXPECT_EQ(Result(r, "cuda-toolkit-present").finding.verdict, Verdict::kSkip) << Result(r, "cuda-toolkit-present").finding.message;
+  EXPECT_EQ(Result(r, "cuda-toolkit-present").finding.verdict, Verdict::kSkip)
+      << Result(r, "cuda-toolkit-present").finding.message;
   EXPECT_EQ(Result(r, "cuda-toolkit-security").finding.verdict, Verdict::kSkip);
 }
 
@@ -171,7 +183,8 @@ TEST(TargetScope, JanuscapeDoesNotCallNestingImpossibleWithDevKvmPresent) {
   // Mutation: /dev/kvm absent: now nested virtualisation is impossible.
   b.PutStat("/dev/kvm", {host::IoStatus::kNotFound, '?', 0, 0, "", "No such file or directory"});
   r = JudgeBundle(b, core::Target::kVm, {"security-januscape"});
-  EXPECT_EQ(Result(r, "security-januscape").finding.verdict, Verdict::kPass) << Result(r, "security-januscape").finding.message;
+  EXPECT_EQ(Result(r, "security-januscape").finding.verdict, Verdict::kPass)
+      << Result(r, "security-januscape").finding.message;
 }
 
 // ---- Class 7: --sysroot ----
@@ -202,7 +215,8 @@ TEST(Sysroot, AnImagesBundleNeverGradesTheHostsToolkit) {
   r = JudgeBundle(b, core::Target::kStandalone, {"cuda-toolkit-security"});
   const auto& f = Result(r, "cuda-toolkit-security").finding;
   EXPECT_EQ(f.verdict, Verdict::kWarn) << f.message;
-  EXPECT_NE(f.message.find("command evidence cannot be taken from an image (--sysroot)"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("command evidence cannot be taken from an image (--sysroot)"), std::string::npos)
+      << f.message;
   ASSERT_FALSE(r.not_taken.empty());
   EXPECT_NE(json(r.not_taken).dump().find("cuda.toolkits"), std::string::npos) << json(r.not_taken).dump();
   std::string text = audit::RenderText(r, {.verbosity = 0, .color = false});
@@ -213,12 +227,15 @@ TEST(Sysroot, CliNamesTheImageAndListsWhatItCouldNotTake) {
   fs::path root = cmt::ScratchDir("image-cli") / "gpu-image-2026";
   fs::create_directories(root / "etc");
   fs::create_directories(root / "usr/local/cuda/bin");
-  std::ofstream(root / "etc/os-release") << "PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nVERSION_CODENAME=noble\n";
-  std::ofstream(root / "usr/local/cuda/bin/nvcc") << "#!/bin/sh\necho 'Cuda compilation tools, release 12.2, V12.2.140'\n";
+  std::ofstream(root / "etc/os-release")
+      << "PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nID=ubuntu\nVERSION_ID=\"24.04\"\nVERSION_CODENAME=noble\n";
+  std::ofstream(root / "usr/local/cuda/bin/nvcc")
+      << "#!/bin/sh\necho 'Cuda compilation tools, release 12.2, V12.2.140'\n";
   fs::permissions(root / "usr/local/cuda/bin/nvcc", fs::perms::owner_all);
   auto run = [&](const std::string& out) {
-    auto p = cmt::RunBinary("audit --standalone --yes --json --exit-zero --check cuda-toolkit-security --check docker-workers --check security-docker --sysroot " +
-                                root.string() + " --out " + (root.parent_path() / out).string());
+    auto p = cmt::RunBinary(
+        "audit --standalone --yes --json --exit-zero --check cuda-toolkit-security --check docker-workers --check security-docker --sysroot " +
+        root.string() + " --out " + (root.parent_path() / out).string());
     EXPECT_EQ(p.code, 0) << p.out;
     size_t b = p.out.find('{'), e = p.out.rfind('}');
     return json::parse(p.out.substr(b, e - b + 1));

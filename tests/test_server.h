@@ -20,7 +20,8 @@ inline int ListenLoopback(int backlog, int* port) {
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0) throw std::runtime_error("listen");
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd, backlog) != 0)
+    throw std::runtime_error("listen");
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   *port = ntohs(a.sin_port);
@@ -71,7 +72,9 @@ class RecordingServer {
         std::lock_guard lock(mu_);
         requests_.push_back(req);
       }
-      std::string resp = next < responses_.size() ? responses_[next] : repeat_last_ ? responses_.back() : "HTTP/1.1 500 X\r\nContent-Length: 0\r\n\r\n";
+      std::string resp = next < responses_.size() ? responses_[next]
+                         : repeat_last_           ? responses_.back()
+                                                  : "HTTP/1.1 500 X\r\nContent-Length: 0\r\n\r\n";
       ++next;
       if (resp.find("Connection:") == std::string::npos) resp.insert(resp.find("\r\n") + 2, "Connection: close\r\n");
       ::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);

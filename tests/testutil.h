@@ -61,7 +61,8 @@ inline Shell RunShell(const std::string& cmd) {
 #ifdef CLUSTERMAX_BUILD_DIR
 // A fresh directory under the build tree's test-scratch/, unique to this test process.
 inline std::filesystem::path ScratchDir(const std::string& name) {
-  std::filesystem::path d = std::filesystem::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / (name + "-" + std::to_string(::getpid()));
+  std::filesystem::path d =
+      std::filesystem::path(CLUSTERMAX_BUILD_DIR) / "test-scratch" / (name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;

@@ -69,14 +69,16 @@ TEST(LineFrames, SplitPartsAreRejoinedOrNamed) {
   EXPECT_TRUE(errors.empty()) << errors["n1"];
   EXPECT_EQ(docs["n1"], a);
   errors.clear();
-  auto cut = clustermax::util::UnframeLines("CM-X", "0: " + la[0] + "\n0: " + first + "\n0: " + la[2] + "\n", errors, 1000);
+  auto cut =
+      clustermax::util::UnframeLines("CM-X", "0: " + la[0] + "\n0: " + first + "\n0: " + la[2] + "\n", errors, 1000);
   EXPECT_EQ(cut.count("n1"), 0u);
   EXPECT_NE(errors["n1"].find("part 2 of 3 arrived cut short"), std::string::npos) << errors["n1"];
 }
 
 TEST(LineFrames, RoundTripThroughInterleavedLabelledOutput) {
   std::string a(2500, 'a'), b = "{\"k\": \"v w\"}";
-  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000), lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
+  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000),
+       lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
   ASSERT_EQ(la.size(), 3u);
   // srun --label prefixes "0: "; other output and other markers are ignored.
   std::string text = "noise\n0: " + la[2] + "\n1: " + lb[0] + "\nCM-Y n9 0 1 x\n0: " + la[0] + "\r\n0: " + la[1] + "\n";
@@ -88,7 +90,8 @@ TEST(LineFrames, RoundTripThroughInterleavedLabelledOutput) {
   EXPECT_EQ(docs.count("n9"), 0u);
   // A missing part, and parts that disagree on the count: named, never half a document.
   errors.clear();
-  auto partial = clustermax::util::UnframeLines("CM-X", la[0] + "\n" + la[2] + "\n" + "CM-X n2 0 2 {\nCM-X n2 1 3 }\n", errors, 1000);
+  auto partial = clustermax::util::UnframeLines("CM-X", la[0] + "\n" + la[2] + "\n" + "CM-X n2 0 2 {\nCM-X n2 1 3 }\n",
+                                                errors, 1000);
   EXPECT_TRUE(partial.empty());
   EXPECT_NE(errors["n1"].find("incomplete (2 of 3 parts arrived)"), std::string::npos) << errors["n1"];
   EXPECT_NE(errors["n2"].find("disagree"), std::string::npos);
@@ -139,17 +142,21 @@ TEST(Progress, ATerminalGetsOneLineWithAnEstimateALogGetsPlainLines) {
 // arrives and nothing of it is held after; a key is delivered once; the bytes held are bounded.
 TEST(LineFrames, AStreamDeliversEachDocumentWhenWholeAndHoldsNoMore) {
   std::string a(2500, 'a'), b(1700, 'b');
-  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000), lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
+  auto la = clustermax::util::FrameLines("CM-X", "n1", a, 1000),
+       lb = clustermax::util::FrameLines("CM-X", "n2", b, 1000);
   std::string text = "0: " + la[0] + "\n1: " + lb[0] + "\n0: " + la[1] + "\n1: " + lb[1] + "\n0: " + la[2] + "\n";
   size_t n2_done_at = text.find(lb[1]) + lb[1].size() + 1;  // after its newline
   for (size_t piece : {1u, 3u, 999u, 100000u}) {
     std::vector<std::pair<std::string, size_t>> got;  // key, bytes fed when delivered
     size_t fed = 0;
     std::map<std::string, std::string> docs;
-    clustermax::util::FrameReader reader("CM-X", [&](const std::string& key, std::string doc) {
-      got.emplace_back(key, fed);
-      docs[key] = std::move(doc);
-    }, 1000);
+    clustermax::util::FrameReader reader(
+        "CM-X",
+        [&](const std::string& key, std::string doc) {
+          got.emplace_back(key, fed);
+          docs[key] = std::move(doc);
+        },
+        1000);
     for (size_t at = 0; at < text.size(); at += piece) {
       std::string_view p = std::string_view(text).substr(at, piece);
       fed = at + p.size();
@@ -168,7 +175,8 @@ TEST(LineFrames, AStreamDeliversEachDocumentWhenWholeAndHoldsNoMore) {
   }
   // A key already delivered is not delivered again; an unterminated last line is read at Finish.
   int calls = 0;
-  clustermax::util::FrameReader again("CM-X", [&](const std::string&, std::string) { ++calls; }, 1000);
+  clustermax::util::FrameReader again(
+      "CM-X", [&](const std::string&, std::string) { ++calls; }, 1000);
   again.Feed(lb[0] + "\n" + lb[1] + "\n" + lb[0] + "\n" + lb[1] + "\nCM-X n3 0 1 {}");
   EXPECT_EQ(calls, 1);
   again.Finish();
@@ -179,7 +187,8 @@ TEST(LineFrames, AStreamDeliversEachDocumentWhenWholeAndHoldsNoMore) {
   std::string big(10000, 'c');
   auto lc = clustermax::util::FrameLines("CM-X", "n4", big, 1000);
   std::map<std::string, std::string> kept;
-  clustermax::util::FrameReader bounded("CM-X", [&](const std::string& k, std::string d) { kept[k] = std::move(d); }, 1000, 4000);
+  clustermax::util::FrameReader bounded(
+      "CM-X", [&](const std::string& k, std::string d) { kept[k] = std::move(d); }, 1000, 4000);
   for (size_t i = 0; i + 1 < lc.size(); ++i) bounded.Feed(lc[i] + "\n");
   EXPECT_LE(bounded.pending_bytes(), 4000u);
   bounded.Feed(lb[0] + "\n" + lb[1] + "\n" + lc.back() + "\n");
@@ -188,19 +197,22 @@ TEST(LineFrames, AStreamDeliversEachDocumentWhenWholeAndHoldsNoMore) {
   EXPECT_EQ(kept["n2"], b);
   EXPECT_NE(bounded.errors().at("n4").find("more than 4000 bytes"), std::string::npos);
   // A part before the last longer than a part: refused, never a document with extra bytes.
-  clustermax::util::FrameReader longer("CM-X", [&](const std::string& k, std::string) { ADD_FAILURE() << k; }, 1000);
+  clustermax::util::FrameReader longer(
+      "CM-X", [&](const std::string& k, std::string) { ADD_FAILURE() << k; }, 1000);
   longer.Feed("CM-X n6 0 2 " + std::string(1001, 'y') + "\nCM-X n6 1 2 z\n");
   longer.Finish();
   EXPECT_NE(longer.errors().at("n6").find("longer than a part"), std::string::npos);
   // A line of a megabyte without a newline is cut at 64 KiB, not held whole.
-  clustermax::util::FrameReader huge("CM-X", [&](const std::string&, std::string) {}, 1000);
+  clustermax::util::FrameReader huge(
+      "CM-X", [&](const std::string&, std::string) {}, 1000);
   huge.Feed("CM-X n5 0 2 ");
   for (int i = 0; i < 1024; ++i) huge.Feed(std::string(1024, 'x'));
   EXPECT_EQ(huge.pending_bytes(), 0u);
   huge.Feed("\n");
   EXPECT_EQ(huge.pending_bytes(), 0u);
   huge.Finish();
-  EXPECT_NE(huge.errors().at("n5").find("part 1 of 2 is longer than a part (65524 of 1000 bytes)"), std::string::npos) << huge.errors().at("n5");
+  EXPECT_NE(huge.errors().at("n5").find("part 1 of 2 is longer than a part (65524 of 1000 bytes)"), std::string::npos)
+      << huge.errors().at("n5");
 }
 
 TEST(WorkQueue, RunsEveryJobBoundedAndRethrowsTheFirstError) {
@@ -211,7 +223,8 @@ TEST(WorkQueue, RunsEveryJobBoundedAndRethrowsTheFirstError) {
       q.Push([&] {
         int now = ++running;
         int m = most.load();
-        while (now > m && !most.compare_exchange_weak(m, now)) {}
+        while (now > m && !most.compare_exchange_weak(m, now)) {
+        }
         ++done;
         --running;
       });
@@ -241,7 +254,8 @@ TEST(Compress, RoundTripsAndRefusesWhatIsNotAWholeStream) {
   for (int c = 0; c < 256; ++c) all += static_cast<char>(c);
   for (const std::string& doc : {std::string(), std::string("a"), std::string("ab"), std::string("abc"), json, all}) {
     std::string wire = Base64Encode(Deflate(doc));
-    EXPECT_EQ(wire.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="), std::string::npos);
+    EXPECT_EQ(wire.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/="),
+              std::string::npos);
     auto raw = Base64Decode(wire);
     ASSERT_TRUE(raw);
     EXPECT_EQ(Inflate(*raw, 1 << 20), doc);

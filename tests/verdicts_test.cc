@@ -37,12 +37,18 @@ core::Evidence Ok(json data) {
 }
 
 core::EvidenceSet GpuNode() {
-  json pci = {{"devices", json::array({{{"bdf", "0000:19:00.0"}, {"vendor", "0x10de"}, {"device", "0x2330"}, {"class", "0x030200"},
-                                        {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}}})},
+  json pci = {{"devices", json::array({{{"bdf", "0000:19:00.0"},
+                                        {"vendor", "0x10de"},
+                                        {"device", "0x2330"},
+                                        {"class", "0x030200"},
+                                        {"driver", "nvidia"},
+                                        {"gpu", true},
+                                        {"rdma_nic", false}}})},
               {"complete", true},
               {"unreadable", 0}};
   return {{"pci.devices", Ok(pci)},
-          {"gpu.inventory", Ok({{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})}};
+          {"gpu.inventory",
+           Ok({{"device_count", 1}, {"devices", json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3"}}})}})}};
 }
 
 // The kernel.xid evidence of a node whose log is `text`, read by the collector through a replayed
@@ -70,7 +76,8 @@ core::Finding XidVerdict(const core::Evidence& xid, const char* now = "2026-11-3
   const core::Check* c = checks::DefaultRegistry().Find("gpu-xid-history");
   core::EvidenceSet ev = GpuNode();
   ev["kernel.xid"] = xid;
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kStandalone, *util::ParseRfc3339(now));
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kStandalone,
+                         *util::ParseRfc3339(now));
   return c->judge(ctx);
 }
 
@@ -114,7 +121,8 @@ TEST(Verdicts, CapturedKernelLogsOfSickGpusFail) {
 }
 
 TEST(Verdicts, ApplicationXidsAloneDoNotFail) {
-  for (const char* file : {"xid-32-31-legacy-format-dmesg-plain-1.txt", "xid-32-nvrm-no-colon-space-before-colon-1.txt"}) {
+  for (const char* file :
+       {"xid-32-31-legacy-format-dmesg-plain-1.txt", "xid-32-nvrm-no-colon-space-before-colon-1.txt"}) {
     auto e = KernelXid(Corpus(file), false);
     EXPECT_GT(e.data["total"].get<long>(), 0) << file << " (every Xid form is read)";
     auto f = XidVerdict(e);
@@ -125,7 +133,8 @@ TEST(Verdicts, ApplicationXidsAloneDoNotFail) {
 // Class 2: truncation hid the newest errors. A fatal Xid after 10,000 benign ones is counted and FAILs.
 TEST(Verdicts, FatalXidAfterAFloodOfBenignOnesFails) {
   std::string log;
-  for (int i = 0; i < 10000; ++i) log += "2026-11-29T10:00:01+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception\n";
+  for (int i = 0; i < 10000; ++i)
+    log += "2026-11-29T10:00:01+0000 gpu-01 kernel: NVRM: Xid (PCI:0000:3b:00): 13, pid=1, Graphics Exception\n";
   auto clean = KernelXid(log, true);
   EXPECT_EQ(XidVerdict(clean).verdict, Verdict::kPass);
   EXPECT_EQ(clean.data["counts_by_day"]["2026-11-29"]["Xid 13"], 10000);
@@ -140,19 +149,23 @@ TEST(Verdicts, FatalXidAfterAFloodOfBenignOnesFails) {
 
 // Class 2: the dmesg path applies the same 7-day window as journalctl.
 TEST(Verdicts, DmesgEventsOutsideTheWindowDoNotCount) {
-  std::string old_fault = "[Sun Nov  1 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
+  std::string old_fault =
+      "[Sun Nov  1 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
   EXPECT_EQ(XidVerdict(KernelXid(old_fault, false)).verdict, Verdict::kPass);
-  std::string recent = "[Sun Nov 29 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
+  std::string recent =
+      "[Sun Nov 29 10:00:01 2026] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n";
   EXPECT_EQ(XidVerdict(KernelXid(recent, false)).verdict, Verdict::kFail);
   // No date (plain dmesg): counted, and said so.
-  auto undated = XidVerdict(KernelXid("[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n", false));
+  auto undated =
+      XidVerdict(KernelXid("[ 1234.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n", false));
   EXPECT_EQ(undated.verdict, Verdict::kFail);
   EXPECT_NE(undated.observed.find("undated"), std::string::npos);
 }
 
 // A code NVIDIA's catalog does not know is never clean.
 TEST(Verdicts, UnknownXidCodeWarns) {
-  auto f = XidVerdict(KernelXid("2026-11-29T10:00:01+0000 n kernel: NVRM: Xid (PCI:0000:3b:00): 999, pid=1, something new\n", true));
+  auto f = XidVerdict(
+      KernelXid("2026-11-29T10:00:01+0000 n kernel: NVRM: Xid (PCI:0000:3b:00): 999, pid=1, something new\n", true));
   EXPECT_EQ(f.verdict, Verdict::kWarn) << f.message;
 }
 
@@ -174,7 +187,6 @@ TEST(KernelLogParser, DaysFromBothTimestampForms) {
 // ---- Class 5: checks that do not apply are not graded. Real nvidia-smi -q -x of several
 // generations (tests/fixtures/corpus/nvidia-smi-xml), judged as an audit started with --standalone.
 
-
 namespace {
 core::Finding JudgeSmiText(const std::string& check, const std::string& xml) {
   std::string error;
@@ -183,8 +195,13 @@ core::Finding JudgeSmiText(const std::string& check, const std::string& xml) {
   core::EvidenceSet ev;
   json pci_devices = json::array();
   for (size_t i = 0; i < (*snap)["devices"].size(); ++i) {
-    pci_devices.push_back({{"bdf", fmt::format("0000:{:02x}:00.0", i + 1)}, {"vendor", "0x10de"}, {"device", "0x2237"}, {"class", "0x030200"},
-                           {"driver", "nvidia"}, {"gpu", true}, {"rdma_nic", false}});
+    pci_devices.push_back({{"bdf", fmt::format("0000:{:02x}:00.0", i + 1)},
+                           {"vendor", "0x10de"},
+                           {"device", "0x2237"},
+                           {"class", "0x030200"},
+                           {"driver", "nvidia"},
+                           {"gpu", true},
+                           {"rdma_nic", false}});
   }
   ev["pci.devices"] = Ok({{"devices", pci_devices}, {"complete", true}, {"unreadable", 0}});
   ev["gpu.inventory"] = Ok(*snap);
@@ -192,7 +209,8 @@ core::Finding JudgeSmiText(const std::string& check, const std::string& xml) {
   for (const auto& n : c->info.needs) {
     if (!ev.count(n)) ev[n].status = core::EvidenceStatus::kNotCollected;
   }
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kStandalone, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kStandalone,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 core::Finding JudgeSmi(const std::string& check, const std::string& xml_file) {
@@ -201,7 +219,8 @@ core::Finding JudgeSmi(const std::string& check, const std::string& xml_file) {
 }  // namespace
 
 TEST(Verdicts, PassThroughGuestsAreNotGradedAgainstTheSkuNodeCount) {
-  for (const char* f : {"ampere-a10g-pcie-passthrough-1.xml", "turing-tesla-t4-pcie-passthrough-1.xml", "volta-v100s-pcie-32gb-passthrough-1.xml"}) {
+  for (const char* f : {"ampere-a10g-pcie-passthrough-1.xml", "turing-tesla-t4-pcie-passthrough-1.xml",
+                        "volta-v100s-pcie-32gb-passthrough-1.xml"}) {
     auto finding = JudgeSmi("gpu-count-consistent", f);
     EXPECT_NE(finding.verdict, Verdict::kFail) << f << ": " << finding.message;
   }
@@ -234,8 +253,13 @@ TEST(Verdicts, ACohortCountsProvidersNotRatings) {
   auto rating = [&](const std::string& provider, const std::string& collected, double s) {
     json cats = json::array();
     for (const auto& c : cat.categories) cats.push_back({{"id", c.id}, {"score", s}});
-    return json{{"kind", "clustermax.rating"}, {"edition", "3.0"}, {"provider", provider}, {"cluster", collected}, {"tier", "BRONZE"},
-                {"categories", cats}, {"inputs", json::array({{{"report", {{"collected_at", collected}}}}})}};
+    return json{{"kind", "clustermax.rating"},
+                {"edition", "3.0"},
+                {"provider", provider},
+                {"cluster", collected},
+                {"tier", "BRONZE"},
+                {"categories", cats},
+                {"inputs", json::array({{{"report", {{"collected_at", collected}}}}})}};
   };
   json c = rating::Cohort(cat, {rating("A", "2026-11-01T00:00:00Z", 0.9), rating("A", "2026-11-20T00:00:00Z", 0.4),
                                 rating("A", "2026-10-01T00:00:00Z", 0.95), rating("B", "2026-11-01T00:00:00Z", 0.6)});
@@ -250,7 +274,8 @@ TEST(Verdicts, ACohortCountsProvidersNotRatings) {
 TEST(Verdicts, EccCountersOfOlderGenerationsAreReadAndNaIsNotZero) {
   // Volta V100S (pass-through): single_bit/double_bit blocks with real counts.
   std::string error;
-  auto v100 = gpu::ParseNvidiaSmiXml(cmt::ReadFixture("corpus/nvidia-smi-xml/volta-v100s-pcie-32gb-passthrough-1.xml"), &error);
+  auto v100 =
+      gpu::ParseNvidiaSmiXml(cmt::ReadFixture("corpus/nvidia-smi-xml/volta-v100s-pcie-32gb-passthrough-1.xml"), &error);
   ASSERT_TRUE(v100) << error;
   const json& ecc = (*v100)["devices"][0]["ecc"];
   EXPECT_TRUE(ecc["volatile_uncorrected"].is_number()) << ecc.dump();
@@ -278,8 +303,8 @@ namespace {
 
 struct CorpusCa {
   std::string name, layer, state = "Active", phys = "LinkUp", fw;
-  int part = 0;      // CA type MT<part> / vendor_part_id (decimal PCI device id)
-  std::string rate;  // "" when the tool does not print it (ibv_devinfo)
+  int part = 0;        // CA type MT<part> / vendor_part_id (decimal PCI device id)
+  std::string rate;    // "" when the tool does not print it (ibv_devinfo)
   std::string physfn;  // a mutation: the VF's physical function on this node
 };
 
@@ -293,19 +318,32 @@ std::vector<CorpusCa> ParseCorpusIbstat(const std::string& text) {
       if (line.rfind(key, 0) != 0) return std::nullopt;
       return std::string(util::Trim(line.substr(key.size())));
     };
-    if (auto v = value("CA '")) out.push_back({.name = v->substr(0, v->find('\''))});
-    else if (auto v = value("hca_id:")) out.push_back({.name = *v});
-    else if (out.empty()) continue;
-    else if (auto v = value("CA type: MT")) out.back().part = std::stoi(*v);
-    else if (auto v = value("vendor_part_id:")) out.back().part = std::stoi(*v);
-    else if (auto v = value("Firmware version:")) out.back().fw = *v;
-    else if (auto v = value("fw_ver:")) out.back().fw = *v;
-    else if (auto v = value("State:")) out.back().state = *v;
-    else if (auto v = value("state:")) out.back().state = util::Contains(*v, "ACTIVE") ? "Active" : "Down";
-    else if (auto v = value("Physical state:")) out.back().phys = *v;
-    else if (auto v = value("Rate:")) out.back().rate = *v;
-    else if (auto v = value("Link layer:")) out.back().layer = *v;
-    else if (auto v = value("link_layer:")) out.back().layer = *v;
+    if (auto v = value("CA '"))
+      out.push_back({.name = v->substr(0, v->find('\''))});
+    else if (auto v = value("hca_id:"))
+      out.push_back({.name = *v});
+    else if (out.empty())
+      continue;
+    else if (auto v = value("CA type: MT"))
+      out.back().part = std::stoi(*v);
+    else if (auto v = value("vendor_part_id:"))
+      out.back().part = std::stoi(*v);
+    else if (auto v = value("Firmware version:"))
+      out.back().fw = *v;
+    else if (auto v = value("fw_ver:"))
+      out.back().fw = *v;
+    else if (auto v = value("State:"))
+      out.back().state = *v;
+    else if (auto v = value("state:"))
+      out.back().state = util::Contains(*v, "ACTIVE") ? "Active" : "Down";
+    else if (auto v = value("Physical state:"))
+      out.back().phys = *v;
+    else if (auto v = value("Rate:"))
+      out.back().rate = *v;
+    else if (auto v = value("Link layer:"))
+      out.back().layer = *v;
+    else if (auto v = value("link_layer:"))
+      out.back().layer = *v;
   }
   return out;
 }
@@ -313,7 +351,9 @@ std::vector<CorpusCa> ParseCorpusIbstat(const std::string& text) {
 // The sysfs answers of those CAs, read by the rdma.devices collector.
 core::Evidence RdmaFromCorpus(const std::vector<CorpusCa>& cas) {
   host::Bundle b;
-  auto file = [&](const std::string& path, const std::string& content) { b.PutFile(path, {host::IoStatus::kOk, content + "\n", false, ""}); };
+  auto file = [&](const std::string& path, const std::string& content) {
+    b.PutFile(path, {host::IoStatus::kOk, content + "\n", false, ""});
+  };
   host::DirResult top{host::IoStatus::kOk, {}, ""};
   for (const auto& ca : cas) top.entries.push_back({ca.name, 'l'});
   std::sort(top.entries.begin(), top.entries.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
@@ -340,19 +380,25 @@ core::Evidence RdmaFromCorpus(const std::vector<CorpusCa>& cas) {
   return collect::CollectEvidence(h, {"rdma.devices"}, {})["rdma.devices"];
 }
 
-std::vector<CorpusCa> IbstatCorpus(const std::string& name) { return ParseCorpusIbstat(cmt::ReadFixture("corpus/ibstat/" + name)); }
+std::vector<CorpusCa> IbstatCorpus(const std::string& name) {
+  return ParseCorpusIbstat(cmt::ReadFixture("corpus/ibstat/" + name));
+}
 
-core::Finding JudgeFabric(const std::string& check, const core::Evidence& rdma, int gpus, const std::string& model, std::optional<std::string> gid_index = {}) {
+core::Finding JudgeFabric(const std::string& check, const core::Evidence& rdma, int gpus, const std::string& model,
+                          std::optional<std::string> gid_index = {}) {
   const core::Check* c = checks::DefaultRegistry().Find(check);
   json devices = json::array();
   for (int i = 0; i < gpus; ++i) devices.push_back({{"index", i}, {"name", model}});
   json vars = json::object();
   if (gid_index) vars["NCCL_IB_GID_INDEX"] = *gid_index;
-  core::EvidenceSet ev = {{"rdma.devices", rdma},
-                          {"gpu.inventory", Ok({{"device_count", gpus}, {"devices", devices}})},
-                          {"pci.devices", Ok({{"devices", json::array()}, {"complete", true}, {"unreadable", 0}})},
-                          {"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})}, {"env", json::object()}})}};
-  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+  core::EvidenceSet ev = {
+      {"rdma.devices", rdma},
+      {"gpu.inventory", Ok({{"device_count", gpus}, {"devices", devices}})},
+      {"pci.devices", Ok({{"devices", json::array()}, {"complete", true}, {"unreadable", 0}})},
+      {"nccl.config", Ok({{"files", json::array({{{"path", "/etc/nccl.conf"}, {"found", true}, {"vars", vars}}})},
+                          {"env", json::object()}})}};
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm,
+                         *util::ParseRfc3339("2026-11-30T00:00:00Z"));
   return c->judge(ctx);
 }
 
@@ -376,13 +422,16 @@ TEST(Verdicts, RdmaOverABondIsNotARail) {
   for (const auto& p : ports) EXPECT_EQ(p.rail, p.kind == "InfiniBand") << p.name << " " << p.because;
   auto gid = JudgeFabric("nccl-roce-gid-index", rdma, 2, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(gid.verdict, Verdict::kSkip) << AllText(gid);
-  EXPECT_NE(AllText(gid).find("not counted as a rail: mlx5_bond_0/1 because RDMA device over a bond"), std::string::npos) << AllText(gid);
+  EXPECT_NE(AllText(gid).find("not counted as a rail: mlx5_bond_0/1 because RDMA device over a bond"),
+            std::string::npos)
+      << AllText(gid);
   auto fabric = JudgeFabric("fabric-class", rdma, 2, "NVIDIA A100-SXM4-80GB");
   EXPECT_NE(fabric.observed.find("2 fabric port(s) (InfiniBand)"), std::string::npos) << fabric.observed;
   EXPECT_NE(AllText(fabric).find("not counted as a rail: mlx5_bond_0/1"), std::string::npos) << AllText(fabric);
   // The bond at rail speed is still a bond (speed is not why it is left out) ...
   cas[2].rate = "100";
-  EXPECT_EQ(JudgeFabric("nccl-roce-gid-index", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB").verdict, Verdict::kSkip);
+  EXPECT_EQ(JudgeFabric("nccl-roce-gid-index", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB").verdict,
+            Verdict::kSkip);
   // ... mutation: the same 100 Gb/s port on a plain function (no bond) is a RoCE rail, and the GID check applies.
   cas[2].name = "mlx5_4";
   auto roce = JudgeFabric("nccl-roce-gid-index", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
@@ -395,7 +444,9 @@ TEST(Verdicts, RdmaOverABondIsNotARail) {
 TEST(Verdicts, ADownFrontendBondIsNotADownRail) {
   auto cas = IbstatCorpus("ibstat-cx4-ib-edr-fdr-cx4lx-roce-bond-1.txt");
   ASSERT_EQ(cas.size(), 3u);
-  auto judge = [](const std::string& check, const std::vector<CorpusCa>& node) { return JudgeFabric(check, RdmaFromCorpus(node), 2, "NVIDIA A100-SXM4-80GB"); };
+  auto judge = [](const std::string& check, const std::vector<CorpusCa>& node) {
+    return JudgeFabric(check, RdmaFromCorpus(node), 2, "NVIDIA A100-SXM4-80GB");
+  };
   auto all_up = judge("ib-port-health", cas);
   cas[2].state = "Down";
   cas[2].phys = "Disabled";
@@ -432,7 +483,8 @@ TEST(Verdicts, AFrontendBondDoesNotMakeAnRdmaNode) {
     core::EvidenceSet ev;
     ev["fleet.summary"] = audit::FleetSummary({&n}, {});
     const core::Check* c = checks::DefaultRegistry().Find("nccl-ib-qps-entropy");
-    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm, *util::ParseRfc3339("2026-11-30T00:00:00Z"));
+    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kSlurm,
+                           *util::ParseRfc3339("2026-11-30T00:00:00Z"));
     return std::make_pair(c->judge(ctx), ev["fleet.summary"].data);
   };
   auto [bond, summary] = judge(bond_only);
@@ -457,7 +509,9 @@ TEST(Verdicts, PassedThroughInfinibandVfsAreAGuestsRails) {
   auto vf = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(vf.verdict, Verdict::kWarn) << AllText(vf);
   EXPECT_NE(vf.message.find("7 fabric port(s) for 8 GPU(s)"), std::string::npos) << vf.message;
-  EXPECT_NE(AllText(vf).find("not counted as a rail: mlx5_3/1 because SR-IOV virtual function of PF 0000:41:00.0"), std::string::npos) << AllText(vf);
+  EXPECT_NE(AllText(vf).find("not counted as a rail: mlx5_3/1 because SR-IOV virtual function of PF 0000:41:00.0"),
+            std::string::npos)
+      << AllText(vf);
 }
 
 // An empty GPU model is not looked up: "the GPU model could not be read", never "rate for ''".
@@ -469,7 +523,9 @@ TEST(Verdicts, AnUnreadGpuModelIsSaidSo) {
   EXPECT_NE(f.message.find("the GPU model could not be read"), std::string::npos) << f.message;
   EXPECT_EQ(f.message.find("''"), std::string::npos) << f.message;
   auto unknown = JudgeFabric("fabric-class", RdmaFromCorpus(cas), 8, "NVIDIA Tesla V100-SXM2-16GB");
-  EXPECT_NE(unknown.message.find("no expected per-GPU rate for GPU model 'NVIDIA Tesla V100-SXM2-16GB'"), std::string::npos) << unknown.message;
+  EXPECT_NE(unknown.message.find("no expected per-GPU rate for GPU model 'NVIDIA Tesla V100-SXM2-16GB'"),
+            std::string::npos)
+      << unknown.message;
 }
 
 // Azure ND H200 v5 (ibv_devinfo): InfiniBand VFs mlx5_ib* (ConnectX-7 VF, 4126) are the rails; the
@@ -491,7 +547,9 @@ TEST(Verdicts, AnEthernetVfIsTheFrontendNotARail) {
   }
   auto gid = JudgeFabric("nccl-roce-gid-index", rdma, 8, "NVIDIA H200");
   EXPECT_EQ(gid.verdict, Verdict::kSkip) << AllText(gid);
-  EXPECT_NE(AllText(gid).find("not counted as a rail: mlx5_an0/1 because Ethernet SR-IOV virtual function"), std::string::npos) << AllText(gid);
+  EXPECT_NE(AllText(gid).find("not counted as a rail: mlx5_an0/1 because Ethernet SR-IOV virtual function"),
+            std::string::npos)
+      << AllText(gid);
   // Mutation: the same port as an InfiniBand VF is a passed-through rail.
   cas[2].layer = "InfiniBand";
   for (const auto& p : checks::ClassifyRdmaPorts(RdmaFromCorpus(cas).data)) EXPECT_TRUE(p.rail) << p.name;
@@ -520,5 +578,6 @@ TEST(Verdicts, ABondsNameIsNotACustomRailName) {
   cas[0].name = "ib_rail0";
   auto custom = JudgeFabric("hca-naming", RdmaFromCorpus(cas), 2, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(custom.verdict, Verdict::kWarn) << AllText(custom);
-  EXPECT_NE(custom.message.find("custom HCA names (ib_rail0) without NCCL_IB_HCA"), std::string::npos) << custom.message;
+  EXPECT_NE(custom.message.find("custom HCA names (ib_rail0) without NCCL_IB_HCA"), std::string::npos)
+      << custom.message;
 }

@@ -32,11 +32,17 @@ TEST(Version, Prerelease) {
 // dpkg's own ordering is the oracle: every pair is checked against `dpkg --compare-versions`.
 TEST(Version, DebianOrderingMatchesDpkg) {
   if (std::system("command -v dpkg >/dev/null 2>&1") != 0) GTEST_SKIP() << "dpkg not installed";
-  std::vector<std::pair<std::string, std::string>> pairs = {
-      {"1:8.2.2+ds-0ubuntu1.4", "1:8.2.2+ds-0ubuntu1.10"}, {"1.0~rc1", "1.0"},   {"1.0", "1.0-1"},
-      {"2:1.0", "1:9.9"},                                  {"1.0a", "1.0+"},     {"6.8.0-124.124", "6.8.0-87.88"},
-      {"1.2.3", "1.2.3"},                                  {"0.9~", "0.9"},      {"1.0.0", "1.0"},
-      {"6.8.0-124-generic", "6.8.0-137-generic"},          {"1.0-1ubuntu1", "1.0-1"}};
+  std::vector<std::pair<std::string, std::string>> pairs = {{"1:8.2.2+ds-0ubuntu1.4", "1:8.2.2+ds-0ubuntu1.10"},
+                                                            {"1.0~rc1", "1.0"},
+                                                            {"1.0", "1.0-1"},
+                                                            {"2:1.0", "1:9.9"},
+                                                            {"1.0a", "1.0+"},
+                                                            {"6.8.0-124.124", "6.8.0-87.88"},
+                                                            {"1.2.3", "1.2.3"},
+                                                            {"0.9~", "0.9"},
+                                                            {"1.0.0", "1.0"},
+                                                            {"6.8.0-124-generic", "6.8.0-137-generic"},
+                                                            {"1.0-1ubuntu1", "1.0-1"}};
   for (const auto& [a, b] : pairs) {
     int ours = CompareDebianVersions(a, b);
     std::string lt = "dpkg --compare-versions '" + a + "' lt '" + b + "'";

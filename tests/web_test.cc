@@ -78,24 +78,40 @@ TEST(Web, EveryViewEscapesEvidence) {
   json report = HostileFleetReport();
   ExpectEscaped(Findings(report, "f"));
   ExpectEscaped(FleetMatrix(report));
-  json rating = {{"kind", "clustermax.rating"}, {"provider", kHostile}, {"cluster", kScript}, {"tier", "GOLD"}, {"tier_by_scores", "GOLD"},
-                 {"decided_by", kScript}, {"categories", json::array()}, {"next_tier", nullptr}, {"unknown_criteria", {kHostile}}};
+  json rating = {
+      {"kind", "clustermax.rating"},   {"provider", kHostile},  {"cluster", kScript},          {"tier", "GOLD"},
+      {"tier_by_scores", "GOLD"},      {"decided_by", kScript}, {"categories", json::array()}, {"next_tier", nullptr},
+      {"unknown_criteria", {kHostile}}};
   ExpectEscaped(Scorecard(rating));
-  json board = json::array({{{"id", 1}, {"provider", kHostile}, {"cluster", kScript}, {"tier", "GOLD"}, {"summary", {{"score", 0.9}}},
-                             {"edition", "3.0"}, {"ingested_at", "x"}}});
+  json board = json::array({{{"id", 1},
+                             {"provider", kHostile},
+                             {"cluster", kScript},
+                             {"tier", "GOLD"},
+                             {"summary", {{"score", 0.9}}},
+                             {"edition", "3.0"},
+                             {"ingested_at", "x"}}});
   ExpectEscaped(Leaderboard(board, [](const std::string& k, const std::string& a) { return "/" + k + "/" + a; }));
-  json runs = json::array({{{"id", 1}, {"kind", "run"}, {"provider", kHostile}, {"cluster", kScript}, {"target", "slurm"}, {"collected_at", "t"},
-                            {"nodes", 3}, {"summary", nullptr}, {"tier", nullptr}}});
+  json runs = json::array({{{"id", 1},
+                            {"kind", "run"},
+                            {"provider", kHostile},
+                            {"cluster", kScript},
+                            {"target", "slurm"},
+                            {"collected_at", "t"},
+                            {"nodes", 3},
+                            {"summary", nullptr},
+                            {"tier", nullptr}}});
   ExpectEscaped(History(runs, nullptr));
   json bench = json::parse(clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json"));
   bench["host"] = kHostile;
   bench["gpus"][0]["name"] = kScript;
   bench["grades"][0]["detail"] = kHostile;
   ExpectEscaped(Benchmark(bench));
-  json diff = {{"from", {{"id", 1}, {"provider", kHostile}, {"cluster", "c"}, {"collected_at", "t"}}},
-               {"to", {{"id", 2}, {"provider", kHostile}, {"cluster", kScript}, {"collected_at", "t"}}},
-               {"checks", {{{"check", "x"}, {"from", "PASS"}, {"to", "FAIL"}, {"message", kHostile}}}},
-               {"metrics", {{{"metric", kScript}, {"from", nullptr}, {"to", {{"verdict", "PASS"}, {"value", 1}}}, {"unit", kHostile}}}}};
+  json diff = {
+      {"from", {{"id", 1}, {"provider", kHostile}, {"cluster", "c"}, {"collected_at", "t"}}},
+      {"to", {{"id", 2}, {"provider", kHostile}, {"cluster", kScript}, {"collected_at", "t"}}},
+      {"checks", {{{"check", "x"}, {"from", "PASS"}, {"to", "FAIL"}, {"message", kHostile}}}},
+      {"metrics",
+       {{{"metric", kScript}, {"from", nullptr}, {"to", {{"verdict", "PASS"}, {"value", 1}}}, {"unit", kHostile}}}}};
   ExpectEscaped(DiffView(diff));
   ExpectEscaped(Document(kHostile, Findings(report, "f")));
 }
@@ -103,18 +119,37 @@ TEST(Web, EveryViewEscapesEvidence) {
 // A category without evidence is "not rated": drawn as an empty outline saying so, never as a 0 bar.
 TEST(Web, NotRatedCategoriesAreShownAsSuchNotAsZero) {
   json crit = {{"id", "c"}, {"title", "t"}, {"verdict", "unknown"}, {"credit", 0}, {"items", json::array()}};
-  json rating = {{"kind", "clustermax.rating"}, {"provider", "P"}, {"cluster", nullptr}, {"tier", "INSUFFICIENT_EVIDENCE"},
-                 {"tier_by_scores", "PARTICIPATION_RIBBON"}, {"decided_by", "minimum evidence"}, {"next_tier", nullptr}, {"unknown_criteria", json::array()},
-                 {"evidence", {{"coverage", 0.2}, {"rated_categories", 1}, {"machine_evidence", true}, {"meets_minimum", false}}},
-                 {"categories", {{{"id", "security"}, {"title", "Security"}, {"rated", true}, {"score", 0.0}, {"coverage", 1.0}, {"criteria", {crit}}},
-                                 {{"id", "pricing"}, {"title", "Pricing"}, {"rated", false}, {"score", nullptr}, {"coverage", 0.0},
-                                  {"not_rated", "no evidence for any of its 4 applicable criteria"}, {"criteria", {crit}}}}}};
+  json rating = {
+      {"kind", "clustermax.rating"},
+      {"provider", "P"},
+      {"cluster", nullptr},
+      {"tier", "INSUFFICIENT_EVIDENCE"},
+      {"tier_by_scores", "PARTICIPATION_RIBBON"},
+      {"decided_by", "minimum evidence"},
+      {"next_tier", nullptr},
+      {"unknown_criteria", json::array()},
+      {"evidence", {{"coverage", 0.2}, {"rated_categories", 1}, {"machine_evidence", true}, {"meets_minimum", false}}},
+      {"categories",
+       {{{"id", "security"},
+         {"title", "Security"},
+         {"rated", true},
+         {"score", 0.0},
+         {"coverage", 1.0},
+         {"criteria", {crit}}},
+        {{"id", "pricing"},
+         {"title", "Pricing"},
+         {"rated", false},
+         {"score", nullptr},
+         {"coverage", 0.0},
+         {"not_rated", "no evidence for any of its 4 applicable criteria"},
+         {"criteria", {crit}}}}}};
   std::string html = Scorecard(rating);
   // Security scored 0: a bar with its value. Pricing: the dashed "not rated" outline, no value.
   EXPECT_NE(html.find("Security: 0.0 %"), std::string::npos) << html;
   EXPECT_EQ(html.find("Pricing: 0.0"), std::string::npos) << html;
   EXPECT_NE(html.find("<g class=\"absent\">"), std::string::npos) << html;
-  EXPECT_NE(html.find("Pricing: not rated (no evidence for any of its 4 applicable criteria)"), std::string::npos) << html;
+  EXPECT_NE(html.find("Pricing: not rated (no evidence for any of its 4 applicable criteria)"), std::string::npos)
+      << html;
   EXPECT_NE(html.find("pricing <span class=\"muted\">(not rated)</span>"), std::string::npos);
   EXPECT_NE(html.find("short of the minimum for any tier"), std::string::npos);
   EXPECT_NE(html.find("tier INSUFFICIENT_EVIDENCE"), std::string::npos);
@@ -125,24 +160,49 @@ TEST(Web, NotRatedCategoriesAreShownAsSuchNotAsZero) {
 }
 
 TEST(Web, StorageAndS3ResultsBecomeCharts) {
-  json storage = {{"kind", "clustermax.bench.storage"}, {"host", "n1"}, {"started", "t"}, {"seconds", 60}, {"verdict", "PASS"},
-                  {"workloads", json::array({{{"id", "seq-read-1m-direct"}, {"threads", 8}, {"bw_bytes_per_s", 6.5e9}},
-                                             {{"id", "rand-read-4k-buffered"}, {"threads", 16}, {"bw_bytes_per_s", 0.9e9}}})},
-                  {"checkpoint", {{"write_gbps_mean", 2.4}, {"read_gbps_mean", 5.1}}},
-                  {"metadata", {{"phases", json::array({{{"id", "create"}, {"ops_per_s", 12000.0}}, {{"id", "open-read"}, {"ops_per_s", 48000.0}}})}}},
-                  {"grades", json::array()}};
+  json storage = {
+      {"kind", "clustermax.bench.storage"},
+      {"host", "n1"},
+      {"started", "t"},
+      {"seconds", 60},
+      {"verdict", "PASS"},
+      {"workloads", json::array({{{"id", "seq-read-1m-direct"}, {"threads", 8}, {"bw_bytes_per_s", 6.5e9}},
+                                 {{"id", "rand-read-4k-buffered"}, {"threads", 16}, {"bw_bytes_per_s", 0.9e9}}})},
+      {"checkpoint", {{"write_gbps_mean", 2.4}, {"read_gbps_mean", 5.1}}},
+      {"metadata",
+       {{"phases",
+         json::array({{{"id", "create"}, {"ops_per_s", 12000.0}}, {{"id", "open-read"}, {"ops_per_s", 48000.0}}})}}},
+      {"grades", json::array()}};
   std::string html = Benchmark(storage);
   EXPECT_NE(html.find("seq-read-1m-direct"), std::string::npos);
   EXPECT_NE(html.find(">6.5<"), std::string::npos);  // GB/s printed on the bar
   EXPECT_NE(html.find("checkpoint load"), std::string::npos);
   EXPECT_NE(html.find("Small-file metadata"), std::string::npos);
-  json s3 = {{"kind", "clustermax.bench.s3"}, {"host", "n1"}, {"started", "t"}, {"seconds", 30}, {"verdict", "WARN"},
-             {"transfers", json::array({{{"op", "GET"}, {"object", "64M"}, {"concurrency", 32}, {"aggregate_gbps", 1.7}}})}, {"grades", json::array()}};
+  json s3 = {
+      {"kind", "clustermax.bench.s3"},
+      {"host", "n1"},
+      {"started", "t"},
+      {"seconds", 30},
+      {"verdict", "WARN"},
+      {"transfers", json::array({{{"op", "GET"}, {"object", "64M"}, {"concurrency", 32}, {"aggregate_gbps", 1.7}}})},
+      {"grades", json::array()}};
   EXPECT_NE(Benchmark(s3).find("GET 64M x32"), std::string::npos);
   // bench storage --scale: a table of node counts; a result without host/started/seconds still renders.
-  json scaling = {{"kind", "clustermax.bench.storage-scaling"}, {"verdict", "WARN"}, {"grades", json::array()},
-                  {"steps", json::array({{{"nodes", 1}, {"returned", 1}, {"aggregate", {{"storage.seq-write", {{"sum", 2.4}, {"worst_value", 2.4}, {"worst_node", "n1"}, {"efficiency", 1.0}}}}}},
-                                         {{"nodes", 2}, {"returned", 2}, {"aggregate", {{"storage.seq-write", {{"sum", 3.6}, {"worst_value", 1.2}, {"worst_node", "<n2>"}, {"efficiency", 0.75}}}}}}})}};
+  json scaling = {
+      {"kind", "clustermax.bench.storage-scaling"},
+      {"verdict", "WARN"},
+      {"grades", json::array()},
+      {"steps",
+       json::array({{{"nodes", 1},
+                     {"returned", 1},
+                     {"aggregate",
+                      {{"storage.seq-write",
+                        {{"sum", 2.4}, {"worst_value", 2.4}, {"worst_node", "n1"}, {"efficiency", 1.0}}}}}},
+                    {{"nodes", 2},
+                     {"returned", 2},
+                     {"aggregate",
+                      {{"storage.seq-write",
+                        {{"sum", 3.6}, {"worst_value", 1.2}, {"worst_node", "<n2>"}, {"efficiency", 0.75}}}}}}})}};
   std::string table = Benchmark(scaling);
   EXPECT_NE(table.find("storage.seq-write (sum / worst node / eff.)"), std::string::npos) << table;
   EXPECT_NE(table.find("3.6 / 1.2 (&lt;n2&gt;) / 0.75"), std::string::npos) << table;
@@ -163,16 +223,19 @@ struct Browser {
 
 // Loads `url` in headless Chromium: the DOM after scripts ran, the console log, a screenshot.
 Browser Load(const std::string& url, const fs::path& profile, const fs::path& screenshot) {
-  std::string flags = "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
-                      "--disable-component-update --disable-sync --enable-logging=stderr --log-level=0 --user-data-dir=" +
-                      profile.string();
+  std::string flags =
+      "--headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking "
+      "--disable-component-update --disable-sync --enable-logging=stderr --log-level=0 --user-data-dir=" +
+      profile.string();
   Browser b;
   fs::path log = profile.string() + ".log";
-  auto dom = clustermax::testing::RunShell("timeout 60 chromium " + flags + " --dump-dom '" + url + "' 2>" + log.string());
+  auto dom =
+      clustermax::testing::RunShell("timeout 60 chromium " + flags + " --dump-dom '" + url + "' 2>" + log.string());
   b.dom = dom.out;
   b.code = dom.code;
   b.log = util::ReadLocalFile(log).value_or("");
-  clustermax::testing::RunShell("timeout 60 chromium " + flags + " --window-size=1280,1600 --screenshot=" + screenshot.string() + " '" + url + "' 2>/dev/null");
+  clustermax::testing::RunShell("timeout 60 chromium " + flags + " --window-size=1280,1600 --screenshot=" +
+                                screenshot.string() + " '" + url + "' 2>/dev/null");
   return b;
 }
 
@@ -201,7 +264,8 @@ int FreePort(bool v6 = false) {
     len = sizeof *a;
   }
   int port = 0;
-  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&st), len) == 0 && getsockname(s, reinterpret_cast<sockaddr*>(&st), &len) == 0) {
+  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&st), len) == 0 &&
+      getsockname(s, reinterpret_cast<sockaddr*>(&st), &len) == 0) {
     port = ntohs(v6 ? reinterpret_cast<sockaddr_in6*>(&st)->sin6_port : reinterpret_cast<sockaddr_in*>(&st)->sin_port);
   }
   if (s >= 0) close(s);
@@ -216,7 +280,8 @@ struct Served {
     if (pid == 0) {
       int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(fd, 2);
-      execl(CLUSTERMAX_BINARY, "clustermax", "serve", "--db", db.c_str(), "--listen", listen.c_str(), static_cast<char*>(nullptr));
+      execl(CLUSTERMAX_BINARY, "clustermax", "serve", "--db", db.c_str(), "--listen", listen.c_str(),
+            static_cast<char*>(nullptr));
       _exit(127);
     }
     for (int i = 0; i < 200 && base.empty(); ++i) {
@@ -253,12 +318,14 @@ struct Served {
 fs::path MakeStore(const fs::path& d) {
   fs::create_directories(d / "run" / "bench");
   std::ofstream(d / "run" / "report.json") << HostileFleetReport().dump();
-  std::ofstream(d / "run" / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
+  std::ofstream(d / "run" / "bench" / "gpu.json")
+      << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
   std::string cli = CLUSTERMAX_BINARY;
   std::string as = clustermax::testing::Fixture("rating/assessment-example.yaml").string();
   fs::path db = d / "r.db";
-  auto r = clustermax::testing::RunShell(cli + " rate " + (d / "run").string() + " --assessment " + as + " --out " + (d / "rating.json").string() +
-                                         " >/dev/null && " + cli + " db --db " + db.string() + " ingest --provider 'Example Cloud' --cluster h200-lab " +
+  auto r = clustermax::testing::RunShell(cli + " rate " + (d / "run").string() + " --assessment " + as + " --out " +
+                                         (d / "rating.json").string() + " >/dev/null && " + cli + " db --db " +
+                                         db.string() + " ingest --provider 'Example Cloud' --cluster h200-lab " +
                                          (d / "run").string() + " " + (d / "rating.json").string());
   EXPECT_EQ(r.code, 0) << r.out;
   return db;
@@ -268,7 +335,8 @@ TEST(WebBrowser, StaticPageLoadsWithoutConsoleErrors) {
   fs::path d = TempDir("static");
   fs::path db = MakeStore(d);
   fs::path page = d / "page.html";
-  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " report --html " + page.string() + " --db " + db.string());
+  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " report --html " + page.string() + " --db " +
+                                         db.string());
   ASSERT_EQ(r.code, 0) << r.out;
   std::string html = *util::ReadLocalFile(page);
   ExpectEscaped(html);
@@ -360,13 +428,16 @@ TEST(WebBrowser, WhatABuyerSeesOnTheStorePage) {
   fs::path db = d / "r.db";
   // A GPU-only run of one cluster, then a real storage benchmark and an audit of the same cluster.
   fs::create_directories(d / "gpu" / "bench");
-  std::ofstream(d / "gpu" / "bench" / "gpu.json") << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
+  std::ofstream(d / "gpu" / "bench" / "gpu.json")
+      << clustermax::testing::ReadFixture("gpu/h200-bench-gpu-2026-11-30.json");
   fs::create_directories(d / "scratch");
   auto st = clustermax::testing::RunShell(cli + " bench storage --path " + (d / "scratch").string() +
-                                          " --quick --size 32M --files 2 --duration 1 --ramp 0 --exit-zero --out " + (d / "storage").string() + " 2>&1");
+                                          " --quick --size 32M --files 2 --duration 1 --ramp 0 --exit-zero --out " +
+                                          (d / "storage").string() + " 2>&1");
   ASSERT_EQ(st.code, 0) << st.out;
   fs::create_directories(d / "audit");
-  std::ofstream(d / "audit" / "report.json") << clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json");
+  std::ofstream(d / "audit" / "report.json")
+      << clustermax::testing::ReadFixture("../golden/debian12-container-cpu.json");
   std::string ingest = cli + " db --db " + db.string() + " ingest --provider 'Example Cloud' --cluster h200-lab ";
   for (const char* run : {"gpu", "storage", "audit"}) {
     auto r = clustermax::testing::RunShell(ingest + (d / run).string() + " 2>&1");
@@ -374,16 +445,24 @@ TEST(WebBrowser, WhatABuyerSeesOnTheStorePage) {
   }
   // A rating from those runs and the example assessment, and three more providers of other tiers.
   std::string as = clustermax::testing::Fixture("rating/assessment-example.yaml").string();
-  auto rate = clustermax::testing::RunShell(cli + " rate " + (d / "audit").string() + " " + (d / "gpu").string() + " " + (d / "storage").string() +
-                                            " --assessment " + as + " --out " + (d / "rating.json").string() + " >/dev/null 2>&1; " + ingest +
+  auto rate = clustermax::testing::RunShell(cli + " rate " + (d / "audit").string() + " " + (d / "gpu").string() + " " +
+                                            (d / "storage").string() + " --assessment " + as + " --out " +
+                                            (d / "rating.json").string() + " >/dev/null 2>&1; " + ingest +
                                             (d / "rating.json").string());
   ASSERT_EQ(rate.code, 0) << rate.out;
   int n = 0;
   for (const char* tier : {"GOLD", "SILVER", "BRONZE"}) {
-    json r = {{"kind", "clustermax.rating"}, {"provider", std::string("Other ") + tier}, {"cluster", "c"}, {"tier", tier}, {"edition", "3.0"},
+    json r = {{"kind", "clustermax.rating"},
+              {"provider", std::string("Other ") + tier},
+              {"cluster", "c"},
+              {"tier", tier},
+              {"edition", "3.0"},
               {"categories", {{{"id", "security"}, {"score", 0.9 - 0.1 * n}}}}};
     std::ofstream(d / fmt::format("r{}.json", ++n)) << r.dump();
-    ASSERT_EQ(clustermax::testing::RunShell(cli + " db --db " + db.string() + " ingest " + (d / fmt::format("r{}.json", n)).string()).code, 0);
+    ASSERT_EQ(clustermax::testing::RunShell(cli + " db --db " + db.string() + " ingest " +
+                                            (d / fmt::format("r{}.json", n)).string())
+                  .code,
+              0);
   }
   fs::path page = d / "store.html";
   auto r = clustermax::testing::RunShell(cli + " report --html " + page.string() + " --db " + db.string());
@@ -405,8 +484,8 @@ TEST(WebBrowser, WhatABuyerSeesOnTheStorePage) {
   ASSERT_EQ(m["podium"].size(), 3u);
   const json& first = m["podium"][0];
   EXPECT_EQ(first["tier"], "Gold");
-  EXPECT_GT(first["box"]["left"].get<double>(), m["podium"][1]["box"]["left"].get<double>());   // 1st right of 2nd
-  EXPECT_LT(first["box"]["left"].get<double>(), m["podium"][2]["box"]["left"].get<double>());   // and left of 3rd
+  EXPECT_GT(first["box"]["left"].get<double>(), m["podium"][1]["box"]["left"].get<double>());  // 1st right of 2nd
+  EXPECT_LT(first["box"]["left"].get<double>(), m["podium"][2]["box"]["left"].get<double>());  // and left of 3rd
   EXPECT_GT(first["box"]["height"].get<double>(), m["podium"][1]["box"]["height"].get<double>());
   EXPECT_GT(m["podium"][1]["box"]["height"].get<double>(), m["podium"][2]["box"]["height"].get<double>());
   // 14: the category chart has a cut-off line, and the category without evidence says "not rated".
@@ -431,12 +510,15 @@ TEST(WebBrowser, WhatABuyerSeesOnTheStorePage) {
   for (const auto& ok : m["run_links"]) EXPECT_TRUE(ok.get<bool>());
   // 17: headings by name; storage bars with pass and warn marks; metadata rates on a log axis
   // (create ~10k/s beside stat ~400k/s: linear, the create bar would be a few pixels).
-  for (const auto& h : m["bench_headings"]) EXPECT_EQ(h.get<std::string>().find("clustermax.bench."), std::string::npos) << h;
+  for (const auto& h : m["bench_headings"])
+    EXPECT_EQ(h.get<std::string>().find("clustermax.bench."), std::string::npos) << h;
   // Every graded storage metric with a value carries both marks (the run here decides how many).
   int graded = 0;
-  const json storage = json::parse(*util::ReadLocalFile(d / "storage" / "bench" / "storage.json"));  // named: a temporary's member would dangle
+  const json storage = json::parse(
+      *util::ReadLocalFile(d / "storage" / "bench" / "storage.json"));  // named: a temporary's member would dangle
   for (const auto& g : storage["grades"]) {
-    graded += g.contains("value") && g["value"].is_number() && g.contains("pass") && g["pass"].is_number() && g.contains("warn") && g["warn"].is_number();
+    graded += g.contains("value") && g["value"].is_number() && g.contains("pass") && g["pass"].is_number() &&
+              g.contains("warn") && g["warn"].is_number();
   }
   EXPECT_GE(graded, 3);
   EXPECT_EQ(m["warn_marks"].get<int>(), graded);
@@ -457,7 +539,8 @@ TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
   fs::path d = TempDir("serve");
   fs::path db = MakeStore(d);
   Served served(db, "127.0.0.1:0", d / "serve.log");
-  ASSERT_FALSE(served.base.empty()) << "clustermax serve did not start: " << util::ReadLocalFile(d / "serve.log").value_or("");
+  ASSERT_FALSE(served.base.empty()) << "clustermax serve did not start: "
+                                    << util::ReadLocalFile(d / "serve.log").value_or("");
   std::string base = served.base;
   auto api = clustermax::testing::RunShell("curl -sf " + base + "/api/leaderboard");
   json board = json::parse(api.out);
@@ -468,7 +551,8 @@ TEST(WebBrowser, ServedPagesLoadWithoutConsoleErrors) {
   ExpectCleanConsole(home);
   EXPECT_NE(home.dom.find("Example Cloud"), std::string::npos);
   EXPECT_NE(home.dom.find("class=\"podium\""), std::string::npos);
-  Browser card = Load(base + "/rating/" + std::to_string(board[0]["id"].get<int64_t>()), d / "p2", Artifacts() / "scorecard.png");
+  Browser card =
+      Load(base + "/rating/" + std::to_string(board[0]["id"].get<int64_t>()), d / "p2", Artifacts() / "scorecard.png");
   ExpectCleanConsole(card);
   EXPECT_NE(card.dom.find("Scorecard: Example Cloud"), std::string::npos);
   EXPECT_NE(card.dom.find("To reach"), std::string::npos);
@@ -526,9 +610,11 @@ TEST(WebServe, ListenTakesHostPortAndSaysWhereItListens) {
   fs::path d = TempDir("listen");
   fs::path db = EmptyStore(d);
   // Refused before anything else is done, naming the value; never a bare "stoi".
-  for (std::string bad : {"127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:abc", ":8470", "127.0.0.1:", "127.0.0.1", "127.0.0.1:-1", "127.0.0.1:+80",
-                          "127.0.0.1: 80", "::1:8470", "[::1", "[::1]8470", "[localhost]:8470", "bad_host!:8470"}) {
-    auto r = clustermax::testing::RunShell("timeout 10 " + std::string(CLUSTERMAX_BINARY) + " serve --db " + db.string() + " --listen '" + bad + "'");
+  for (std::string bad :
+       {"127.0.0.1:99999", "127.0.0.1:65536", "127.0.0.1:abc", ":8470", "127.0.0.1:", "127.0.0.1", "127.0.0.1:-1",
+        "127.0.0.1:+80", "127.0.0.1: 80", "::1:8470", "[::1", "[::1]8470", "[localhost]:8470", "bad_host!:8470"}) {
+    auto r = clustermax::testing::RunShell("timeout 10 " + std::string(CLUSTERMAX_BINARY) + " serve --db " +
+                                           db.string() + " --listen '" + bad + "'");
     EXPECT_EQ(r.code, 1) << bad << ": " << r.out;
     EXPECT_NE(r.out.find("--listen '" + bad + "'"), std::string::npos) << r.out;
     EXPECT_EQ(r.out.find("stoi"), std::string::npos) << r.out;
@@ -537,7 +623,10 @@ TEST(WebServe, ListenTakesHostPortAndSaysWhereItListens) {
   {
     Served s(db, "127.0.0.1:0", d / "any.log");
     EXPECT_TRUE(std::regex_match(s.base, std::regex(R"(http://127\.0\.0\.1:[1-9][0-9]*)"))) << s.base;
-    EXPECT_EQ(clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + s.base + "/api/leaderboard").out, "200");
+    EXPECT_EQ(clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + s.base +
+                                            "/api/leaderboard")
+                  .out,
+              "200");
   }
   // A port given is the port used, and a host name is resolved to the address printed.
   int port = FreePort();
@@ -548,7 +637,9 @@ TEST(WebServe, ListenTakesHostPortAndSaysWhereItListens) {
   {
     Served s(db, "localhost:0", d / "name.log");
     EXPECT_TRUE(std::regex_match(s.base, std::regex(R"(http://(127\.0\.0\.1|\[::1\]):[1-9][0-9]*)"))) << s.base;
-    EXPECT_EQ(clustermax::testing::RunShell("curl -gs --max-time 5 -o /dev/null -w '%{http_code}' '" + s.base + "/'").out, "200");
+    EXPECT_EQ(
+        clustermax::testing::RunShell("curl -gs --max-time 5 -o /dev/null -w '%{http_code}' '" + s.base + "/'").out,
+        "200");
   }
   fs::remove_all(d);
 }
@@ -560,7 +651,8 @@ TEST(WebServe, ServesOnTheIPv6Loopback) {
   fs::path db = EmptyStore(d);
   Served s(db, "[::1]:" + std::to_string(port), d / "serve.log");
   ASSERT_EQ(s.base, "http://[::1]:" + std::to_string(port)) << util::ReadLocalFile(d / "serve.log").value_or("");
-  EXPECT_EQ(clustermax::testing::RunShell("curl -gs --max-time 5 -o /dev/null -w '%{http_code}' '" + s.base + "/'").out, "200");
+  EXPECT_EQ(clustermax::testing::RunShell("curl -gs --max-time 5 -o /dev/null -w '%{http_code}' '" + s.base + "/'").out,
+            "200");
   fs::remove_all(d);
 }
 
@@ -608,7 +700,9 @@ TEST(WebServe, IdleAndSlowClientsDoNotStallIt) {
   EXPECT_LT(took, 2.0) << "the leaderboard took " << took << " s behind 200 idle connections and a slow one";
   EXPECT_LT(connecting, 2.0) << "200 connections took " << connecting << " s to be accepted";
   t = Clock::now();
-  EXPECT_EQ(clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + served.base + "/runs").out, "200");
+  EXPECT_EQ(
+      clustermax::testing::RunShell("curl -s --max-time 5 -o /dev/null -w '%{http_code}' " + served.base + "/runs").out,
+      "200");
   EXPECT_LT(SecondsSince(t), 2.0);
 
   // Every connection's time is bounded: the idle ones get a 408 and are closed after about 5 s,
@@ -632,7 +726,8 @@ TEST(WebServe, IdleAndSlowClientsDoNotStallIt) {
   ASSERT_TRUE(answer.has_value());
   EXPECT_EQ(answer->rfind("HTTP/1.1 400", 0), 0u) << *answer;
   EXPECT_NE(answer->find("\r\n\r\n400 Bad Request"), std::string::npos) << *answer;
-  auto missing = clustermax::testing::RunShell("curl -s --max-time 5 -w ' %{http_code}' " + served.base + "/no/such/page");
+  auto missing =
+      clustermax::testing::RunShell("curl -s --max-time 5 -w ' %{http_code}' " + served.base + "/no/such/page");
   EXPECT_EQ(missing.out, "404 Not Found\n 404");
 
   stop = true;
@@ -653,7 +748,8 @@ TEST(WebServe, BadIdsAre404sAndErrorsKeepThePathToThemselves) {
   auto get = [&](const std::string& path) {
     return clustermax::testing::RunShell("curl -s --max-time 5 -w ' %{http_code}' " + served.base + path).out;
   };
-  for (std::string path : {"/run/999", "/rating/0", "/run/99999999999999999999999", "/diff/1/999", "/diff/99999999999999999999/1"}) {
+  for (std::string path :
+       {"/run/999", "/rating/0", "/run/99999999999999999999999", "/diff/1/999", "/diff/99999999999999999999/1"}) {
     std::string page = get(path);
     EXPECT_TRUE(page.size() > 4 && page.substr(page.size() - 4) == " 404") << path << ": " << page;
     EXPECT_NE(page.find("No such run"), std::string::npos) << path << ": " << page;
@@ -664,11 +760,13 @@ TEST(WebServe, BadIdsAre404sAndErrorsKeepThePathToThemselves) {
   std::string mixed = get("/diff/1/2");  // a run and a rating
   EXPECT_EQ(mixed.substr(mixed.size() - 4), " 400") << mixed;
   EXPECT_NE(mixed.find("a diff compares two runs, or two ratings"), std::string::npos) << mixed;
-  std::ofstream(db, std::ios::trunc) << "this is not a database, and it is long enough for SQLite to notice that. ........................";
+  std::ofstream(db, std::ios::trunc)
+      << "this is not a database, and it is long enough for SQLite to notice that. ........................";
   std::string broken = get("/");
   EXPECT_EQ(broken.substr(broken.size() - 4), " 500") << broken;
   EXPECT_EQ(broken.find(d.string()), std::string::npos) << broken;
-  EXPECT_NE(util::ReadLocalFile(d / "serve.log").value_or("").find(db.string()), std::string::npos) << "the reason belongs in serve's log";
+  EXPECT_NE(util::ReadLocalFile(d / "serve.log").value_or("").find(db.string()), std::string::npos)
+      << "the reason belongs in serve's log";
   fs::remove_all(d);
 }
 
@@ -676,29 +774,46 @@ TEST(WebServe, BadIdsAre404sAndErrorsKeepThePathToThemselves) {
 // it: db list/show/export, report --html and serve. A bind mount in a user namespace, because
 // chmod does not stop root.
 TEST(WebServe, ReadOnlyMountedStoreIsListedAndServed) {
-  if (clustermax::testing::RunShell("unshare -rm true").code != 0) GTEST_SKIP() << "cannot make a mount namespace here (unshare -rm)";
+  if (clustermax::testing::RunShell("unshare -rm true").code != 0)
+    GTEST_SKIP() << "cannot make a mount namespace here (unshare -rm)";
   fs::path d = TempDir("ro");
   fs::path db = MakeStore(d);
-  ASSERT_FALSE(fs::exists(db.string() + "-wal") || fs::exists(db.string() + "-shm")) << "the store was left with side files";
+  ASSERT_FALSE(fs::exists(db.string() + "-wal") || fs::exists(db.string() + "-shm"))
+      << "the store was left with side files";
   fs::path out = TempDir("ro-out");
   fs::permissions(db, fs::perms::owner_read | fs::perms::group_read | fs::perms::others_read);
-  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                         fs::perms::others_exec);
+  fs::permissions(d, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read | fs::perms::group_exec |
+                         fs::perms::others_read | fs::perms::others_exec);
   std::string cli = CLUSTERMAX_BINARY, D = d.string(), DB = db.string(), O = out.string();
   std::string url = "http://127.0.0.1:" + std::to_string(FreePort());
-  std::string script =
-      "mount --bind " + D + " " + D + " && mount -o remount,bind,ro " + D + " || exit 9\n"
-      "touch " + D + "/probe 2>/dev/null && echo WRITABLE\n"
-      "echo LIST; " + cli + " db --db " + DB + " list 2>&1\n"
-      "echo SHOW; " + cli + " db --db " + DB + " show 1 2>&1 | head -1\n"
-      "echo EXPORT; " + cli + " db --db " + DB + " export 2>&1 | head -2\n"
-      "echo HTML; " + cli + " report --html " + O + "/page.html --db " + DB + " 2>&1\n"
-      + cli + " serve --db " + DB + " --listen " + url.substr(7) + " 2>" + O + "/serve.log &\n"
-      "pid=$!\n"
-      "for i in $(seq 100); do curl -sf -o /dev/null " + url + "/ && break; sleep 0.1; done\n"
-      "echo SERVE $(curl -s --max-time 5 -o " + O + "/served.html -w '%{http_code}' " + url + "/)\n"
-      "kill $pid; wait $pid\n"
-      "echo FILES; ls -A " + D + "\n";
+  std::string script = "mount --bind " + D + " " + D + " && mount -o remount,bind,ro " + D +
+                       " || exit 9\n"
+                       "touch " +
+                       D +
+                       "/probe 2>/dev/null && echo WRITABLE\n"
+                       "echo LIST; " +
+                       cli + " db --db " + DB +
+                       " list 2>&1\n"
+                       "echo SHOW; " +
+                       cli + " db --db " + DB +
+                       " show 1 2>&1 | head -1\n"
+                       "echo EXPORT; " +
+                       cli + " db --db " + DB +
+                       " export 2>&1 | head -2\n"
+                       "echo HTML; " +
+                       cli + " report --html " + O + "/page.html --db " + DB + " 2>&1\n" + cli + " serve --db " + DB +
+                       " --listen " + url.substr(7) + " 2>" + O +
+                       "/serve.log &\n"
+                       "pid=$!\n"
+                       "for i in $(seq 100); do curl -sf -o /dev/null " +
+                       url +
+                       "/ && break; sleep 0.1; done\n"
+                       "echo SERVE $(curl -s --max-time 5 -o " +
+                       O + "/served.html -w '%{http_code}' " + url +
+                       "/)\n"
+                       "kill $pid; wait $pid\n"
+                       "echo FILES; ls -A " +
+                       D + "\n";
   std::ofstream(out / "ro.sh") << script;
   auto r = clustermax::testing::RunShell("unshare -rm sh " + (out / "ro.sh").string());
   fs::permissions(d, fs::perms::owner_all);
@@ -728,7 +843,9 @@ TEST(WebServe, RequestHeadsAreParsedAndRoutedStrictly) {
     seen = req.matches;
     res.set_content("run " + req.matches[1], "text/plain");
   });
-  svr.Get("/boom", [](const clustermax::cli::HttpRequest&, clustermax::cli::HttpResponse&) { throw std::runtime_error("/secret/path"); });
+  svr.Get("/boom", [](const clustermax::cli::HttpRequest&, clustermax::cli::HttpResponse&) {
+    throw std::runtime_error("/secret/path");
+  });
   auto status = [](const std::string& m) { return m.substr(0, m.find("\r\n")); };
   std::string ok = svr.Respond("GET /run/42?x=1 HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(status(ok), "HTTP/1.1 200 OK");
@@ -742,11 +859,15 @@ TEST(WebServe, RequestHeadsAreParsedAndRoutedStrictly) {
   EXPECT_EQ(status(svr.Respond("NOT AN HTTP REQUEST\r\n\r\n")), "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nBad Header Without Colon\r\n\r\n")), "HTTP/1.1 400 Bad Request");
   EXPECT_EQ(status(svr.Respond("GET http://evil/run/1 HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 400 Bad Request");
-  EXPECT_EQ(status(svr.Respond("POST /run/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")), "HTTP/1.1 405 Method Not Allowed");
-  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n")), "HTTP/1.1 413 Payload Too Large");
-  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")), "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(status(svr.Respond("POST /run/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n")),
+            "HTTP/1.1 405 Method Not Allowed");
+  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\n")),
+            "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(status(svr.Respond("GET /run/1 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n")),
+            "HTTP/1.1 413 Payload Too Large");
   EXPECT_EQ(status(svr.Respond("GET /run/x HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 404 Not Found");
-  EXPECT_EQ(status(svr.Respond("GET /run/1/ HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 404 Not Found") << "a route matches the whole path";
+  EXPECT_EQ(status(svr.Respond("GET /run/1/ HTTP/1.1\r\nHost: a\r\n\r\n")), "HTTP/1.1 404 Not Found")
+      << "a route matches the whole path";
   std::string boom = svr.Respond("GET /boom HTTP/1.1\r\nHost: a\r\n\r\n");
   EXPECT_EQ(status(boom), "HTTP/1.1 500 Internal Server Error");
   EXPECT_EQ(boom.find("/secret/path"), std::string::npos) << "an exception's text stays on the server";

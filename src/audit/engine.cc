@@ -23,7 +23,6 @@
 #include "util/strings.h"
 #include "util/time.h"
 
-
 namespace clustermax::audit {
 
 using core::Finding;
@@ -40,7 +39,8 @@ void StampManifest(host::Manifest& m, const std::vector<std::string>& argv) {
   m.tool_version = core::kToolVersion;
   m.git_sha = core::kGitSha;
   m.argv.clear();
-  for (const auto& a : argv) m.argv.push_back(host::RedactArg(a));  // a --s3-endpoint with user:password@ never reaches a bundle
+  for (const auto& a : argv)
+    m.argv.push_back(host::RedactArg(a));  // a --s3-endpoint with user:password@ never reaches a bundle
   m.uid = static_cast<long>(::getuid());
 }
 
@@ -66,7 +66,8 @@ std::string ImageName(const core::EvidenceSet& ev, host::Host& h, const std::str
     }
   }
   auto it = ev.find("os.kernel");
-  if (it != ev.end() && it->second.ok() && it->second.data["hostname"].is_string() && !it->second.data["hostname"].get<std::string>().empty()) {
+  if (it != ev.end() && it->second.ok() && it->second.data["hostname"].is_string() &&
+      !it->second.data["hostname"].get<std::string>().empty()) {
     return it->second.data["hostname"];
   }
   std::filesystem::path p(sysroot);
@@ -76,14 +77,17 @@ std::string ImageName(const core::EvidenceSet& ev, host::Host& h, const std::str
 }
 
 std::vector<std::string> CollectorsFor(const Plan& plan, const std::string& role) {
-  std::vector<std::string> ids = role == "login" ? plan.cluster_collectors : role == "compute" ? plan.node_collectors : plan.collectors;
-  ids.erase(std::remove(ids.begin(), ids.end(), std::string("fleet.summary")), ids.end());  // derived by Judge, never collected
+  std::vector<std::string> ids = role == "login"     ? plan.cluster_collectors
+                                 : role == "compute" ? plan.node_collectors
+                                                     : plan.collectors;
+  ids.erase(std::remove(ids.begin(), ids.end(), std::string("fleet.summary")),
+            ids.end());  // derived by Judge, never collected
   if (std::find(ids.begin(), ids.end(), "os.kernel") == ids.end()) ids.push_back("os.kernel");
   return ids;
 }
 
-Finding JudgeOne(const core::Check& c, const core::EvidenceSet& ev, const core::MinimumTable& minimums, core::Target target,
-                 util::SysTime now) {
+Finding JudgeOne(const core::Check& c, const core::EvidenceSet& ev, const core::MinimumTable& minimums,
+                 core::Target target, util::SysTime now) {
   core::JudgeContext ctx(c.info, ev, minimums, target, now);
   try {
     return c.judge(ctx);
@@ -109,9 +113,10 @@ Finding RollUp(const NodeFindings& nodes, const std::vector<UnreachableNode>& un
     // Evidence that was not read is never a PASS: the nodes that answered passed, the rest are unknown.
     std::vector<std::string> names;
     for (const auto& u : unreachable) names.push_back(u.node);
-    Finding w = core::Warn(Reason::kCoveragePartial,
-                           fmt::format("{} of {} nodes {}; no evidence from {}: {}", counts[static_cast<int>(f.verdict)], m,
-                                       core::ToString(f.verdict), names.size() == 1 ? "node" : "nodes", fmt::join(names, ", ")));
+    Finding w = core::Warn(
+        Reason::kCoveragePartial,
+        fmt::format("{} of {} nodes {}; no evidence from {}: {}", counts[static_cast<int>(f.verdict)], m,
+                    core::ToString(f.verdict), names.size() == 1 ? "node" : "nodes", fmt::join(names, ", ")));
     w.observed = f.observed;
     w.expected = f.expected;
     for (const auto& u : unreachable) w.details.push_back(u.node + ": no evidence (" + u.reason + ")");
@@ -139,15 +144,17 @@ Finding FleetFinding(const NodeFindings& nodes, const std::vector<UnreachableNod
   return RollUp(nodes, on_login ? std::vector<UnreachableNode>{} : unreachable);
 }
 
-Finding JudgePlanned(const Plan& plan, const PlannedCheck& pc, const core::EvidenceSet& ev, const core::MinimumTable& minimums,
-                     util::SysTime now) {
+Finding JudgePlanned(const Plan& plan, const PlannedCheck& pc, const core::EvidenceSet& ev,
+                     const core::MinimumTable& minimums, util::SysTime now) {
   if (pc.state == PlanState::kNotInScope) {
-    return core::Skip(Reason::kNotInScope, fmt::format("target {} is not in this check's targets ({})", core::ToString(plan.selection.target),
-                                                       core::MaskToString(pc.check->info.targets)));
+    return core::Skip(Reason::kNotInScope,
+                      fmt::format("target {} is not in this check's targets ({})",
+                                  core::ToString(plan.selection.target), core::MaskToString(pc.check->info.targets)));
   }
   if (pc.state == PlanState::kProbeDisabled) {
-    return core::Skip(Reason::kProbeDisabled,
-                      fmt::format("active probe, not requested (enable with --probe {} or --active)", pc.check->info.probe));
+    return core::Skip(
+        Reason::kProbeDisabled,
+        fmt::format("active probe, not requested (enable with --probe {} or --active)", pc.check->info.probe));
   }
   return JudgeOne(*pc.check, ev, minimums, plan.selection.target, now);
 }
@@ -158,7 +165,8 @@ void NotTakenLines(const NodeEvidence& n, std::vector<std::string>& out) {
     if (!e.data.is_object() || !e.data.contains("not_taken")) continue;
     std::vector<std::string> what;
     for (const auto& q : e.data["not_taken"]) what.push_back(q.is_string() ? q.get<std::string>() : q.dump());
-    out.push_back(fmt::format("{}: {}{}: {}", n.node, id, e.ok() ? " (kept its file evidence)" : "", fmt::join(what, ", ")));
+    out.push_back(
+        fmt::format("{}: {}{}: {}", n.node, id, e.ok() ? " (kept its file evidence)" : "", fmt::join(what, ", ")));
   }
 }
 
@@ -183,7 +191,8 @@ std::string InputsKey(const std::vector<std::string>& needs, const NodeEvidence&
 
 size_t HashFinding(const Finding& f) {
   std::hash<std::string_view> h;
-  size_t x = static_cast<size_t>(f.verdict) * 1000003u ^ static_cast<size_t>(f.reason) * 10007u ^ static_cast<size_t>(f.severity);
+  size_t x = static_cast<size_t>(f.verdict) * 1000003u ^ static_cast<size_t>(f.reason) * 10007u ^
+             static_cast<size_t>(f.severity);
   auto mix = [&](std::string_view s) { x = (x ^ h(s)) * 0x100000001b3ull + 0x9e3779b97f4a7c15ull; };
   mix(f.observed);
   mix(f.expected);
@@ -230,9 +239,11 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
   NodeEvidence n;
   n.role = role;
   n.evidence = collect::CollectEvidence(rec, CollectorsFor(plan, role), opts);
-  n.node = bundle.manifest.sysroot.empty() ? HostnameFrom(n.evidence, rec) : ImageName(n.evidence, rec, bundle.manifest.sysroot);
+  n.node = bundle.manifest.sysroot.empty() ? HostnameFrom(n.evidence, rec)
+                                           : ImageName(n.evidence, rec, bundle.manifest.sysroot);
   // In a Slurm step the node's name is Slurm's (several slurmd may share one host).
-  if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute") n.node = util::SanitizeUtf8(*sn);
+  if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute")
+    n.node = util::SanitizeUtf8(*sn);
   bundle.manifest.hostname = n.node;
   bundle.manifest.finished_at = util::FormatRfc3339(std::chrono::system_clock::now());
   n.manifest = bundle.manifest;
@@ -311,8 +322,10 @@ Report Judge(const Plan& plan, const std::vector<NodeEvidence>& nodes, const cor
   // is judged on every node.
   std::vector<const NodeEvidence*> computes, logins;
   for (const auto& n : nodes) {
-    if (n.role == "login") logins.push_back(&n);
-    else computes.push_back(&n);
+    if (n.role == "login")
+      logins.push_back(&n);
+    else
+      computes.push_back(&n);
   }
   bool fleet = !logins.empty();
   std::vector<NodeEvidence> login_views;
@@ -371,10 +384,10 @@ struct FleetJudge::State {
   std::vector<std::unordered_map<std::string, uint32_t>> fact_ids;  // per fact: value -> index
   std::vector<std::vector<std::string>> fact_values;
   std::vector<Slot> slots;
-  std::mutex mu;                                   // tables, findings, logins
-  std::vector<FindingTable> tables;                // per check
-  std::vector<std::vector<uint32_t>> findings;     // per check, per slot (kNone: not judged)
-  std::map<size_t, NodeEvidence> logins;           // slot -> evidence, for the cluster checks
+  std::mutex mu;                                // tables, findings, logins
+  std::vector<FindingTable> tables;             // per check
+  std::vector<std::vector<uint32_t>> findings;  // per check, per slot (kNone: not judged)
+  std::map<size_t, NodeEvidence> logins;        // slot -> evidence, for the cluster checks
   // Per check: the memo serials of its `needs` (InputsKey) -> the finding judged on them. A check
   // reads only what it needs (JudgeContext enforces it), so nodes with identical inputs share it.
   std::vector<std::unordered_map<std::string, uint32_t>> by_inputs;
@@ -444,7 +457,8 @@ void FleetJudge::Add(size_t slot, NodeEvidence n) {
   for (auto& [c, f] : judged) {
     uint32_t i = s.tables[c].Intern(std::move(f));
     s.findings[c][slot] = i;
-    if (!keys[c].empty() && s.by_inputs[c].size() < State::kMaxInputsKept) s.by_inputs[c].emplace(std::move(keys[c]), i);
+    if (!keys[c].empty() && s.by_inputs[c].size() < State::kMaxInputsKept)
+      s.by_inputs[c].emplace(std::move(keys[c]), i);
   }
   if (s.fact_ids.size() < facts.values.size()) {
     s.fact_ids.resize(facts.values.size());
@@ -459,8 +473,8 @@ void FleetJudge::Add(size_t slot, NodeEvidence n) {
   sl.added = true;
 }
 
-Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool drop_duplicates, std::vector<Duplicate>* duplicates,
-                          std::vector<size_t>* kept_out) {
+Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool drop_duplicates,
+                          std::vector<Duplicate>* duplicates, std::vector<size_t>* kept_out) {
   State& s = *s_;
   const Plan& plan = s.plan;
   Report r;
@@ -495,7 +509,8 @@ Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool 
   r.unreachable = unreachable;
   // Positions (in the report's node list) of the compute and login nodes.
   std::vector<uint32_t> computes, logins;
-  for (size_t k = 0; k < kept.size(); ++k) (s.slots[kept[k]].role == "login" ? logins : computes).push_back(static_cast<uint32_t>(k));
+  for (size_t k = 0; k < kept.size(); ++k)
+    (s.slots[kept[k]].role == "login" ? logins : computes).push_back(static_cast<uint32_t>(k));
   bool fleet = !logins.empty();
   std::vector<NodeEvidence> login_views;
   if (fleet) {
@@ -538,7 +553,8 @@ Report FleetJudge::Finish(const std::vector<UnreachableNode>& unreachable, bool 
       rows.reserve(targets.size());
       for (uint32_t k : targets) {
         uint32_t f = s.findings[c][kept[k]];
-        if (f == State::kNone) throw std::logic_error(fmt::format("check {} was not judged on {}", pc.check->info.id, (*names)[k]));
+        if (f == State::kNone)
+          throw std::logic_error(fmt::format("check {} was not judged on {}", pc.check->info.id, (*names)[k]));
         rows.push_back({k, f});
       }
       table = std::move(s.tables[c]);
@@ -559,20 +575,23 @@ util::SysTime NowOf(const NodeEvidence& first) {
 }  // namespace
 
 Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& plan, const collect::CollectOptions& opts,
-                           const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates, std::vector<size_t>* kept) {
+                           const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates,
+                           std::vector<size_t>* kept) {
   collect::CollectOptions one = opts;
   one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
   collect::CollectorMemo memo;
   auto replay = [&](size_t i) {
     host::Bundle b = host::Bundle::Load(paths[i]);
     if (b.Empty()) {
-      throw host::BundleError(fmt::format("{}: the evidence bundle holds no evidence (no file, directory, command, PATH lookup, "
-                                          "environment or NVML answer was recorded); nothing to judge",
-                                          paths[i]));
+      throw host::BundleError(
+          fmt::format("{}: the evidence bundle holds no evidence (no file, directory, command, PATH lookup, "
+                      "environment or NVML answer was recorded); nothing to judge",
+                      paths[i]));
     }
     return ReplayNode(b, plan, one, &memo);
   };
-  if (paths.empty()) return FleetJudge(plan, minimums, std::chrono::system_clock::now(), 0).Finish({}, true, duplicates, kept);
+  if (paths.empty())
+    return FleetJudge(plan, minimums, std::chrono::system_clock::now(), 0).Finish({}, true, duplicates, kept);
   // The first node's collection time is every judge's "now": it is replayed first.
   NodeEvidence first = replay(0);
   FleetJudge judge(plan, minimums, NowOf(first), paths.size());
@@ -587,7 +606,8 @@ struct FleetStream::State {
   collect::CollectorMemo memo;
   const Plan& plan;
   FleetJudge judge;
-  State(const NodeEvidence& login, size_t computes, const Plan& p, const collect::CollectOptions& opts, const core::MinimumTable& minimums)
+  State(const NodeEvidence& login, size_t computes, const Plan& p, const collect::CollectOptions& opts,
+        const core::MinimumTable& minimums)
       : one(opts), plan(p), judge(p, minimums, NowOf(login), computes + 1) {
     one.threads = 1;  // replay does no I/O wait: parallelise across nodes, not within one
   }
@@ -601,12 +621,17 @@ FleetStream::FleetStream(NodeEvidence login, size_t computes, const Plan& plan, 
 
 FleetStream::~FleetStream() = default;
 
-void FleetStream::Add(size_t index, const host::Bundle& bundle) { s_->judge.Add(index + 1, ReplayNode(bundle, s_->plan, s_->one, &s_->memo)); }
+void FleetStream::Add(size_t index, const host::Bundle& bundle) {
+  s_->judge.Add(index + 1, ReplayNode(bundle, s_->plan, s_->one, &s_->memo));
+}
 
-Report FleetStream::Finish(const std::vector<UnreachableNode>& unreachable) { return s_->judge.Finish(unreachable, /*drop_duplicates=*/false); }
+Report FleetStream::Finish(const std::vector<UnreachableNode>& unreachable) {
+  return s_->judge.Finish(unreachable, /*drop_duplicates=*/false);
+}
 
-Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan, const collect::CollectOptions& opts,
-                  const core::MinimumTable& minimums, const std::vector<UnreachableNode>& unreachable) {
+Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan,
+                  const collect::CollectOptions& opts, const core::MinimumTable& minimums,
+                  const std::vector<UnreachableNode>& unreachable) {
   FleetStream stream(std::move(login), bundles.size(), plan, opts, minimums);
   ParallelFor(bundles.size(), Cores(), [&](size_t i) { stream.Add(i, bundles[i]); });
   return stream.Finish(unreachable);

@@ -20,7 +20,7 @@ namespace clustermax::audit {
 inline constexpr int kReportSchemaVersion = 1;
 
 struct NodeEvidence {
-  std::string node;                  // hostname from the bundle manifest (the Slurm node name in a fleet)
+  std::string node;  // hostname from the bundle manifest (the Slurm node name in a fleet)
   host::Manifest manifest;
   core::EvidenceSet evidence;
   std::vector<std::string> replay_misses;  // requests the bundle could not answer (replay only)
@@ -126,7 +126,7 @@ struct Report {
   std::string minimums_generated;
   std::vector<std::string> nodes;
   std::vector<CheckResult> results;
-  std::vector<std::string> replay_misses;  // "node: request"
+  std::vector<std::string> replay_misses;    // "node: request"
   std::vector<UnreachableNode> unreachable;  // fleet audits: nodes asked for that returned nothing
   nlohmann::json fleet;                      // fleet audits: coverage and drift (null otherwise)
   // What target detection weighed and decided (the first node's manifest); null when not recorded.
@@ -167,8 +167,8 @@ class FleetJudge {
   };
   // With `drop_duplicates`, a slot with the node name and collection start of an earlier slot is
   // left out (listed in `duplicates`); `kept` receives the slots judged.
-  Report Finish(const std::vector<UnreachableNode>& unreachable, bool drop_duplicates, std::vector<Duplicate>* duplicates = nullptr,
-                std::vector<size_t>* kept = nullptr);
+  Report Finish(const std::vector<UnreachableNode>& unreachable, bool drop_duplicates,
+                std::vector<Duplicate>* duplicates = nullptr, std::vector<size_t>* kept = nullptr);
 
  private:
   struct State;
@@ -179,14 +179,16 @@ class FleetJudge {
 // (FleetJudge); the same collection given twice is judged once (listed in `duplicates`), `kept`
 // receives the indexes of the paths judged. Throws host::BundleError naming the first unreadable file.
 Report ReplayAndJudgeFiles(const std::vector<std::string>& paths, const Plan& plan, const collect::CollectOptions& opts,
-                           const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates, std::vector<size_t>* kept);
+                           const core::MinimumTable& minimums, std::vector<FleetJudge::Duplicate>* duplicates,
+                           std::vector<size_t>* kept);
 // A fleet judged as its compute nodes' bundles arrive, in any order and from any number of threads:
 // each bundle is replayed and judged by the thread adding it (through the replay memo) and can be
 // dropped when Add returns; only compact findings are kept. The report is the one JudgeFleet gives
 // for the same bundles in index order, byte for byte.
 class FleetStream {
  public:
-  FleetStream(NodeEvidence login, size_t computes, const Plan& plan, const collect::CollectOptions& opts, const core::MinimumTable& minimums);
+  FleetStream(NodeEvidence login, size_t computes, const Plan& plan, const collect::CollectOptions& opts,
+              const core::MinimumTable& minimums);
   ~FleetStream();
   void Add(size_t index, const host::Bundle& bundle);  // thread-safe; index < computes, each once
   Report Finish(const std::vector<UnreachableNode>& unreachable);
@@ -198,8 +200,9 @@ class FleetStream {
 
 // A fleet audit: the login node's evidence and the compute nodes' bundles, replayed and judged on
 // every core (FleetStream).
-Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan, const collect::CollectOptions& opts,
-                  const core::MinimumTable& minimums, const std::vector<UnreachableNode>& unreachable);
+Report JudgeFleet(NodeEvidence login, const std::vector<host::Bundle>& bundles, const Plan& plan,
+                  const collect::CollectOptions& opts, const core::MinimumTable& minimums,
+                  const std::vector<UnreachableNode>& unreachable);
 
 // Pure judgement of all nodes. `now` is the collection time (the first node's manifest start).
 // In a fleet (nodes with roles), node checks are judged on the compute nodes and cluster checks on

@@ -12,8 +12,8 @@ namespace clustermax::audit {
 
 // `login`: the login node's own facts (same extractors), for comparing what users build with against
 // what the nodes run; null when absent.
-core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes, const std::vector<UnreachableNode>& unreachable,
-                            const NodeEvidence* login = nullptr);
+core::Evidence FleetSummary(const std::vector<const NodeEvidence*>& nodes,
+                            const std::vector<UnreachableNode>& unreachable, const NodeEvidence* login = nullptr);
 
 // The same from each node's facts, taken when the node was judged (FleetJudge keeps these, not the
 // evidence): one value per fact ("" unknown), in the order of the summary's facts_compared.

@@ -32,8 +32,8 @@ const std::vector<std::string>& Checks() {
 }
 
 json State::ToJson() const {
-  return {{"version", version}, {"updated_epoch", updated_epoch}, {"updated_at", updated_at}, {"xid_seen", xid_seen},
-          {"counters", counters}, {"last_status", last_status}};
+  return {{"version", version},   {"updated_epoch", updated_epoch}, {"updated_at", updated_at},
+          {"xid_seen", xid_seen}, {"counters", counters},           {"last_status", last_status}};
 }
 
 std::optional<State> ParseState(std::string_view text, std::string* error) {
@@ -136,7 +136,8 @@ void ApplyState(core::EvidenceSet& evidence, const State& prev, long long now_ep
   }
 }
 
-State NextState(const core::EvidenceSet& collected, long long now_epoch, const std::string& now_text, const std::string& status_line) {
+State NextState(const core::EvidenceSet& collected, long long now_epoch, const std::string& now_text,
+                const std::string& status_line) {
   State s;
   s.updated_epoch = now_epoch;
   s.updated_at = now_text;
@@ -193,10 +194,13 @@ std::string SanitizeReason(std::string_view text, size_t max_bytes) {
   for (size_t i = 0; i < s.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     char put = static_cast<char>(c);
-    if (c < 0x20 || c == 0x7f) put = ' ';
-    else if (c == '"') put = '\'';
+    if (c < 0x20 || c == 0x7f)
+      put = ' ';
+    else if (c == '"')
+      put = '\'';
     // C1 controls (U+0080..U+009F, UTF-8 C2 80..C2 9F) are control characters too.
-    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 && static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+    if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+        static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
       put = ' ';
       ++i;
     }
@@ -235,9 +239,11 @@ RunResult Run(host::Host& h, const collect::CollectOptions& base, const State& p
   r.verdict = Summarize(r.report);
   // A management library that hangs is a fault here (the audit calls it unread evidence): NHC's
   // GPU checks fail the node when nvidia-smi does not answer.
-  if (auto g = n.evidence.find("gpu.inventory"); g != n.evidence.end() && g->second.status == core::EvidenceStatus::kTimeout) {
-    std::string why = SanitizeReason(fmt::format("the GPU management library did not answer within {:.0f} s: {}",
-                                                 collect::TimeoutFor(opts, "gpu.inventory").count() / 1000.0, g->second.error));
+  if (auto g = n.evidence.find("gpu.inventory");
+      g != n.evidence.end() && g->second.status == core::EvidenceStatus::kTimeout) {
+    std::string why =
+        SanitizeReason(fmt::format("the GPU management library did not answer within {:.0f} s: {}",
+                                   collect::TimeoutFor(opts, "gpu.inventory").count() / 1000.0, g->second.error));
     r.verdict.failures.insert(r.verdict.failures.begin(), "gpu-drivers: " + why);
     if (r.verdict.healthy) r.verdict.check = "gpu-drivers", r.verdict.reason = why;
     r.verdict.healthy = false;
@@ -254,11 +260,14 @@ std::vector<std::string> DrainCommand(const std::string& node, const std::string
   return {"scontrol", "update", "NodeName=" + node, "State=DRAIN", "Reason=" + r};
 }
 
-std::vector<std::string> ResumeCommand(const std::string& node) { return {"scontrol", "update", "NodeName=" + node, "State=RESUME"}; }
+std::vector<std::string> ResumeCommand(const std::string& node) {
+  return {"scontrol", "update", "NodeName=" + node, "State=RESUME"};
+}
 
 std::vector<std::string> ShowNodeCommand(const std::string& node) { return {"scontrol", "show", "node", "-o", node}; }
 
-Decision Decide(bool healthy, bool drain, bool resume, const std::map<std::string, std::string>& node, const std::string& reason) {
+Decision Decide(bool healthy, bool drain, bool resume, const std::map<std::string, std::string>& node,
+                const std::string& reason) {
   auto get = [&](const char* k) {
     auto it = node.find(k);
     return it == node.end() ? std::string() : it->second;
@@ -274,15 +283,18 @@ Decision Decide(bool healthy, bool drain, bool resume, const std::map<std::strin
   if (!healthy && drain) {
     std::string want = DrainCommand("", reason).back().substr(7);  // "Reason=" cut
     if ((drained || down) && !ours && !current.empty()) {
-      d.why = fmt::format("node already {} by someone else (Reason={}): left alone", drained ? "drained" : "down", SanitizeReason(current));
+      d.why = fmt::format("node already {} by someone else (Reason={}): left alone", drained ? "drained" : "down",
+                          SanitizeReason(current));
     } else if (drained && ours && current.rfind(want, 0) == 0) {
       d.why = "already drained with this reason";
     } else {
       d.action = NodeAction::kDrain;
     }
   } else if (healthy && resume) {
-    if (drained && ours) d.action = NodeAction::kResume;
-    else if (drained) d.why = fmt::format("drained by someone else (Reason={}): not resumed", SanitizeReason(current));
+    if (drained && ours)
+      d.action = NodeAction::kResume;
+    else if (drained)
+      d.why = fmt::format("drained by someone else (Reason={}): not resumed", SanitizeReason(current));
   }
   return d;
 }

@@ -31,11 +31,11 @@ const std::vector<std::string>& Checks();
 // The state between runs (a small JSON file, docs/ARCHITECTURE.md "Health mode").
 struct State {
   int version = 1;
-  long long updated_epoch = 0;           // 0: no earlier run
-  std::string updated_at;                // RFC 3339
-  std::vector<std::string> xid_seen;     // kernel-log lines of the GPU events the last run saw
+  long long updated_epoch = 0;                         // 0: no earlier run
+  std::string updated_at;                              // RFC 3339
+  std::vector<std::string> xid_seen;                   // kernel-log lines of the GPU events the last run saw
   nlohmann::json counters = nlohmann::json::object();  // "mlx5_0/1" -> {counter: value}
-  std::string last_status;               // the last status line
+  std::string last_status;                             // the last status line
   nlohmann::json ToJson() const;
 };
 // nullopt (and `error`) for a document that is not a state we wrote: the caller reports it and
@@ -46,14 +46,15 @@ std::optional<State> ParseState(std::string_view text, std::string* error);
 // (prev.updated_epoch == 0) every event the source shows counts, and counters have one read.
 void ApplyState(core::EvidenceSet& evidence, const State& prev, long long now_epoch);
 // The state to keep after this run, from the evidence as collected (before ApplyState).
-State NextState(const core::EvidenceSet& collected, long long now_epoch, const std::string& now_text, const std::string& status_line);
+State NextState(const core::EvidenceSet& collected, long long now_epoch, const std::string& now_text,
+                const std::string& status_line);
 
 struct Verdict {
   bool healthy = true;
-  std::string check;                    // the first failing check
-  std::string reason;                   // its summary (sanitized)
-  std::vector<std::string> failures;    // "check: summary" for every FAIL
-  std::vector<std::string> warnings;    // "check: summary" for every WARN (never unhealthy)
+  std::string check;                  // the first failing check
+  std::string reason;                 // its summary (sanitized)
+  std::vector<std::string> failures;  // "check: summary" for every FAIL
+  std::vector<std::string> warnings;  // "check: summary" for every WARN (never unhealthy)
 };
 // FAIL of any health check is unhealthy; WARN (unread evidence, history) and SKIP are not.
 Verdict Summarize(const Report& report);
@@ -69,8 +70,8 @@ std::string SanitizeReason(std::string_view text, size_t max_bytes = 200);
 // log since shortly before the last run), the state applied, judged and summarized.
 struct RunResult {
   Verdict verdict;
-  std::string line;      // StatusLine(verdict)
-  State next;            // the state to save
+  std::string line;  // StatusLine(verdict)
+  State next;        // the state to save
   Report report;
 };
 RunResult Run(host::Host& h, const collect::CollectOptions& base, const State& prev, const std::string& node,
@@ -93,6 +94,7 @@ struct Decision {
 //  unhealthy + drain:  drain with `reason` (prefixed), unless it is already drained with that same
 //                      reason, or drained/down by someone else (their reason is kept)
 //  healthy + resume:   resume only a node drained with our prefix
-Decision Decide(bool healthy, bool drain, bool resume, const std::map<std::string, std::string>& node, const std::string& reason);
+Decision Decide(bool healthy, bool drain, bool resume, const std::map<std::string, std::string>& node,
+                const std::string& reason);
 
 }  // namespace clustermax::audit::health

@@ -87,7 +87,7 @@ nlohmann::json Plan::ToJson() const {
     checks_json.push_back({{"id", i.id},
                            {"category", i.category},
                            {"mode", i.Mode()},
-                           {"state", pc.state == PlanState::kRun ? "run"
+                           {"state", pc.state == PlanState::kRun          ? "run"
                                      : pc.state == PlanState::kNotInScope ? "skip: not-in-scope"
                                                                           : "skip: probe-disabled"},
                            {"needs", i.needs}});

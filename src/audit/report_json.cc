@@ -136,7 +136,8 @@ class JsonOut {
   // A JSON string as nlohmann writes it (ensure_ascii off, invalid UTF-8 replaced): copied as is
   // when nothing in it needs an escape, which is nearly always.
   void Quote(const std::string& s) {
-    bool plain = std::none_of(s.begin(), s.end(), [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
+    bool plain = std::none_of(s.begin(), s.end(),
+                              [](char c) { return c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20; });
     if (plain && util::IsUtf8(s)) {
       out_ += "\"";
       out_ += s;
@@ -166,7 +167,9 @@ class JsonOut {
     Spaces(depth);
     out_ += bracket;
   }
-  static std::string String(const std::string& s) { return json(s).dump(-1, ' ', false, json::error_handler_t::replace); }
+  static std::string String(const std::string& s) {
+    return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
 
  private:
   BufferedSink out_;
@@ -192,8 +195,10 @@ void Members(JsonOut& o, const json& head, const std::map<std::string, std::func
   for (const auto& k : order) {
     o.Key(k, depth + 1, first);
     first = false;
-    if (auto it = extra.find(k); it != extra.end()) it->second(depth + 1);
-    else o.Value(*keys[k], depth + 1);
+    if (auto it = extra.find(k); it != extra.end())
+      it->second(depth + 1);
+    else
+      o.Value(*keys[k], depth + 1);
   }
   o.Close("}", depth);
 }

@@ -15,10 +15,14 @@ using core::Verdict;
 
 const char* Color(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "\x1b[32m";
-    case Verdict::kWarn: return "\x1b[33m";
-    case Verdict::kFail: return "\x1b[31m";
-    case Verdict::kSkip: return "\x1b[2m";
+    case Verdict::kPass:
+      return "\x1b[32m";
+    case Verdict::kWarn:
+      return "\x1b[33m";
+    case Verdict::kFail:
+      return "\x1b[31m";
+    case Verdict::kSkip:
+      return "\x1b[2m";
   }
   return "";
 }
@@ -51,35 +55,40 @@ void WriteText(const audit::Report& r, const TextOptions& o, const Sink& sink) {
     out += util::EscapeControls(rest);
     out += '\n';
   };
-  line(fmt::format("clustermax {} audit: target {}, profile {}, {} node(s): {}", r.tool_version,
-                   core::ToString(r.plan.selection.target),
-                   r.plan.selection.profiles.empty() ? "all" : fmt::format("{}", fmt::join(r.plan.selection.profiles, ",")),
-                   r.nodes.size(), fmt::join(r.nodes, ", ")));
-  line(fmt::format("evidence collected {} ({}); minimum table {} generated {}", r.collected_at, r.mode, r.minimums_origin,
-                   r.minimums_generated));
+  line(fmt::format(
+      "clustermax {} audit: target {}, profile {}, {} node(s): {}", r.tool_version,
+      core::ToString(r.plan.selection.target),
+      r.plan.selection.profiles.empty() ? "all" : fmt::format("{}", fmt::join(r.plan.selection.profiles, ",")),
+      r.nodes.size(), fmt::join(r.nodes, ", ")));
+  line(fmt::format("evidence collected {} ({}); minimum table {} generated {}", r.collected_at, r.mode,
+                   r.minimums_origin, r.minimums_generated));
   if (r.target_detection.is_object()) {
     const auto& td = r.target_detection;
     std::string chosen = td.value("chosen", td.value("target", std::string()));
     line(fmt::format("target detection: {}{}", td.value("decision", std::string()),
-                     td.contains("by") ? fmt::format("; audited as {} ({})", chosen, td.value("by", std::string())) : std::string()));
+                     td.contains("by") ? fmt::format("; audited as {} ({})", chosen, td.value("by", std::string()))
+                                       : std::string()));
     if (o.verbosity >= 1 || chosen != td.value("target", std::string())) {
       for (const auto& m : td.value("weighed", nlohmann::json::array())) line("  weighed: " + m.get<std::string>());
     }
   }
   if (!r.not_taken.empty()) {
-    line(fmt::format("NOT TAKEN FROM THE IMAGE: {} evidence source(s) need commands, PATH lookups, environment or NVML, which "
-                     "would be the auditing host's (--sysroot); their checks judge them as not collected:",
-                     r.not_taken.size()));
+    line(fmt::format(
+        "NOT TAKEN FROM THE IMAGE: {} evidence source(s) need commands, PATH lookups, environment or NVML, which "
+        "would be the auditing host's (--sysroot); their checks judge them as not collected:",
+        r.not_taken.size()));
     for (const auto& m : r.not_taken) line("  - " + m);
   }
   if (!r.replay_misses.empty()) {
-    line(fmt::format("WARNING: the evidence bundle could not answer {} request(s); those checks judge missing evidence:",
-                     r.replay_misses.size()));
+    line(
+        fmt::format("WARNING: the evidence bundle could not answer {} request(s); those checks judge missing evidence:",
+                    r.replay_misses.size()));
     for (const auto& m : r.replay_misses) line("  - " + m);
   }
   if (!r.fleet.is_null()) {
     const auto& fl = r.fleet;
-    line(fmt::format("fleet: {} of {} nodes returned evidence", fl["nodes_returned"].get<size_t>(), fl["nodes_expected"].get<size_t>()));
+    line(fmt::format("fleet: {} of {} nodes returned evidence", fl["nodes_returned"].get<size_t>(),
+                     fl["nodes_expected"].get<size_t>()));
     for (const auto& u : r.unreachable) line(fmt::format("  no evidence from {}: {}", u.node, u.reason));
     for (const auto& p : fl.value("partial", nlohmann::json::array())) {
       line(fmt::format("  partial evidence from {}: {}", p["node"].get<std::string>(), p["reason"].get<std::string>()));
@@ -89,9 +98,10 @@ void WriteText(const audit::Report& r, const TextOptions& o, const Sink& sink) {
     } else {
       for (const auto& d : fl["drift"]) {
         std::vector<std::string> odd;
-        for (const auto& x : d["odd"]) odd.push_back(fmt::format("{} {}", x["node"].get<std::string>(), x["value"].get<std::string>()));
-        line(fmt::format("  drift: {}: {} on {} node(s); odd: {}", d["fact"].get<std::string>(), d["majority"].get<std::string>(),
-                         d["majority_count"].get<size_t>(), fmt::join(odd, "; ")));
+        for (const auto& x : d["odd"])
+          odd.push_back(fmt::format("{} {}", x["node"].get<std::string>(), x["value"].get<std::string>()));
+        line(fmt::format("  drift: {}: {} on {} node(s); odd: {}", d["fact"].get<std::string>(),
+                         d["majority"].get<std::string>(), d["majority_count"].get<size_t>(), fmt::join(odd, "; ")));
       }
     }
     if (o.verbosity >= 2) {
@@ -110,7 +120,8 @@ void WriteText(const audit::Report& r, const TextOptions& o, const Sink& sink) {
           if (res.info->cluster || res.nodes.size() < 2) continue;
           std::string cells;
           for (size_t i = 0; i < names.size(); ++i) {
-            std::string v = i < res.nodes.size() ? std::string(core::ToString(res.nodes[i].finding.verdict)).substr(0, 1) : "-";
+            std::string v =
+                i < res.nodes.size() ? std::string(core::ToString(res.nodes[i].finding.verdict)).substr(0, 1) : "-";
             cells += fmt::format("{:<{}} ", v, names[i].size());
           }
           line(fmt::format("  {:<36} {}", res.info->id, cells));
@@ -142,7 +153,8 @@ void WriteText(const audit::Report& r, const TextOptions& o, const Sink& sink) {
       }
       for (const auto& d : f.details) line("       - " + d);
       if (res.nodes.size() > 1) {
-        for (const auto& n : res.nodes) line(fmt::format("       {} {}: {}", core::ToString(n.finding.verdict), n.node, n.finding.message));
+        for (const auto& n : res.nodes)
+          line(fmt::format("       {} {}: {}", core::ToString(n.finding.verdict), n.node, n.finding.message));
       }
     }
     if (o.verbosity >= 3) {

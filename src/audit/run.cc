@@ -67,7 +67,8 @@ std::vector<std::string> ReplayPaths(const std::vector<std::string>& given) {
       continue;
     }
     fs::path ev = fs::path(g) / "evidence";
-    if (!fs::is_directory(ev)) throw UsageError(fmt::format("--replay {}: a directory, but not a run directory (no evidence/)", g));
+    if (!fs::is_directory(ev))
+      throw UsageError(fmt::format("--replay {}: a directory, but not a run directory (no evidence/)", g));
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(ev)) {
       if (e.path().extension() == ".json" && e.path().filename().string()[0] != '.') files.push_back(e.path());
@@ -125,8 +126,9 @@ AuditOutcome Replay(const AuditRequest& r, const AuditHooks& hooks) {
   out.report = ReplayAndJudgeFiles(paths, plan, opts, *r.minimums, &duplicates, &kept);
   Report& report = *out.report;
   for (const auto& d : duplicates) {
-    Note(hooks, fmt::format("clustermax: warning: {} is the same collection as an earlier bundle ({} at {}); judged once",
-                            util::EscapeControls(paths[d.slot]), util::EscapeControls(d.node), d.started_at));
+    Note(hooks,
+         fmt::format("clustermax: warning: {} is the same collection as an earlier bundle ({} at {}); judged once",
+                     util::EscapeControls(paths[d.slot]), util::EscapeControls(d.node), d.started_at));
   }
   report.mode = "replay";
   if (!r.out_dir.empty()) {
@@ -136,7 +138,8 @@ AuditOutcome Replay(const AuditRequest& r, const AuditHooks& hooks) {
     out.saved = run.Commit(report);
   }
   if (!report.replay_misses.empty()) {
-    Note(hooks, fmt::format("clustermax: warning: {} request(s) not in the evidence bundle(s); see the report header", report.replay_misses.size()));
+    Note(hooks, fmt::format("clustermax: warning: {} request(s) not in the evidence bundle(s); see the report header",
+                            report.replay_misses.size()));
   }
   return out;
 }
@@ -153,7 +156,9 @@ core::TargetDetection DetectTarget(host::Host& h) {
 std::string ScopeLine(const AuditRequest& r, bool fleet) {
   std::string hn = util::Hostname();
   if (!r.sysroot.empty()) {
-    return fmt::format("the image under {} (its files only: commands, PATH, environment and NVML would be this host's and are not taken)", r.sysroot);
+    return fmt::format(
+        "the image under {} (its files only: commands, PATH, environment and NVML would be this host's and are not taken)",
+        r.sysroot);
   }
   if (!fleet) return fmt::format("this node: {}", hn);
   const char* job = std::getenv("SLURM_JOB_ID");
@@ -167,8 +172,8 @@ std::string ScopeLine(const AuditRequest& r, bool fleet) {
 // The scheduler's view here, the node checks on every node through one srun step. Each node's
 // bundle is saved, replayed and judged on one of the cores as it arrives, then dropped: memory
 // holds compact findings, not the fleet's evidence.
-Report FanOut(const AuditRequest& r, const Plan& plan, const collect::CollectOptions& opts, host::LocalHost& local, host::Bundle& bundle,
-              RunDir& run, const AuditHooks& hooks) {
+Report FanOut(const AuditRequest& r, const Plan& plan, const collect::CollectOptions& opts, host::LocalHost& local,
+              host::Bundle& bundle, RunDir& run, const AuditHooks& hooks) {
   NodeEvidence login = CollectNode(local, plan, opts, bundle, "login");
   run.SaveBundle(bundle.manifest.hostname, bundle);
   SlurmFanOutOptions fo;
@@ -195,9 +200,13 @@ Report FanOut(const AuditRequest& r, const Plan& plan, const collect::CollectOpt
   Note(hooks, "  fan-out:  sinfo, then one srun step over the nodes in scope...");
   FanOutResult fr = FanOutThroughSlurm(local, fo, stream);
   size_t returned = fr.in_scope.size() - std::min(fr.in_scope.size(), fr.unreachable.size());
-  Note(hooks, fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s", returned, fr.in_scope.size(), fr.seconds));
+  Note(hooks, fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s", returned, fr.in_scope.size(),
+                          fr.seconds));
   if (!fr.srun_error.empty()) Note(hooks, "  srun:     " + fr.srun_error, 1);
-  if (fr.strangers > 0) Note(hooks, fmt::format("clustermax: warning: {} document(s) under names that are not nodes of the step were ignored", fr.strangers));
+  if (fr.strangers > 0)
+    Note(hooks,
+         fmt::format("clustermax: warning: {} document(s) under names that are not nodes of the step were ignored",
+                     fr.strangers));
   if (fr.in_scope.empty()) Note(hooks, "clustermax: warning: no node in scope (check --partition / --nodelist)");
   return judged->Finish(fr.unreachable);
 }
@@ -236,7 +245,8 @@ AuditOutcome Live(const AuditRequest& r, const AuditHooks& hooks) {
   bundle.manifest.sysroot = r.sysroot;
   bundle.manifest.target_detection = detection;
   // The run directory is made first: a fleet's bundles are saved into it as they arrive.
-  fs::path out = r.out_dir.empty() ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now()) : fs::path(r.out_dir);
+  fs::path out = r.out_dir.empty() ? DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now())
+                                   : fs::path(r.out_dir);
   RunDir run(out, /*unique_name=*/r.out_dir.empty());
   AuditOutcome outcome;
   if (fleet) {

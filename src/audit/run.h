@@ -44,25 +44,25 @@ struct AuditRequest {
   std::optional<core::Target> target;  // explicit; nullopt: detected (live) or the bundle's (replay)
   std::string target_flag;             // the option that chose it ("--slurm"), for the report
   std::vector<std::string> profiles, checks;
-  std::set<std::string> probes;        // active probes enabled by name
-  std::vector<std::string> replay;     // bundles or run directories to judge instead of this node
-  std::string out_dir;                 // "" = DefaultRunsDir()/<timestamp>, a unique name
+  std::set<std::string> probes;     // active probes enabled by name
+  std::vector<std::string> replay;  // bundles or run directories to judge instead of this node
+  std::string out_dir;              // "" = DefaultRunsDir()/<timestamp>, a unique name
   std::string sysroot, record;
   const core::MinimumTable* minimums = nullptr;  // required
   CollectSettings collect;
   SlurmScope slurm;
-  std::vector<std::string> argv;       // stamped into the bundle's manifest
+  std::vector<std::string> argv;  // stamped into the bundle's manifest
 };
 
 // What a live run will do, known before anything is collected: shown to the operator, who may
 // stop there (--show, --dry-run, a declined prompt).
 struct AuditPreview {
   core::Target target;
-  std::string how;      // "detected: ..." or the option that chose the target
+  std::string how;  // "detected: ..." or the option that chose the target
   const Plan* plan = nullptr;
   std::vector<std::string> weighed;  // the detection's markers
-  bool fleet = false;   // one srun step over the fleet
-  std::string scope;    // one line: what is audited
+  bool fleet = false;                // one srun step over the fleet
+  std::string scope;                 // one line: what is audited
 };
 
 struct AuditHooks {

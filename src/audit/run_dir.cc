@@ -48,7 +48,9 @@ fs::path RunDir::EvidencePath(const std::string& name) {
   return tmp_ / "evidence" / file;
 }
 
-void RunDir::SaveEvidence(const std::string& name, std::string_view text) { util::WriteNewFile(EvidencePath(name), text); }
+void RunDir::SaveEvidence(const std::string& name, std::string_view text) {
+  util::WriteNewFile(EvidencePath(name), text);
+}
 
 void RunDir::SaveBundle(const std::string& name, const host::Bundle& b) { SaveEvidence(name, b.ToText()); }
 
@@ -57,23 +59,28 @@ fs::path RunDir::Commit(const Report& report) {
     audit::WriteJson(report, write);
     write("\n");
   });
-  util::WriteFileAtomic(tmp_ / "report.txt", [&](const audit::Sink& write) { audit::WriteText(report, {.verbosity = 2, .color = false}, write); });
+  util::WriteFileAtomic(tmp_ / "report.txt", [&](const audit::Sink& write) {
+    audit::WriteText(report, {.verbosity = 2, .color = false}, write);
+  });
   // The table the run was judged with, kept beside it: `audit review` judges with the same one.
-  std::optional<std::string> table = report.minimums_origin == "embedded" ? std::optional<std::string>(core::EmbeddedMinimumTableText())
-                                                                          : util::ReadLocalFile(report.minimums_origin);
+  std::optional<std::string> table = report.minimums_origin == "embedded"
+                                         ? std::optional<std::string>(core::EmbeddedMinimumTableText())
+                                         : util::ReadLocalFile(report.minimums_origin);
   if (table) util::WriteFileAtomic(tmp_ / "minimum-versions.json", *table);
   util::SyncFilesystemOf(tmp_);
   for (int n = 1; n < 1000; ++n) {
     fs::path target = n == 1 ? out_dir_ : fs::path(fmt::format("{}-{}", out_dir_.string(), n));
     std::error_code ec;
-    if (!unique_name_ && fs::is_directory(target, ec) && !fs::is_symlink(target, ec) && fs::is_empty(target, ec)) fs::remove(target, ec);
+    if (!unique_name_ && fs::is_directory(target, ec) && !fs::is_symlink(target, ec) && fs::is_empty(target, ec))
+      fs::remove(target, ec);
     if (::renameat2(AT_FDCWD, tmp_.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) {
       tmp_.clear();
       return target;
     }
     int e = errno;
     if (e != EEXIST || !unique_name_) {
-      if (e == EEXIST) throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir_.string()));
+      if (e == EEXIST)
+        throw std::runtime_error(fmt::format("output directory {} exists and is not empty", out_dir_.string()));
       throw std::runtime_error(fmt::format("cannot move the run into {}: {}", target.string(), std::strerror(e)));
     }
   }

@@ -38,7 +38,10 @@ bool Schedulable(const std::string& state) {
 }  // namespace
 
 std::vector<std::string> BundleLines(const std::string& node, const host::Bundle& bundle) {
-  return util::FrameLines(kMarker, node, std::string(kDeflated) + util::Base64Encode(util::Deflate(bundle.ToJson().dump(-1, ' ', /*ensure_ascii=*/true))), kChunk);
+  return util::FrameLines(
+      kMarker, node,
+      std::string(kDeflated) + util::Base64Encode(util::Deflate(bundle.ToJson().dump(-1, ' ', /*ensure_ascii=*/true))),
+      kChunk);
 }
 
 std::string BundleText(std::string document) {
@@ -73,12 +76,15 @@ NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o) {
   // Scope and state of every node: sinfo once (a node is listed once per partition: dedupe).
   std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%t|%G|%E"};
   if (!o.partition.empty()) sinfo.push_back("--partition=" + o.partition);
-  if (res.inside_allocation) sinfo.push_back("--nodes=" + *job_nodes);
-  else if (!o.nodelist.empty()) sinfo.push_back("--nodes=" + o.nodelist);
+  if (res.inside_allocation)
+    sinfo.push_back("--nodes=" + *job_nodes);
+  else if (!o.nodelist.empty())
+    sinfo.push_back("--nodes=" + o.nodelist);
   auto r = login.Run({sinfo, std::chrono::seconds(20)});
   if (r.status != host::IoStatus::kOk || r.exit_code != 0) {
-    throw std::runtime_error(fmt::format("sinfo failed ({}): {}", r.status == host::IoStatus::kOk ? "exit " + std::to_string(r.exit_code) : r.error,
-                                         util::Ellipsize(util::Trim(r.err + r.out), 300)));
+    throw std::runtime_error(fmt::format(
+        "sinfo failed ({}): {}", r.status == host::IoStatus::kOk ? "exit " + std::to_string(r.exit_code) : r.error,
+        util::Ellipsize(util::Trim(r.err + r.out), 300)));
   }
   std::set<std::string> seen;
   long long min_gpus = -1;
@@ -89,14 +95,22 @@ NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o) {
     res.in_scope.push_back(node);
     bool responding = state.find('*') == std::string::npos && state.find('~') == std::string::npos;
     std::string base = state;
-    base.erase(std::remove_if(base.begin(), base.end(), [](char c) { return c == '*' || c == '~' || c == '#' || c == '!' || c == '%' || c == '$' || c == '@' || c == '^' || c == '-'; }), base.end());
+    base.erase(std::remove_if(base.begin(), base.end(),
+                              [](char c) {
+                                return c == '*' || c == '~' || c == '#' || c == '!' || c == '%' || c == '$' ||
+                                       c == '@' || c == '^' || c == '-';
+                              }),
+               base.end());
     if (!responding) {
-      res.unreachable.push_back({node, fmt::format("not responding (state {}{})", state, reason == "none" || reason.empty() ? "" : ": " + reason)});
+      res.unreachable.push_back({node, fmt::format("not responding (state {}{})", state,
+                                                   reason == "none" || reason.empty() ? "" : ": " + reason)});
       continue;
     }
     if (!Schedulable(base) || (base == "alloc" && !res.inside_allocation)) {
-      res.unreachable.push_back({node, base == "alloc" ? "allocated to other jobs (audit it from inside an allocation)"
-                                                      : fmt::format("state {}{}", state, reason == "none" || reason.empty() ? "" : ": " + reason)});
+      res.unreachable.push_back(
+          {node, base == "alloc"
+                     ? "allocated to other jobs (audit it from inside an allocation)"
+                     : fmt::format("state {}{}", state, reason == "none" || reason.empty() ? "" : ": " + reason)});
       continue;
     }
     if (o.nodes > 0 && static_cast<int>(res.targets.size()) >= o.nodes) continue;
@@ -115,21 +129,30 @@ NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o) {
     }
     res.in_scope = scope;
     res.unreachable.erase(std::remove_if(res.unreachable.begin(), res.unreachable.end(),
-                                         [&](const UnreachableNode& u) { return std::find(scope.begin(), scope.end(), u.node) == scope.end(); }),
+                                         [&](const UnreachableNode& u) {
+                                           return std::find(scope.begin(), scope.end(), u.node) == scope.end();
+                                         }),
                           res.unreachable.end());
   }
   res.gpus_per_node = static_cast<int>(std::max<long long>(min_gpus, 0));
   return res;
 }
 
-FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes, const SlurmFanOutOptions& o,
-                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node,
+FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes,
+                         const SlurmFanOutOptions& o, const std::string& job_name,
+                         const std::vector<std::string>& program, const std::string& marker, int gpus_per_node,
                          const DocumentSink& on_document) {
   auto t0 = std::chrono::steady_clock::now();
   FramedStep res;
-  std::vector<std::string> argv = {"srun", "--nodes=" + std::to_string(nodes.size()), "--ntasks=" + std::to_string(nodes.size()),
-                                   "--ntasks-per-node=1", "--nodelist=" + fmt::format("{}", fmt::join(nodes, ",")),
-                                   "--job-name=" + job_name, "--kill-on-bad-exit=0", "--no-kill", "--label"};
+  std::vector<std::string> argv = {"srun",
+                                   "--nodes=" + std::to_string(nodes.size()),
+                                   "--ntasks=" + std::to_string(nodes.size()),
+                                   "--ntasks-per-node=1",
+                                   "--nodelist=" + fmt::format("{}", fmt::join(nodes, ",")),
+                                   "--job-name=" + job_name,
+                                   "--kill-on-bad-exit=0",
+                                   "--no-kill",
+                                   "--label"};
   if (scope.inside_allocation) {
     argv.push_back("--overlap");
   } else {
@@ -145,7 +168,8 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
 
   // The nodes' documents arrive byte-exact: each node redacted its own evidence before sending it.
   // srun's output is read as it arrives and not kept: each document leaves as soon as it is whole.
-  host::CommandSpec spec{argv, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), 1ull << 31, /*redact=*/false};
+  host::CommandSpec spec{argv, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), 1ull << 31,
+                         /*redact=*/false};
   spec.keep_stdout = false;
   std::set<std::string> wanted(nodes.begin(), nodes.end()), got;
   std::exception_ptr sink_error;
@@ -173,7 +197,9 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   spec.on_stdout = [&](std::string_view piece) {
     streamed = true;
     reader.Feed(piece);
-    if (progress.tty()) progress.Count(got.size(), nodes.size(), fmt::format("nodes answered (the step ends within {})", util::FormatDuration(o.timeout_s)));
+    if (progress.tty())
+      progress.Count(got.size(), nodes.size(),
+                     fmt::format("nodes answered (the step ends within {})", util::FormatDuration(o.timeout_s)));
   };
   auto run = login.Run(spec);
   if (!streamed) reader.Feed(run.out);  // a host that answers at the end (a replayed one)
@@ -182,7 +208,8 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   if (sink_error) std::rethrow_exception(sink_error);
   const auto& errors = reader.errors();
   std::string err = std::string(util::Trim(run.err));
-  if (run.status != host::IoStatus::kOk || run.exit_code != 0) res.srun_error = util::Ellipsize(err.empty() ? run.error : err, 2000);
+  if (run.status != host::IoStatus::kOk || run.exit_code != 0)
+    res.srun_error = util::Ellipsize(err.empty() ? run.error : err, 2000);
   for (const auto& node : nodes) {
     if (got.count(node)) continue;
     std::string why;
@@ -190,8 +217,13 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
     for (const auto& line : util::SplitLines(err)) {
       if (why.empty() && util::Contains(line, node)) why = std::string(util::Trim(line));
     }
-    if (why.empty() && run.status == host::IoStatus::kTimeout) why = fmt::format("returned nothing before the step timeout ({} s)", o.timeout_s);
-    if (why.empty() && !res.srun_error.empty()) why = "srun: " + util::Ellipsize(util::SplitLines(res.srun_error).empty() ? res.srun_error : util::SplitLines(res.srun_error).front(), 300);
+    if (why.empty() && run.status == host::IoStatus::kTimeout)
+      why = fmt::format("returned nothing before the step timeout ({} s)", o.timeout_s);
+    if (why.empty() && !res.srun_error.empty())
+      why = "srun: " + util::Ellipsize(util::SplitLines(res.srun_error).empty()
+                                           ? res.srun_error
+                                           : util::SplitLines(res.srun_error).front(),
+                                       300);
     if (why.empty()) why = "returned nothing";
     res.missing[node] = why;
   }
@@ -237,10 +269,11 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
       }
       stream.on_bundle(index.at(node), std::move(b), text);
     };
-    FramedStep step = RunFramedStep(login, scope, scope.targets, o, "clustermax-audit", program, kMarker, res.gpus_per_node,
-                                    [&](const std::string& node, std::string doc) {
-                                      workers.Push([&read, node, doc = std::move(doc)]() mutable { read(node, std::move(doc)); });
-                                    });
+    FramedStep step =
+        RunFramedStep(login, scope, scope.targets, o, "clustermax-audit", program, kMarker, res.gpus_per_node,
+                      [&](const std::string& node, std::string doc) {
+                        workers.Push([&read, node, doc = std::move(doc)]() mutable { read(node, std::move(doc)); });
+                      });
     workers.Finish();
     res.srun_argv = step.argv;
     res.srun_error = step.srun_error;
@@ -250,8 +283,12 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
   // Report in the order of the scope.
   std::map<std::string, size_t> place;
   for (size_t i = 0; i < res.in_scope.size(); ++i) place.emplace(res.in_scope[i], i);
-  auto at = [&](const std::string& node) { auto it = place.find(node); return it == place.end() ? place.size() : it->second; };
-  std::stable_sort(res.unreachable.begin(), res.unreachable.end(), [&](const UnreachableNode& a, const UnreachableNode& b) { return at(a.node) < at(b.node); });
+  auto at = [&](const std::string& node) {
+    auto it = place.find(node);
+    return it == place.end() ? place.size() : it->second;
+  };
+  std::stable_sort(res.unreachable.begin(), res.unreachable.end(),
+                   [&](const UnreachableNode& a, const UnreachableNode& b) { return at(a.node) < at(b.node); });
   res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return res;
 }

@@ -16,26 +16,26 @@
 namespace clustermax::audit {
 
 struct SlurmFanOutOptions {
-  std::string partition;        // --partition
-  std::string nodelist;         // --nodelist (Slurm hostlist)
-  int nodes = 0;                // at most this many nodes (0: every node in scope)
-  std::string time_limit = "10";  // srun --time (minutes) when asking for an allocation
-  double timeout_s = 300;       // the whole step; srun is killed after it, and what arrived is kept
-  double immediate_s = 30;      // outside an allocation: give up if the nodes are not granted within this
-  std::string bcast;            // non-empty: srun --bcast=PATH (copy the binary to the nodes first)
-  std::string self_exe;         // path of this binary as the nodes see it
+  std::string partition;                  // --partition
+  std::string nodelist;                   // --nodelist (Slurm hostlist)
+  int nodes = 0;                          // at most this many nodes (0: every node in scope)
+  std::string time_limit = "10";          // srun --time (minutes) when asking for an allocation
+  double timeout_s = 300;                 // the whole step; srun is killed after it, and what arrived is kept
+  double immediate_s = 30;                // outside an allocation: give up if the nodes are not granted within this
+  std::string bcast;                      // non-empty: srun --bcast=PATH (copy the binary to the nodes first)
+  std::string self_exe;                   // path of this binary as the nodes see it
   std::vector<std::string> collect_args;  // selection passed to `collect` (target, profiles, checks, probes, timeouts)
 };
 
 struct FanOutResult {
-  std::vector<host::Bundle> bundles;           // one per node that answered (manifest.role "compute")
-  std::vector<UnreachableNode> unreachable;    // in scope, no bundle, with the reason
-  std::vector<std::string> in_scope;           // every node asked for, in order
+  std::vector<host::Bundle> bundles;         // one per node that answered (manifest.role "compute")
+  std::vector<UnreachableNode> unreachable;  // in scope, no bundle, with the reason
+  std::vector<std::string> in_scope;         // every node asked for, in order
   std::vector<std::string> srun_argv;
-  std::string srun_error;                      // srun's stderr (trimmed) when it failed
+  std::string srun_error;  // srun's stderr (trimmed) when it failed
   bool inside_allocation = false;
-  int gpus_per_node = 0;                       // GPUs the step requested per node
-  size_t strangers = 0;                        // documents under names that are not nodes of the step (ignored)
+  int gpus_per_node = 0;  // GPUs the step requested per node
+  size_t strangers = 0;   // documents under names that are not nodes of the step (ignored)
   double seconds = 0;
 };
 
@@ -43,11 +43,11 @@ struct FanOutResult {
 // caller's allocation); down, drained, not-responding and (outside an allocation) busy nodes are
 // listed as unreachable with the reason; at most `nodes` targets.
 struct NodeScope {
-  std::vector<std::string> targets;           // schedulable now, in sinfo's order
-  std::vector<std::string> in_scope;          // every node asked for
+  std::vector<std::string> targets;   // schedulable now, in sinfo's order
+  std::vector<std::string> in_scope;  // every node asked for
   std::vector<UnreachableNode> unreachable;
   bool inside_allocation = false;
-  int gpus_per_node = 0;                      // the fewest GPUs (GRES) among the targets
+  int gpus_per_node = 0;  // the fewest GPUs (GRES) among the targets
 };
 NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o);
 
@@ -60,13 +60,14 @@ struct FramedStep {
   std::map<std::string, std::string> documents;  // node -> document (without a sink)
   std::map<std::string, std::string> missing;    // node of `nodes` without a document -> why
   std::vector<std::string> argv;
-  std::string srun_error;                        // srun's stderr (trimmed) when it failed
-  size_t strangers = 0;                          // documents from keys that are not nodes of the step
+  std::string srun_error;  // srun's stderr (trimmed) when it failed
+  size_t strangers = 0;    // documents from keys that are not nodes of the step
   double seconds = 0;
 };
 using DocumentSink = std::function<void(const std::string& node, std::string document)>;
-FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes, const SlurmFanOutOptions& o,
-                         const std::string& job_name, const std::vector<std::string>& program, const std::string& marker, int gpus_per_node,
+FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::vector<std::string>& nodes,
+                         const SlurmFanOutOptions& o, const std::string& job_name,
+                         const std::vector<std::string>& program, const std::string& marker, int gpus_per_node,
                          const DocumentSink& on_document = {});
 
 // The line format of a bundle on stdout: "CLUSTERMAX-BUNDLE <node> <index> <count> <chunk>", the

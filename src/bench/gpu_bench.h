@@ -20,12 +20,12 @@
 namespace clustermax::bench {
 
 struct GpuBenchOptions {
-  GpuPlanOptions plan;           // suites, precisions, models, full/quick (GPU fields filled in here)
-  std::vector<int> gpus;         // CUDA device indices; empty: all
-  std::string helper;            // path of clustermax-gpu; empty: next to this binary, then PATH
+  GpuPlanOptions plan;             // suites, precisions, models, full/quick (GPU fields filled in here)
+  std::vector<int> gpus;           // CUDA device indices; empty: all
+  std::string helper;              // path of clustermax-gpu; empty: next to this binary, then PATH
   std::optional<double> warmup_s;  // GPU warm-up before timing (default 10 s quick, 30 s full)
-  double job_timeout_s = 1800;   // per helper run (one suite on one GPU)
-  bool telemetry = true;         // NVML sampling during the run
+  double job_timeout_s = 1800;     // per helper run (one suite on one GPU)
+  bool telemetry = true;           // NVML sampling during the run
   std::filesystem::path work_dir;  // where job files go (a temporary directory when empty)
   std::function<void(const std::string&)> progress;
   std::function<void(double)> fraction;  // how far the run is, 0..1, at each suite

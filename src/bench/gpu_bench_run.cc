@@ -68,12 +68,19 @@ GpuJobOutcome RunJob(const std::string& helper, const json& job, const fs::path&
 // The harness a suite runs on: one helper per GPU and job; the first run carries the warm-up.
 class Runner : public GpuSuiteRunner {
  public:
-  Runner(const GpuBenchOptions& o, std::string helper, fs::path work, std::vector<int> gpus, GpuPlanOptions plan, double warmup)
-      : o_(o), helper_(std::move(helper)), work_(std::move(work)), gpus_(std::move(gpus)), plan_(std::move(plan)), warmup_(warmup) {}
+  Runner(const GpuBenchOptions& o, std::string helper, fs::path work, std::vector<int> gpus, GpuPlanOptions plan,
+         double warmup)
+      : o_(o),
+        helper_(std::move(helper)),
+        work_(std::move(work)),
+        gpus_(std::move(gpus)),
+        plan_(std::move(plan)),
+        warmup_(warmup) {}
   const std::vector<int>& gpus() const override { return gpus_; }
   const GpuPlanOptions& plan() const override { return plan_; }
 
-  std::vector<GpuJobOutcome> RunOn(const std::vector<int>& on, const json& items, const std::string& tag, bool concurrent) override {
+  std::vector<GpuJobOutcome> RunOn(const std::vector<int>& on, const json& items, const std::string& tag,
+                                   bool concurrent) override {
     std::vector<GpuJobOutcome> outcomes(on.size());
     json runnable = json::array();
     for (const auto& it : items) {
@@ -92,7 +99,8 @@ class Runner : public GpuSuiteRunner {
       for (size_t i = 0; i < on.size(); ++i) one(i);
     }
     warmed_ = warmed_ || warmup_ <= 0 || std::any_of(outcomes.begin(), outcomes.end(), [](const GpuJobOutcome& x) {
-                return std::any_of(x.lines.begin(), x.lines.end(), [](const json& l) { return l.value("type", "") == "warmup"; });
+                return std::any_of(x.lines.begin(), x.lines.end(),
+                                   [](const json& l) { return l.value("type", "") == "warmup"; });
               });
     return outcomes;
   }
@@ -116,7 +124,8 @@ json RunSuite(const GpuSuite& s, Runner& runner, const std::function<void(const 
   const std::vector<int>& gpus = runner.gpus();
   json rows = s.plan(runner.plan());
   size_t runnable = std::count_if(rows.begin(), rows.end(), [](const json& r) { return !r.contains("na"); });
-  say(fmt::format("{}: {} item(s) on {} GPU(s){}", s.key, runnable, s.policy == GpuRunPolicy::kFirstGpuSeesAll ? 1 : gpus.size(),
+  say(fmt::format("{}: {} item(s) on {} GPU(s){}", s.key, runnable,
+                  s.policy == GpuRunPolicy::kFirstGpuSeesAll ? 1 : gpus.size(),
                   runnable < rows.size() ? fmt::format(", {} not applicable", rows.size() - runnable) : ""));
   for (auto& r : rows) r["gpus"] = json::array();
   json suite_out = json::object();
@@ -156,8 +165,8 @@ json RunSuite(const GpuSuite& s, Runner& runner, const std::function<void(const 
 
 // The helper's `info`: the GPUs to run on, each with its peaks model, and the plan filled in for
 // them (count, smallest compute capability and memory). A reason when there is no usable GPU.
-std::optional<std::string> Discover(const GpuBenchOptions& o, const std::string& helper, json& result, std::vector<int>& gpus,
-                                    GpuPlanOptions& plan) {
+std::optional<std::string> Discover(const GpuBenchOptions& o, const std::string& helper, json& result,
+                                    std::vector<int>& gpus, GpuPlanOptions& plan) {
   auto info = host::RunProcess(helper, {"clustermax-gpu", "info"}, std::chrono::seconds(60), 1u << 20, {});
   json inf;
   try {
@@ -198,7 +207,8 @@ std::optional<std::string> Discover(const GpuBenchOptions& o, const std::string&
   plan.compute_capability = min_cc;
   result["gpus"] = gpu_list;
   if (o.progress) {
-    o.progress(fmt::format("{} GPU(s): {}, compute capability {}, helper {}", gpus.size(), devs[gpus[0]]["name"].get<std::string>(), min_cc, helper));
+    o.progress(fmt::format("{} GPU(s): {}, compute capability {}, helper {}", gpus.size(),
+                           devs[gpus[0]]["name"].get<std::string>(), min_cc, helper));
   }
   return std::nullopt;
 }
@@ -208,7 +218,8 @@ struct WorkDir {
   fs::path dir;
   bool ours;
   explicit WorkDir(const fs::path& given)
-      : dir(given.empty() ? fs::temp_directory_path() / fmt::format("clustermax-gpu-{}", getpid()) : given), ours(given.empty()) {
+      : dir(given.empty() ? fs::temp_directory_path() / fmt::format("clustermax-gpu-{}", getpid()) : given),
+        ours(given.empty()) {
     fs::create_directories(dir);
   }
   ~WorkDir() {
@@ -219,7 +230,8 @@ struct WorkDir {
 
 }  // namespace
 
-void CollectGpuRows(json& rows, const std::vector<int>& gpus, const std::vector<GpuJobOutcome>& outcomes, const GpuSuite& suite) {
+void CollectGpuRows(json& rows, const std::vector<int>& gpus, const std::vector<GpuJobOutcome>& outcomes,
+                    const GpuSuite& suite) {
   for (auto& row : rows) {
     if (row.contains("na")) continue;
     for (size_t g = 0; g < gpus.size() && g < outcomes.size(); ++g) {
@@ -228,7 +240,9 @@ void CollectGpuRows(json& rows, const std::vector<int>& gpus, const std::vector<
       for (const auto& l : o.lines) {
         if (l.value("type", "") == "result" && l.value("id", "") == row["id"]) rec = AnalyzeGpuItem(row, l);
       }
-      if (rec.is_null()) rec = {{"status", "error"}, {"error", "not run: " + (o.failure.empty() ? std::string("no result line") : o.failure)}};
+      if (rec.is_null())
+        rec = {{"status", "error"},
+               {"error", "not run: " + (o.failure.empty() ? std::string("no result line") : o.failure)}};
       rec["gpu"] = gpus[g];
       row["gpus"].push_back(std::move(rec));
     }
@@ -249,19 +263,26 @@ void CollectGpuRows(json& rows, const std::vector<int>& gpus, const std::vector<
       ++n;
     }
     if (n > 0) {
-      row["summary"] = {{"metric", key}, {"unit", suite.unit}, {"slowest", RoundTo(lo, 3)}, {"slowest_gpu", slow}, {"best", RoundTo(hi, 3)},
-                        {"spread_pct", hi != 0 ? RoundTo(std::abs(hi - lo) / std::abs(higher ? hi : lo) * 100, 2) : 0.0}};
+      row["summary"] = {
+          {"metric", key},
+          {"unit", suite.unit},
+          {"slowest", RoundTo(lo, 3)},
+          {"slowest_gpu", slow},
+          {"best", RoundTo(hi, 3)},
+          {"spread_pct", hi != 0 ? RoundTo(std::abs(hi - lo) / std::abs(higher ? hi : lo) * 100, 2) : 0.0}};
     }
   }
 }
 
 std::string FindGpuHelper(const std::string& explicit_path) {
   if (!explicit_path.empty()) return access(explicit_path.c_str(), X_OK) == 0 ? explicit_path : "";
-  if (const char* env = std::getenv("CLUSTERMAX_GPU_HELPER"); env && *env) return access(env, X_OK) == 0 ? std::string(env) : "";
+  if (const char* env = std::getenv("CLUSTERMAX_GPU_HELPER"); env && *env)
+    return access(env, X_OK) == 0 ? std::string(env) : "";
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    for (const fs::path& p : {self.parent_path() / "clustermax-gpu", self.parent_path() / "../lib/clustermax/clustermax-gpu"}) {
+    for (const fs::path& p :
+         {self.parent_path() / "clustermax-gpu", self.parent_path() / "../lib/clustermax/clustermax-gpu"}) {
       if (access(p.c_str(), X_OK) == 0) return p.lexically_normal().string();
     }
   }
@@ -297,15 +318,18 @@ json AnalyzeGpuItem(const json& item, const json& line) {
     r["error"] = "the helper returned no timings";
     return r;
   }
-  double med_s = st["median"].get<double>() / 1e3, mean_s = st["mean"].get<double>() / 1e3, min_s = st["min"].get<double>() / 1e3;
+  double med_s = st["median"].get<double>() / 1e3, mean_s = st["mean"].get<double>() / 1e3,
+         min_s = st["min"].get<double>() / 1e3;
   if (kind == "gemm" || kind == "grouped") {
     double flops = item.value("flops", 0.0), bytes = item.value("bytes", 0.0);
     r["tflops"] = RoundTo(flops / med_s / 1e12, 2);
     r["tflops_mean"] = RoundTo(flops / mean_s / 1e12, 2);
     r["tflops_max"] = RoundTo(flops / min_s / 1e12, 2);
     r["gbps"] = RoundTo(bytes / med_s / 1e9, 1);
-    json check = JudgeSamples(line.value("samples", json::object({{"got", json::array()}, {"ref", json::array()}, {"absref", json::array()}})),
-                              item.value("dtype", ""));
+    json check = JudgeSamples(
+        line.value("samples",
+                   json::object({{"got", json::array()}, {"ref", json::array()}, {"absref", json::array()}})),
+        item.value("dtype", ""));
     r["check"] = check;
     if (!check["ok"].get<bool>()) r["status"] = "wrong";
     if (line.contains("algo")) r["algo"] = line["algo"];
@@ -330,9 +354,12 @@ json RunGpuBench(const GpuBenchOptions& o) {
   auto say = [&](const std::string& s) {
     if (o.progress) o.progress(s);
   };
-  json result = {{"kind", "clustermax.bench.gpu"}, {"schema_version", 1}, {"tool_version", std::string(core::kToolVersion)},
+  json result = {{"kind", "clustermax.bench.gpu"},
+                 {"schema_version", 1},
+                 {"tool_version", std::string(core::kToolVersion)},
                  {"host", util::Hostname()},
-                 {"started", util::FormatRfc3339(std::chrono::system_clock::now())}, {"mode", o.plan.full ? "full" : "quick"}};
+                 {"started", util::FormatRfc3339(std::chrono::system_clock::now())},
+                 {"mode", o.plan.full ? "full" : "quick"}};
   auto skip = [&](const std::string& why) {
     result["status"] = "skip";
     result["reason"] = why;
@@ -341,8 +368,10 @@ json RunGpuBench(const GpuBenchOptions& o) {
   };
   std::string helper = FindGpuHelper(o.helper);
   if (helper.empty()) {
-    return skip(o.helper.empty() ? "the GPU benchmark helper clustermax-gpu is not installed next to this binary (built without CUDA?)"
-                                 : "the GPU benchmark helper " + o.helper + " does not exist or is not executable");
+    return skip(
+        o.helper.empty()
+            ? "the GPU benchmark helper clustermax-gpu is not installed next to this binary (built without CUDA?)"
+            : "the GPU benchmark helper " + o.helper + " does not exist or is not executable");
   }
   result["helper"] = helper;
   std::vector<int> gpus;
@@ -360,7 +389,8 @@ json RunGpuBench(const GpuBenchOptions& o) {
     if (o.fraction) o.fraction(static_cast<double>(suites_done++) / static_cast<double>(suites.size()));
     if (Cancelled()) break;
     const GpuSuite* s = FindGpuSuite(key);
-    if (!s) throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", key, fmt::join(GpuSuites(), ", ")));
+    if (!s)
+      throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", key, fmt::join(GpuSuites(), ", ")));
     double from = tele.Now();
     auto ts = std::chrono::steady_clock::now();
     json suite_out = RunSuite(*s, runner, say);
@@ -378,7 +408,10 @@ json RunGpuBench(const GpuBenchOptions& o) {
   result["status"] = "ok";
   result["suites"] = out_suites;
   result["suite_order"] = out_order;
-  result["plan"] = {{"precisions", o.plan.precisions}, {"models", o.plan.models}, {"warmup_s", warmup}, {"fp8_fast_accum", o.plan.fp8_fast_accum}};
+  result["plan"] = {{"precisions", o.plan.precisions},
+                    {"models", o.plan.models},
+                    {"warmup_s", warmup},
+                    {"fp8_fast_accum", o.plan.fp8_fast_accum}};
   if (Cancelled()) result["interrupted"] = true;
   result["seconds"] = RoundTo(Seconds(t0), 2);
   return result;

@@ -32,8 +32,8 @@ json MatchGpuModel(const std::string& name, const json& peaks) {
   return nullptr;
 }
 
-PerGpuBest BestPerGpu(const json& result, const std::string& suite, const char* key, const std::function<bool(const json&)>& pick,
-                      bool higher) {
+PerGpuBest BestPerGpu(const json& result, const std::string& suite, const char* key,
+                      const std::function<bool(const json&)>& pick, bool higher) {
   PerGpuBest b;
   if (!result.contains("suites") || !result["suites"].contains(suite)) return b;
   for (const auto& row : result["suites"][suite]["items"]) {
@@ -70,8 +70,9 @@ MetricValue NodeValue(const std::string& id, const PerGpuBest& b, bool higher, c
     if (higher ? it->second < slow->second : it->second > slow->second) slow = it;
   }
   m.value = slow->second;
-  m.detail = b.value.size() > 1 ? fmt::format("slowest of {} GPUs: GPU {} ({})", b.value.size(), slow->first, b.where.at(slow->first))
-                                : b.where.at(slow->first);
+  m.detail = b.value.size() > 1
+                 ? fmt::format("slowest of {} GPUs: GPU {} ({})", b.value.size(), slow->first, b.where.at(slow->first))
+                 : b.where.at(slow->first);
   return m;
 }
 
@@ -89,27 +90,35 @@ GpuBars::GpuBars(const json& model, const json& floors) : model_(model), floors_
   model_id_ = model.is_null() ? "" : model["id"].get<std::string>();
 }
 
-void GpuBars::Add(const std::string& id, const std::string& title, const char* unit, const char* floor, std::optional<double> peak,
-                  const std::string& peak_what, bool higher) {
+void GpuBars::Add(const std::string& id, const std::string& title, const char* unit, const char* floor,
+                  std::optional<double> peak, const std::string& peak_what, bool higher) {
   const json& f = floors_[floor];
   json m = {{"id", id}, {"title", title}, {"unit", unit}, {"better", higher ? "higher" : "lower"}};
   if (!peak) {
     m["pass"] = 0;
     m["warn"] = 0;
-    m["source"] = model_id_.empty() ? "no peak figures for this GPU in data/gpu-peaks.json" : fmt::format("no {} figure for {}", peak_what, model_id_);
+    m["source"] = model_id_.empty() ? "no peak figures for this GPU in data/gpu-peaks.json"
+                                    : fmt::format("no {} figure for {}", peak_what, model_id_);
     m["no_bar"] = true;
   } else {
     m["pass"] = RoundTo(f["pass"].get<double>() * *peak, 2);
     m["warn"] = RoundTo(f["warn"].get<double>() * *peak, 2);
-    m["source"] = fmt::format("{} x {} ({} {}) / {}", f["pass"].get<double>(), peak_what, model_id_, *peak, f["source"].get<std::string>());
+    m["source"] = fmt::format("{} x {} ({} {}) / {}", f["pass"].get<double>(), peak_what, model_id_, *peak,
+                              f["source"].get<std::string>());
   }
   metrics_.push_back(m);
 }
 
-void GpuBars::AddAbsolute(const std::string& id, const std::string& title, const char* unit, const char* floor, bool higher) {
+void GpuBars::AddAbsolute(const std::string& id, const std::string& title, const char* unit, const char* floor,
+                          bool higher) {
   const json& f = floors_[floor];
-  metrics_.push_back({{"id", id}, {"title", title}, {"unit", unit}, {"better", higher ? "higher" : "lower"},
-                      {"pass", f["pass"]}, {"warn", f["warn"]}, {"source", f["source"]}});
+  metrics_.push_back({{"id", id},
+                      {"title", title},
+                      {"unit", unit},
+                      {"better", higher ? "higher" : "lower"},
+                      {"pass", f["pass"]},
+                      {"warn", f["warn"]},
+                      {"source", f["source"]}});
 }
 
 std::optional<double> GpuBars::Peak(const std::string& key) const {
@@ -144,7 +153,8 @@ std::vector<MetricValue> GpuMetrics(const json& r) {
       }
     }
   }
-  MetricValue w{"gpu.wrong-results", static_cast<double>(wrong), "", fmt::format("{} checked results{}", checked, first.empty() ? "" : "; first: " + first)};
+  MetricValue w{"gpu.wrong-results", static_cast<double>(wrong), "",
+                fmt::format("{} checked results{}", checked, first.empty() ? "" : "; first: " + first)};
   if (checked == 0) {
     w.value.reset();
     w.why_missing = "no result was checked";
@@ -160,7 +170,8 @@ std::vector<MetricValue> GpuMetrics(const json& r) {
     for (const auto& s : GpuSuiteTable()) {
       if (s.consistency_key) compared.push_back(&s);
     }
-    std::stable_sort(compared.begin(), compared.end(), [](const GpuSuite* a, const GpuSuite* b) { return a->consistency_order < b->consistency_order; });
+    std::stable_sort(compared.begin(), compared.end(),
+                     [](const GpuSuite* a, const GpuSuite* b) { return a->consistency_order < b->consistency_order; });
     for (const GpuSuite* cs : compared) {
       const std::string& suite = cs->key;
       if (!r["suites"].contains(suite)) continue;
@@ -169,8 +180,9 @@ std::vector<MetricValue> GpuMetrics(const json& r) {
         double s = row["summary"]["spread_pct"];
         if (s > worst) {
           worst = s;
-          where = fmt::format("{}: GPU {} at {} vs best {} {}", row["id"].get<std::string>(), row["summary"]["slowest_gpu"].get<int>(),
-                              row["summary"]["slowest"].get<double>(), row["summary"]["best"].get<double>(), row["summary"]["unit"].get<std::string>());
+          where = fmt::format("{}: GPU {} at {} vs best {} {}", row["id"].get<std::string>(),
+                              row["summary"]["slowest_gpu"].get<int>(), row["summary"]["slowest"].get<double>(),
+                              row["summary"]["best"].get<double>(), row["summary"]["unit"].get<std::string>());
         }
       }
     }
@@ -186,13 +198,18 @@ std::vector<MetricValue> GpuMetrics(const json& r) {
 
 json GpuThresholds(const json& result, const json& peaks) {
   json model = nullptr;
-  if (result.contains("gpus") && !result["gpus"].empty()) model = MatchGpuModel(result["gpus"][0].value("name", ""), peaks);
+  if (result.contains("gpus") && !result["gpus"].empty())
+    model = MatchGpuModel(result["gpus"][0].value("name", ""), peaks);
   GpuBars bars(model, peaks["floors"]);
   for (const auto& s : GpuSuiteTable()) {
     if (s.bars) s.bars(bars);
   }
-  bars.AddRaw({{"id", "gpu.wrong-results"}, {"title", "Results that failed the check against the reference"}, {"unit", "results"},
-               {"better", "lower"}, {"pass", 0}, {"warn", 0},
+  bars.AddRaw({{"id", "gpu.wrong-results"},
+               {"title", "Results that failed the check against the reference"},
+               {"unit", "results"},
+               {"better", "lower"},
+               {"pass", 0},
+               {"warn", 0},
                {"source", "performance.md 2: a fast wrong answer is a FAIL (nccl-tests #wrong, DeepGEMM calc_diff)"}});
   bars.AddAbsolute("gpu.consistency", "Largest shortfall of one GPU below the node's best", "%", "consistency", false);
   return {{"metrics", bars.metrics()}};

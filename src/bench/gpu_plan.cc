@@ -23,7 +23,8 @@ const std::vector<std::string>& GpuSuites() {
 }
 
 const std::vector<std::string>& GpuPrecisions() {
-  static const std::vector<std::string> p = {"fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp8-1x128", "fp8-128x128", "mxfp8", "nvfp4"};
+  static const std::vector<std::string> p = {"fp64", "fp32",      "tf32",        "bf16",  "fp16",
+                                             "fp8",  "fp8-1x128", "fp8-128x128", "mxfp8", "nvfp4"};
   return p;
 }
 
@@ -41,28 +42,42 @@ namespace {
 
 std::pair<int, int> Cc(const std::string& cc) {
   int major = 0, minor = 0;
-  if (std::sscanf(cc.c_str(), "%d.%d", &major, &minor) < 1) throw std::invalid_argument("compute capability '" + cc + "' is not N.M");
+  if (std::sscanf(cc.c_str(), "%d.%d", &major, &minor) < 1)
+    throw std::invalid_argument("compute capability '" + cc + "' is not N.M");
   return {major, minor};
 }
 
-bool Known(const std::vector<std::string>& list, const std::string& v) { return std::find(list.begin(), list.end(), v) != list.end(); }
+bool Known(const std::vector<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
 
 }  // namespace
 
 bool ScaledPrecision(const std::string& p) { return p.rfind("fp8", 0) == 0 || p == "mxfp8" || p == "nvfp4"; }
 
-std::vector<std::string> PickPrecisions(const std::vector<std::string>& wanted, const std::vector<std::string>& defaults) {
+std::vector<std::string> PickPrecisions(const std::vector<std::string>& wanted,
+                                        const std::vector<std::string>& defaults) {
   for (const auto& p : wanted) {
-    if (!Known(GpuPrecisions(), p)) throw std::invalid_argument(fmt::format("unknown precision '{}' (known: {})", p, fmt::join(GpuPrecisions(), ", ")));
+    if (!Known(GpuPrecisions(), p))
+      throw std::invalid_argument(
+          fmt::format("unknown precision '{}' (known: {})", p, fmt::join(GpuPrecisions(), ", ")));
   }
   return wanted.empty() ? defaults : wanted;
 }
 
-json GemmPlanItem(const std::string& id, const std::string& prec, int64_t m, int64_t n, int64_t k, int warmup, int iters,
-                  int candidates, const GpuPlanOptions& o) {
-  json item = {{"id", id},       {"kind", "gemm"},        {"dtype", prec},   {"m", m},
-               {"n", n},         {"k", k},                {"warmup", warmup}, {"iters", iters},
-               {"candidates", candidates}, {"flops", GemmFlops(m, n, k)}, {"bytes", GemmBytes(prec, m, n, k)}};
+json GemmPlanItem(const std::string& id, const std::string& prec, int64_t m, int64_t n, int64_t k, int warmup,
+                  int iters, int candidates, const GpuPlanOptions& o) {
+  json item = {{"id", id},
+               {"kind", "gemm"},
+               {"dtype", prec},
+               {"m", m},
+               {"n", n},
+               {"k", k},
+               {"warmup", warmup},
+               {"iters", iters},
+               {"candidates", candidates},
+               {"flops", GemmFlops(m, n, k)},
+               {"bytes", GemmBytes(prec, m, n, k)}};
   if (ScaledPrecision(prec)) item["fast_accum"] = o.fp8_fast_accum;
   if (auto why = PrecisionUnavailable(prec, o.compute_capability)) item["na"] = *why;
   // Inputs and output must fit in the smallest GPU with room for the flush buffer and workspace.
@@ -81,7 +96,9 @@ std::optional<std::string> PrecisionUnavailable(const std::string& precision, co
   std::string sm = fmt::format("sm_{}{}", major, minor);
   if (precision == "fp64" || precision == "fp32" || precision == "fp16") return std::nullopt;
   if (precision == "tf32" || precision == "bf16") {
-    if (cc < 80) return fmt::format("no {} tensor cores on {} (Ampere, sm_80, and newer)", precision == "tf32" ? "TF32" : "BF16", sm);
+    if (cc < 80)
+      return fmt::format("no {} tensor cores on {} (Ampere, sm_80, and newer)", precision == "tf32" ? "TF32" : "BF16",
+                         sm);
     return std::nullopt;
   }
   if (precision == "fp8") {
@@ -116,7 +133,9 @@ double OutputElementBytes(const std::string& p) {
   return 2;  // bf16/fp16 in their own type; fp8 and block-scaled formats write BF16
 }
 
-double GemmFlops(int64_t m, int64_t n, int64_t k) { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+double GemmFlops(int64_t m, int64_t n, int64_t k) {
+  return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
 
 double GemmBytes(const std::string& p, int64_t m, int64_t n, int64_t k) {
   double in = InputElementBytes(p), out = OutputElementBytes(p);
@@ -159,19 +178,22 @@ std::vector<int64_t> RouteTokens(int groups, int64_t tokens, bool skewed) {
 
 void ValidateGpuPlanOptions(const GpuPlanOptions& o) {
   for (const auto& s : o.suites) {
-    if (!Known(GpuSuites(), s)) throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", s, fmt::join(GpuSuites(), ", ")));
+    if (!Known(GpuSuites(), s))
+      throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", s, fmt::join(GpuSuites(), ", ")));
   }
   PickPrecisions(o.precisions, {});
   std::vector<std::string> models;
   for (const auto& m : MoeModels()) models.push_back(m.id);
   for (const auto& id : o.models) {
-    if (!Known(models, id)) throw std::invalid_argument(fmt::format("unknown model '{}' (known: {})", id, fmt::join(models, ", ")));
+    if (!Known(models, id))
+      throw std::invalid_argument(fmt::format("unknown model '{}' (known: {})", id, fmt::join(models, ", ")));
   }
 }
 
 json PlanSuite(const std::string& suite, const GpuPlanOptions& o) {
   const GpuSuite* s = FindGpuSuite(suite);
-  if (!s) throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", suite, fmt::join(GpuSuites(), ", ")));
+  if (!s)
+    throw std::invalid_argument(fmt::format("unknown GPU suite '{}' (known: {})", suite, fmt::join(GpuSuites(), ", ")));
   return s->plan(o);
 }
 
@@ -210,8 +232,13 @@ json JudgeSamples(const json& samples, const std::string& precision) {
     sxx += g * g + r * r;
   }
   double diff = sxx > 0 ? 1.0 - 2.0 * sxy / sxx : 0.0;
-  return {{"checked", n}, {"wrong", wrong}, {"max_rel_err", max_rel}, {"elem_limit", t.elem}, {"diff", diff},
-          {"diff_limit", t.diff}, {"ok", n > 0 && wrong == 0 && diff <= t.diff}};
+  return {{"checked", n},
+          {"wrong", wrong},
+          {"max_rel_err", max_rel},
+          {"elem_limit", t.elem},
+          {"diff", diff},
+          {"diff_limit", t.diff},
+          {"ok", n > 0 && wrong == 0 && diff <= t.diff}};
 }
 
 json Stats(const std::vector<double>& v) {
@@ -223,7 +250,12 @@ json Stats(const std::vector<double>& v) {
   double sd = s.size() > 1 ? std::sqrt(var / (s.size() - 1)) : 0.0;
   size_t p99 = std::min(s.size() - 1, static_cast<size_t>(std::ceil(0.99 * s.size())) - 1);
   double median = s.size() % 2 ? s[s.size() / 2] : 0.5 * (s[s.size() / 2 - 1] + s[s.size() / 2]);
-  return {{"count", s.size()}, {"median", median}, {"mean", mean}, {"min", s.front()}, {"max", s.back()}, {"p99", s[p99]},
+  return {{"count", s.size()},
+          {"median", median},
+          {"mean", mean},
+          {"min", s.front()},
+          {"max", s.back()},
+          {"p99", s[p99]},
           {"cv", mean > 0 ? sd / mean : 0.0}};
 }
 

@@ -47,9 +47,9 @@ struct GpuPlanOptions {
 // ones), so a typo stops the command before any GPU work, directory or thread is started.
 void ValidateGpuPlanOptions(const GpuPlanOptions& o);
 
-// Items of one suite (its descriptor's plan hook), as the helper takes them ({"id", "kind", ...}); an item the GPU cannot run
-// carries "na": reason and is not sent. Suites: gemm, mamf (stage 1), grouped-gemm, gemv, membw,
-// pcie, p2p (all ordered pairs, uni and bidirectional), launch.
+// Items of one suite (its descriptor's plan hook), as the helper takes them ({"id", "kind", ...}); an item the GPU
+// cannot run carries "na": reason and is not sent. Suites: gemm, mamf (stage 1), grouped-gemm, gemv, membw, pcie, p2p
+// (all ordered pairs, uni and bidirectional), launch.
 nlohmann::json PlanSuite(const std::string& suite, const GpuPlanOptions& o);
 // MAMF stage 2 (gpu_suites/mamf.cc): the best `keep` shapes of stage 1 and the neighbours of the best one (+-256 in
 // every dimension) measured again with the full protocol (50 warm-ups, 100 timed); their ids end

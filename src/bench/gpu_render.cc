@@ -37,8 +37,9 @@ std::string GpuRowStatus(const json& row) {
   std::string worst = "ok";
   for (const auto& rec : row.value("gpus", json::array())) {
     std::string s = rec.value("status", "");
-    if (s == "wrong") return fmt::format("WRONG on GPU {} ({} of {} samples)", rec["gpu"].get<int>(), rec["check"].value("wrong", 0),
-                                         rec["check"].value("checked", 0));
+    if (s == "wrong")
+      return fmt::format("WRONG on GPU {} ({} of {} samples)", rec["gpu"].get<int>(), rec["check"].value("wrong", 0),
+                         rec["check"].value("checked", 0));
     if (s == "error") return fmt::format("error on GPU {}: {}", rec["gpu"].get<int>(), rec.value("error", ""));
     if (s == "n/a") worst = "n/a: " + rec.value("reason", "");
   }
@@ -63,13 +64,13 @@ std::string GpuPeakPct(const json& row, const json& model, const char* key) {
   return fmt::format("{:.0f}%", row["summary"]["slowest"].get<double>() / peak * 100);
 }
 
-void RenderGpuTable(std::string& out, const std::string& key, const json& suite, const std::string& title, const char* unit, bool peak,
-                    const GpuRenderContext& ctx) {
+void RenderGpuTable(std::string& out, const std::string& key, const json& suite, const std::string& title,
+                    const char* unit, bool peak, const GpuRenderContext& ctx) {
   out += fmt::format("\n  {}: {}\n", key, title);
   out += fmt::format("    {:<34} {:>9} {:>7} {:>7}  {}\n", "id", unit, peak ? "% peak" : "", "spread", "check");
   for (const auto& row : suite["items"]) {
-    out += fmt::format("    {:<34} {:>9} {:>7} {:>7}  {}\n", row["id"].get<std::string>(), GpuCell(row), peak ? GpuPeakPct(row, ctx.model, "gbps") : "",
-                       GpuSpread(row), GpuRowStatus(row));
+    out += fmt::format("    {:<34} {:>9} {:>7} {:>7}  {}\n", row["id"].get<std::string>(), GpuCell(row),
+                       peak ? GpuPeakPct(row, ctx.model, "gbps") : "", GpuSpread(row), GpuRowStatus(row));
   }
 }
 
@@ -79,21 +80,25 @@ std::string RenderGpu(const json& r) {
     return out + fmt::format(": SKIP ({})\n", r.value("reason", ""));
   }
   const json& v = r.value("versions", json::object());
-  out += fmt::format(" ({} mode): {} GPU(s), CUDA driver {}, runtime {}, cuBLASLt {}\n", r["mode"].get<std::string>(), r["gpus"].size(),
-                     v.value("cuda_driver", "?"), v.value("cuda_runtime", "?"), v.value("cublaslt", "?"));
+  out += fmt::format(" ({} mode): {} GPU(s), CUDA driver {}, runtime {}, cuBLASLt {}\n", r["mode"].get<std::string>(),
+                     r["gpus"].size(), v.value("cuda_driver", "?"), v.value("cuda_runtime", "?"),
+                     v.value("cublaslt", "?"));
   json model = MatchGpuModel(r["gpus"][0].value("name", ""), EmbeddedGpuPeaks());
   for (const auto& g : r["gpus"]) {
     std::string tel;
     if (r.contains("telemetry") && r["telemetry"].is_object() && r["telemetry"].contains(g.value("uuid", ""))) {
       const json& t = r["telemetry"][g["uuid"].get<std::string>()];
       auto mm = [&](const char* k, const char* unit) {
-        return t[k].is_null() ? std::string("") : fmt::format(" {} {:.0f}-{:.0f}{}", k, t[k]["min"].get<double>(), t[k]["max"].get<double>(), unit);
+        return t[k].is_null()
+                   ? std::string("")
+                   : fmt::format(" {} {:.0f}-{:.0f}{}", k, t[k]["min"].get<double>(), t[k]["max"].get<double>(), unit);
       };
       tel = fmt::format(";{}{}{}{}", mm("sm_clock_mhz", ""), mm("power_w", ""), mm("temperature_c", ""),
                         t.value("throttled", false) ? " THROTTLED" : "");
     }
-    out += fmt::format("  GPU {}: {} ({}, sm_{}, {} SMs, {:.0f} GiB){}\n", g["index"].get<int>(), g["name"].get<std::string>(),
-                       g["uuid"].get<std::string>(), NoDot(g["compute_capability"].get<std::string>()), g["sm_count"].get<int>(),
+    out += fmt::format("  GPU {}: {} ({}, sm_{}, {} SMs, {:.0f} GiB){}\n", g["index"].get<int>(),
+                       g["name"].get<std::string>(), g["uuid"].get<std::string>(),
+                       NoDot(g["compute_capability"].get<std::string>()), g["sm_count"].get<int>(),
                        g["memory_bytes"].get<double>() / (1u << 30), tel);
   }
   const json& s = r["suites"];
@@ -102,13 +107,14 @@ std::string RenderGpu(const json& r) {
     if (s.contains(suite.key) && suite.render) suite.render(out, s[suite.key], ctx);
   }
   if (r.contains("grades")) out += "\n" + RenderGrades(r["grades"], "bars from data/gpu-peaks.json for this GPU model");
-  out += fmt::format("\nresult: {}{} in {:.1f} s\n", r.value("verdict", "?"), r.value("interrupted", false) ? " (INTERRUPTED)" : "",
-                     r["seconds"].get<double>());
+  out += fmt::format("\nresult: {}{} in {:.1f} s\n", r.value("verdict", "?"),
+                     r.value("interrupted", false) ? " (INTERRUPTED)" : "", r["seconds"].get<double>());
   return out;
 }
 
 std::string RenderGpuList() {
-  std::string out = "clustermax bench gpu: suites (default: all, in this order), each on every GPU of the node at once\n\n";
+  std::string out =
+      "clustermax bench gpu: suites (default: all, in this order), each on every GPU of the node at once\n\n";
   GpuPlanOptions quick, full;
   full.full = true;
   full.gpu_count = quick.gpu_count = 8;
@@ -122,7 +128,8 @@ std::string RenderGpuList() {
   out += "\nprecisions (gemm, mamf, grouped-gemm, gemv):\n";
   for (const auto& p : GpuPrecisions()) {
     auto h = PrecisionUnavailable(p, "9.0");
-    out += fmt::format("  {:<12} {}\n", p, h ? "Blackwell and newer" : "Hopper and newer, or older where the GPU has it");
+    out +=
+        fmt::format("  {:<12} {}\n", p, h ? "Blackwell and newer" : "Hopper and newer, or older where the GPU has it");
   }
   out += "  defaults: gemm all; mamf bf16, fp8; grouped-gemm bf16, fp8, fp8-1x128; gemv bf16, fp8\n";
   out += "\nshape sets:\n";
@@ -131,8 +138,8 @@ std::string RenderGpuList() {
   }
   out += "\nMoE models (--models):\n";
   for (const auto& m : MoeModels()) {
-    out += fmt::format("  {:<10} {:<30} gate_up {}x{}, down {}x{} (K x N), {} experts, top-{}\n", m.id, m.name, m.hidden, 2 * m.moe_intermediate,
-                       m.moe_intermediate, m.hidden, m.experts, m.top_k);
+    out += fmt::format("  {:<10} {:<30} gate_up {}x{}, down {}x{} (K x N), {} experts, top-{}\n", m.id, m.name,
+                       m.hidden, 2 * m.moe_intermediate, m.moe_intermediate, m.hidden, m.experts, m.top_k);
   }
   return out;
 }

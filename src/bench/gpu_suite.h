@@ -38,12 +38,12 @@ struct GpuJobOutcome {
 class GpuSuiteRunner {
  public:
   virtual ~GpuSuiteRunner() = default;
-  virtual const std::vector<int>& gpus() const = 0;   // CUDA device indices, in run order
-  virtual const GpuPlanOptions& plan() const = 0;     // filled in for these GPUs
+  virtual const std::vector<int>& gpus() const = 0;  // CUDA device indices, in run order
+  virtual const GpuPlanOptions& plan() const = 0;    // filled in for these GPUs
   // Runs the items without "na" on each GPU of `on` (one helper per GPU; all at once when
   // `concurrent`); the first run of the whole bench carries the warm-up. Nothing runnable: no helper.
-  virtual std::vector<GpuJobOutcome> RunOn(const std::vector<int>& on, const nlohmann::json& items, const std::string& tag,
-                                           bool concurrent) = 0;
+  virtual std::vector<GpuJobOutcome> RunOn(const std::vector<int>& on, const nlohmann::json& items,
+                                           const std::string& tag, bool concurrent) = 0;
   // One helper run of `job` as given ({"device", "items", "warmup_s"}), its file named `file_name`.
   virtual GpuJobOutcome RunJob(const nlohmann::json& job, const std::string& file_name) = 0;
 };
@@ -60,8 +60,8 @@ class GpuBars {
  public:
   GpuBars(const nlohmann::json& model, const nlohmann::json& floors);
   // A bar at floors[floor] x peak; without a peak a bar that grades nothing (SKIP, "no_bar").
-  void Add(const std::string& id, const std::string& title, const char* unit, const char* floor, std::optional<double> peak,
-           const std::string& peak_what, bool higher = true);
+  void Add(const std::string& id, const std::string& title, const char* unit, const char* floor,
+           std::optional<double> peak, const std::string& peak_what, bool higher = true);
   // A bar taken as it is from floors[floor] (pass, warn, source).
   void AddAbsolute(const std::string& id, const std::string& title, const char* unit, const char* floor, bool higher);
   void AddRaw(nlohmann::json bar) { metrics_.push_back(std::move(bar)); }
@@ -112,16 +112,18 @@ const GpuSuite* FindGpuSuite(const std::string& key);
 
 // Fills each row's per-GPU records from the helpers' outcomes (outcomes[i] belongs to gpus[i])
 // and the across-GPU summary of the suite's headline figure.
-void CollectGpuRows(nlohmann::json& rows, const std::vector<int>& gpus, const std::vector<GpuJobOutcome>& outcomes, const GpuSuite& suite);
+void CollectGpuRows(nlohmann::json& rows, const std::vector<int>& gpus, const std::vector<GpuJobOutcome>& outcomes,
+                    const GpuSuite& suite);
 
 // --- for suites' plan hooks (gpu_plan.cc) -----------------------------------------------------
 // Precisions with scale factors (cuBLASLt's FP8 and block-scaled paths).
 bool ScaledPrecision(const std::string& p);
 // `wanted` (each checked against GpuPrecisions()), or `defaults` when empty.
-std::vector<std::string> PickPrecisions(const std::vector<std::string>& wanted, const std::vector<std::string>& defaults);
+std::vector<std::string> PickPrecisions(const std::vector<std::string>& wanted,
+                                        const std::vector<std::string>& defaults);
 // One dense GEMM item, "na" when the precision is not native or it does not fit in memory.
-nlohmann::json GemmPlanItem(const std::string& id, const std::string& prec, int64_t m, int64_t n, int64_t k, int warmup, int iters,
-                            int candidates, const GpuPlanOptions& o);
+nlohmann::json GemmPlanItem(const std::string& id, const std::string& prec, int64_t m, int64_t n, int64_t k, int warmup,
+                            int iters, int candidates, const GpuPlanOptions& o);
 std::string ShapeName(int64_t m, int64_t n, int64_t k);
 
 // --- for suites' metrics hooks (gpu_grade.cc) -------------------------------------------------
@@ -144,7 +146,7 @@ std::string GpuRowStatus(const nlohmann::json& row);  // "ok", the first wrong o
 std::string GpuSpread(const nlohmann::json& row);
 std::string GpuPeakPct(const nlohmann::json& row, const nlohmann::json& model, const char* key);
 // The common table: id, headline, % of peak (HBM for GB/s), spread, check.
-void RenderGpuTable(std::string& out, const std::string& key, const nlohmann::json& suite, const std::string& title, const char* unit,
-                    bool peak, const GpuRenderContext& ctx);
+void RenderGpuTable(std::string& out, const std::string& key, const nlohmann::json& suite, const std::string& title,
+                    const char* unit, bool peak, const GpuRenderContext& ctx);
 
 }  // namespace clustermax::bench

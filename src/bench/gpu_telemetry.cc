@@ -46,8 +46,11 @@ json GpuTelemetry::Summary(double from_s, double to_s) const {
     for (const json* s : v) {
       if ((*s)["reasons"].is_number()) reasons |= (*s)["reasons"].get<uint64_t>();
     }
-    json r = {{"samples", v.size()}, {"sm_clock_mhz", stat("sm")}, {"memory_clock_mhz", stat("mem")},
-              {"power_w", stat("power")}, {"temperature_c", stat("temp")}};
+    json r = {{"samples", v.size()},
+              {"sm_clock_mhz", stat("sm")},
+              {"memory_clock_mhz", stat("mem")},
+              {"power_w", stat("power")},
+              {"temperature_c", stat("temp")}};
     // Bits other than GPU idle (0x1), application-clock setting (0x2) and SW power cap (0x4)
     // mean the clocks were held back by heat, power brake or hardware slowdown.
     r["clocks_event_reasons"] = reasons;
@@ -67,7 +70,9 @@ std::string GpuTelemetry::error() const {
   return error_;
 }
 
-double GpuTelemetry::Now() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
+double GpuTelemetry::Now() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
 
 void GpuTelemetry::Loop() {
   std::unique_lock<std::mutex> l(mu_);
@@ -82,9 +87,12 @@ void GpuTelemetry::Loop() {
     } else {
       for (const auto& d : r.data.value("devices", json::array())) {
         const json& c = d.value("clocks_mhz", json::object());
-        samples_.push_back({{"t", t}, {"uuid", d.value("uuid", json(nullptr)).is_string() ? d["uuid"].get<std::string>() : ""},
-                            {"sm", c.value("sm", json(nullptr))}, {"mem", c.value("memory", json(nullptr))},
-                            {"power", d.value("power_draw_w", json(nullptr))}, {"temp", d.value("temperature_c", json(nullptr))},
+        samples_.push_back({{"t", t},
+                            {"uuid", d.value("uuid", json(nullptr)).is_string() ? d["uuid"].get<std::string>() : ""},
+                            {"sm", c.value("sm", json(nullptr))},
+                            {"mem", c.value("memory", json(nullptr))},
+                            {"power", d.value("power_draw_w", json(nullptr))},
+                            {"temp", d.value("temperature_c", json(nullptr))},
                             {"reasons", d.value("clocks_event_reasons", json(nullptr))}});
       }
     }

@@ -31,23 +31,29 @@ json ParseBenchThresholds(const std::string& text, const std::string& origin) {
   if (!j.contains("metrics") || !j["metrics"].is_array()) throw std::runtime_error(origin + ": no 'metrics' array");
   for (const auto& m : j["metrics"]) {
     for (const char* k : {"id", "unit", "better", "source"}) {
-      if (!m.contains(k) || !m[k].is_string()) throw std::runtime_error(fmt::format("{}: a metric lacks the string '{}'", origin, k));
+      if (!m.contains(k) || !m[k].is_string())
+        throw std::runtime_error(fmt::format("{}: a metric lacks the string '{}'", origin, k));
     }
     if (!m.contains("pass") || !m["pass"].is_number() || !m.contains("warn") || !m["warn"].is_number()) {
-      throw std::runtime_error(fmt::format("{}: metric {} needs numeric 'pass' and 'warn'", origin, m["id"].get<std::string>()));
+      throw std::runtime_error(
+          fmt::format("{}: metric {} needs numeric 'pass' and 'warn'", origin, m["id"].get<std::string>()));
     }
     std::string better = m["better"];
     double pass = m["pass"], warn = m["warn"];
-    if (better != "higher" && better != "lower") throw std::runtime_error(fmt::format("{}: metric {}: 'better' is higher or lower", origin, m["id"].get<std::string>()));
+    if (better != "higher" && better != "lower")
+      throw std::runtime_error(
+          fmt::format("{}: metric {}: 'better' is higher or lower", origin, m["id"].get<std::string>()));
     if ((better == "higher" && warn > pass) || (better == "lower" && warn < pass)) {
-      throw std::runtime_error(fmt::format("{}: metric {}: the warn bar lies beyond the pass bar", origin, m["id"].get<std::string>()));
+      throw std::runtime_error(
+          fmt::format("{}: metric {}: the warn bar lies beyond the pass bar", origin, m["id"].get<std::string>()));
     }
   }
   return j;
 }
 
 const json& EmbeddedBenchThresholds() {
-  static const json j = ParseBenchThresholds(std::string(embedded::kBenchThresholdsJson), "data/bench-thresholds.json (embedded)");
+  static const json j =
+      ParseBenchThresholds(std::string(embedded::kBenchThresholdsJson), "data/bench-thresholds.json (embedded)");
   return j;
 }
 
@@ -59,8 +65,13 @@ json Grade(const std::vector<MetricValue>& values, const json& thresholds) {
       if (m["id"] == v.id) bar = &m;
     }
     if (!bar) throw std::logic_error("no threshold for benchmark metric " + v.id);
-    json g = {{"metric", v.id}, {"title", bar->value("title", v.id)}, {"unit", (*bar)["unit"]},
-              {"pass", (*bar)["pass"]}, {"warn", (*bar)["warn"]}, {"better", (*bar)["better"]}, {"source", (*bar)["source"]}};
+    json g = {{"metric", v.id},
+              {"title", bar->value("title", v.id)},
+              {"unit", (*bar)["unit"]},
+              {"pass", (*bar)["pass"]},
+              {"warn", (*bar)["warn"]},
+              {"better", (*bar)["better"]},
+              {"source", (*bar)["source"]}};
     if (!v.value) {
       g["verdict"] = "SKIP";
       g["reason"] = v.why_missing;
@@ -70,7 +81,9 @@ json Grade(const std::vector<MetricValue>& values, const json& thresholds) {
       auto meets = [&](double bar_value) { return higher ? x >= bar_value : x <= bar_value; };
       g["value"] = Round(x, 4);
       g["verdict"] = !v.fail_reason.empty() ? "FAIL" : meets(pass) ? "PASS" : meets(warn) ? "WARN" : "FAIL";
-      std::string detail = v.fail_reason.empty() ? v.detail : v.detail.empty() ? v.fail_reason : v.fail_reason + "; " + v.detail;
+      std::string detail = v.fail_reason.empty() ? v.detail
+                           : v.detail.empty()    ? v.fail_reason
+                                                 : v.fail_reason + "; " + v.detail;
       if (!detail.empty()) g["detail"] = detail;
     }
     out.push_back(std::move(g));
@@ -96,7 +109,8 @@ MetricValue BestBandwidth(const json& r, const std::string& metric, const std::v
   for (const auto& w : r["workloads"]) {
     if (std::find(ids.begin(), ids.end(), w["id"].get<std::string>()) == ids.end()) continue;
     if (w["status"] != "ok") {
-      why.push_back(fmt::format("{}: {}", w["id"].get<std::string>(), w.value("reason", w["status"].get<std::string>())));
+      why.push_back(
+          fmt::format("{}: {}", w["id"].get<std::string>(), w.value("reason", w["status"].get<std::string>())));
       continue;
     }
     double gbps = w["bw_bytes_per_s"].get<double>() / 1e9;
@@ -122,7 +136,8 @@ std::vector<MetricValue> StorageMetrics(const json& r) {
       const json& c = r["checkpoint"];
       if (c.contains(key)) {
         m.value = c[key].get<double>();
-        m.detail = fmt::format("{} ranks x {} shards, mean of {} run(s)", c["ranks"].get<int>(), c["shards_per_rank"].get<int>(), c["runs"].size());
+        m.detail = fmt::format("{} ranks x {} shards, mean of {} run(s)", c["ranks"].get<int>(),
+                               c["shards_per_rank"].get<int>(), c["runs"].size());
       } else {
         m.why_missing = c.value("reason", c["status"].get<std::string>());
       }
@@ -140,7 +155,8 @@ std::vector<MetricValue> StorageMetrics(const json& r) {
       if (p["id"] != "open-read") continue;
       found = true;
       open.value = p["latency"]["p50_us"].get<double>() / 1000.0;
-      open.detail = fmt::format("{} files of {} bytes, {}", p["ops"].get<uint64_t>(), md["file_bytes"].get<uint64_t>(), md["cache"].get<std::string>());
+      open.detail = fmt::format("{} files of {} bytes, {}", p["ops"].get<uint64_t>(), md["file_bytes"].get<uint64_t>(),
+                                md["cache"].get<std::string>());
       rate.value = p["ops_per_s"].get<double>();
       rate.detail = fmt::format("{} threads", md["threads"].get<int>());
     }
@@ -160,9 +176,12 @@ std::vector<MetricValue> S3Metrics(const json& r) {
       if (t["op"] != op || t["status"] != "ok") continue;
       if (t["small"].get<bool>() != small) continue;
       // Small objects: the single-stream latency row; large: the highest aggregate throughput.
-      if (!best) best = &t;
-      else if (small && t["concurrency"].get<int>() < (*best)["concurrency"].get<int>()) best = &t;
-      else if (!small && t["aggregate_gbps"].get<double>() > (*best)["aggregate_gbps"].get<double>()) best = &t;
+      if (!best)
+        best = &t;
+      else if (small && t["concurrency"].get<int>() < (*best)["concurrency"].get<int>())
+        best = &t;
+      else if (!small && t["aggregate_gbps"].get<double>() > (*best)["aggregate_gbps"].get<double>())
+        best = &t;
     }
     return best;
   };
@@ -170,7 +189,8 @@ std::vector<MetricValue> S3Metrics(const json& r) {
     MetricValue m{metric, std::nullopt, "no successful small-object run", ""};
     if (const json* t = find(op, true)) {
       m.value = (*t)["latency"]["p99_us"].get<double>() / 1000.0;
-      m.detail = fmt::format("{} objects of {} bytes, {} stream(s)", (*t)["ops"].get<uint64_t>(), (*t)["object_bytes"].get<uint64_t>(), (*t)["concurrency"].get<int>());
+      m.detail = fmt::format("{} objects of {} bytes, {} stream(s)", (*t)["ops"].get<uint64_t>(),
+                             (*t)["object_bytes"].get<uint64_t>(), (*t)["concurrency"].get<int>());
     }
     return m;
   };
@@ -178,7 +198,8 @@ std::vector<MetricValue> S3Metrics(const json& r) {
     MetricValue m{metric, std::nullopt, "no successful large-object run", ""};
     if (const json* t = find(op, false)) {
       m.value = (*t)["aggregate_gbps"].get<double>();
-      m.detail = fmt::format("objects of {} bytes, {} stream(s)", (*t)["object_bytes"].get<uint64_t>(), (*t)["concurrency"].get<int>());
+      m.detail = fmt::format("objects of {} bytes, {} stream(s)", (*t)["object_bytes"].get<uint64_t>(),
+                             (*t)["concurrency"].get<int>());
     }
     return m;
   };
@@ -202,7 +223,8 @@ std::vector<MetricValue> S3Metrics(const json& r) {
       if (failed == total && all_failed.empty()) all_failed = kind;
     }
     if (err.value) {
-      err.detail = fmt::format("worst: {}; failed after retries: {}; {} retries", worst, fmt::join(kinds, ", "), q["retries"].get<uint64_t>());
+      err.detail = fmt::format("worst: {}; failed after retries: {}; {} retries", worst, fmt::join(kinds, ", "),
+                               q["retries"].get<uint64_t>());
       if (!all_failed.empty()) err.fail_reason = fmt::format("every {} request failed", all_failed);
     }
   }

@@ -6,7 +6,7 @@
 
 namespace clustermax::bench {
 namespace {
-constexpr int kSubBits = 7;                       // 128 buckets per octave
+constexpr int kSubBits = 7;  // 128 buckets per octave
 constexpr uint64_t kSub = uint64_t{1} << kSubBits;
 constexpr size_t kBuckets = (64 - kSubBits + 1) * kSub;
 }  // namespace
@@ -16,7 +16,7 @@ LatencyHistogram::LatencyHistogram() : buckets_(kBuckets, 0) {}
 size_t LatencyHistogram::BucketIndex(uint64_t ns) {
   if (ns < kSub) return static_cast<size_t>(ns);
   int shift = std::bit_width(ns) - 1 - kSubBits;  // >= 0
-  uint64_t mantissa = ns >> shift;                  // in [128, 255]
+  uint64_t mantissa = ns >> shift;                // in [128, 255]
   return (static_cast<size_t>(shift) << kSubBits) + static_cast<size_t>(mantissa);
 }
 

@@ -63,7 +63,9 @@ S3Credentials LoadS3Credentials(const std::string& profile_flag, const GetEnvFn&
     c.source = "environment (AWS_ACCESS_KEY_ID)";
     return c;
   }
-  std::string profile = !profile_flag.empty() ? profile_flag : !env("AWS_PROFILE").empty() ? env("AWS_PROFILE") : "default";
+  std::string profile = !profile_flag.empty()         ? profile_flag
+                        : !env("AWS_PROFILE").empty() ? env("AWS_PROFILE")
+                                                      : "default";
   std::string file = env("AWS_SHARED_CREDENTIALS_FILE");
   if (file.empty()) file = (util::HomeDir() / ".aws" / "credentials").string();
   IniState st;
@@ -82,7 +84,8 @@ S3Credentials LoadS3Credentials(const std::string& profile_flag, const GetEnvFn&
     return c;
   }
   if (st.key.empty() || st.secret.empty()) {
-    throw std::runtime_error(fmt::format("profile '{}' in {} lacks aws_access_key_id or aws_secret_access_key", profile, file));
+    throw std::runtime_error(
+        fmt::format("profile '{}' in {} lacks aws_access_key_id or aws_secret_access_key", profile, file));
   }
   c.access_key = st.key;
   c.secret_key = st.secret;
@@ -106,7 +109,8 @@ std::pair<size_t, size_t> Userinfo(const std::string& s, size_t sep) {
 }  // namespace
 
 std::string RedactSecrets(std::string text, const S3Config& config) {
-  std::vector<std::string> secrets = {config.credentials.access_key, config.credentials.secret_key, config.credentials.session_token};
+  std::vector<std::string> secrets = {config.credentials.access_key, config.credentials.secret_key,
+                                      config.credentials.session_token};
   if (size_t sep = config.endpoint.find("://"); sep != std::string::npos) {
     auto [b, e] = Userinfo(config.endpoint, sep);
     if (b != std::string::npos) {
@@ -120,10 +124,12 @@ std::string RedactSecrets(std::string text, const S3Config& config) {
     if (b != std::string::npos) text.replace(b, e - b, "***");
   }
   // Longest first, so a secret that contains another is replaced whole.
-  std::sort(secrets.begin(), secrets.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  std::sort(secrets.begin(), secrets.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   for (const auto& v : secrets) {
     if (v.size() < 6) continue;  // shorter values would blank out ordinary words
-    for (size_t at = text.find(v); at != std::string::npos; at = text.find(v, at + 3)) text.replace(at, v.size(), "***");
+    for (size_t at = text.find(v); at != std::string::npos; at = text.find(v, at + 3))
+      text.replace(at, v.size(), "***");
   }
   return text;
 }
@@ -157,7 +163,8 @@ void ParseS3Error(const std::string& body, std::string& code, std::string& messa
   message = e.child_value("Message");
 }
 
-void ParseListObjects(const std::string& body, std::vector<std::string>& keys, std::string& next_token, bool& truncated) {
+void ParseListObjects(const std::string& body, std::vector<std::string>& keys, std::string& next_token,
+                      bool& truncated) {
   pugi::xml_document doc;
   auto res = doc.load_buffer(body.data(), body.size());
   if (!res) throw std::runtime_error(std::string("ListObjectsV2 response is not XML: ") + res.description());
@@ -166,11 +173,15 @@ void ParseListObjects(const std::string& body, std::vector<std::string>& keys, s
   for (pugi::xml_node c : root.children("Contents")) keys.emplace_back(c.child_value("Key"));
   truncated = std::string(root.child_value("IsTruncated")) == "true";
   next_token = truncated ? root.child_value("NextContinuationToken") : "";
-  if (truncated && next_token.empty()) throw std::runtime_error("ListObjectsV2: truncated listing without NextContinuationToken");
+  if (truncated && next_token.empty())
+    throw std::runtime_error("ListObjectsV2: truncated listing without NextContinuationToken");
 }
 
 std::string S3Response::Describe() const {
-  if (curl_code != 0) return fmt::format("no response: {} (curl error {})", curl_error.empty() ? Api().easy_strerror(static_cast<CURLcode>(curl_code)) : curl_error, curl_code);
+  if (curl_code != 0)
+    return fmt::format("no response: {} (curl error {})",
+                       curl_error.empty() ? Api().easy_strerror(static_cast<CURLcode>(curl_code)) : curl_error,
+                       curl_code);
   if (mismatch) return "GET returned different bytes than were PUT";
   std::string s = std::to_string(status);
   if (!error_code.empty()) s += " " + error_code;
@@ -179,15 +190,15 @@ std::string S3Response::Describe() const {
 }
 
 struct S3Client::Request {
-  std::string method;       // GET PUT POST DELETE HEAD
-  std::string key;          // empty: the bucket
-  std::string query;        // canonical: sorted, escaped, "k=v&k=v"
+  std::string method;  // GET PUT POST DELETE HEAD
+  std::string key;     // empty: the bucket
+  std::string query;   // canonical: sorted, escaped, "k=v&k=v"
   const char* body = nullptr;
   size_t body_size = 0;
-  bool keep_body = false;   // keep the response body (LIST, multipart); errors are always kept
+  bool keep_body = false;          // keep the response body (LIST, multipart); errors are always kept
   const char* expected = nullptr;  // GET: compare the body with these bytes
   size_t expected_size = 0;
-  std::string range;        // "bytes=a-b"
+  std::string range;  // "bytes=a-b"
   std::string* sink = nullptr;
   // Filled while the request runs.
   size_t sent = 0;
@@ -208,11 +219,14 @@ struct Transfer {
 S3Client::S3Client(S3Config config) : cfg_(std::move(config)) {
   Api();  // no libcurl: say so before any option is looked at
   if (cfg_.endpoint.rfind("http://", 0) != 0 && cfg_.endpoint.rfind("https://", 0) != 0) {
-    throw std::invalid_argument("--endpoint must start with http:// or https:// (got '" + RedactSecrets(cfg_.endpoint, cfg_) + "')");
+    throw std::invalid_argument("--endpoint must start with http:// or https:// (got '" +
+                                RedactSecrets(cfg_.endpoint, cfg_) + "')");
   }
   while (!cfg_.endpoint.empty() && cfg_.endpoint.back() == '/') cfg_.endpoint.pop_back();
-  if (cfg_.bucket.empty() || cfg_.bucket.find('/') != std::string::npos) throw std::invalid_argument("--bucket must be a bucket name");
-  if (cfg_.addressing != "path" && cfg_.addressing != "virtual") throw std::invalid_argument("--addressing must be path or virtual");
+  if (cfg_.bucket.empty() || cfg_.bucket.find('/') != std::string::npos)
+    throw std::invalid_argument("--bucket must be a bucket name");
+  if (cfg_.addressing != "path" && cfg_.addressing != "virtual")
+    throw std::invalid_argument("--addressing must be path or virtual");
   curl_ = Api().easy_init();
   if (!curl_) throw std::runtime_error("curl_easy_init failed");
 }
@@ -246,9 +260,10 @@ S3Response S3Client::Perform(Request& r) {
   for (int attempt = 0;; ++attempt) {
     resp = PerformOnce(r);
     bool slow = resp.status == 503 || resp.status == 429 || resp.error_code == "SlowDown";
-    bool transient = slow || resp.status == 500 || resp.status == 502 || resp.status == 504 || resp.error_code == "RequestTimeout" ||
-                     resp.curl_code == CURLE_COULDNT_CONNECT || resp.curl_code == CURLE_OPERATION_TIMEDOUT ||
-                     resp.curl_code == CURLE_RECV_ERROR || resp.curl_code == CURLE_SEND_ERROR || resp.curl_code == CURLE_GOT_NOTHING ||
+    bool transient = slow || resp.status == 500 || resp.status == 502 || resp.status == 504 ||
+                     resp.error_code == "RequestTimeout" || resp.curl_code == CURLE_COULDNT_CONNECT ||
+                     resp.curl_code == CURLE_OPERATION_TIMEDOUT || resp.curl_code == CURLE_RECV_ERROR ||
+                     resp.curl_code == CURLE_SEND_ERROR || resp.curl_code == CURLE_GOT_NOTHING ||
                      resp.curl_code == CURLE_PARTIAL_FILE;
     throttled = throttled || slow;
     if (resp.ok() || !transient || attempt >= cfg_.max_retries || (cancellable_ && Cancelled())) break;
@@ -290,9 +305,11 @@ S3Response S3Client::PerformOnce(Request& r) {
   // The payload hash: the hash of the empty body where there is none, UNSIGNED-PAYLOAD otherwise
   // (libcurl signs the header's value; it does not add the header itself).
   bool has_body = r.body_size > 0 || r.method == "PUT" || r.method == "POST";
-  headers = Api().slist_append(headers, has_body ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
-                                                : "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-  if (!cfg_.fixed_amz_date.empty()) headers = Api().slist_append(headers, ("X-Amz-Date: " + cfg_.fixed_amz_date).c_str());
+  headers = Api().slist_append(
+      headers, has_body ? "x-amz-content-sha256: UNSIGNED-PAYLOAD"
+                        : "x-amz-content-sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  if (!cfg_.fixed_amz_date.empty())
+    headers = Api().slist_append(headers, ("X-Amz-Date: " + cfg_.fixed_amz_date).c_str());
   if (!r.range.empty()) headers = Api().slist_append(headers, ("Range: " + r.range).c_str());
   if (!cfg_.credentials.session_token.empty()) {
     headers = Api().slist_append(headers, ("x-amz-security-token: " + cfg_.credentials.session_token).c_str());
@@ -313,13 +330,14 @@ S3Response S3Client::PerformOnce(Request& r) {
     Api().easy_setopt(c, CURLOPT_UPLOAD, 1L);
     Api().easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(r.body_size));
     Api().easy_setopt(c, CURLOPT_READDATA, &r);
-    Api().easy_setopt(c, CURLOPT_READFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
-      auto* rq = static_cast<Request*>(ud);
-      size_t want = std::min(size * n, rq->body_size - rq->sent);
-      std::memcpy(buf, rq->body + rq->sent, want);
-      rq->sent += want;
-      return want;
-    });
+    Api().easy_setopt(
+        c, CURLOPT_READFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
+          auto* rq = static_cast<Request*>(ud);
+          size_t want = std::min(size * n, rq->body_size - rq->sent);
+          std::memcpy(buf, rq->body + rq->sent, want);
+          rq->sent += want;
+          return want;
+        });
   } else if (r.method == "POST") {
     Api().easy_setopt(c, CURLOPT_POST, 1L);
     Api().easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body_size));
@@ -330,42 +348,46 @@ S3Response S3Client::PerformOnce(Request& r) {
     Api().easy_setopt(c, CURLOPT_CUSTOMREQUEST, "DELETE");
   }
   Api().easy_setopt(c, CURLOPT_HEADERDATA, &tr);
-  Api().easy_setopt(c, CURLOPT_HEADERFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
-    auto* t = static_cast<Transfer*>(ud);
-    std::string_view line(buf, size * n);
-    if (line.size() > 5 && strncasecmp(line.data(), "etag:", 5) == 0) {
-      std::string v(line.substr(5));
-      v.erase(0, v.find_first_not_of(" \t"));
-      while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.pop_back();
-      t->resp->etag = v;
-    }
-    return size * n;
-  });
+  Api().easy_setopt(
+      c, CURLOPT_HEADERFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
+        auto* t = static_cast<Transfer*>(ud);
+        std::string_view line(buf, size * n);
+        if (line.size() > 5 && strncasecmp(line.data(), "etag:", 5) == 0) {
+          std::string v(line.substr(5));
+          v.erase(0, v.find_first_not_of(" \t"));
+          while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) v.pop_back();
+          t->resp->etag = v;
+        }
+        return size * n;
+      });
   Api().easy_setopt(c, CURLOPT_WRITEDATA, &tr);
-  Api().easy_setopt(c, CURLOPT_WRITEFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
-    auto* t = static_cast<Transfer*>(ud);
-    size_t len = size * n;
-    if (!t->status_known) {  // the status line is in: error bodies are small XML, kept whatever the request
-      long status = 0;
-      Api().easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
-      t->error_body = status >= 300;
-      t->status_known = true;
-    }
-    if (t->error_body || t->req->keep_body) {
-      if (t->resp->body.size() < (64u << 20)) t->resp->body.append(buf, len);
-    } else if (t->req->sink) {
-      t->req->sink->append(buf, len);
-    } else if (t->req->expected) {
-      if (t->received + len > t->req->expected_size || std::memcmp(t->req->expected + t->received, buf, len) != 0) t->resp->mismatch = true;
-    }
-    t->received += len;
-    return len;
-  });
+  Api().easy_setopt(
+      c, CURLOPT_WRITEFUNCTION, +[](char* buf, size_t size, size_t n, void* ud) -> size_t {
+        auto* t = static_cast<Transfer*>(ud);
+        size_t len = size * n;
+        if (!t->status_known) {  // the status line is in: error bodies are small XML, kept whatever the request
+          long status = 0;
+          Api().easy_getinfo(t->handle, CURLINFO_RESPONSE_CODE, &status);
+          t->error_body = status >= 300;
+          t->status_known = true;
+        }
+        if (t->error_body || t->req->keep_body) {
+          if (t->resp->body.size() < (64u << 20)) t->resp->body.append(buf, len);
+        } else if (t->req->sink) {
+          t->req->sink->append(buf, len);
+        } else if (t->req->expected) {
+          if (t->received + len > t->req->expected_size || std::memcmp(t->req->expected + t->received, buf, len) != 0)
+            t->resp->mismatch = true;
+        }
+        t->received += len;
+        return len;
+      });
   Api().easy_setopt(c, CURLOPT_XFERINFODATA, &tr);
   Api().easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
-  Api().easy_setopt(c, CURLOPT_XFERINFOFUNCTION, +[](void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
-    return static_cast<Transfer*>(ud)->cancellable && Cancelled() ? 1 : 0;  // Ctrl-C aborts a long transfer
-  });
+  Api().easy_setopt(
+      c, CURLOPT_XFERINFOFUNCTION, +[](void* ud, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int {
+        return static_cast<Transfer*>(ud)->cancellable && Cancelled() ? 1 : 0;  // Ctrl-C aborts a long transfer
+      });
 
   CURLcode rc = Api().easy_perform(c);
   resp.curl_code = rc;
@@ -381,7 +403,10 @@ S3Response S3Client::PerformOnce(Request& r) {
     if (resp.status >= 300) {
       ParseS3Error(resp.body, resp.error_code, resp.error_message);
       if (resp.error_code.empty()) {
-        resp.error_code = resp.status == 404 ? "NotFound" : resp.status == 403 ? "Forbidden" : resp.status == 400 ? "BadRequest" : "";
+        resp.error_code = resp.status == 404   ? "NotFound"
+                          : resp.status == 403 ? "Forbidden"
+                          : resp.status == 400 ? "BadRequest"
+                                               : "";
       }
     }
   }
@@ -426,8 +451,8 @@ S3Response S3Client::Delete(const std::string& key) {
   return Perform(r);
 }
 
-S3Response S3Client::List(const std::string& prefix, int max_keys, const std::string& token, std::vector<std::string>& keys,
-                          std::string& next_token) {
+S3Response S3Client::List(const std::string& prefix, int max_keys, const std::string& token,
+                          std::vector<std::string>& keys, std::string& next_token) {
   // Canonical query: parameters sorted by name, values escaped (SigV4 signs the query as sent).
   std::string q;
   if (!token.empty()) q += "continuation-token=" + AwsEscape(token, false) + "&";
@@ -455,7 +480,8 @@ S3Response S3Client::CreateMultipart(const std::string& key, std::string& upload
   S3Response resp = Perform(r);
   if (resp.ok()) {
     pugi::xml_document doc;
-    if (doc.load_buffer(resp.body.data(), resp.body.size())) upload_id = doc.child("InitiateMultipartUploadResult").child_value("UploadId");
+    if (doc.load_buffer(resp.body.data(), resp.body.size()))
+      upload_id = doc.child("InitiateMultipartUploadResult").child_value("UploadId");
     if (upload_id.empty()) {
       resp.curl_code = -1;
       resp.curl_error = "CreateMultipartUpload: no UploadId in the response";
@@ -464,14 +490,16 @@ S3Response S3Client::CreateMultipart(const std::string& key, std::string& upload
   return resp;
 }
 
-S3Response S3Client::UploadPart(const std::string& key, const std::string& upload_id, int part, const char* data, size_t n) {
+S3Response S3Client::UploadPart(const std::string& key, const std::string& upload_id, int part, const char* data,
+                                size_t n) {
   Request r{"PUT", key, fmt::format("partNumber={}&uploadId={}", part, AwsEscape(upload_id, false))};
   r.body = data;
   r.body_size = n;
   return Perform(r);
 }
 
-S3Response S3Client::CompleteMultipart(const std::string& key, const std::string& upload_id, const std::vector<std::string>& etags) {
+S3Response S3Client::CompleteMultipart(const std::string& key, const std::string& upload_id,
+                                       const std::vector<std::string>& etags) {
   std::string xml = "<CompleteMultipartUpload>";
   for (size_t i = 0; i < etags.size(); ++i) {
     xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags[i]);

@@ -32,28 +32,28 @@ struct S3Config {
   std::string region = "us-east-1";
   std::string addressing = "path";  // "path": endpoint/bucket/key; "virtual": bucket.host/key
   S3Credentials credentials;
-  std::string connect_to;           // curl --connect-to form HOST:PORT:CONNECT-HOST:CONNECT-PORT
+  std::string connect_to;  // curl --connect-to form HOST:PORT:CONNECT-HOST:CONNECT-PORT
   double connect_timeout_s = 5;
   double request_timeout_s = 600;
   int max_retries = 4;
-  double backoff_s = 0.1;           // first retry delay; doubles, with jitter, up to 5 s
+  double backoff_s = 0.1;  // first retry delay; doubles, with jitter, up to 5 s
   bool insecure_tls = false;
-  std::string fixed_amz_date;       // tests only: sign as of this X-Amz-Date (AWS test vectors)
+  std::string fixed_amz_date;  // tests only: sign as of this X-Amz-Date (AWS test vectors)
 };
 
 struct S3Response {
-  long status = 0;           // HTTP status; 0 when no response arrived
-  int curl_code = 0;         // CURLcode
+  long status = 0;    // HTTP status; 0 when no response arrived
+  int curl_code = 0;  // CURLcode
   std::string curl_error;
-  std::string error_code;    // S3 error code from the XML body ("NoSuchBucket"), or the status text
+  std::string error_code;  // S3 error code from the XML body ("NoSuchBucket"), or the status text
   std::string error_message;
-  std::string body;          // kept for LIST, errors and multipart
+  std::string body;  // kept for LIST, errors and multipart
   std::string etag;
-  uint64_t bytes = 0;        // payload bytes sent (PUT) or received (GET)
+  uint64_t bytes = 0;  // payload bytes sent (PUT) or received (GET)
   int retries = 0;
-  bool throttled = false;    // a 503 SlowDown or 429 was seen (and retried)
-  bool mismatch = false;     // GET with expected data: the bytes differ
-  double seconds = 0;        // wall time including retries
+  bool throttled = false;  // a 503 SlowDown or 429 was seen (and retried)
+  bool mismatch = false;   // GET with expected data: the bytes differ
+  double seconds = 0;      // wall time including retries
   bool ok() const { return curl_code == 0 && status >= 200 && status < 300 && !mismatch; }
   std::string Describe() const;  // "404 NoSuchBucket: ...", "no response: Couldn't connect to server"
 };
@@ -83,7 +83,8 @@ class S3Client {
 
   S3Response CreateMultipart(const std::string& key, std::string& upload_id);
   S3Response UploadPart(const std::string& key, const std::string& upload_id, int part, const char* data, size_t n);
-  S3Response CompleteMultipart(const std::string& key, const std::string& upload_id, const std::vector<std::string>& etags);
+  S3Response CompleteMultipart(const std::string& key, const std::string& upload_id,
+                               const std::vector<std::string>& etags);
   S3Response AbortMultipart(const std::string& key, const std::string& upload_id);
   // Create, parts of part_size, complete; aborts the upload on any failure. `upload_started` is
   // called with the upload id so a caller can abort it after a Ctrl-C.
@@ -104,7 +105,8 @@ class S3Client {
 // The S3 error code and message from an XML error body ("" when it is not one).
 void ParseS3Error(const std::string& body, std::string& code, std::string& message);
 // Keys and NextContinuationToken from a ListObjectsV2 body; throws on malformed XML.
-void ParseListObjects(const std::string& body, std::vector<std::string>& keys, std::string& next_token, bool& truncated);
+void ParseListObjects(const std::string& body, std::vector<std::string>& keys, std::string& next_token,
+                      bool& truncated);
 // `text` as it may be printed or stored: the userinfo of every URL in it ("http://user:pw@host")
 // becomes "***" ("http://***@host"), and every credential value of `config` (access key, secret
 // key, session token, the endpoint's userinfo) that is 6 characters or longer becomes "***".

@@ -75,7 +75,8 @@ struct Counters {
       failed += k.failed;
       by_op[name] = {{"total", k.total}, {"failed", k.failed}, {"failed_pct", Round(100.0 * k.failed / k.total, 3)}};
     }
-    return {{"total", total}, {"failed", failed}, {"retries", retries}, {"throttled", throttled}, {"by_op", by_op}, {"errors", e}};
+    return {{"total", total},         {"failed", failed}, {"retries", retries},
+            {"throttled", throttled}, {"by_op", by_op},   {"errors", e}};
   }
 };
 
@@ -126,7 +127,8 @@ std::string ObjectKey(const Context& c, uint64_t size, int conc, int stream, uin
   return fmt::format("{}{}/c{}/s{:03d}/o{:06d}", c.prefix, SizeLabel(size), conc, stream, j);
 }
 
-json TransferRow(Context& c, const std::string& op, uint64_t size, int conc, std::map<std::pair<int, int>, uint64_t>& written) {
+json TransferRow(Context& c, const std::string& op, uint64_t size, int conc,
+                 std::map<std::pair<int, int>, uint64_t>& written) {
   const auto& o = c.o;
   bool multipart = op == "PUT" && size >= o.multipart_threshold;
   std::vector<Stream> st(static_cast<size_t>(conc));
@@ -135,7 +137,8 @@ json TransferRow(Context& c, const std::string& op, uint64_t size, int conc, std
   Clock::time_point start, deadline;
   std::atomic<uint64_t> moved{0};
   std::vector<Clock::time_point> ends(static_cast<size_t>(conc));
-  std::vector<uint64_t*> count(static_cast<size_t>(conc));  // objects each stream has PUT (map nodes made here, not in threads)
+  std::vector<uint64_t*> count(
+      static_cast<size_t>(conc));  // objects each stream has PUT (map nodes made here, not in threads)
   for (int s = 0; s < conc; ++s) count[static_cast<size_t>(s)] = &written[{conc, s}];
   for (int s = 0; s < conc; ++s) {
     th.emplace_back([&, s] {
@@ -199,7 +202,10 @@ json TransferRow(Context& c, const std::string& op, uint64_t size, int conc, std
     bytes += me.bytes;
     failed += me.failed;
     if (first_error.empty()) first_error = me.first_error;
-    per_stream.push_back({{"ops", me.ops}, {"bytes", me.bytes}, {"seconds", Round(secs, 4)}, {"gbps", secs > 0 ? Round(me.bytes / secs / 1e9, 4) : 0.0}});
+    per_stream.push_back({{"ops", me.ops},
+                          {"bytes", me.bytes},
+                          {"seconds", Round(secs, 4)},
+                          {"gbps", secs > 0 ? Round(me.bytes / secs / 1e9, 4) : 0.0}});
   }
   json row = {{"op", op},
               {"object_bytes", size},
@@ -273,8 +279,8 @@ json MixedRun(Context& c) {
   int conc = *std::max_element(o.concurrency.begin(), o.concurrency.end());
   const uint64_t size = o.mixed_object;
   struct Sample {
-    double t;        // seconds since start, at completion
-    uint64_t ns;     // latency
+    double t;     // seconds since start, at completion
+    uint64_t ns;  // latency
     bool ok;
     char op;
   };
@@ -411,7 +417,9 @@ json Cleanup(Context& c, json& cleanup) {
   for (auto& t : th) t.join();
   double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   for (const auto& [id, key] : uploads) c.clients.front()->AbortMultipart(key, id);  // 404 once completed: fine
-  cleanup = {{"objects_deleted", deleted.load()}, {"delete_failed", failed.load()}, {"leftovers", leftovers},
+  cleanup = {{"objects_deleted", deleted.load()},
+             {"delete_failed", failed.load()},
+             {"leftovers", leftovers},
              {"multipart_uploads_aborted_or_done", uploads.size()}};
   return {{"op", "DELETE"},
           {"objects", keys.size()},
@@ -433,7 +441,7 @@ uint64_t ParseSize(const std::string& text) {
   if (i == 0) throw std::invalid_argument("not a size: '" + text + "'");
   double v = std::stod(t.substr(0, i));
   std::string unit = t.substr(i);
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();   // "mb", "mib" -> "m", "mi"
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // "mb", "mib" -> "m", "mi"
   if (!unit.empty() && unit.back() == 'i') unit.pop_back();
   static const std::map<std::string, int> shift = {{"", 0}, {"k", 10}, {"m", 20}, {"g", 30}, {"t", 40}};
   auto it = shift.find(unit);
@@ -466,8 +474,9 @@ json RunS3BenchUnredacted(const S3BenchOptions& given) {
   ValidateS3Options(given);
   // Steps, for the progress estimate: PUT and GET per size and stream count, LIST, mixed, delete.
   S3BenchOptions o = given;
-  o.progress = CountingSteps(given.progress, given.fraction,
-                             static_cast<int>(given.sizes.size() * given.concurrency.size() * 2) + 2 + (given.mixed_s > 0 ? 1 : 0));
+  o.progress = CountingSteps(
+      given.progress, given.fraction,
+      static_cast<int>(given.sizes.size() * given.concurrency.size() * 2) + 2 + (given.mixed_s > 0 ? 1 : 0));
   auto started = std::chrono::system_clock::now();
   uint64_t largest = std::max<uint64_t>(*std::max_element(o.sizes.begin(), o.sizes.end()), o.mixed_object);
   std::string host = util::Hostname();
@@ -491,7 +500,8 @@ json RunS3BenchUnredacted(const S3BenchOptions& given) {
       if (r.curl_code != 0) throw std::runtime_error(fmt::format("cannot reach {}: {}", endpoint, r.Describe()));
       if (r.status == 404) throw std::runtime_error(fmt::format("{} does not exist ({})", where, r.Describe()));
       if (r.status == 403 || r.status == 401) {
-        throw std::runtime_error(fmt::format("access to {} denied ({}); credentials from {}", where, r.Describe(), o.config.credentials.source));
+        throw std::runtime_error(fmt::format("access to {} denied ({}); credentials from {}", where, r.Describe(),
+                                             o.config.credentials.source));
       }
       throw std::runtime_error(fmt::format("{}: listing failed ({})", where, r.Describe()));
     }

@@ -24,12 +24,12 @@ struct S3BenchOptions {
   S3Config config;
   std::vector<uint64_t> sizes = {4096, 1u << 20, 64u << 20};
   std::vector<int> concurrency = {1, 8};
-  double duration_s = 5;             // per transfer row (each stream finishes at least one object)
+  double duration_s = 5;                           // per transfer row (each stream finishes at least one object)
   uint64_t max_bytes_per_row = uint64_t{4} << 30;  // a row also stops once it moved this much
   uint64_t multipart_threshold = 64u << 20;
   uint64_t part_size = 16u << 20;
   int list_page = 100;
-  double mixed_s = 10;               // 0: no mixed run (ClusterMAX 3.0 runs 15 minutes: 900)
+  double mixed_s = 10;  // 0: no mixed run (ClusterMAX 3.0 runs 15 minutes: 900)
   uint64_t mixed_object = 1u << 20;
   std::function<void(const std::string&)> progress;
   std::function<void(double)> fraction;  // how far the whole run is, 0..1, at each step

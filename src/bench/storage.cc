@@ -36,7 +36,9 @@ constexpr uint32_t kAlign = 4096;
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-uint64_t Nanos(Clock::duration d) { return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()); }
+uint64_t Nanos(Clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+}
 double Round(double v, int digits) {
   double f = std::pow(10.0, digits);
   return std::round(v * f) / f;
@@ -111,7 +113,8 @@ int InitRing(io_uring& ring, unsigned depth, unsigned flags) {
 Engine PickEngine(const std::string& wanted) {
   if (wanted == "psync") return {"psync", "requested with --engine psync: one I/O in flight per thread"};
   const std::pair<unsigned, const char*> setups[] = {
-      {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN, "coop-taskrun,single-issuer,defer-taskrun"},
+      {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
+       "coop-taskrun,single-issuer,defer-taskrun"},
       {IORING_SETUP_COOP_TASKRUN, "coop-taskrun"},
       {0, "default"},
   };
@@ -125,7 +128,8 @@ Engine PickEngine(const std::string& wanted) {
     }
   }
   // rc: why even the plain setup was refused.
-  if (wanted == "io_uring") throw std::runtime_error("--engine io_uring: the kernel refused io_uring (" + Errno(-rc) + ")");
+  if (wanted == "io_uring")
+    throw std::runtime_error("--engine io_uring: the kernel refused io_uring (" + Errno(-rc) + ")");
   return {"psync", fmt::format("io_uring unavailable ({}): pread/pwrite, one I/O in flight per thread", Errno(-rc))};
 }
 
@@ -216,7 +220,8 @@ void RunPsync(const IoRun& r, int fd, int tid, ThreadStats& s) {
       return;
     }
     if (static_cast<uint32_t>(n) != r.w->block_size) {
-      s.error = fmt::format("short {} at offset {}: {} of {} bytes", r.w->write ? "write" : "read", *off, n, r.w->block_size);
+      s.error =
+          fmt::format("short {} at offset {}: {} of {} bytes", r.w->write ? "write" : "read", *off, n, r.w->block_size);
       return;
     }
     Account(r, s, t0, t1, static_cast<uint64_t>(n));
@@ -304,10 +309,13 @@ void RunUring(const IoRun& r, int fd, int tid, ThreadStats& s) {
       --inflight;
       free_slots.push_back(i);
       if (cqe->res < 0) {
-        if (s.error.empty()) s.error = fmt::format("{} at offset {}: {}", r.w->write ? "write" : "read", sl.offset, Errno(-cqe->res));
+        if (s.error.empty())
+          s.error = fmt::format("{} at offset {}: {}", r.w->write ? "write" : "read", sl.offset, Errno(-cqe->res));
         done_issuing = true;
       } else if (static_cast<uint32_t>(cqe->res) != r.w->block_size) {
-        if (s.error.empty()) s.error = fmt::format("short {} at offset {}: {} of {} bytes", r.w->write ? "write" : "read", sl.offset, cqe->res, r.w->block_size);
+        if (s.error.empty())
+          s.error = fmt::format("short {} at offset {}: {} of {} bytes", r.w->write ? "write" : "read", sl.offset,
+                                cqe->res, r.w->block_size);
         done_issuing = true;
       } else {
         Account(r, s, sl.submitted, now, static_cast<uint64_t>(cqe->res));
@@ -389,7 +397,9 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
     });
   }
   r.start = Clock::now();
-  r.ramp_end = r.time_based ? r.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.ramp_s)) : r.start;
+  r.ramp_end = r.time_based
+                   ? r.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.ramp_s))
+                   : r.start;
   r.deadline = r.ramp_end + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
   sync.arrive_and_wait();
   for (auto& th : threads) th.join();
@@ -417,7 +427,8 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
   out["iops"] = longest > 0 ? Round(static_cast<double>(ops) / longest, 1) : 0.0;
   out["latency"] = all.SummaryUs();
   out["per_thread"] = per_thread;
-  out["mode"] = r.time_based ? fmt::format("time-based: {} s after {} s ramp", o.duration_s, o.ramp_s) : "one pass over the data";
+  out["mode"] =
+      r.time_based ? fmt::format("time-based: {} s after {} s ramp", o.duration_s, o.ramp_s) : "one pass over the data";
   if (!errors.empty()) {
     out["status"] = "error";
     out["reason"] = errors.front();
@@ -428,7 +439,8 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
     // Nothing was measured (a time-based run whose deadline passed before any request counted):
     // an error, never a 0 GB/s figure to grade.
     out["status"] = "error";
-    out["reason"] = fmt::format("no I/O completed in the measured window ({}): raise --duration", out["mode"].get<std::string>());
+    out["reason"] =
+        fmt::format("no I/O completed in the measured window ({}): raise --duration", out["mode"].get<std::string>());
   } else {
     out["status"] = "ok";
   }
@@ -489,7 +501,8 @@ json RunCheckpoint(const StorageOptions& o, Workspace& ws, int run_index) {
         auto t0 = Clock::now();
         for (int s = 0; s < shards && rr.error.empty() && !Cancelled(); ++s) {
           fs::path p = path(r, s);
-          Fd fd(write ? ::open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600) : ::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+          Fd fd(write ? ::open(p.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600)
+                      : ::open(p.c_str(), O_RDONLY | O_CLOEXEC));
           if (!fd) {
             rr.error = fmt::format("open {}: {}", p.string(), Errno(errno));
             break;
@@ -517,14 +530,16 @@ json RunCheckpoint(const StorageOptions& o, Workspace& ws, int run_index) {
               std::memcpy(&h, buf.data.get(), std::min(n, sizeof h));
               if (n >= sizeof h && (h.magic != kMagic || h.nonce != nonce || h.rank != static_cast<uint64_t>(r) ||
                                     h.shard != static_cast<uint64_t>(s) || h.block != block)) {
-                rr.error = fmt::format("data read back from {} does not match what was written (block {})", p.string(), block);
+                rr.error =
+                    fmt::format("data read back from {} does not match what was written (block {})", p.string(), block);
                 break;
               }
               rr.read += n;
             }
           }
           // A checkpoint is saved when it is durable: fsync every shard, inside the timing.
-          if (write && rr.error.empty() && ::fsync(fd.get()) != 0) rr.error = fmt::format("fsync {}: {}", p.string(), Errno(errno));
+          if (write && rr.error.empty() && ::fsync(fd.get()) != 0)
+            rr.error = fmt::format("fsync {}: {}", p.string(), Errno(errno));
         }
         (write ? rr.write_s : rr.read_s) = Seconds(Clock::now() - t0);
       });
@@ -555,20 +570,25 @@ json RunCheckpoint(const StorageOptions& o, Workspace& ws, int run_index) {
       uint64_t b = write ? rr.written : rr.read;
       bytes += b;
       if (s > slowest) slowest = s, slowest_rank = r;
-      per_rank.push_back({{"rank", r}, {"bytes", b}, {"seconds", Round(s, 4)}, {"gbps", s > 0 ? Round(b / s / 1e9, 3) : 0.0}});
+      per_rank.push_back(
+          {{"rank", r}, {"bytes", b}, {"seconds", Round(s, 4)}, {"gbps", s > 0 ? Round(b / s / 1e9, 3) : 0.0}});
     }
     const auto& sr = res[static_cast<size_t>(slowest_rank)];
     uint64_t sb = write ? sr.written : sr.read;
     return json{{"bytes", bytes},
                 {"seconds", Round(slowest, 4)},
                 {"aggregate_gbps", slowest > 0 ? Round(bytes / slowest / 1e9, 3) : 0.0},
-                {"slowest_rank", {{"rank", slowest_rank}, {"seconds", Round(slowest, 4)}, {"gbps", slowest > 0 ? Round(sb / slowest / 1e9, 3) : 0.0}}},
+                {"slowest_rank",
+                 {{"rank", slowest_rank},
+                  {"seconds", Round(slowest, 4)},
+                  {"gbps", slowest > 0 ? Round(sb / slowest / 1e9, 3) : 0.0}}},
                 {"per_rank", per_rank}};
   };
   json out = {{"run", run_index}, {"write", summarize(true)}, {"read", summarize(false)}};
   std::vector<std::string> errors;
   for (int r = 0; r < ranks; ++r) {
-    if (!res[static_cast<size_t>(r)].error.empty()) errors.push_back(fmt::format("rank {}: {}", r, res[static_cast<size_t>(r)].error));
+    if (!res[static_cast<size_t>(r)].error.empty())
+      errors.push_back(fmt::format("rank {}: {}", r, res[static_cast<size_t>(r)].error));
   }
   if (!errors.empty()) {
     out["status"] = "error";
@@ -586,7 +606,9 @@ json Checkpoint(const StorageOptions& o, Workspace& ws) {
   int ok = 0;
   std::string status = "ok", reason;
   for (int i = 0; i < o.ckpt_runs && !Cancelled(); ++i) {
-    if (o.progress) o.progress(fmt::format("checkpoint run {} of {}: {} ranks x {} shards", i + 1, o.ckpt_runs, o.ckpt_ranks, o.ckpt_shards));
+    if (o.progress)
+      o.progress(fmt::format("checkpoint run {} of {}: {} ranks x {} shards", i + 1, o.ckpt_runs, o.ckpt_ranks,
+                             o.ckpt_shards));
     json r = RunCheckpoint(o, ws, i);
     if (r["status"] == "ok") {
       wsum += r["write"]["aggregate_gbps"].get<double>();
@@ -691,13 +713,15 @@ json Metadata(const StorageOptions& o, Workspace& ws) {
     const uint64_t tag = std::hash<std::string>{}(p);
     StampSectors(b.data.get(), size, tag);
     if (size < 512 && size >= sizeof tag) std::memcpy(b.data.get(), &tag, sizeof tag);
-    if (size && ::write(fd.get(), b.data.get(), size) != static_cast<ssize_t>(size)) return fmt::format("write {}: {}", p, Errno(errno));
+    if (size && ::write(fd.get(), b.data.get(), size) != static_cast<ssize_t>(size))
+      return fmt::format("write {}: {}", p, Errno(errno));
     return "";
   });
   phase("stat", "stat", [&](const std::string& p, AlignedBuffer&) -> std::string {
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) return fmt::format("stat {}: {}", p, Errno(errno));
-    if (static_cast<uint64_t>(st.st_size) != size) return fmt::format("stat {}: size {} instead of {}", p, st.st_size, size);
+    if (static_cast<uint64_t>(st.st_size) != size)
+      return fmt::format("stat {}: size {} instead of {}", p, st.st_size, size);
     return "";
   });
   phase("open-read", "open + read whole file + close (the small-file open of performance.md 7.3)",
@@ -705,19 +729,21 @@ json Metadata(const StorageOptions& o, Workspace& ws) {
           Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
           if (!fd) return fmt::format("open {}: {}", p, Errno(errno));
           ssize_t n = size ? ::read(fd.get(), b.data.get(), size) : 0;
-          if (n != static_cast<ssize_t>(size)) return fmt::format("read {}: {}", p, n < 0 ? Errno(errno) : "short read");
+          if (n != static_cast<ssize_t>(size))
+            return fmt::format("read {}: {}", p, n < 0 ? Errno(errno) : "short read");
           return "";
         });
-  phase("open-missing", "open of a name that does not exist (ENOENT expected)", [&](const std::string& p, AlignedBuffer&) -> std::string {
-    std::string missing = p + ".absent";
-    int fd = ::open(missing.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ::close(fd);
-      return fmt::format("{} exists", missing);
-    }
-    if (errno != ENOENT) return fmt::format("open {}: {} (ENOENT expected)", missing, Errno(errno));
-    return "";
-  });
+  phase("open-missing", "open of a name that does not exist (ENOENT expected)",
+        [&](const std::string& p, AlignedBuffer&) -> std::string {
+          std::string missing = p + ".absent";
+          int fd = ::open(missing.c_str(), O_RDONLY | O_CLOEXEC);
+          if (fd >= 0) {
+            ::close(fd);
+            return fmt::format("{} exists", missing);
+          }
+          if (errno != ENOENT) return fmt::format("open {}: {} (ENOENT expected)", missing, Errno(errno));
+          return "";
+        });
   phase("unlink", "unlink", [&](const std::string& p, AlignedBuffer&) -> std::string {
     if (::unlink(p.c_str()) != 0) return fmt::format("unlink {}: {}", p, Errno(errno));
     return "";
@@ -762,11 +788,15 @@ void ValidateStorageOptions(const StorageOptions& o) {
   if (o.duration_s < 0 || o.ramp_s < 0) bad("--duration and --ramp must not be negative");
   if (o.threads && (*o.threads < 1 || *o.threads > 1024)) bad("--threads must be 1 to 1024");
   if (o.iodepth && (*o.iodepth < 1 || *o.iodepth > 4096)) bad("--iodepth must be 1 to 4096");
-  if (o.engine != "auto" && o.engine != "io_uring" && o.engine != "psync") bad("--engine must be auto, io_uring or psync");
-  if (o.ckpt_ranks < 1 || o.ckpt_shards < 1 || o.ckpt_runs < 1) bad("checkpoint ranks, shards and runs must be at least 1");
+  if (o.engine != "auto" && o.engine != "io_uring" && o.engine != "psync")
+    bad("--engine must be auto, io_uring or psync");
+  if (o.ckpt_ranks < 1 || o.ckpt_shards < 1 || o.ckpt_runs < 1)
+    bad("checkpoint ranks, shards and runs must be at least 1");
   if (o.ckpt_block < kAlign || o.ckpt_block % kAlign) bad("the checkpoint request size must be a multiple of 4 KiB");
-  if (o.ckpt_size / static_cast<uint64_t>(o.ckpt_ranks * o.ckpt_shards) < kAlign) bad("--checkpoint-size is too small for the ranks and shards");
-  if (o.meta_threads < 1 || o.meta_dirs < 1 || o.meta_files < o.meta_dirs) bad("metadata: threads >= 1, dirs >= 1, files >= dirs");
+  if (o.ckpt_size / static_cast<uint64_t>(o.ckpt_ranks * o.ckpt_shards) < kAlign)
+    bad("--checkpoint-size is too small for the ranks and shards");
+  if (o.meta_threads < 1 || o.meta_dirs < 1 || o.meta_files < o.meta_dirs)
+    bad("metadata: threads >= 1, dirs >= 1, files >= dirs");
   std::set<std::string> known = {"io", "checkpoint", "metadata"};
   for (const auto& w : DefaultIoWorkloads()) known.insert(w.id);
   for (const auto& t : o.tests) {
@@ -817,20 +847,21 @@ json RunStorageBench(const StorageOptions& given) {
   auto started = std::chrono::system_clock::now();
   Engine engine = PickEngine(o.engine);
   Workspace ws(base);
-  json out = {{"kind", "clustermax.bench.storage"},
-              {"schema_version", 1},
-              {"tool_version", std::string(core::kToolVersion)},
-              {"started", util::FormatRfc3339(started)},
-              {"path", base.string()},
-              {"workspace", ws.root().string()},
-              {"filesystem", {{"type", space.fs_type}, {"free_bytes", space.free_bytes}, {"total_bytes", space.total_bytes}}},
-              {"engine", engine.name},
-              {"options",
-               {{"size", o.size},
-                {"files", o.files},
-                {"duration_s", o.duration_s},
-                {"ramp_s", o.duration_s > 0 ? o.ramp_s : 0.0},
-                {"footprint_bytes", need}}}};
+  json out = {
+      {"kind", "clustermax.bench.storage"},
+      {"schema_version", 1},
+      {"tool_version", std::string(core::kToolVersion)},
+      {"started", util::FormatRfc3339(started)},
+      {"path", base.string()},
+      {"workspace", ws.root().string()},
+      {"filesystem", {{"type", space.fs_type}, {"free_bytes", space.free_bytes}, {"total_bytes", space.total_bytes}}},
+      {"engine", engine.name},
+      {"options",
+       {{"size", o.size},
+        {"files", o.files},
+        {"duration_s", o.duration_s},
+        {"ramp_s", o.duration_s > 0 ? o.ramp_s : 0.0},
+        {"footprint_bytes", need}}}};
   if (!engine.note.empty()) out["engine_note"] = engine.note;
   if (engine.name == "io_uring") out["io_uring_setup"] = engine.ring_setup;
   std::string host = util::Hostname();
@@ -882,11 +913,14 @@ json RunStorageBench(const StorageOptions& given) {
         if (!w.write && !laid_out) {
           // Completes whatever a (time-based or failed) write workload left short; not measured.
           auto pending = std::count(written.begin(), written.end(), false);
-          if (o.progress && pending) o.progress(fmt::format("laying out {} data files of {} MiB (not measured)", pending, file_size / kMiB));
+          if (o.progress && pending)
+            o.progress(fmt::format("laying out {} data files of {} MiB (not measured)", pending, file_size / kMiB));
           LayOut(files, file_size, written);
           laid_out = true;
         }
-        if (o.progress) o.progress(fmt::format("{}: {} threads, queue depth {}", w.id, w.threads, engine.name == "io_uring" ? w.iodepth : 1));
+        if (o.progress)
+          o.progress(fmt::format("{}: {} threads, queue depth {}", w.id, w.threads,
+                                 engine.name == "io_uring" ? w.iodepth : 1));
         workloads.push_back(RunIoWorkload(w, o, files, file_size, engine, written));
       }
       out["workloads"] = workloads;

@@ -32,13 +32,13 @@ std::vector<IoWorkload> DefaultIoWorkloads();
 struct StorageOptions {
   std::filesystem::path path;
   uint64_t size = uint64_t{2} << 30;  // data files shared by the I/O workloads, all files together
-  int files = 8;                       // data files (= threads of the sequential workloads)
-  double duration_s = 10;              // per I/O workload; 0 = one pass over the data (size-based)
-  double ramp_s = 2;                   // not counted (time-based runs only)
-  std::optional<int> threads;          // overrides the random workloads' thread count
-  std::optional<int> iodepth;          // overrides every workload's queue depth (io_uring)
-  std::string engine = "auto";         // auto, io_uring, psync
-  std::vector<std::string> tests;      // workload ids, "io", "checkpoint", "metadata"; empty = all
+  int files = 8;                      // data files (= threads of the sequential workloads)
+  double duration_s = 10;             // per I/O workload; 0 = one pass over the data (size-based)
+  double ramp_s = 2;                  // not counted (time-based runs only)
+  std::optional<int> threads;         // overrides the random workloads' thread count
+  std::optional<int> iodepth;         // overrides every workload's queue depth (io_uring)
+  std::string engine = "auto";        // auto, io_uring, psync
+  std::vector<std::string> tests;     // workload ids, "io", "checkpoint", "metadata"; empty = all
 
   int ckpt_ranks = 8, ckpt_shards = 4, ckpt_runs = 1;
   uint64_t ckpt_size = uint64_t{1} << 30;  // all ranks and shards together, per run

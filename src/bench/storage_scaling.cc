@@ -38,12 +38,16 @@ std::vector<int> ScalingCounts(int max_nodes) {
 }
 
 json ScalingResult(const std::vector<ScalingStep>& steps, json options) {
-  json out = {{"kind", "clustermax.bench.storage-scaling"}, {"schema_version", 1}, {"options", std::move(options)}, {"steps", json::array()}};
+  json out = {{"kind", "clustermax.bench.storage-scaling"},
+              {"schema_version", 1},
+              {"options", std::move(options)},
+              {"steps", json::array()}};
   std::map<std::string, double> single;  // metric -> the one-node step's value
   std::optional<int> largest_complete;
   for (const auto& s : steps) {
-    json step = {{"nodes", s.nodes}, {"asked", s.asked}, {"returned", s.results.size()}, {"seconds", s.seconds}, {"per_node", json::array()},
-                 {"missing", json::array()}, {"aggregate", json::object()}};
+    json step = {{"nodes", s.nodes},           {"asked", s.asked},          {"returned", s.results.size()},
+                 {"seconds", s.seconds},       {"per_node", json::array()}, {"missing", json::array()},
+                 {"aggregate", json::object()}};
     if (!s.error.empty()) step["error"] = s.error;
     for (const auto& [node, why] : s.missing) step["missing"].push_back({{"node", node}, {"reason", why}});
     std::map<std::string, std::vector<std::pair<std::string, double>>> values;  // metric -> (node, value)
@@ -54,21 +58,28 @@ json ScalingResult(const std::vector<ScalingStep>& steps, json options) {
         metrics[m.id] = *m.value;
         values[m.id].push_back({node, *m.value});
       }
-      step["per_node"].push_back({{"node", node}, {"metrics", metrics}, {"interrupted", r.value("interrupted", false)}});
+      step["per_node"].push_back(
+          {{"node", node}, {"metrics", metrics}, {"interrupted", r.value("interrupted", false)}});
     }
     for (const auto& [metric, vals] : values) {
       bool latency = IsLatency(metric);
-      auto worst = latency ? std::max_element(vals.begin(), vals.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
-                           : std::min_element(vals.begin(), vals.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+      auto worst = latency ? std::max_element(vals.begin(), vals.end(),
+                                              [](const auto& a, const auto& b) { return a.second < b.second; })
+                           : std::min_element(vals.begin(), vals.end(),
+                                              [](const auto& a, const auto& b) { return a.second < b.second; });
       double sum = 0;
       for (const auto& [n, v] : vals) sum += v;
-      json a = {{"nodes", vals.size()}, {"worst_node", worst->first}, {"worst_value", worst->second}, {"mean_per_node", sum / vals.size()}};
+      json a = {{"nodes", vals.size()},
+                {"worst_node", worst->first},
+                {"worst_value", worst->second},
+                {"mean_per_node", sum / vals.size()}};
       if (!latency) a["sum"] = sum;
       if (s.nodes == 1 && vals.size() == 1) single[metric] = vals.front().second;
       if (single.count(metric) && single[metric] > 0) {
         // Throughput: what the nodes got together against k times one node alone. Latency: how much
         // slower the worst node is than one node alone (1.0 = no slower).
-        a[latency ? "slowdown" : "efficiency"] = latency ? worst->second / single[metric] : sum / (vals.size() * single[metric]);
+        a[latency ? "slowdown" : "efficiency"] =
+            latency ? worst->second / single[metric] : sum / (vals.size() * single[metric]);
       }
       step["aggregate"][metric] = a;
     }
@@ -92,7 +103,8 @@ std::vector<MetricValue> ScalingMetrics(const json& r) {
     if (step && (*step)["aggregate"].contains(shape.id)) {
       const json& a = (*step)["aggregate"][shape.id];
       m.value = a["worst_value"].get<double>();
-      m.detail = fmt::format("worst of {} nodes at once ({})", (*step)["nodes"].get<int>(), a["worst_node"].get<std::string>());
+      m.detail = fmt::format("worst of {} nodes at once ({})", (*step)["nodes"].get<int>(),
+                             a["worst_node"].get<std::string>());
     }
     out.push_back(m);
   }
@@ -101,8 +113,9 @@ std::vector<MetricValue> ScalingMetrics(const json& r) {
 
 std::string RenderScaling(const json& r) {
   const json& o = r["options"];
-  std::string out = fmt::format("clustermax bench storage --scale: {} ({}), {} per node, {} s per workload\n", o.value("path", ""),
-                                o.value("tests", ""), o.value("size", ""), o.value("duration_s", 0.0));
+  std::string out =
+      fmt::format("clustermax bench storage --scale: {} ({}), {} per node, {} s per workload\n", o.value("path", ""),
+                  o.value("tests", ""), o.value("size", ""), o.value("duration_s", 0.0));
   std::vector<std::string> shown;
   for (const auto& shape : Shapes()) {
     for (const auto& s : r["steps"]) {
@@ -115,12 +128,14 @@ std::string RenderScaling(const json& r) {
   out += fmt::format("\n  {:>5} {:>8}", "nodes", "answered");
   for (const auto& id : shown) {
     for (const auto& shape : Shapes()) {
-      if (id == shape.id) out += fmt::format("  {:>34}", fmt::format("{} {} (sum | worst | eff.)", shape.label, shape.unit));
+      if (id == shape.id)
+        out += fmt::format("  {:>34}", fmt::format("{} {} (sum | worst | eff.)", shape.label, shape.unit));
     }
   }
   out += "\n";
   for (const auto& s : r["steps"]) {
-    out += fmt::format("  {:>5} {:>8}", s["nodes"].get<int>(), fmt::format("{}/{}", s["returned"].get<size_t>(), s["nodes"].get<int>()));
+    out += fmt::format("  {:>5} {:>8}", s["nodes"].get<int>(),
+                       fmt::format("{}/{}", s["returned"].get<size_t>(), s["nodes"].get<int>()));
     for (const auto& id : shown) {
       if (!s["aggregate"].contains(id)) {
         out += fmt::format("  {:>34}", "-");
@@ -130,15 +145,19 @@ std::string RenderScaling(const json& r) {
       bool latency = IsLatency(id);
       std::string total = latency ? "" : fmt::format("{:.3g}", a["sum"].get<double>());
       std::string ratio = a.contains("efficiency") ? fmt::format("{:.2f}", a["efficiency"].get<double>())
-                          : a.contains("slowdown") ? fmt::format("x{:.2f}", a["slowdown"].get<double>()) : "-";
-      out += fmt::format("  {:>34}", fmt::format("{} | {:.3g} | {}", latency ? "-" : total, a["worst_value"].get<double>(), ratio));
+                          : a.contains("slowdown") ? fmt::format("x{:.2f}", a["slowdown"].get<double>())
+                                                   : "-";
+      out += fmt::format("  {:>34}",
+                         fmt::format("{} | {:.3g} | {}", latency ? "-" : total, a["worst_value"].get<double>(), ratio));
     }
     out += "\n";
-    for (const auto& m : s["missing"]) out += fmt::format("        {}: {}\n", m["node"].get<std::string>(), m["reason"].get<std::string>());
+    for (const auto& m : s["missing"])
+      out += fmt::format("        {}: {}\n", m["node"].get<std::string>(), m["reason"].get<std::string>());
     if (s.contains("error")) out += "        srun: " + s["error"].get<std::string>() + "\n";
   }
   out += "\n  eff. = the nodes' sum / (nodes x the one-node figure); for latency, x = worst node / one node.\n";
-  for (const auto& u : r.value("unreachable", json::array())) out += fmt::format("  not used: {}: {}\n", u["node"].get<std::string>(), u["reason"].get<std::string>());
+  for (const auto& u : r.value("unreachable", json::array()))
+    out += fmt::format("  not used: {}: {}\n", u["node"].get<std::string>(), u["reason"].get<std::string>());
   // The grades: the worst node of the largest complete step against the per-node bars.
   if (r.contains("grades")) out += "\n" + RenderGrades(r["grades"]);
   return out;

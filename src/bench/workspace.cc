@@ -31,25 +31,44 @@ extern "C" void OnCancelSignal(int) { g_cancel.store(true); }
 
 std::string FsTypeName(long magic) {
   switch (static_cast<unsigned long>(magic)) {
-    case 0xEF53: return "ext4";  // ext2/3/4 share the magic
-    case 0x58465342: return "xfs";
-    case 0x9123683E: return "btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x6969: return "nfs";
-    case 0x0BD00BD0: return "lustre";
-    case 0x47504653: return "gpfs";
-    case 0x00C36400: return "ceph";
-    case 0x65735546: return "fuse";
-    case 0x794C7630: return "overlayfs";
-    case 0x2FC12FC1: return "zfs";
-    case 0xFE534D42: return "smb2";
-    case 0x5346414F: return "afs";
-    case 0x013111A8: return "ibrix";
-    case 0x19830326: return "beegfs";  // BeeGFS client magic
-    case 0xA501FCF5: return "vxfs";
-    case 0xAAD7AAEA: return "panfs";
-    case 0x24051905: return "ubifs";
-    default: return fmt::format("0x{:x}", static_cast<unsigned long>(magic));
+    case 0xEF53:
+      return "ext4";  // ext2/3/4 share the magic
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x6969:
+      return "nfs";
+    case 0x0BD00BD0:
+      return "lustre";
+    case 0x47504653:
+      return "gpfs";
+    case 0x00C36400:
+      return "ceph";
+    case 0x65735546:
+      return "fuse";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x2FC12FC1:
+      return "zfs";
+    case 0xFE534D42:
+      return "smb2";
+    case 0x5346414F:
+      return "afs";
+    case 0x013111A8:
+      return "ibrix";
+    case 0x19830326:
+      return "beegfs";  // BeeGFS client magic
+    case 0xA501FCF5:
+      return "vxfs";
+    case 0xAAD7AAEA:
+      return "panfs";
+    case 0x24051905:
+      return "ubifs";
+    default:
+      return fmt::format("0x{:x}", static_cast<unsigned long>(magic));
   }
 }
 
@@ -90,10 +109,10 @@ void RequireFreeSpace(const fs::path& path, uint64_t need, const std::string& wh
   // Leave at least 5 % of the filesystem (and 256 MiB) free after the benchmark wrote everything.
   uint64_t margin = std::max<uint64_t>(s.total_bytes / 20, uint64_t{256} << 20);
   if (s.free_bytes < need || s.free_bytes - need < margin) {
-    throw std::runtime_error(fmt::format(
-        "not enough free space under {}: the benchmark writes {} ({}), {} is free and {} must stay free; "
-        "lower the sizes",
-        path.string(), HumanBytes(need), what, HumanBytes(s.free_bytes), HumanBytes(margin)));
+    throw std::runtime_error(
+        fmt::format("not enough free space under {}: the benchmark writes {} ({}), {} is free and {} must stay free; "
+                    "lower the sizes",
+                    path.string(), HumanBytes(need), what, HumanBytes(s.free_bytes), HumanBytes(margin)));
   }
 }
 
@@ -109,7 +128,8 @@ Workspace::Workspace(const fs::path& parent) {
       return;
     }
     if (errno != EEXIST) {
-      throw std::runtime_error(fmt::format("cannot create a directory under {}: {}", parent.string(), std::strerror(errno)));
+      throw std::runtime_error(
+          fmt::format("cannot create a directory under {}: {}", parent.string(), std::strerror(errno)));
     }
   }
   throw std::runtime_error("cannot find a fresh directory name under " + parent.string());

@@ -25,8 +25,8 @@ bool Cancelled();
 // A progress callback that also reports how far a run of `steps` steps is: each line announces the
 // start of the next step, so the fraction done before it is (steps announced so far) / steps.
 // `fraction` empty: `progress` unchanged.
-inline std::function<void(const std::string&)> CountingSteps(std::function<void(const std::string&)> progress, std::function<void(double)> fraction,
-                                                            int steps) {
+inline std::function<void(const std::string&)> CountingSteps(std::function<void(const std::string&)> progress,
+                                                             std::function<void(double)> fraction, int steps) {
   if (!fraction || steps <= 0) return progress;
   auto done = std::make_shared<int>(0);
   return [progress = std::move(progress), fraction = std::move(fraction), steps, done](const std::string& line) {

@@ -24,13 +24,14 @@ Finding UserManagement(const JudgeContext& ctx) {
   const core::Evidence& e = ctx.Get("access.user-management");
   if (auto p = core::EvidenceProblem(e, "user management tools")) return *p;
   bool tools = e.data["useradd"].is_string() && e.data["groupadd"].is_string();
-  bool permitted = e.data.value("is_root", json(false)) == json(true) || e.data.value("sudo_all", false) || e.data.value("sudo_useradd", false);
+  bool permitted = e.data.value("is_root", json(false)) == json(true) || e.data.value("sudo_all", false) ||
+                   e.data.value("sudo_useradd", false);
   std::vector<std::string> missing;
   if (!e.data["useradd"].is_string()) missing.push_back("useradd");
   if (!e.data["groupadd"].is_string()) missing.push_back("groupadd");
   Finding f = tools && permitted ? core::Pass("useradd and groupadd are present and permitted")
               : !tools           ? core::Warn(Reason::kConfig, fmt::format("missing: {}", fmt::join(missing, ", ")))
-                                 : core::Warn(Reason::kConfig, "useradd/groupadd present but not permitted to this user");
+                       : core::Warn(Reason::kConfig, "useradd/groupadd present but not permitted to this user");
   f.observed = fmt::format("tools {}, {}", tools ? "present" : "missing", permitted ? "permitted" : "not permitted");
   f.expected = "present and permitted";
   return f;

@@ -58,7 +58,8 @@ Finding FromComparison(const core::Comparison& c, const std::string& what, const
       break;
   }
   f.observed = observed;
-  f.expected = c.floor.empty() ? "" : fmt::format(">= {}{}", c.floor, c.key.empty() || c.key == "*" ? "" : " (" + c.key + ")");
+  f.expected =
+      c.floor.empty() ? "" : fmt::format(">= {}{}", c.floor, c.key.empty() || c.key == "*" ? "" : " (" + c.key + ")");
   if (!c.advisory.empty()) f.Detail(fmt::format("advisory {} {}", c.advisory, c.advisory_url));
   for (const auto& cve : c.cves) f.Detail(cve);
   if (c.grace_active) {
@@ -104,7 +105,9 @@ std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slu
     for (size_t i = 0; i < argv.size(); ++i) {
       const std::string& a = argv[i];
       if (a.rfind(flag, 0) == 0 || (!slurm && a == "-k")) {
-        std::string value = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1) : slurm && i + 1 < argv.size() ? argv[i + 1] : "";
+        std::string value = a.find('=') != std::string::npos ? a.substr(a.find('=') + 1)
+                            : slurm && i + 1 < argv.size()   ? argv[i + 1]
+                                                             : "";
         found.push_back(value.empty() ? flag : flag + " " + value);
       }
     }
@@ -117,7 +120,8 @@ std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slu
   for (const auto& u : cfg.data.value("units", json::array())) {
     for (const auto& l : u.value("lines", json::array())) {
       std::string line = l.is_string() ? l.get<std::string>() : "";
-      if (util::Contains(line, flag) || util::Contains(line, env_key)) found.push_back(u.value("path", "") + ": " + util::Ellipsize(line, 160));
+      if (util::Contains(line, flag) || util::Contains(line, env_key))
+        found.push_back(u.value("path", "") + ": " + util::Ellipsize(line, 160));
     }
   }
   return found;
@@ -125,16 +129,33 @@ std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slu
 
 std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::Evidence& listeners) {
   // comm names are cut at 15 characters: "prometheus-slur" is prometheus-slurm-exporter.
-  static const std::vector<std::pair<const char*, const char*>> by_name = {
-      {"dcgm-exporter", "gpu exporter"}, {"device-metrics-", "gpu exporter"}, {"node_exporter", "node exporter"}, {"node-exporter", "node exporter"},
-      {"promtail", "log shipper"},       {"fluent-bit", "log shipper"},       {"fluentd", "log shipper"},          {"filebeat", "log shipper"},
-      {"vector", "log shipper"},         {"alloy", "log shipper"},            {"grafana-agent", "log shipper"},    {"otelcol", "log shipper"},
-      {"prometheus-slur", "slurm exporter"}, {"slurm_exporter", "slurm exporter"}, {"slurm-exporter", "slurm exporter"},
-      {"prometheus", "prometheus"},      {"vmagent", "prometheus"},           {"victoria-metric", "prometheus"},   {"grafana", "grafana"},
-      {"alertmanager", "alertmanager"},  {"vmalert", "alertmanager"},         {"loki", "log store"},               {"elasticsearch", "log store"},
-      {"opensearch", "log store"}};
-  static const std::vector<std::pair<int, const char*>> by_port = {{9400, "gpu exporter"}, {9100, "node exporter"}, {9090, "prometheus"},
-                                                                   {3000, "grafana"},      {9093, "alertmanager"},  {3100, "log store"}};
+  static const std::vector<std::pair<const char*, const char*>> by_name = {{"dcgm-exporter", "gpu exporter"},
+                                                                           {"device-metrics-", "gpu exporter"},
+                                                                           {"node_exporter", "node exporter"},
+                                                                           {"node-exporter", "node exporter"},
+                                                                           {"promtail", "log shipper"},
+                                                                           {"fluent-bit", "log shipper"},
+                                                                           {"fluentd", "log shipper"},
+                                                                           {"filebeat", "log shipper"},
+                                                                           {"vector", "log shipper"},
+                                                                           {"alloy", "log shipper"},
+                                                                           {"grafana-agent", "log shipper"},
+                                                                           {"otelcol", "log shipper"},
+                                                                           {"prometheus-slur", "slurm exporter"},
+                                                                           {"slurm_exporter", "slurm exporter"},
+                                                                           {"slurm-exporter", "slurm exporter"},
+                                                                           {"prometheus", "prometheus"},
+                                                                           {"vmagent", "prometheus"},
+                                                                           {"victoria-metric", "prometheus"},
+                                                                           {"grafana", "grafana"},
+                                                                           {"alertmanager", "alertmanager"},
+                                                                           {"vmalert", "alertmanager"},
+                                                                           {"loki", "log store"},
+                                                                           {"elasticsearch", "log store"},
+                                                                           {"opensearch", "log store"}};
+  static const std::vector<std::pair<int, const char*>> by_port = {{9400, "gpu exporter"}, {9100, "node exporter"},
+                                                                   {9090, "prometheus"},   {3000, "grafana"},
+                                                                   {9093, "alertmanager"}, {3100, "log store"}};
   std::set<std::string> out;
   if (procs.ok()) {
     for (const auto& n : procs.data.value("names", json::array())) {
@@ -173,14 +194,18 @@ std::vector<RdmaPortClass> ClassifyRdmaPorts(const json& data) {
   const json& fabric = core::EmbeddedThresholds().data()["fabric"];
   double min_gbps = fabric.value("fabric_min_gbps", 100.0);
   std::set<std::string> vf_ids;  // Mellanox SR-IOV VF device ids (pci.ids)
-  for (const auto& id : fabric.value("mellanox_vf_device_ids", json::array())) vf_ids.insert(util::ToLower(id.get<std::string>()));
-  auto str = [](const json& j, const char* k) { return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string(); };
+  for (const auto& id : fabric.value("mellanox_vf_device_ids", json::array()))
+    vf_ids.insert(util::ToLower(id.get<std::string>()));
+  auto str = [](const json& j, const char* k) {
+    return j.is_object() && j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string();
+  };
   std::vector<RdmaPortClass> out;
   if (!data.is_object() || !data.contains("devices") || !data["devices"].is_array()) return out;
   for (const auto& d : data["devices"]) {
     std::string dev = str(d, "name");
     bool efa = str(d, "vendor") == "0x1d0f";
-    std::string physfn = str(d, "sriov_physfn");  // the PF's PCI address when this function is a VF of a PF on this node
+    std::string physfn =
+        str(d, "sriov_physfn");  // the PF's PCI address when this function is a VF of a PF on this node
     bool vf_id = !efa && vf_ids.count(util::ToLower(str(d, "device_id"))) > 0;
     if (!d.is_object() || !d.contains("ports") || !d["ports"].is_array()) continue;
     for (const auto& p : d["ports"]) {  // by reference: c.port points into the evidence
@@ -190,7 +215,11 @@ std::vector<RdmaPortClass> ClassifyRdmaPorts(const json& data) {
       c.state = str(p, "state");
       c.gbps = PortRateGbps(p.value("rate", json()));
       std::string layer = str(p, "link_layer");
-      c.kind = efa ? "EFA" : layer == "InfiniBand" ? "InfiniBand" : layer == "Ethernet" ? "RoCE" : layer.empty() ? "?" : layer;
+      c.kind = efa                     ? "EFA"
+               : layer == "InfiniBand" ? "InfiniBand"
+               : layer == "Ethernet"   ? "RoCE"
+               : layer.empty()         ? "?"
+                                       : layer;
       std::string bond = str(p, "bond_master");
       auto no = [&](const char* why, std::string because) {
         c.why_not = why;
@@ -200,20 +229,24 @@ std::vector<RdmaPortClass> ClassifyRdmaPorts(const json& data) {
       if (efa) {
         c.rail = true;
       } else if (dev.find("_bond") != std::string::npos || !bond.empty()) {
-        no("bond", fmt::format("RDMA device over a bond ({}): a bonded frontend or storage link, not a per-GPU rail", bond.empty() ? dev : bond));
+        no("bond", fmt::format("RDMA device over a bond ({}): a bonded frontend or storage link, not a per-GPU rail",
+                               bond.empty() ? dev : bond));
       } else if (!physfn.empty()) {
         no("SR-IOV VF", fmt::format("SR-IOV virtual function of {} (its physical function is counted)", physfn));
       } else if (vf_id && c.kind != "InfiniBand") {
-        no("SR-IOV VF", fmt::format("{} SR-IOV virtual function (device {}): a guest's accelerated networking, not a rail", layer.empty() ? "non-InfiniBand" : layer,
-                                    str(d, "device_id")));
+        no("SR-IOV VF",
+           fmt::format("{} SR-IOV virtual function (device {}): a guest's accelerated networking, not a rail",
+                       layer.empty() ? "non-InfiniBand" : layer, str(d, "device_id")));
       } else if (c.kind == "InfiniBand") {
         c.rail = true;  // any rate: a down port reports a placeholder rate and is still a rail
       } else if (c.kind == "RoCE" && (!c.gbps || *c.gbps >= min_gbps)) {
         c.rail = true;  // an unread rate is unknown: judged as a rail (its 0 Gb/s shows), never hidden
       } else if (c.kind == "RoCE") {
-        no("slow Ethernet", fmt::format("Ethernet at {}, below the {:g} Gb/s rail speed (frontend or storage)", rate, min_gbps));
+        no("slow Ethernet",
+           fmt::format("Ethernet at {}, below the {:g} Gb/s rail speed (frontend or storage)", rate, min_gbps));
       } else {
-        no("no fabric link layer", fmt::format("link layer {}: neither InfiniBand nor Ethernet", layer.empty() ? "unread" : layer));
+        no("no fabric link layer",
+           fmt::format("link layer {}: neither InfiniBand nor Ethernet", layer.empty() ? "unread" : layer));
       }
       out.push_back(std::move(c));
     }
@@ -229,6 +262,8 @@ std::vector<std::string> NotRailLines(const std::vector<RdmaPortClass>& ports) {
   return out;
 }
 
-bool NotInstalled(const core::Evidence& e) { return e.ok() && e.data.contains("installed") && !e.data["installed"].get<bool>(); }
+bool NotInstalled(const core::Evidence& e) {
+  return e.ok() && e.data.contains("installed") && !e.data["installed"].get<bool>();
+}
 
 }  // namespace clustermax::checks

@@ -56,13 +56,13 @@ std::optional<double> PortRateGbps(const nlohmann::json& rate);
 // (sysfs physfn), Ethernet VFs (a guest's accelerated networking), and slower Ethernet (frontend,
 // storage). An InfiniBand VF without a physfn link is a guest's passed-through rail (Azure ND).
 struct RdmaPortClass {
-  std::string name;   // "mlx5_0/1"
-  std::string kind;   // "InfiniBand", "RoCE", "EFA", "?" or the link layer read
+  std::string name;  // "mlx5_0/1"
+  std::string kind;  // "InfiniBand", "RoCE", "EFA", "?" or the link layer read
   std::optional<double> gbps;
   std::string state;  // "" when unread
   bool rail = false;
-  std::string why_not;  // for non-rails: "bond", "SR-IOV VF", "slow Ethernet", ...
-  std::string because;  // for non-rails: the sentence a report shows
+  std::string why_not;                   // for non-rails: "bond", "SR-IOV VF", "slow Ethernet", ...
+  std::string because;                   // for non-rails: the sentence a report shows
   const nlohmann::json* port = nullptr;  // into the evidence
 };
 std::vector<RdmaPortClass> ClassifyRdmaPorts(const nlohmann::json& rdma_devices_data);

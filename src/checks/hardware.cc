@@ -14,7 +14,8 @@ Finding VmIommu(const JudgeContext& ctx) {
   if (auto p = core::EvidenceProblem(e, "IOMMU state")) return *p;
   const json& devices = e.data["devices"];
   if (devices.empty()) {
-    if (!e.data.value("pci_inventory_complete", false)) return core::Warn(Reason::kEvidenceError, "PCI inventory unreadable");
+    if (!e.data.value("pci_inventory_complete", false))
+      return core::Warn(Reason::kEvidenceError, "PCI inventory unreadable");
     return core::Skip(Reason::kNotApplicable, "no GPU and no RDMA device in the PCI inventory");
   }
   std::vector<std::string> translated, unread, lines;
@@ -33,12 +34,17 @@ Finding VmIommu(const JudgeContext& ctx) {
     lines.push_back(fmt::format("{} ({}): {}", bdf, d.value("kind", ""), t));
     if (t != "identity") translated.push_back(bdf);
   }
-  Finding f = !translated.empty()
-                  ? core::Warn(Reason::kConfig, fmt::format("{} GPU/RDMA device(s) under full DMA translation (costs P2P and RDMA bandwidth)",
-                                                            translated.size()))
-              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("IOMMU domain type unreadable for {} device(s)", unread.size()))
-                                : core::Pass("every GPU and RDMA device is in an identity (passthrough) domain or the IOMMU is off");
-  f.observed = fmt::format("cmdline: {}", e.data["cmdline_flags"].empty() ? "no iommu flags" : e.data["cmdline_flags"].dump());
+  Finding f =
+      !translated.empty()
+          ? core::Warn(Reason::kConfig,
+                       fmt::format("{} GPU/RDMA device(s) under full DMA translation (costs P2P and RDMA bandwidth)",
+                                   translated.size()))
+      : !unread.empty()
+          ? core::Warn(Reason::kEvidenceError,
+                       fmt::format("IOMMU domain type unreadable for {} device(s)", unread.size()))
+          : core::Pass("every GPU and RDMA device is in an identity (passthrough) domain or the IOMMU is off");
+  f.observed =
+      fmt::format("cmdline: {}", e.data["cmdline_flags"].empty() ? "no iommu flags" : e.data["cmdline_flags"].dump());
   f.expected = "identity domains (iommu=pt) or IOMMU off";
   return f.Details(lines);
 }
@@ -49,8 +55,12 @@ Finding CpuGovernor(const JudgeContext& ctx) {
   const json& g = e.data["governors"];
   int cpus = e.data.value("cpus", 0);
   if (g.empty()) {
-    if (e.data.value("unreadable", 0) > 0) return core::Warn(Reason::kEvidenceError, "scaling_governor files unreadable");
-    return core::Skip(Reason::kUnverified, fmt::format("cpufreq is not exposed on this node ({} CPUs; typical in VMs and firmware-managed platforms)", cpus));
+    if (e.data.value("unreadable", 0) > 0)
+      return core::Warn(Reason::kEvidenceError, "scaling_governor files unreadable");
+    return core::Skip(
+        Reason::kUnverified,
+        fmt::format("cpufreq is not exposed on this node ({} CPUs; typical in VMs and firmware-managed platforms)",
+                    cpus));
   }
   std::vector<std::string> parts;
   int performance = 0;
@@ -61,9 +71,14 @@ Finding CpuGovernor(const JudgeContext& ctx) {
   int total = 0;
   for (const auto& [name, count] : g.items()) total += count.get<int>();
   int unreadable = e.data.value("unreadable", 0);
-  Finding f = performance != total ? core::Warn(Reason::kConfig, fmt::format("{} of {} CPUs are not on the performance governor", total - performance, total))
-              : unreadable > 0     ? core::Warn(Reason::kEvidenceError, fmt::format("{} CPUs use the performance governor; {} CPUs' governors were not read", total, unreadable))
-                                   : core::Pass(fmt::format("all {} CPUs use the performance governor", total));
+  Finding f = performance != total
+                  ? core::Warn(Reason::kConfig, fmt::format("{} of {} CPUs are not on the performance governor",
+                                                            total - performance, total))
+              : unreadable > 0
+                  ? core::Warn(Reason::kEvidenceError,
+                               fmt::format("{} CPUs use the performance governor; {} CPUs' governors were not read",
+                                           total, unreadable))
+                  : core::Pass(fmt::format("all {} CPUs use the performance governor", total));
   f.observed = fmt::format("{}", fmt::join(parts, ", "));
   f.expected = "performance";
   if (e.data["driver"].is_string()) f.Detail("scaling driver " + e.data["driver"].get<std::string>());
@@ -77,14 +92,16 @@ Finding GpuDrivers(const JudgeContext& ctx) {
   // A device the inventory did not classify may be a GPU: never counted as "not a GPU".
   for (const auto& d : pci.data["devices"]) {
     if (!d.value("gpu", json()).is_boolean()) {
-      return core::Warn(Reason::kEvidenceError, "PCI device " + d.value("bdf", json()).dump() + " is not classified as GPU or not");
+      return core::Warn(Reason::kEvidenceError,
+                        "PCI device " + d.value("bdf", json()).dump() + " is not classified as GPU or not");
     }
   }
   int pci_gpus = CountPciGpus(pci);
   if (pci_gpus == 0) {
     if (gpu.ok() && gpu.data.value("device_count", 0) > 0) {
-      return core::Warn(Reason::kUnverified, fmt::format("{} GPU(s) visible to {} but none in the PCI inventory (restricted /sys view?)",
-                                                         gpu.data.value("device_count", 0), gpu.data.value("source", std::string("NVML"))));
+      return core::Warn(Reason::kUnverified,
+                        fmt::format("{} GPU(s) visible to {} but none in the PCI inventory (restricted /sys view?)",
+                                    gpu.data.value("device_count", 0), gpu.data.value("source", std::string("NVML"))));
     }
     if (!pci.data.value("complete", false)) return core::Warn(Reason::kEvidenceError, "PCI inventory incomplete");
     return core::Skip(Reason::kNotApplicable, "no GPU in the PCI inventory (CPU-only node)");
@@ -100,16 +117,20 @@ Finding GpuDrivers(const JudgeContext& ctx) {
   }
   Finding f;
   if (!unbound.empty()) {
-    f = core::Fail(Severity::kMissing, fmt::format("{} of {} GPU(s) not bound to the vendor driver", unbound.size(), pci_gpus));
+    f = core::Fail(Severity::kMissing,
+                   fmt::format("{} of {} GPU(s) not bound to the vendor driver", unbound.size(), pci_gpus));
   } else if (CountPciGpus(pci, "0x10de") > 0 && !gpu.ok()) {
-    f = core::Warn(Reason::kEvidenceError, "the NVIDIA driver is bound but the management library is unusable: " + gpu.error);
+    f = core::Warn(Reason::kEvidenceError,
+                   "the NVIDIA driver is bound but the management library is unusable: " + gpu.error);
   } else if (CountPciGpus(pci, "0x10de") > 0 && gpu.data.value("device_count", 0) < CountPciGpus(pci, "0x10de")) {
-    f = core::Fail(Severity::kMissing, fmt::format("{} NVIDIA GPU(s) on the PCI bus but only {} visible to {}", CountPciGpus(pci, "0x10de"),
-                                                   gpu.data.value("device_count", 0), gpu.data.value("source", std::string("NVML"))));
+    f = core::Fail(Severity::kMissing,
+                   fmt::format("{} NVIDIA GPU(s) on the PCI bus but only {} visible to {}", CountPciGpus(pci, "0x10de"),
+                               gpu.data.value("device_count", 0), gpu.data.value("source", std::string("NVML"))));
   } else {
     f = core::Pass(fmt::format("all {} GPU(s) bound to the vendor driver and visible", pci_gpus));
   }
-  f.observed = fmt::format("{} PCI GPU(s), {} visible to the management library", pci_gpus, gpu.ok() ? gpu.data.value("device_count", 0) : 0);
+  f.observed = fmt::format("{} PCI GPU(s), {} visible to the management library", pci_gpus,
+                           gpu.ok() ? gpu.data.value("device_count", 0) : 0);
   f.expected = "every GPU bound and visible";
   return f.Details(lines);
 }
@@ -121,19 +142,24 @@ Finding GpuPcieLink(const JudgeContext& ctx) {
   std::vector<std::string> degraded, unread, lines;
   for (const auto& d : gpu.data["devices"]) {
     const json& p = d.value("pcie", json::object());
-    std::string who = fmt::format("GPU {} {}", d.value("index", 0), d.value("pci_bus_id", json()).is_string() ? d["pci_bus_id"].get<std::string>() : "");
+    std::string who = fmt::format("GPU {} {}", d.value("index", 0),
+                                  d.value("pci_bus_id", json()).is_string() ? d["pci_bus_id"].get<std::string>() : "");
     if (!p.value("width_current", json()).is_number() || !p.value("width_max", json()).is_number()) {
       unread.push_back(who);
       continue;
     }
     int cur = p["width_current"], max = p["width_max"];
-    lines.push_back(fmt::format("{}: x{} of x{}, gen {} of {}", who, cur, max, p.value("gen_current", json()).dump(), p.value("gen_max", json()).dump()));
+    lines.push_back(fmt::format("{}: x{} of x{}, gen {} of {}", who, cur, max, p.value("gen_current", json()).dump(),
+                                p.value("gen_max", json()).dump()));
     if (cur < max) degraded.push_back(who);
   }
   if (gpu.data["devices"].empty()) return core::Skip(Reason::kNotApplicable, "no GPU visible");
-  Finding f = !degraded.empty() ? core::Fail(Severity::kConfig, fmt::format("{} GPU(s) trained below their maximum PCIe width", degraded.size()))
-              : !unread.empty() ? core::Warn(Reason::kEvidenceError, fmt::format("PCIe width unreadable for {} GPU(s)", unread.size()))
-                                : core::Pass("every GPU at its maximum PCIe link width (idle speed is informational)");
+  Finding f =
+      !degraded.empty() ? core::Fail(Severity::kConfig,
+                                     fmt::format("{} GPU(s) trained below their maximum PCIe width", degraded.size()))
+      : !unread.empty()
+          ? core::Warn(Reason::kEvidenceError, fmt::format("PCIe width unreadable for {} GPU(s)", unread.size()))
+          : core::Pass("every GPU at its maximum PCIe link width (idle speed is informational)");
   f.expected = "current width = maximum width";
   for (const auto& d : degraded) f.Detail("degraded: " + d);
   return f.Details(lines);
@@ -142,29 +168,33 @@ Finding GpuPcieLink(const JudgeContext& ctx) {
 }  // namespace
 
 void RegisterHardwareChecks(core::Registry& r) {
-  r.Add({CheckInfo{
-             .id = "gpu-drivers",
-             .category = "hardware",
-             .title = "Every GPU bound to its vendor driver and visible to the management library",
-             .rationale = "A GPU on the bus without its driver (or bound to nouveau/vfio-pci) is capacity the tenant pays for and cannot use.",
-             .remediation = "Install and load the NVIDIA (or amdgpu) driver; check dmesg for GPUs that fell off the bus.",
-             .criterion = "gpu-drivers",
-             .targets = core::kS | core::kK | core::kSA | core::kV,
-             .needs = {"pci.devices", "gpu.inventory"},
-             .reproduce = "lspci -nnk -d 10de:; nvidia-smi -L",
-         },
-         GpuDrivers});
-  r.Add({CheckInfo{
-             .id = "gpu-pcie-link",
-             .category = "hardware",
-             .title = "GPUs at their maximum PCIe link width",
-             .rationale = "A GPU trained down to x8 or x4 halves or quarters host-device bandwidth: the classic 'GPU 7 is slow'.",
-             .remediation = "Reseat the GPU or riser, check the slot and retimer; replace the part if it persists.",
-             .targets = core::kS | core::kK | core::kSA,
-             .needs = {"pci.devices", "gpu.inventory"},
-             .reproduce = "nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv",
-         },
-         GpuPcieLink});
+  r.Add(
+      {CheckInfo{
+           .id = "gpu-drivers",
+           .category = "hardware",
+           .title = "Every GPU bound to its vendor driver and visible to the management library",
+           .rationale =
+               "A GPU on the bus without its driver (or bound to nouveau/vfio-pci) is capacity the tenant pays for and cannot use.",
+           .remediation = "Install and load the NVIDIA (or amdgpu) driver; check dmesg for GPUs that fell off the bus.",
+           .criterion = "gpu-drivers",
+           .targets = core::kS | core::kK | core::kSA | core::kV,
+           .needs = {"pci.devices", "gpu.inventory"},
+           .reproduce = "lspci -nnk -d 10de:; nvidia-smi -L",
+       },
+       GpuDrivers});
+  r.Add(
+      {CheckInfo{
+           .id = "gpu-pcie-link",
+           .category = "hardware",
+           .title = "GPUs at their maximum PCIe link width",
+           .rationale =
+               "A GPU trained down to x8 or x4 halves or quarters host-device bandwidth: the classic 'GPU 7 is slow'.",
+           .remediation = "Reseat the GPU or riser, check the slot and retimer; replace the part if it persists.",
+           .targets = core::kS | core::kK | core::kSA,
+           .needs = {"pci.devices", "gpu.inventory"},
+           .reproduce = "nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv",
+       },
+       GpuPcieLink});
   r.Add({CheckInfo{
              .id = "vm-iommu-passthrough",
              .category = "hardware",
@@ -177,18 +207,21 @@ void RegisterHardwareChecks(core::Registry& r) {
              .reproduce = "cat /proc/cmdline; cat /sys/bus/pci/devices/*/iommu_group/type",
          },
          VmIommu});
-  r.Add({CheckInfo{
-             .id = "cpu-power-governor",
-             .category = "hardware",
-             .title = "CPUs on the performance frequency governor",
-             .rationale = "Power-saving governors add latency to the host threads that feed GPUs (data loading, NCCL proxies).",
-             .remediation = "Set the governor to performance (cpupower frequency-set -g performance) or CpuFreqDef=Performance in Slurm.",
-             .criterion = "cpu-power-governor",
-             .targets = core::kS | core::kK | core::kSA | core::kV,
-             .needs = {"cpu.governor"},
-             .reproduce = "cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor | sort | uniq -c",
-         },
-         CpuGovernor});
+  r.Add(
+      {CheckInfo{
+           .id = "cpu-power-governor",
+           .category = "hardware",
+           .title = "CPUs on the performance frequency governor",
+           .rationale =
+               "Power-saving governors add latency to the host threads that feed GPUs (data loading, NCCL proxies).",
+           .remediation =
+               "Set the governor to performance (cpupower frequency-set -g performance) or CpuFreqDef=Performance in Slurm.",
+           .criterion = "cpu-power-governor",
+           .targets = core::kS | core::kK | core::kSA | core::kV,
+           .needs = {"cpu.governor"},
+           .reproduce = "cat /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor | sort | uniq -c",
+       },
+       CpuGovernor});
 }
 
 }  // namespace clustermax::checks

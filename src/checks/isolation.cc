@@ -45,14 +45,18 @@ Finding GuestKernelCurrent(const JudgeContext& ctx) {
   }
   Finding f;
   if (newest != running) {
-    f = core::Fail(Severity::kVersion, fmt::format("a newer kernel {} is installed but {} is running (reboot pending)", newest, running));
+    f = core::Fail(Severity::kVersion,
+                   fmt::format("a newer kernel {} is installed but {} is running (reboot pending)", newest, running));
   } else if (!flag.is_boolean()) {
-    f = core::Warn(Reason::kEvidenceError, "the running kernel is the newest installed, but the reboot-required flag could not be read");
+    f = core::Warn(Reason::kEvidenceError,
+                   "the running kernel is the newest installed, but the reboot-required flag could not be read");
   } else if (reboot_flag) {
     f = core::Warn(Reason::kConfig, "the running kernel is the newest installed, but the reboot-required flag is set");
-    for (const auto& pkg : e.data.value("reboot_required_pkgs", json::array())) f.Detail("reboot-required by " + pkg.get<std::string>());
+    for (const auto& pkg : e.data.value("reboot_required_pkgs", json::array()))
+      f.Detail("reboot-required by " + pkg.get<std::string>());
   } else if (same_flavour.empty()) {
-    f = core::Pass(fmt::format("no installed kernel package of flavour '{}' is newer than the running {}", flavour, running));
+    f = core::Pass(
+        fmt::format("no installed kernel package of flavour '{}' is newer than the running {}", flavour, running));
   } else {
     f = core::Pass(fmt::format("running the newest installed kernel of flavour '{}'", flavour));
   }
@@ -71,8 +75,9 @@ Finding Fragnesia(const JudgeContext& ctx) {
   if (!c) return *problem;
   std::string codename = os.data.value("codename", "");
   if (codename != c->release) {
-    return core::Skip(Reason::kNotApplicable, fmt::format("applies to Ubuntu {} only; this is {}", c->release,
-                                                          os.data.value("pretty_name", std::string("another distribution"))));
+    return core::Skip(Reason::kNotApplicable,
+                      fmt::format("applies to Ubuntu {} only; this is {}", c->release,
+                                  os.data.value("pretty_name", std::string("another distribution"))));
   }
   if (auto p = core::EvidenceProblem(kernel, "running kernel release")) return *p;
   std::string rel = kernel.data["release"];

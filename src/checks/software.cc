@@ -12,7 +12,8 @@ using core::Evidence;
 Finding NcclInstalled(const JudgeContext& ctx) {
   const Evidence& e = ctx.Get("nccl.libraries");
   if (auto p = core::EvidenceProblem(e, "NCCL library search")) return *p;
-  if (!e.data.value("versions", json()).is_array()) return core::Warn(Reason::kEvidenceError, "NCCL library version list not read");
+  if (!e.data.value("versions", json()).is_array())
+    return core::Warn(Reason::kEvidenceError, "NCCL library version list not read");
   const json& libs = e.data["libraries"];
   std::string version;
   std::string from;
@@ -30,7 +31,8 @@ Finding NcclInstalled(const JudgeContext& ctx) {
     f = core::Fail(Severity::kMissing, "NCCL not found in the linker cache or the standard library directories");
     if (!e.data.value("ldconfig_ok", false)) f.Detail("ldconfig -p did not run; only directories were searched");
   } else if (version.empty()) {
-    f = core::Warn(Reason::kEvidenceError, fmt::format("NCCL found ({} file(s)) but its version could not be read", libs.size()));
+    f = core::Warn(Reason::kEvidenceError,
+                   fmt::format("NCCL found ({} file(s)) but its version could not be read", libs.size()));
   } else {
     f = core::Pass(fmt::format("NCCL {} found", version));
     f.Detail("version from " + from);
@@ -44,17 +46,24 @@ Finding NcclInstalled(const JudgeContext& ctx) {
 Finding PerfAccess(const JudgeContext& ctx) {
   const Evidence& bin = ctx.Get("perf.binary");
   const Evidence& probe = ctx.Get("probe.perf-sample");
-  if (NotInstalled(bin)) return core::Fail(Severity::kMissing, "perf is not installed").Observed("absent").Expected("installed");
+  if (NotInstalled(bin))
+    return core::Fail(Severity::kMissing, "perf is not installed").Observed("absent").Expected("installed");
   if (auto p = core::EvidenceProblem(bin, "perf --version")) return *p;
   std::string v = bin.data["version"];
   if (probe.status == core::EvidenceStatus::kProbeDisabled) {
-    return core::Pass(fmt::format("perf {} installed", v)).Observed(v).Expected("installed").Detail("probe perf-sample not requested");
+    return core::Pass(fmt::format("perf {} installed", v))
+        .Observed(v)
+        .Expected("installed")
+        .Detail("probe perf-sample not requested");
   }
   if (auto p = core::EvidenceProblem(probe, "perf-sample probe")) return *p;
   std::string outcome = probe.data["outcome"];
-  Finding f = outcome == "granted" ? core::Pass(fmt::format("perf {} installed and counters sampled", v))
-                                   : core::Warn(Reason::kConfig, fmt::format("perf {} installed but sampling was {}", v, outcome));
-  return f.Observed(v + ", probe " + outcome).Expected("installed, sampling granted").Detail(probe.data.value("output", std::string()));
+  Finding f = outcome == "granted"
+                  ? core::Pass(fmt::format("perf {} installed and counters sampled", v))
+                  : core::Warn(Reason::kConfig, fmt::format("perf {} installed but sampling was {}", v, outcome));
+  return f.Observed(v + ", probe " + outcome)
+      .Expected("installed, sampling granted")
+      .Detail(probe.data.value("output", std::string()));
 }
 
 // nccl-autoconfig: NCCL tunes channels, protocol and algorithm per topology and message size;
@@ -64,7 +73,8 @@ Finding NcclAutoconfig(const JudgeContext& ctx) {
   if (auto p = core::EvidenceProblem(cfg, "NCCL configuration")) return *p;
   std::vector<std::string> pinned, seen, unreadable;
   for (const auto& f : cfg.data["files"]) {
-    if (f.contains("error")) unreadable.push_back(f["path"].get<std::string>() + " (" + f["error"].get<std::string>() + ")");
+    if (f.contains("error"))
+      unreadable.push_back(f["path"].get<std::string>() + " (" + f["error"].get<std::string>() + ")");
     for (const auto& [k, v] : f["vars"].items()) {
       std::string where = fmt::format("{}={} in {}", k, v.get<std::string>(), f["path"].get<std::string>());
       seen.push_back(where);
@@ -79,31 +89,41 @@ Finding NcclAutoconfig(const JudgeContext& ctx) {
   if (seen.empty()) {
     const Evidence& libs = ctx.Get("nccl.libraries");
     bool nccl = libs.ok() && (!libs.data.value("libraries", json::array()).empty() || libs.data["header"].is_object());
-    if (!nccl && unreadable.empty()) return core::Skip(Reason::kNotApplicable, "no NCCL and no NCCL configuration on this node");
+    if (!nccl && unreadable.empty())
+      return core::Skip(Reason::kNotApplicable, "no NCCL and no NCCL configuration on this node");
   }
   if (!unreadable.empty() && pinned.empty()) {
     return core::Warn(Reason::kEvidenceError, "NCCL configuration unreadable: " + unreadable[0]).Details(unreadable);
   }
-  Finding f = pinned.empty()
-                  ? core::Pass(seen.empty() ? "no NCCL overrides: NCCL tunes itself" : fmt::format("{} NCCL setting(s), none pins channels, protocol or algorithm", seen.size()))
-                  : core::Warn(Reason::kConfig, fmt::format("NCCL pinned system-wide: {}", pinned[0]) + (pinned.size() > 1 ? fmt::format(" (+{} more)", pinned.size() - 1) : ""));
-  return f.Details(seen).Observed(pinned.empty() ? fmt::format("{} setting(s)", seen.size()) : fmt::format("{} pinned", pinned.size()))
+  Finding f =
+      pinned.empty()
+          ? core::Pass(seen.empty()
+                           ? "no NCCL overrides: NCCL tunes itself"
+                           : fmt::format("{} NCCL setting(s), none pins channels, protocol or algorithm", seen.size()))
+          : core::Warn(Reason::kConfig, fmt::format("NCCL pinned system-wide: {}", pinned[0]) +
+                                            (pinned.size() > 1 ? fmt::format(" (+{} more)", pinned.size() - 1) : ""));
+  return f.Details(seen)
+      .Observed(pinned.empty() ? fmt::format("{} setting(s)", seen.size()) : fmt::format("{} pinned", pinned.size()))
       .Expected("NCCL_MIN_NCHANNELS, NCCL_PROTO, NCCL_ALGO unset");
 }
 
 // hpc-sdk: the NVIDIA HPC SDK in the release window, its compilers agreeing, its payload complete.
 Finding HpcSdkCheck(const JudgeContext& ctx) {
   const Evidence& pci = ctx.Get("pci.devices");
-  if (CountPciGpus(pci, "0x1002") > 0 && CountPciGpus(pci, "0x10de") == 0) return core::Skip(Reason::kNotApplicable, "AMD GPUs only");
+  if (CountPciGpus(pci, "0x1002") > 0 && CountPciGpus(pci, "0x10de") == 0)
+    return core::Skip(Reason::kNotApplicable, "AMD GPUs only");
   const Evidence& e = ctx.Get("hpcsdk.install");
   if (auto p = core::EvidenceProblem(e, "HPC SDK search")) return *p;
   if (!e.data.value("installed", false)) {
-    return core::Fail(Severity::kMissing, "the NVIDIA HPC SDK is not installed (/opt/nvidia/hpc_sdk)").Observed("absent").Expected("an HPC SDK release in the window");
+    return core::Fail(Severity::kMissing, "the NVIDIA HPC SDK is not installed (/opt/nvidia/hpc_sdk)")
+        .Observed("absent")
+        .Expected("an HPC SDK release in the window");
   }
   std::string rel = e.data["release"];
   std::vector<std::string> mismatch, missing;
   for (const auto& [c, v] : e.data["compilers"].items()) {
-    if (!v.is_string() || v.get<std::string>() != rel) mismatch.push_back(fmt::format("{} reports {}", c, v.is_string() ? v.get<std::string>() : "nothing"));
+    if (!v.is_string() || v.get<std::string>() != rel)
+      mismatch.push_back(fmt::format("{} reports {}", c, v.is_string() ? v.get<std::string>() : "nothing"));
   }
   for (const auto& [k, found] : e.data["payload"].items()) {
     if (!found.get<bool>()) missing.push_back(k);
@@ -111,7 +131,8 @@ Finding HpcSdkCheck(const JudgeContext& ctx) {
   std::optional<Finding> problem;
   const core::Component* c = Component(ctx, "nvhpc", problem);
   if (!c) return *problem;
-  Finding f = FromComparison(core::Compare(*c, {.version = rel}, ctx.now(), ctx.minimums().grace_period_days), "HPC SDK", rel);
+  Finding f =
+      FromComparison(core::Compare(*c, {.version = rel}, ctx.now(), ctx.minimums().grace_period_days), "HPC SDK", rel);
   if (f.verdict != core::Verdict::kFail && !mismatch.empty()) {
     f = core::Fail(Severity::kConfig, fmt::format("HPC SDK {}: compiler versions disagree ({})", rel, mismatch[0]));
   }
@@ -126,12 +147,14 @@ Finding Sysctl(const JudgeContext& ctx, const char* key, int pass_max, int warn_
   const Evidence& e = ctx.Get("kernel.perf-sysctl");
   if (auto p = core::EvidenceProblem(e, "kernel sysctls")) return *p;
   if (!e.data[key].is_number()) {
-    return core::Warn(Reason::kEvidenceError, fmt::format("{} unreadable: {}", what, e.data.value(std::string(key) + "_error", std::string())));
+    return core::Warn(Reason::kEvidenceError,
+                      fmt::format("{} unreadable: {}", what, e.data.value(std::string(key) + "_error", std::string())));
   }
   int v = e.data[key];
   Finding f = v <= pass_max ? core::Pass(fmt::format("{} = {}", what, v))
-              : v <= warn_max ? core::Warn(Reason::kConfig, fmt::format("{} = {} restricts profiling for non-root users", what, v))
-                              : core::Fail(Severity::kConfig, fmt::format("{} = {} disables profiling for users", what, v));
+              : v <= warn_max
+                  ? core::Warn(Reason::kConfig, fmt::format("{} = {} restricts profiling for non-root users", what, v))
+                  : core::Fail(Severity::kConfig, fmt::format("{} = {} disables profiling for users", what, v));
   return f.Observed(std::to_string(v)).Expected(fmt::format("<= {}", pass_max));
 }
 
@@ -154,7 +177,8 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .id = "hpc-sdk",
              .category = "software",
              .title = "NVIDIA HPC SDK in the release window, compilers agreeing, payload complete",
-             .rationale = "The HPC SDK brings matching compilers, MPI (HPC-X), NCCL, NVSHMEM, math libraries and profilers.",
+             .rationale =
+                 "The HPC SDK brings matching compilers, MPI (HPC-X), NCCL, NVSHMEM, math libraries and profilers.",
              .remediation = "Install a current NVIDIA HPC SDK under /opt/nvidia/hpc_sdk on the compute nodes.",
              .criterion = "hpc-sdk",
              .targets = core::kS,
@@ -162,18 +186,21 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .reproduce = "ls /opt/nvidia/hpc_sdk/Linux_x86_64; nvc --version",
          },
          HpcSdkCheck});
-  r.Add({CheckInfo{
-             .id = "nccl-autoconfig",
-             .category = "networking",
-             .title = "NCCL tunes itself: no channels, protocol or algorithm pinned system-wide",
-             .rationale = "NCCL picks channels, protocol and algorithm per topology and message size; pinning them in /etc/nccl.conf slows most jobs.",
-             .remediation = "Remove NCCL_MIN_NCHANNELS, NCCL_PROTO and NCCL_ALGO from /etc/nccl.conf, /etc/environment and modules; set them per job if ever.",
-             .criterion = "nccl-autoconfig",
-             .targets = core::kS | core::kK,
-             .needs = {"nccl.config", "nccl.libraries"},
-             .reproduce = "cat /etc/nccl.conf; grep NCCL_ /etc/environment; env | grep NCCL_",
-         },
-         NcclAutoconfig});
+  r.Add(
+      {CheckInfo{
+           .id = "nccl-autoconfig",
+           .category = "networking",
+           .title = "NCCL tunes itself: no channels, protocol or algorithm pinned system-wide",
+           .rationale =
+               "NCCL picks channels, protocol and algorithm per topology and message size; pinning them in /etc/nccl.conf slows most jobs.",
+           .remediation =
+               "Remove NCCL_MIN_NCHANNELS, NCCL_PROTO and NCCL_ALGO from /etc/nccl.conf, /etc/environment and modules; set them per job if ever.",
+           .criterion = "nccl-autoconfig",
+           .targets = core::kS | core::kK,
+           .needs = {"nccl.config", "nccl.libraries"},
+           .reproduce = "cat /etc/nccl.conf; grep NCCL_ /etc/environment; env | grep NCCL_",
+       },
+       NcclAutoconfig});
   r.Add({CheckInfo{
              .id = "perf-access",
              .category = "software",
@@ -187,18 +214,20 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .reproduce = "perf --version; perf stat -e cycles,instructions -- sleep 0.1",
          },
          PerfAccess});
-  r.Add({CheckInfo{
-             .id = "perf-access-paranoid",
-             .category = "software",
-             .title = "perf_event_paranoid allows user profiling (<= 1)",
-             .rationale = "perf_event_paranoid governs perf_event_open for every profiler (perf, Nsight Systems, py-spy native).",
-             .remediation = "sysctl -w kernel.perf_event_paranoid=1 (persist in /etc/sysctl.d).",
-             .criterion = "perf-access",
-             .targets = core::kS | core::kK | core::kSA | core::kV,
-             .needs = {"kernel.perf-sysctl"},
-             .reproduce = "cat /proc/sys/kernel/perf_event_paranoid",
-         },
-         [](const JudgeContext& ctx) { return Sysctl(ctx, "perf_event_paranoid", 1, 2, "perf_event_paranoid"); }});
+  r.Add(
+      {CheckInfo{
+           .id = "perf-access-paranoid",
+           .category = "software",
+           .title = "perf_event_paranoid allows user profiling (<= 1)",
+           .rationale =
+               "perf_event_paranoid governs perf_event_open for every profiler (perf, Nsight Systems, py-spy native).",
+           .remediation = "sysctl -w kernel.perf_event_paranoid=1 (persist in /etc/sysctl.d).",
+           .criterion = "perf-access",
+           .targets = core::kS | core::kK | core::kSA | core::kV,
+           .needs = {"kernel.perf-sysctl"},
+           .reproduce = "cat /proc/sys/kernel/perf_event_paranoid",
+       },
+       [](const JudgeContext& ctx) { return Sysctl(ctx, "perf_event_paranoid", 1, 2, "perf_event_paranoid"); }});
   r.Add({CheckInfo{
              .id = "perf-access-kptr",
              .category = "software",

@@ -47,7 +47,9 @@ struct AuditCli {
 bool UseColor(bool no_color) { return !no_color && ::isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr; }
 
 int EmitReport(const audit::Report& report, const AuditCli& a) {
-  auto write = [](std::string_view piece) { std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size())); };
+  auto write = [](std::string_view piece) {
+    std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+  };
   if (!a.textfile.empty()) WriteTextfile(a.textfile, RenderExport("prometheus", audit::ToJson(report), {}));
   if (a.json_out || a.format == "json") {
     audit::WriteJson(report, write);
@@ -63,13 +65,15 @@ int EmitReport(const audit::Report& report, const AuditCli& a) {
 // --show: what the selection would check, one line per check.
 void PrintShow(const audit::AuditPreview& p) {
   const auto& checks = p.plan->checks;
-  std::cout << fmt::format("target: {} ({}); {} checks, {} run\n", core::ToString(p.target), p.how, checks.size(),
-                           std::count_if(checks.begin(), checks.end(), [](const auto& pc) { return pc.state == audit::PlanState::kRun; }));
+  std::cout << fmt::format(
+      "target: {} ({}); {} checks, {} run\n", core::ToString(p.target), p.how, checks.size(),
+      std::count_if(checks.begin(), checks.end(), [](const auto& pc) { return pc.state == audit::PlanState::kRun; }));
   for (const auto& pc : checks) {
-    std::cout << fmt::format("{:<36} {:<12} {:<22} {}\n", pc.check->info.id, pc.check->info.category, pc.check->info.Mode(),
-                             pc.state == audit::PlanState::kRun          ? "runs"
-                             : pc.state == audit::PlanState::kNotInScope ? fmt::format("skip: not-in-scope for {}", core::ToString(p.target))
-                                                                         : "skip: probe-disabled");
+    std::cout << fmt::format(
+        "{:<36} {:<12} {:<22} {}\n", pc.check->info.id, pc.check->info.category, pc.check->info.Mode(),
+        pc.state == audit::PlanState::kRun          ? "runs"
+        : pc.state == audit::PlanState::kNotInScope ? fmt::format("skip: not-in-scope for {}", core::ToString(p.target))
+                                                    : "skip: probe-disabled");
   }
 }
 
@@ -81,11 +85,14 @@ void PrintTargetBlock(const audit::AuditPreview& p, const AuditCli& a) {
       "clustermax audit\n  target:   {} ({})\n  scope:    {}\n  identity: {} (uid {})\n  profile:  {}\n  checks:   "
       "{} selected, {} evidence sources\n  probes:   {}\n",
       core::ToString(p.target), p.how, p.scope, user, ::getuid(),
-      a.request.profiles.empty() ? "all" : fmt::format("{}", fmt::join(a.request.profiles, ",")), p.plan->checks.size(), p.plan->collectors.size(),
-      sel.probes.empty() ? "none (passive: reads state only)" : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
+      a.request.profiles.empty() ? "all" : fmt::format("{}", fmt::join(a.request.profiles, ",")), p.plan->checks.size(),
+      p.plan->collectors.size(),
+      sel.probes.empty() ? "none (passive: reads state only)"
+                         : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
   for (const auto& m : p.weighed) std::cerr << "  weighed:  " << util::EscapeControls(m) << "\n";
   if (p.target == core::Target::kK8s || (p.target == core::Target::kSlurm && !p.fleet)) {
-    std::cerr << "  note:     this audits the local node only" << (p.target == core::Target::kK8s ? "; Kubernetes fan-out is not part of this build" : "") << "\n";
+    std::cerr << "  note:     this audits the local node only"
+              << (p.target == core::Target::kK8s ? "; Kubernetes fan-out is not part of this build" : "") << "\n";
   }
 }
 
@@ -93,7 +100,9 @@ void PrintTargetBlock(const audit::AuditPreview& p, const AuditCli& a) {
 bool Confirm(const AuditCli& a) {
   if (a.yes) return true;
   if (!::isatty(STDIN_FILENO)) {
-    if (!a.request.target) throw UsageError("non-interactive run: pass an explicit target (--standalone, --vm, --container, --slurm, --k8s) or --yes");
+    if (!a.request.target)
+      throw UsageError(
+          "non-interactive run: pass an explicit target (--standalone, --vm, --container, --slurm, --k8s) or --yes");
     return true;
   }
   std::cerr << "Proceed? [y/N] " << std::flush;
@@ -110,8 +119,10 @@ int RunAudit(AuditCli& a, const std::vector<std::string>& argv) {
   int explicit_targets = a.standalone + a.vm + a.container + a.slurm + a.k8s;
   if (explicit_targets > 1) throw UsageError("choose one target: --standalone, --vm, --container, --slurm or --k8s");
   const std::pair<bool, std::pair<core::Target, const char*>> flags[] = {
-      {a.standalone, {core::Target::kStandalone, "--standalone"}}, {a.vm, {core::Target::kVm, "--vm"}},
-      {a.container, {core::Target::kContainer, "--container"}},   {a.slurm, {core::Target::kSlurm, "--slurm"}},
+      {a.standalone, {core::Target::kStandalone, "--standalone"}},
+      {a.vm, {core::Target::kVm, "--vm"}},
+      {a.container, {core::Target::kContainer, "--container"}},
+      {a.slurm, {core::Target::kSlurm, "--slurm"}},
       {a.k8s, {core::Target::kK8s, "--k8s"}}};
   for (const auto& [set, t] : flags) {
     if (set) r.target = t.first, r.target_flag = t.second;
@@ -151,21 +162,26 @@ void AddAuditOptions(CLI::App* cmd, AuditCli& a) {
   cmd->add_flag("--standalone", a.standalone, "Target: bare-metal standalone node");
   cmd->add_flag("--vm", a.vm, "Target: virtual machine");
   cmd->add_flag("--container", a.container, "Target: inside a container");
-  cmd->add_flag("--slurm", a.slurm, "Target: a Slurm cluster: every node through one srun step, plus the scheduler checks");
+  cmd->add_flag("--slurm", a.slurm,
+                "Target: a Slurm cluster: every node through one srun step, plus the scheduler checks");
   cmd->add_flag("--local", r.slurm.local_only, "With --slurm: this node only, no fan-out");
   cmd->add_option("--partition", r.slurm.partition, "Fleet scope: nodes of this partition");
   cmd->add_option("--nodelist", r.slurm.nodelist, "Fleet scope: these nodes (Slurm hostlist, e.g. gpu[01-16])");
   cmd->add_option("--nodes", r.slurm.nodes, "Fleet scope: at most N nodes")->check(CLI::NonNegativeNumber);
   cmd->add_option("--time", r.slurm.time_limit, "srun --time when the audit asks for an allocation (minutes)");
-  cmd->add_option("--fleet-timeout", r.slurm.fleet_timeout_s, "Seconds for the whole srun step; nodes silent by then are reported")
+  cmd->add_option("--fleet-timeout", r.slurm.fleet_timeout_s,
+                  "Seconds for the whole srun step; nodes silent by then are reported")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--node-timeout", r.slurm.node_timeout_s, "Seconds each node collects before it sends what it has (0: no deadline)")
+  cmd->add_option("--node-timeout", r.slurm.node_timeout_s,
+                  "Seconds each node collects before it sends what it has (0: no deadline)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--bcast", r.slurm.bcast, "Copy this binary to PATH on every node first (srun --bcast), for nodes without the shared path");
+  cmd->add_option("--bcast", r.slurm.bcast,
+                  "Copy this binary to PATH on every node first (srun --bcast), for nodes without the shared path");
   cmd->add_flag("--k8s", a.k8s, "Target: a Kubernetes node (this node only)");
   cmd->add_flag("-y,--yes", a.yes, "Do not ask for confirmation");
-  cmd->add_option("-p,--profile", r.profiles, "Profile(s): security, versions, isolation, hardware, software, containers, "
-                                               "orchestration, networking, storage, health, access, all");
+  cmd->add_option("-p,--profile", r.profiles,
+                  "Profile(s): security, versions, isolation, hardware, software, containers, "
+                  "orchestration, networking, storage, health, access, all");
   cmd->add_option("--check", r.checks, "Only these check ids");
   cmd->add_flag("--show", a.show, "List what the selection would check, then exit");
   cmd->add_flag("--dry-run", a.dry_run, "Print the plan (JSON), then exit");
@@ -177,25 +193,37 @@ void AddAuditInputOutputOptions(CLI::App* cmd, AuditCli& a) {
   audit::AuditRequest& r = a.request;
   audit::CollectSettings& c = r.collect;
   cmd->add_option("--probe-image", c.probe_image, "Container image for the container-launch probe (docker and pyxis)");
-  cmd->add_option("--enroot-image", c.enroot_image, "Image the enroot-import probe pulls (default docker://busybox:1.36)");
-  cmd->add_option("--s3-endpoint", c.s3_endpoint, "Object storage endpoint for the s3-probe (or CLUSTERMAX_S3_ENDPOINT)");
-  cmd->add_option("--s3-bucket", c.s3_bucket, "Bucket for the s3-probe (or CLUSTERMAX_S3_BUCKET; credentials: AWS_* or ~/.aws/credentials)");
-  cmd->add_option("--s3-region", c.s3_region, "Signing region for the s3-probe (or CLUSTERMAX_S3_REGION, AWS_REGION; default us-east-1)");
-  cmd->add_option("--s3-addressing", c.s3_addressing, "path (default) or virtual")->check(CLI::IsMember({"path", "virtual"}));
-  cmd->add_option("--replay", r.replay, "Judge saved evidence bundle(s) or run directories instead of this machine (--out saves the judgement as a run)")
+  cmd->add_option("--enroot-image", c.enroot_image,
+                  "Image the enroot-import probe pulls (default docker://busybox:1.36)");
+  cmd->add_option("--s3-endpoint", c.s3_endpoint,
+                  "Object storage endpoint for the s3-probe (or CLUSTERMAX_S3_ENDPOINT)");
+  cmd->add_option("--s3-bucket", c.s3_bucket,
+                  "Bucket for the s3-probe (or CLUSTERMAX_S3_BUCKET; credentials: AWS_* or ~/.aws/credentials)");
+  cmd->add_option("--s3-region", c.s3_region,
+                  "Signing region for the s3-probe (or CLUSTERMAX_S3_REGION, AWS_REGION; default us-east-1)");
+  cmd->add_option("--s3-addressing", c.s3_addressing, "path (default) or virtual")
+      ->check(CLI::IsMember({"path", "virtual"}));
+  cmd->add_option(
+         "--replay", r.replay,
+         "Judge saved evidence bundle(s) or run directories instead of this machine (--out saves the judgement as a run)")
       ->check(CLI::ExistingPath);
   cmd->add_option("--record", r.record, "Also write this node's evidence bundle to FILE (e.g. a test fixture)");
   cmd->add_option("--out", r.out_dir, "Run directory (default ~/.clustermax/runs/<timestamp>)");
   cmd->add_option("--sysroot", r.sysroot, "Re-root every file read under DIR")->check(CLI::ExistingDirectory);
-  cmd->add_option("--minimums", a.minimums_file, "Minimum-version table to use instead of the embedded one")->check(CLI::ExistingFile);
+  cmd->add_option("--minimums", a.minimums_file, "Minimum-version table to use instead of the embedded one")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--timeout", c.timeouts, "Per-evidence timeout, ID=SECONDS (e.g. gpu.inventory=30)");
-  cmd->add_option("--command-timeout", c.command_timeout_s, "Default timeout for every command, seconds")->check(CLI::PositiveNumber);
-  cmd->add_option("--counter-interval", c.counter_interval_s, "Seconds between the two reads of RDMA error counters (0: one read, history only)")
+  cmd->add_option("--command-timeout", c.command_timeout_s, "Default timeout for every command, seconds")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--counter-interval", c.counter_interval_s,
+                  "Seconds between the two reads of RDMA error counters (0: one read, history only)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", a.json_out, "Print the JSON report instead of text");
-  cmd->add_option("--format", a.format, "Output: text (default), json, prometheus, junit (XML) or sarif (2.1.0); docs/exports.md")
+  cmd->add_option("--format", a.format,
+                  "Output: text (default), json, prometheus, junit (XML) or sarif (2.1.0); docs/exports.md")
       ->check(CLI::IsMember({"text", "json", "prometheus", "junit", "sarif"}));
-  cmd->add_option("--textfile", a.textfile, "Also write the Prometheus text to PATH.prom (node_exporter textfile collector; atomic, mode 0644)");
+  cmd->add_option("--textfile", a.textfile,
+                  "Also write the Prometheus text to PATH.prom (node_exporter textfile collector; atomic, mode 0644)");
   cmd->add_flag("-v", a.verbosity, "More detail (-v, -vv, -vvv)");
   cmd->add_flag("--exit-zero", a.exit_zero, "Exit 0 even when checks FAIL");
   cmd->add_flag("--no-color", a.no_color, "No colours (also NO_COLOR or a non-terminal)");
@@ -266,7 +294,8 @@ int RunCollect(const CollectCli& c, const std::vector<std::string>& argv) {
     if (name.empty()) name = util::Hostname();
     std::thread([sender, name, secs = c.node_timeout_s] {
       std::this_thread::sleep_for(std::chrono::duration<double>(secs));
-      if (sender->Send(name, fmt::format("node deadline: sent after {} s with the evidence collected by then", secs))) std::_Exit(kExitOk);
+      if (sender->Send(name, fmt::format("node deadline: sent after {} s with the evidence collected by then", secs)))
+        std::_Exit(kExitOk);
     }).detach();
   }
   audit::NodeEvidence n = audit::CollectNode(local, plan, opts, bundle, c.role);
@@ -297,8 +326,10 @@ void AddAuditCommands(CLI::App& app, Commands& table) {
 
 void AddCollectCommands(CLI::App& app, Commands& table) {
   auto c = std::make_shared<CollectCli>();
-  auto* cmd = app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
-  cmd->add_option("--role", c->role, "compute (node checks), login (scheduler checks) or empty (all)")->check(CLI::IsMember({"compute", "login", ""}));
+  auto* cmd =
+      app.add_subcommand("collect", "Collect this node's evidence for a fleet audit (srun runs it on every node)");
+  cmd->add_option("--role", c->role, "compute (node checks), login (scheduler checks) or empty (all)")
+      ->check(CLI::IsMember({"compute", "login", ""}));
   cmd->add_option("--target", c->target, "Audit target");
   cmd->add_option("-p,--profile", c->profiles, "Profile(s)");
   cmd->add_option("--check", c->checks, "Check ids");
@@ -309,7 +340,8 @@ void AddCollectCommands(CLI::App& app, Commands& table) {
   cmd->add_option("--command-timeout", c->settings.command_timeout_s, "Seconds per command");
   cmd->add_option("--counter-interval", c->settings.counter_interval_s, "Seconds between RDMA counter reads");
   cmd->add_option("--step-gpus", c->step_gpus, "GPUs per node the step requested");
-  cmd->add_option("--node-timeout", c->node_timeout_s, "Send what was collected after this many seconds (0: no deadline)");
+  cmd->add_option("--node-timeout", c->node_timeout_s,
+                  "Send what was collected after this many seconds (0: no deadline)");
   cmd->add_option("--out", c->out, "Write the bundle to FILE instead of stdout lines");
   table.Add(cmd, [c, &table] { return RunCollect(*c, table.argv()); });
 }

@@ -46,11 +46,13 @@ struct Common {
 
 void AddCommon(CLI::App* cmd, Common& c, bool bars = true) {
   cmd->add_flag("--json", c.json_out, "Print the JSON result instead of the table");
-  cmd->add_option("--out", c.out_dir, "Run directory for the result, RUN_DIR/bench/<suite>.json (default ~/.clustermax/runs/<timestamp>); "
-                                      "an audit run directory gets the result next to its report");
+  cmd->add_option("--out", c.out_dir,
+                  "Run directory for the result, RUN_DIR/bench/<suite>.json (default ~/.clustermax/runs/<timestamp>); "
+                  "an audit run directory gets the result next to its report");
   cmd->add_flag("--force", c.force, "Replace the result of an earlier run of this suite in --out (refused without it)");
   if (bars) {
-    cmd->add_option("--thresholds", c.thresholds_file, "Pass/warn bars instead of the embedded data/bench-thresholds.json")
+    cmd->add_option("--thresholds", c.thresholds_file,
+                    "Pass/warn bars instead of the embedded data/bench-thresholds.json")
         ->check(CLI::ExistingFile);
   }
   cmd->add_flag("--exit-zero", c.exit_zero, "Exit 0 even when a grade FAILs");
@@ -64,8 +66,9 @@ std::vector<uint64_t> Sizes(const std::vector<std::string>& v) {
 }
 
 json BarsFor(const Common& c) {
-  return c.thresholds_file.empty() ? bench::EmbeddedBenchThresholds()
-                                   : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
+  return c.thresholds_file.empty()
+             ? bench::EmbeddedBenchThresholds()
+             : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
 }
 
 fs::path ResultFile(const fs::path& run_dir, const std::string& suite) { return run_dir / "bench" / (suite + ".json"); }
@@ -77,7 +80,8 @@ void CheckOut(const Common& c, const std::string& suite) {
   fs::path file = ResultFile(c.out_dir, suite);
   std::error_code ec;
   if (fs::exists(fs::symlink_status(file, ec))) {
-    throw UsageError(fmt::format("{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
+    throw UsageError(fmt::format(
+        "{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
   }
 }
 
@@ -137,10 +141,10 @@ int Finish(json result, const Common& c, const std::string& suite, std::string (
   return result["verdict"] == "FAIL" && !c.exit_zero ? kExitFail : kExitOk;
 }
 
-
 // Steps and how far the run is go to `progress`: one line rewritten in place with an estimate of
 // the time left on a terminal, plain lines otherwise.
-void Report(util::Progress& progress, std::function<void(const std::string&)>& lines, std::function<void(double)>& fraction) {
+void Report(util::Progress& progress, std::function<void(const std::string&)>& lines,
+            std::function<void(double)>& fraction) {
   lines = [&progress](const std::string& line) { progress.Text(line); };
   fraction = [&progress](double f) { progress.Fraction(f); };
 }
@@ -149,12 +153,20 @@ constexpr const char* kBenchMarker = "CLUSTERMAX-BENCH";
 
 // `bench storage` flags that reproduce `so` on another node (sizes in bytes, --quick already applied).
 std::vector<std::string> StorageArgs(const bench::StorageOptions& so) {
-  std::vector<std::string> a = {"--path=" + so.path.string(), fmt::format("--size={}", so.size), fmt::format("--files={}", so.files),
-                                fmt::format("--duration={}", so.duration_s), fmt::format("--ramp={}", so.ramp_s), "--engine=" + so.engine,
-                                fmt::format("--checkpoint-size={}", so.ckpt_size), fmt::format("--checkpoint-ranks={}", so.ckpt_ranks),
-                                fmt::format("--checkpoint-shards={}", so.ckpt_shards), fmt::format("--checkpoint-runs={}", so.ckpt_runs),
-                                fmt::format("--meta-files={}", so.meta_files), fmt::format("--meta-dirs={}", so.meta_dirs),
-                                fmt::format("--meta-threads={}", so.meta_threads), fmt::format("--meta-file-size={}", so.meta_file_size)};
+  std::vector<std::string> a = {"--path=" + so.path.string(),
+                                fmt::format("--size={}", so.size),
+                                fmt::format("--files={}", so.files),
+                                fmt::format("--duration={}", so.duration_s),
+                                fmt::format("--ramp={}", so.ramp_s),
+                                "--engine=" + so.engine,
+                                fmt::format("--checkpoint-size={}", so.ckpt_size),
+                                fmt::format("--checkpoint-ranks={}", so.ckpt_ranks),
+                                fmt::format("--checkpoint-shards={}", so.ckpt_shards),
+                                fmt::format("--checkpoint-runs={}", so.ckpt_runs),
+                                fmt::format("--meta-files={}", so.meta_files),
+                                fmt::format("--meta-dirs={}", so.meta_dirs),
+                                fmt::format("--meta-threads={}", so.meta_threads),
+                                fmt::format("--meta-file-size={}", so.meta_file_size)};
   if (so.threads) a.push_back(fmt::format("--threads={}", *so.threads));
   if (so.iodepth) a.push_back(fmt::format("--iodepth={}", *so.iodepth));
   if (!so.tests.empty()) a.push_back(fmt::format("--tests={}", fmt::join(so.tests, ",")));
@@ -172,15 +184,17 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
   if (scope.targets.empty()) {
     std::string why;
     for (const auto& u : scope.unreachable) why += fmt::format("\n  {}: {}", u.node, u.reason);
-    throw std::runtime_error("bench storage --scale: no node to run on" + (why.empty() ? std::string(" (check --partition / --nodelist)") : why));
+    throw std::runtime_error("bench storage --scale: no node to run on" +
+                             (why.empty() ? std::string(" (check --partition / --nodelist)") : why));
   }
   // Every node writes its own data at the same time: the shared path must hold all of it.
   uint64_t need = bench::StorageFootprint(so) * scope.targets.size();
   std::error_code ec;
   auto space = std::filesystem::space(so.path, ec);
   if (!ec && space.available < need + need / 10) {
-    throw std::runtime_error(fmt::format("{} has {:.1f} GiB free; {} nodes at once need {:.1f} GiB (lower --size or --checkpoint-size, or --nodes)",
-                                         so.path.string(), space.available / 1073741824.0, scope.targets.size(), need * 1.1 / 1073741824.0));
+    throw std::runtime_error(fmt::format(
+        "{} has {:.1f} GiB free; {} nodes at once need {:.1f} GiB (lower --size or --checkpoint-size, or --nodes)",
+        so.path.string(), space.available / 1073741824.0, scope.targets.size(), need * 1.1 / 1073741824.0));
   }
   auto started = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();
@@ -188,10 +202,13 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
   for (int k : bench::ScalingCounts(static_cast<int>(scope.targets.size()))) {
     if (bench::Cancelled()) break;
     std::vector<std::string> nodes(scope.targets.begin(), scope.targets.begin() + k);
-    if (!c.quiet) std::cerr << fmt::format("  scale: {} node(s) at once ({})\n", k, util::Ellipsize(fmt::format("{}", fmt::join(nodes, ",")), 120));
+    if (!c.quiet)
+      std::cerr << fmt::format("  scale: {} node(s) at once ({})\n", k,
+                               util::Ellipsize(fmt::format("{}", fmt::join(nodes, ",")), 120));
     std::vector<std::string> program = {"bench", "storage", "--emit-frames"};
     for (auto& arg : StorageArgs(so)) program.push_back(arg);
-    audit::FramedStep step = audit::RunFramedStep(login, scope, nodes, o, "clustermax-bench-storage", program, kBenchMarker, 0);
+    audit::FramedStep step =
+        audit::RunFramedStep(login, scope, nodes, o, "clustermax-bench-storage", program, kBenchMarker, 0);
     bench::ScalingStep s;
     s.nodes = k;
     s.asked = nodes;
@@ -201,8 +218,10 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
     for (const auto& [node, doc] : step.documents) {
       try {
         json r = util::ParseJsonDocument(doc, "result of " + node);
-        if (r.contains("error")) s.missing[node] = r["error"].get<std::string>();
-        else s.results[node] = std::move(r);
+        if (r.contains("error"))
+          s.missing[node] = r["error"].get<std::string>();
+        else
+          s.results[node] = std::move(r);
       } catch (const std::exception& e) {
         s.missing[node] = std::string("result unreadable: ") + e.what();
       }
@@ -237,7 +256,8 @@ int EmitStorageFrames(const bench::StorageOptions& so) {
   } catch (const std::exception& e) {
     r = {{"error", e.what()}};
   }
-  for (const auto& line : util::FrameLines(kBenchMarker, node, r.dump(-1, ' ', true, json::error_handler_t::replace))) std::cout << line << "\n";
+  for (const auto& line : util::FrameLines(kBenchMarker, node, r.dump(-1, ' ', true, json::error_handler_t::replace)))
+    std::cout << line << "\n";
   std::cout.flush();
   return kExitOk;
 }
@@ -288,19 +308,28 @@ int RunGpu(GpuCli& o) {
 void AddGpuCommand(CLI::App* parent, Commands& table) {
   auto o = std::make_shared<GpuCli>();
   bench::GpuBenchOptions& go = o->go;
-  auto* gpu = parent->add_subcommand("gpu", "GPU compute: GEMM per precision, MAMF, grouped MoE GEMM, GEMV, memory, host and peer links, launch");
-  gpu->add_option("suites", o->suites, fmt::format("Suites to run (default all): {}", fmt::join(bench::GpuSuites(), " ")));
+  auto* gpu = parent->add_subcommand(
+      "gpu", "GPU compute: GEMM per precision, MAMF, grouped MoE GEMM, GEMV, memory, host and peer links, launch");
+  gpu->add_option("suites", o->suites,
+                  fmt::format("Suites to run (default all): {}", fmt::join(bench::GpuSuites(), " ")));
   gpu->add_flag("--list", o->list, "Show every suite, shape set, precision and model, then exit");
   gpu->add_option("--gpus", o->gpus, "CUDA device indices, e.g. 0,3 (default: every GPU, all at once)");
-  gpu->add_flag("--full", o->full, "Full sweeps (MAMF 15-30 min per precision, EP 8 and 32, every power of two of tokens)");
-  gpu->add_option("--precisions", go.plan.precisions, "GEMM precisions: fp64 fp32 tf32 bf16 fp16 fp8 fp8-1x128 fp8-128x128 mxfp8 nvfp4")->delimiter(',');
-  gpu->add_option("--models", go.plan.models, "MoE models for grouped-gemm: kimi-k2.5 kimi-k3 dsv3 dsv4-pro")->delimiter(',');
-  gpu->add_option("--grouped-backend", go.plan.grouped_backend,
-                  "Grouped GEMM path for BF16/FP16/TF32/FP32: auto (time both, keep the faster), cublas-grouped, lt-graph")
+  gpu->add_flag("--full", o->full,
+                "Full sweeps (MAMF 15-30 min per precision, EP 8 and 32, every power of two of tokens)");
+  gpu->add_option("--precisions", go.plan.precisions,
+                  "GEMM precisions: fp64 fp32 tf32 bf16 fp16 fp8 fp8-1x128 fp8-128x128 mxfp8 nvfp4")
+      ->delimiter(',');
+  gpu->add_option("--models", go.plan.models, "MoE models for grouped-gemm: kimi-k2.5 kimi-k3 dsv3 dsv4-pro")
+      ->delimiter(',');
+  gpu->add_option(
+         "--grouped-backend", go.plan.grouped_backend,
+         "Grouped GEMM path for BF16/FP16/TF32/FP32: auto (time both, keep the faster), cublas-grouped, lt-graph")
       ->check(CLI::IsMember({"auto", "cublas-grouped", "lt-graph"}));
-  gpu->add_flag("--fp8-fast-accum", go.plan.fp8_fast_accum, "FP8 with cuBLASLt fast accumulation (default off, as torch._scaled_mm)");
+  gpu->add_flag("--fp8-fast-accum", go.plan.fp8_fast_accum,
+                "FP8 with cuBLASLt fast accumulation (default off, as torch._scaled_mm)");
   gpu->add_option("--warmup", o->warmup, "Seconds of GPU warm-up before timing (default 10, full 30)");
-  gpu->add_option("--helper", go.helper, "Path of clustermax-gpu (default: next to this binary, or $CLUSTERMAX_GPU_HELPER)");
+  gpu->add_option("--helper", go.helper,
+                  "Path of clustermax-gpu (default: next to this binary, or $CLUSTERMAX_GPU_HELPER)");
   gpu->add_option("--job-timeout", go.job_timeout_s, "Seconds one suite may run on one GPU before it is stopped");
   gpu->add_flag("--no-telemetry", o->no_telemetry, "Do not sample clocks, power and temperature through NVML");
   AddCommon(gpu, o->common, false);  // GPU bars come from data/gpu-peaks.json per GPU model
@@ -345,14 +374,18 @@ int RunStorage(StorageCli& o) {
   json r = bench::RunStorageBench(so);
   progress->Finish();
   const Common& c = o.common;
-  return Finish(std::move(r), c, "storage", bench::RenderStorage, [&c](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(c)); });
+  return Finish(std::move(r), c, "storage", bench::RenderStorage,
+                [&c](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(c)); });
 }
 
 void AddStorageCommand(CLI::App* parent, Commands& table) {
   auto o = std::make_shared<StorageCli>();
   bench::StorageOptions& so = o->so;
-  auto* st = parent->add_subcommand("storage", "POSIX filesystem: sequential and random I/O, checkpoint save/load, small files");
-  st->add_option("--path", so.path, "Directory to test (a fresh subdirectory is made and removed)")->required()->check(CLI::ExistingDirectory);
+  auto* st = parent->add_subcommand("storage",
+                                    "POSIX filesystem: sequential and random I/O, checkpoint save/load, small files");
+  st->add_option("--path", so.path, "Directory to test (a fresh subdirectory is made and removed)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   st->add_option("--size", o->size, "Data files of the I/O workloads, all together (e.g. 2G)");
   st->add_option("--files", so.files, "Data files = threads of the sequential workloads");
   st->add_option("--duration", so.duration_s, "Seconds per I/O workload (0: one pass over the data)");
@@ -360,7 +393,8 @@ void AddStorageCommand(CLI::App* parent, Commands& table) {
   st->add_option("--threads", o->threads, "Threads of the random-read workloads (default 16)");
   st->add_option("--iodepth", o->iodepth, "I/Os in flight per thread with io_uring (default 64)");
   st->add_option("--engine", so.engine, "auto, io_uring or psync");
-  st->add_option("--tests", so.tests, "Only these: io, checkpoint, metadata or workload ids (seq-read-1m-direct, ...)")->delimiter(',');
+  st->add_option("--tests", so.tests, "Only these: io, checkpoint, metadata or workload ids (seq-read-1m-direct, ...)")
+      ->delimiter(',');
   st->add_option("--checkpoint-size", o->ckpt_size, "Checkpoint bytes per run, all ranks together (e.g. 1G)");
   st->add_option("--checkpoint-ranks", so.ckpt_ranks, "Writers, one per GPU");
   st->add_option("--checkpoint-shards", so.ckpt_shards, "Files per rank");
@@ -370,14 +404,19 @@ void AddStorageCommand(CLI::App* parent, Commands& table) {
   st->add_option("--meta-threads", so.meta_threads, "Threads of the metadata test");
   st->add_option("--meta-file-size", so.meta_file_size, "Bytes per small file");
   st->add_flag("--quick", o->quick, "Short run: 512M data, 3 s per workload, 256M checkpoint, 2000 small files");
-  st->add_flag("--scale", o->scale, "Through Slurm: the same run from 1, 2, 4 ... nodes at once on the shared --path (aggregate, per node, efficiency)");
+  st->add_flag(
+      "--scale", o->scale,
+      "Through Slurm: the same run from 1, 2, 4 ... nodes at once on the shared --path (aggregate, per node, efficiency)");
   st->add_option("--partition", o->scale_slurm.partition, "--scale: the partition to take nodes from");
   st->add_option("--nodelist", o->scale_slurm.nodelist, "--scale: these nodes (Slurm hostlist)");
   st->add_option("--nodes", o->scale_slurm.nodes, "--scale: at most this many nodes");
-  st->add_option("--time", o->scale_slurm.time_limit, "--scale: srun --time per step (minutes) when asking for an allocation");
-  st->add_option("--step-timeout", o->step_timeout, "--scale: seconds before a step is stopped (what arrived is kept; default from the run's length)");
+  st->add_option("--time", o->scale_slurm.time_limit,
+                 "--scale: srun --time per step (minutes) when asking for an allocation");
+  st->add_option("--step-timeout", o->step_timeout,
+                 "--scale: seconds before a step is stopped (what arrived is kept; default from the run's length)");
   st->add_option("--bcast", o->scale_slurm.bcast, "--scale: copy this binary to the nodes first (srun --bcast=PATH)");
-  st->add_flag("--emit-frames", o->emit_frames, "(internal) print the result as framed lines for a --scale step")->group("");
+  st->add_flag("--emit-frames", o->emit_frames, "(internal) print the result as framed lines for a --scale step")
+      ->group("");
   AddCommon(st, o->common);
   table.Add(st, [o] { return RunStorage(*o); });
 }
@@ -414,17 +453,21 @@ int RunS3(S3Cli& o) {
   json r = bench::RunS3Bench(s3o);
   progress->Finish();
   const Common& c = o.common;
-  return Finish(std::move(r), c, "s3", bench::RenderS3, [&c](const json& x) { return bench::Grade(bench::S3Metrics(x), BarsFor(c)); });
+  return Finish(std::move(r), c, "s3", bench::RenderS3,
+                [&c](const json& x) { return bench::Grade(bench::S3Metrics(x), BarsFor(c)); });
 }
 
 void AddS3Command(CLI::App* parent, Commands& table) {
   auto o = std::make_shared<S3Cli>();
   bench::S3BenchOptions& s3o = o->s3o;
-  auto* s3 = parent->add_subcommand("s3", "S3-compatible object storage: PUT/GET per size and stream count, LIST, DELETE, mixed");
+  auto* s3 = parent->add_subcommand(
+      "s3", "S3-compatible object storage: PUT/GET per size and stream count, LIST, DELETE, mixed");
   s3->add_option("--endpoint", s3o.config.endpoint, "http(s)://host[:port]")->required();
-  s3->add_option("--bucket", s3o.config.bucket, "Existing bucket (objects go under a fresh prefix, all deleted after)")->required();
+  s3->add_option("--bucket", s3o.config.bucket, "Existing bucket (objects go under a fresh prefix, all deleted after)")
+      ->required();
   s3->add_option("--region", s3o.config.region, "Signing region (default us-east-1, or AWS_REGION)");
-  s3->add_option("--profile", o->profile, "Profile in ~/.aws/credentials (default: AWS_* environment, AWS_PROFILE, default)");
+  s3->add_option("--profile", o->profile,
+                 "Profile in ~/.aws/credentials (default: AWS_* environment, AWS_PROFILE, default)");
   s3->add_option("--addressing", s3o.config.addressing, "path (endpoint/bucket/key) or virtual (bucket.endpoint/key)")
       ->check(CLI::IsMember({"path", "virtual"}));
   s3->add_option("--connect-to", s3o.config.connect_to, "HOST:PORT:ADDR:PORT, as curl --connect-to");

@@ -27,13 +27,20 @@ int ListChecks(const std::string& format) {
     json out = json::array();
     for (const auto& c : reg.all()) {
       const auto& i = c.info;
-      out.push_back({{"id", i.id}, {"category", i.category}, {"title", i.title}, {"targets", core::MaskToString(i.targets)},
-                     {"mode", i.Mode()}, {"needs", i.needs}, {"criterion", i.criterion}, {"critical", i.critical}});
+      out.push_back({{"id", i.id},
+                     {"category", i.category},
+                     {"title", i.title},
+                     {"targets", core::MaskToString(i.targets)},
+                     {"mode", i.Mode()},
+                     {"needs", i.needs},
+                     {"criterion", i.criterion},
+                     {"critical", i.critical}});
     }
     std::cout << util::JsonText(out) << "\n";
   } else {
     for (const auto& c : reg.all()) {
-      std::cout << fmt::format("{:<36} {:<12} {:<14} {}\n", c.info.id, c.info.category, core::MaskToString(c.info.targets), c.info.title);
+      std::cout << fmt::format("{:<36} {:<12} {:<14} {}\n", c.info.id, c.info.category,
+                               core::MaskToString(c.info.targets), c.info.title);
     }
     std::cout << fmt::format("{} checks\n", reg.all().size());
   }
@@ -46,7 +53,8 @@ int ListProbes() {
     for (const auto& c : checks::DefaultRegistry().all()) {
       if (c.info.probe == p.name) users.push_back(c.info.id);
     }
-    std::cout << fmt::format("{}\n  does:     {}\n  changes:  {}\n  budget:   {} s\n  checks:   {}\n", p.name, p.description, p.side_effects, p.budget_s,
+    std::cout << fmt::format("{}\n  does:     {}\n  changes:  {}\n  budget:   {} s\n  checks:   {}\n", p.name,
+                             p.description, p.side_effects, p.budget_s,
                              users.empty() ? "-" : fmt::format("{}", fmt::join(users, ", ")));
   }
   return kExitOk;
@@ -61,13 +69,16 @@ int ShowMinimums(const std::string& file, bool raw_json) {
     return kExitOk;
   }
   auto s = core::TableStaleness(t, std::chrono::system_clock::now());
-  std::cout << fmt::format("minimum-version table: {} (schema {}), generated {}, {:.0f} days old{}\n", t.origin, t.schema_version, t.generated_text,
-                           s.age_days, s.stale ? fmt::format(" (STALE: older than {} days)", t.max_age_days) : "");
+  std::cout << fmt::format("minimum-version table: {} (schema {}), generated {}, {:.0f} days old{}\n", t.origin,
+                           t.schema_version, t.generated_text, s.age_days,
+                           s.stale ? fmt::format(" (STALE: older than {} days)", t.max_age_days) : "");
   for (const auto& c : t.components) {
     std::vector<std::string> floors;
     for (const auto& f : c.floors) floors.push_back(f.key == "*" ? f.version : f.key + " -> " + f.version);
-    std::cout << fmt::format("  {:<30} {:<15} {:<34} {}\n", c.id, core::ToString(c.kind), c.check, fmt::join(floors, "; "));
-    if (!c.eol_keys.empty()) std::cout << fmt::format("  {:<30} {:<15} {:<34} end-of-life: {}\n", "", "", "", fmt::join(c.eol_keys, ", "));
+    std::cout << fmt::format("  {:<30} {:<15} {:<34} {}\n", c.id, core::ToString(c.kind), c.check,
+                             fmt::join(floors, "; "));
+    if (!c.eol_keys.empty())
+      std::cout << fmt::format("  {:<30} {:<15} {:<34} end-of-life: {}\n", "", "", "", fmt::join(c.eol_keys, ", "));
   }
   return kExitOk;
 }
@@ -95,7 +106,8 @@ void AddChecksCommands(CLI::App& app, Commands& table) {
     return kExitOk;
   });
 
-  auto* probes = checks_cmd->add_subcommand("probes", "List the active probes (--probe NAME), what they do and change, and the checks using them");
+  auto* probes = checks_cmd->add_subcommand(
+      "probes", "List the active probes (--probe NAME), what they do and change, and the checks using them");
   table.Add(probes, [] { return ListProbes(); });
 }
 
@@ -117,7 +129,8 @@ void AddMinimumsCommands(CLI::App& app, Commands& table) {
     bool force = false;
   };
   auto uo = std::make_shared<UpdateOptions>();
-  auto* update = minimums_cmd->add_subcommand("update", "Install a newer table from a file or an http(s) URL (verified, atomic, ~/.clustermax)");
+  auto* update = minimums_cmd->add_subcommand(
+      "update", "Install a newer table from a file or an http(s) URL (verified, atomic, ~/.clustermax)");
   update->add_option("source", uo->source, "FILE or URL of a minimum-versions.json")->required();
   update->add_flag("--force", uo->force, "Install even a table older than the one in use");
   table.Add(update, [uo] {

@@ -63,7 +63,8 @@ std::string SuggestSubcommand(CLI::App& app, const std::vector<std::string>& arg
     }
     std::string known = fmt::format("{}", fmt::join(names, ", "));
     if (best_d <= std::max<size_t>(2, best.size() / 3)) {
-      return fmt::format("unknown command '{} {}'; did you mean '{} {}'? ({} commands: {})", path, util::EscapeControls(w), path, best, path, known);
+      return fmt::format("unknown command '{} {}'; did you mean '{} {}'? ({} commands: {})", path,
+                         util::EscapeControls(w), path, best, path, known);
     }
     return fmt::format("unknown command '{} {}' ({} commands: {})", path, util::EscapeControls(w), path, known);
   }
@@ -97,7 +98,8 @@ std::optional<int> Parse(CLI::App& app, int argc, char** argv, const std::vector
 int Main(int argc, char** argv) {
   CLI::App app{"clustermax: audit, benchmark and rate GPU clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", fmt::format("clustermax {} (commit {}, {})", core::kToolVersion, core::kGitSha, core::kBuildType));
+  app.set_version_flag(
+      "--version", fmt::format("clustermax {} (commit {}, {})", core::kToolVersion, core::kGitSha, core::kBuildType));
   Commands table;
   table.SetArgv({argv, argv + argc});
   // In this order in --help, the man page and the completions.

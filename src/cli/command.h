@@ -42,15 +42,16 @@ class Commands {
 };
 
 // Each file's registration (one per file, called by Main in this order: the help lists them so).
-void AddAuditCommands(CLI::App& app, Commands& table);   // audit, audit review (cli/audit.cc)
-void AddCatalogCommands(CLI::App& app, Commands& table); // checks list|describe|probes, minimums show|update (cli/catalog.cc)
-void AddBenchCommands(CLI::App& app, Commands& table);   // bench gpu|storage|s3|probe-s3 (cli/bench.cc)
-void AddRateCommands(CLI::App& app, Commands& table);    // rate (cli/rate.cc)
-void AddDbCommands(CLI::App& app, Commands& table);      // db ingest|list|show|diff|export (cli/db.cc)
-void AddWebCommands(CLI::App& app, Commands& table);     // report --html, serve (cli/web.cc)
-void AddExportCommands(CLI::App& app, Commands& table);  // export (cli/export.cc)
-void AddHealthCommands(CLI::App& app, Commands& table);  // health (cli/health.cc)
-void AddCollectCommands(CLI::App& app, Commands& table); // collect, run by srun on every node (cli/audit.cc)
-void AddDocsCommands(CLI::App& app, Commands& table);    // completion, manpage (cli/docs.cc)
+void AddAuditCommands(CLI::App& app, Commands& table);  // audit, audit review (cli/audit.cc)
+void AddCatalogCommands(CLI::App& app,
+                        Commands& table);  // checks list|describe|probes, minimums show|update (cli/catalog.cc)
+void AddBenchCommands(CLI::App& app, Commands& table);    // bench gpu|storage|s3|probe-s3 (cli/bench.cc)
+void AddRateCommands(CLI::App& app, Commands& table);     // rate (cli/rate.cc)
+void AddDbCommands(CLI::App& app, Commands& table);       // db ingest|list|show|diff|export (cli/db.cc)
+void AddWebCommands(CLI::App& app, Commands& table);      // report --html, serve (cli/web.cc)
+void AddExportCommands(CLI::App& app, Commands& table);   // export (cli/export.cc)
+void AddHealthCommands(CLI::App& app, Commands& table);   // health (cli/health.cc)
+void AddCollectCommands(CLI::App& app, Commands& table);  // collect, run by srun on every node (cli/audit.cc)
+void AddDocsCommands(CLI::App& app, Commands& table);     // completion, manpage (cli/docs.cc)
 
 }  // namespace clustermax::cli

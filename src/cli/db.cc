@@ -18,18 +18,18 @@ namespace {
 std::string Cell(const json& v) { return v.is_null() ? "-" : v.is_string() ? v.get<std::string>() : v.dump(); }
 
 std::string RenderList(const json& runs) {
-  std::string out = fmt::format("{:>5}  {:<7} {:<20} {:<20} {:<11} {:<21} {:>5}  {}\n", "id", "kind", "provider", "cluster", "target", "collected", "nodes",
-                                "summary / tier");
+  std::string out = fmt::format("{:>5}  {:<7} {:<20} {:<20} {:<11} {:<21} {:>5}  {}\n", "id", "kind", "provider",
+                                "cluster", "target", "collected", "nodes", "summary / tier");
   for (const auto& r : runs) {
     std::string summary = Cell(r["tier"]);
     if (r["kind"] == "run" && r["summary"].is_object()) {
       const json& s = r["summary"];
-      summary = fmt::format("{} checks: {} pass, {} warn, {} fail, {} skip", s.value("checks", 0), s.value("pass", 0), s.value("warn", 0),
-                            s.value("fail", 0), s.value("skip", 0));
+      summary = fmt::format("{} checks: {} pass, {} warn, {} fail, {} skip", s.value("checks", 0), s.value("pass", 0),
+                            s.value("warn", 0), s.value("fail", 0), s.value("skip", 0));
     }
-    out += fmt::format("{:>5}  {:<7} {:<20} {:<20} {:<11} {:<21} {:>5}  {}\n", r["id"].get<int64_t>(), r["kind"].get<std::string>(),
-                       r["provider"].get<std::string>(), r["cluster"].get<std::string>(), Cell(r["target"]), Cell(r["collected_at"]),
-                       Cell(r["nodes"]), summary);
+    out += fmt::format("{:>5}  {:<7} {:<20} {:<20} {:<11} {:<21} {:>5}  {}\n", r["id"].get<int64_t>(),
+                       r["kind"].get<std::string>(), r["provider"].get<std::string>(), r["cluster"].get<std::string>(),
+                       Cell(r["target"]), Cell(r["collected_at"]), Cell(r["nodes"]), summary);
   }
   return out;
 }
@@ -44,7 +44,9 @@ struct DbOptions {
   std::vector<int64_t> export_ids;
 };
 
-std::filesystem::path DbFile(const DbOptions& o) { return o.db_path.empty() ? store::DefaultDbPath() : std::filesystem::path(o.db_path); }
+std::filesystem::path DbFile(const DbOptions& o) {
+  return o.db_path.empty() ? store::DefaultDbPath() : std::filesystem::path(o.db_path);
+}
 
 int Ingest(const DbOptions& o) {
   store::Store s = store::Store::Open(DbFile(o));  // the only command that writes
@@ -85,38 +87,45 @@ int Show(const DbOptions& o) {
   std::cout << RenderList(json::array({r}));
   for (const auto& res : r["results"]) {
     if (res["status"] == "PASS" || res["status"] == "SKIP") continue;
-    std::cout << fmt::format("  {:<4}  {:<36} {}\n", res["status"].get<std::string>(), res["id"].get<std::string>(), res["message"].get<std::string>());
+    std::cout << fmt::format("  {:<4}  {:<36} {}\n", res["status"].get<std::string>(), res["id"].get<std::string>(),
+                             res["message"].get<std::string>());
   }
   for (const auto& m : r["metrics"]) {
-    std::cout << fmt::format("  {:<4}  {:<36} {} {}\n", m["verdict"].get<std::string>(), m["metric"].get<std::string>(), Cell(m["value"]),
-                             m["unit"].get<std::string>());
+    std::cout << fmt::format("  {:<4}  {:<36} {} {}\n", m["verdict"].get<std::string>(), m["metric"].get<std::string>(),
+                             Cell(m["value"]), m["unit"].get<std::string>());
   }
   return kExitOk;
 }
 
 // A diff as text: the two runs, then every change by kind, then the count of regressions.
 void PrintDiff(const json& r) {
-  std::cout << fmt::format("{} {} ({}) -> {} ({}){}\n", r["from"]["kind"] == "rating" ? "rating" : "run", Cell(r["from"]["id"]),
-                           Cell(r["from"]["collected_at"]), Cell(r["to"]["id"]), Cell(r["to"]["collected_at"]),
+  std::cout << fmt::format("{} {} ({}) -> {} ({}){}\n", r["from"]["kind"] == "rating" ? "rating" : "run",
+                           Cell(r["from"]["id"]), Cell(r["from"]["collected_at"]), Cell(r["to"]["id"]),
+                           Cell(r["to"]["collected_at"]),
                            r["swapped"].get<bool>() ? "  (older first, by collection time)" : "");
   bool any = !r["checks"].empty() || !r["metrics"].empty() || (r.contains("tier") && !r["tier"].is_null()) ||
              (r.contains("categories") && !r["categories"].empty());
   if (!any) std::cout << "  no change\n";
   if (r.contains("tier") && !r["tier"].is_null()) {
-    std::cout << fmt::format("  {:<7} {:<36} {} -> {}\n", r["tier"]["direction"].get<std::string>(), "tier", Cell(r["tier"]["from"]), Cell(r["tier"]["to"]));
+    std::cout << fmt::format("  {:<7} {:<36} {} -> {}\n", r["tier"]["direction"].get<std::string>(), "tier",
+                             Cell(r["tier"]["from"]), Cell(r["tier"]["to"]));
   }
   for (const auto& c : r.value("categories", json::array())) {
-    std::cout << fmt::format("  {:<7} {:<36} {} -> {}\n", c["direction"].get<std::string>(), c["category"].get<std::string>(),
-                             c["from"].is_null() ? "not rated" : Cell(c["from"]), c["to"].is_null() ? "not rated" : Cell(c["to"]));
+    std::cout << fmt::format("  {:<7} {:<36} {} -> {}\n", c["direction"].get<std::string>(),
+                             c["category"].get<std::string>(), c["from"].is_null() ? "not rated" : Cell(c["from"]),
+                             c["to"].is_null() ? "not rated" : Cell(c["to"]));
   }
   for (const auto& c : r["checks"]) {
-    std::cout << fmt::format("  {:<7} {:<36} {} -> {}  {}\n", c["direction"].get<std::string>(), c["check"].get<std::string>(), Cell(c["from"]),
-                             Cell(c["to"]), c["message"].get<std::string>());
+    std::cout << fmt::format("  {:<7} {:<36} {} -> {}  {}\n", c["direction"].get<std::string>(),
+                             c["check"].get<std::string>(), Cell(c["from"]), Cell(c["to"]),
+                             c["message"].get<std::string>());
   }
   for (const auto& m : r["metrics"]) {
-    std::cout << fmt::format("  {:<7} {:<36} {} -> {} {}\n", m["direction"].get<std::string>(), m["metric"].get<std::string>(),
+    std::cout << fmt::format("  {:<7} {:<36} {} -> {} {}\n", m["direction"].get<std::string>(),
+                             m["metric"].get<std::string>(),
                              m["from"].is_null() ? "-" : Cell(m["from"]["value"]) + " " + Cell(m["from"]["verdict"]),
-                             m["to"].is_null() ? "-" : Cell(m["to"]["value"]) + " " + Cell(m["to"]["verdict"]), m["unit"].get<std::string>());
+                             m["to"].is_null() ? "-" : Cell(m["to"]["value"]) + " " + Cell(m["to"]["verdict"]),
+                             m["unit"].get<std::string>());
   }
   std::cout << fmt::format("  {} regression(s)\n", r["regressions"].get<int>());
 }
@@ -146,7 +155,8 @@ void AddDbCommands(CLI::App& app, Commands& table) {
   db->require_subcommand(1);
   db->add_option("--db", o->db_path, "SQLite file (default ~/.clustermax/results.db)");
   db->add_flag("--json", o->json_out, "JSON instead of text");
-  auto* ingest = db->add_subcommand("ingest", "Store run directories (report.json, bench/*.json) or rating files (rate --out)");
+  auto* ingest =
+      db->add_subcommand("ingest", "Store run directories (report.json, bench/*.json) or rating files (rate --out)");
   ingest->add_option("paths", o->paths, "Run directories or rating JSON files")->required();
   ingest->add_option("--provider", o->provider, "Provider the runs belong to (ratings carry their own)");
   ingest->add_option("--cluster", o->cluster, "Cluster or region (default: the first node's name)");
@@ -154,7 +164,9 @@ void AddDbCommands(CLI::App& app, Commands& table) {
   list->add_option("--provider", o->list_provider, "Only this provider");
   auto* show = db->add_subcommand("show", "One stored run: results, benchmark grades, documents");
   show->add_option("id", o->show_id, "Run id (db list)")->required();
-  auto* diff = db->add_subcommand("diff", "What changed between two runs (or two ratings), older first by collection time; exit 2 when anything got worse");
+  auto* diff = db->add_subcommand(
+      "diff",
+      "What changed between two runs (or two ratings), older first by collection time; exit 2 when anything got worse");
   diff->add_option("from", o->diff_a, "Older run id")->required();
   diff->add_option("to", o->diff_b, "Newer run id")->required();
   auto* exp = db->add_subcommand("export", "Runs as JSON, documents included (all when no id is given)");

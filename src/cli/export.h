@@ -11,7 +11,8 @@
 namespace clustermax::cli {
 
 // "prometheus", "junit" or "sarif"; the text ends with a newline.
-std::string RenderExport(const std::string& format, const nlohmann::json& report, const std::vector<nlohmann::json>& benches);
+std::string RenderExport(const std::string& format, const nlohmann::json& report,
+                         const std::vector<nlohmann::json>& benches);
 
 // A node_exporter textfile: the name must end in .prom (the collector reads nothing else) and its
 // directory must exist. Written atomically (a temporary name the collector ignores, fsync, rename)

@@ -77,21 +77,25 @@ bool ActOnNode(const HealthOptions& o, bool healthy, const std::string& reason) 
   if (show.status == host::IoStatus::kOk && show.exit_code == 0) {
     record = util::ParseScontrolRecord(util::Trim(show.out));
   } else {
-    std::cerr << "clustermax health: warning: scontrol show node " << util::EscapeControls(node) << ": " << util::EscapeControls(Describe(show)) << "\n";
+    std::cerr << "clustermax health: warning: scontrol show node " << util::EscapeControls(node) << ": "
+              << util::EscapeControls(Describe(show)) << "\n";
     if (healthy) return false;  // never resume a node whose drain reason we could not read
   }
   hl::Decision d = hl::Decide(healthy, o.drain, o.resume, record, reason);
   if (d.action == hl::NodeAction::kNone) {
-    if (!d.why.empty() && o.verbose) std::cerr << "clustermax health: " << util::EscapeControls(node) << ": " << util::EscapeControls(d.why) << "\n";
+    if (!d.why.empty() && o.verbose)
+      std::cerr << "clustermax health: " << util::EscapeControls(node) << ": " << util::EscapeControls(d.why) << "\n";
     return true;
   }
   auto argv = d.action == hl::NodeAction::kDrain ? hl::DrainCommand(node, reason) : hl::ResumeCommand(node);
   auto r = Scontrol(argv);
   if (r.status != host::IoStatus::kOk || r.exit_code != 0) {
-    std::cerr << "clustermax health: error: " << util::EscapeControls(util::JoinArgv(argv)) << ": " << util::EscapeControls(Describe(r)) << "\n";
+    std::cerr << "clustermax health: error: " << util::EscapeControls(util::JoinArgv(argv)) << ": "
+              << util::EscapeControls(Describe(r)) << "\n";
     return false;
   }
-  std::cerr << "clustermax health: " << (d.action == hl::NodeAction::kDrain ? "drained " : "resumed ") << util::EscapeControls(node) << "\n";
+  std::cerr << "clustermax health: " << (d.action == hl::NodeAction::kDrain ? "drained " : "resumed ")
+            << util::EscapeControls(node) << "\n";
   return true;
 }
 
@@ -101,11 +105,15 @@ hl::State LoadState(const fs::path& state_path) {
   try {
     if (auto text = util::ReadLocalFile(state_path, 1u << 20)) {
       std::string why;
-      if (auto s = hl::ParseState(*text, &why)) prev = *s;
-      else std::cerr << "clustermax health: warning: state " << util::EscapeControls(state_path.string()) << " is corrupt (" << why << "); starting afresh\n";
+      if (auto s = hl::ParseState(*text, &why))
+        prev = *s;
+      else
+        std::cerr << "clustermax health: warning: state " << util::EscapeControls(state_path.string())
+                  << " is corrupt (" << why << "); starting afresh\n";
     }
   } catch (const std::exception& e) {
-    std::cerr << "clustermax health: warning: state unreadable (" << util::EscapeControls(e.what()) << "); starting afresh\n";
+    std::cerr << "clustermax health: warning: state unreadable (" << util::EscapeControls(e.what())
+              << "); starting afresh\n";
   }
   return prev;
 }
@@ -119,10 +127,13 @@ int RunHealth(const HealthOptions& o) {
   // One run at a time: a second one exits at once (never piles up behind a hung first).
   fs::path lock_path = state_path.string() + ".lock";
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (lock_fd < 0) throw std::runtime_error(fmt::format("cannot open the lock file {}: {}", lock_path.string(), std::strerror(errno)));
+  if (lock_fd < 0)
+    throw std::runtime_error(fmt::format("cannot open the lock file {}: {}", lock_path.string(), std::strerror(errno)));
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK) throw std::runtime_error(fmt::format("cannot lock {}: {}", lock_path.string(), std::strerror(errno)));
-    std::cout << "BUSY: another clustermax health run holds " << util::EscapeControls(lock_path.string()) << "\n" << std::flush;
+    if (errno != EWOULDBLOCK)
+      throw std::runtime_error(fmt::format("cannot lock {}: {}", lock_path.string(), std::strerror(errno)));
+    std::cout << "BUSY: another clustermax health run holds " << util::EscapeControls(lock_path.string()) << "\n"
+              << std::flush;
     return kExitHealthBusy;
   }
 
@@ -172,8 +183,13 @@ int RunHealth(const HealthOptions& o) {
     std::cerr << "clustermax health: warning: state not saved: " << util::EscapeControls(e.what()) << "\n";
   }
   if (o.json_out) {
-    json j = {{"status", v.healthy ? "healthy" : "unhealthy"}, {"line", line}, {"check", v.check}, {"reason", v.reason},
-              {"failures", v.failures}, {"warnings", v.warnings}, {"node", node},
+    json j = {{"status", v.healthy ? "healthy" : "unhealthy"},
+              {"line", line},
+              {"check", v.check},
+              {"reason", v.reason},
+              {"failures", v.failures},
+              {"warnings", v.warnings},
+              {"node", node},
               {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}};
     std::cerr << util::JsonText(j) << "\n";
   }
@@ -188,17 +204,26 @@ int RunHealth(const HealthOptions& o) {
 
 void AddHealthCommands(CLI::App& app, Commands& table) {
   auto o = std::make_shared<HealthOptions>();
-  auto* cmd = app.add_subcommand("health", "Passive node health check for Slurm's HealthCheckProgram, prolog/epilog or a timer: "
-                                       "prints HEALTHY or 'UNHEALTHY: <check>: <reason>'; exit 0 healthy, 2 unhealthy, 75 busy");
-  cmd->add_flag("--drain", o->drain, "When unhealthy, drain this node: scontrol update NodeName=... State=DRAIN Reason='clustermax: ...'");
+  auto* cmd =
+      app.add_subcommand("health",
+                         "Passive node health check for Slurm's HealthCheckProgram, prolog/epilog or a timer: "
+                         "prints HEALTHY or 'UNHEALTHY: <check>: <reason>'; exit 0 healthy, 2 unhealthy, 75 busy");
+  cmd->add_flag("--drain", o->drain,
+                "When unhealthy, drain this node: scontrol update NodeName=... State=DRAIN Reason='clustermax: ...'");
   cmd->add_flag("--resume", o->resume, "When healthy, resume this node if (and only if) clustermax drained it");
   cmd->add_option("--node", o->node, "Slurm node name (default SLURMD_NODENAME, else the short host name)");
-  cmd->add_option("--state", o->state, "State file (default /var/lib/clustermax/health-state.json as root, else ~/.clustermax/health-state.json)");
-  cmd->add_option("--timeout", o->timeout_s, "Seconds for the whole run; past it the node is reported unhealthy (default 20)")
+  cmd->add_option(
+      "--state", o->state,
+      "State file (default /var/lib/clustermax/health-state.json as root, else ~/.clustermax/health-state.json)");
+  cmd->add_option("--timeout", o->timeout_s,
+                  "Seconds for the whole run; past it the node is reported unhealthy (default 20)")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--require-mount", o->require_mounts, "A mount point that must be mounted and answer stat (repeatable)");
-  cmd->add_option("--kernel-log", o->kernel_log, "Read Xid/SXid lines from this kernel-log file instead of journalctl/dmesg");
-  cmd->add_option("--sysroot", o->sysroot, "Judge the files under DIR (commands and NVML are not taken; tests and images)")
+  cmd->add_option("--require-mount", o->require_mounts,
+                  "A mount point that must be mounted and answer stat (repeatable)");
+  cmd->add_option("--kernel-log", o->kernel_log,
+                  "Read Xid/SXid lines from this kernel-log file instead of journalctl/dmesg");
+  cmd->add_option("--sysroot", o->sysroot,
+                  "Judge the files under DIR (commands and NVML are not taken; tests and images)")
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("-v,--verbose", o->verbose, "Every failing and warning check on stderr");
   cmd->add_flag("--json", o->json_out, "A JSON summary on stderr (stdout stays one line)");

@@ -45,7 +45,8 @@ std::string Message(int status, const std::string& type, const std::string& body
 
 // The short plain-text answer of an error the server gives itself.
 std::string ErrorMessage(int status, bool head_only = false) {
-  return Message(status, "text/plain; charset=utf-8", fmt::format("{} {}\n", status, HttpServer::StatusText(status)), head_only);
+  return Message(status, "text/plain; charset=utf-8", fmt::format("{} {}\n", status, HttpServer::StatusText(status)),
+                 head_only);
 }
 
 // A short response written without waiting (the socket's buffer is empty), then the close.
@@ -108,7 +109,8 @@ std::pair<std::string, int> LocalAddress(int fd) {
 class HttpServer::Gate {
  public:
   explicit Gate(const HttpServer& s) : server_(s) {
-    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
     poller_ = std::thread([this] { Poll(); });
     for (int i = 0; i < kWorkers; ++i) workers_.emplace_back([this] { Work(); });
   }
@@ -253,7 +255,8 @@ class HttpServer::Gate {
 // ---- the server ----
 
 HttpServer::HttpServer() {
-  if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0) throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  if (::pipe2(stop_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
 }
 
 HttpServer::~HttpServer() {
@@ -373,17 +376,28 @@ std::string HttpServer::Respond(const std::string& head) const {
 
 const char* HttpServer::StatusText(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 414: return "URI Too Long";
-    case 431: return "Request Header Fields Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return status < 400 ? "OK" : "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return status < 400 ? "OK" : "Error";
   }
 }
 

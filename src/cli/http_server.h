@@ -21,9 +21,9 @@
 namespace clustermax::cli {
 
 struct HttpRequest {
-  std::string method;  // GET or HEAD (nothing else reaches a handler)
-  std::string target;  // as sent: path and query
-  std::string path;    // the target without its query
+  std::string method;                // GET or HEAD (nothing else reaches a handler)
+  std::string target;                // as sent: path and query
+  std::string path;                  // the target without its query
   std::vector<std::string> matches;  // the route pattern's whole match, then its groups
 };
 

@@ -1,6 +1,5 @@
 #include "cli/minimums.h"
 
-
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -47,8 +46,10 @@ std::string Fetch(const std::string& url) {
   if (Api().easy_setopt(c.get(), CURLOPT_PROTOCOLS_STR, "http,https") == CURLE_UNKNOWN_OPTION) {
     Api().easy_setopt(c.get(), CURLOPT_PROTOCOLS, static_cast<long>(CURLPROTO_HTTP | CURLPROTO_HTTPS));
   }
-  if (Api().easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, https_only ? "https" : "http,https") == CURLE_UNKNOWN_OPTION) {
-    Api().easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS, static_cast<long>(https_only ? CURLPROTO_HTTPS : CURLPROTO_HTTP | CURLPROTO_HTTPS));
+  if (Api().easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS_STR, https_only ? "https" : "http,https") ==
+      CURLE_UNKNOWN_OPTION) {
+    Api().easy_setopt(c.get(), CURLOPT_REDIR_PROTOCOLS,
+                      static_cast<long>(https_only ? CURLPROTO_HTTPS : CURLPROTO_HTTP | CURLPROTO_HTTPS));
   }
   Api().easy_setopt(c.get(), CURLOPT_FOLLOWLOCATION, 1L);
   Api().easy_setopt(c.get(), CURLOPT_MAXREDIRS, 5L);
@@ -62,9 +63,11 @@ std::string Fetch(const std::string& url) {
   CURLcode rc = Api().easy_perform(c.get());
   std::string shown = host::RedactArg(url);
   if (rc == CURLE_WRITE_ERROR && body.size() + 1 > kMaxTableBytes - 65536) {
-    throw std::runtime_error(fmt::format("{}: larger than {} MiB: not a minimum-version table", shown, kMaxTableBytes >> 20));
+    throw std::runtime_error(
+        fmt::format("{}: larger than {} MiB: not a minimum-version table", shown, kMaxTableBytes >> 20));
   }
-  if (rc != CURLE_OK) throw std::runtime_error(fmt::format("{}: {}", shown, *errbuf ? errbuf : Api().easy_strerror(rc)));
+  if (rc != CURLE_OK)
+    throw std::runtime_error(fmt::format("{}: {}", shown, *errbuf ? errbuf : Api().easy_strerror(rc)));
   long status = 0;
   Api().easy_getinfo(c.get(), CURLINFO_RESPONSE_CODE, &status);
   if (status != 200) throw std::runtime_error(fmt::format("{}: HTTP {} (not the table)", shown, status));
@@ -99,8 +102,9 @@ const core::MinimumTable& LoadMinimums(const std::string& file, core::MinimumTab
         }
       }
     } catch (const std::exception& e) {
-      std::cerr << fmt::format("clustermax: warning: the installed minimum table is unusable, the embedded one is used: {}\n",
-                               util::EscapeControls(e.what()));
+      std::cerr << fmt::format(
+          "clustermax: warning: the installed minimum table is unusable, the embedded one is used: {}\n",
+          util::EscapeControls(e.what()));
     }
   }
   if (text) *text = std::string(core::EmbeddedMinimumTableText());
@@ -124,26 +128,31 @@ std::string UpdateMinimums(const std::string& source, bool force) {
   if (!gaps.empty() && !force) {
     std::vector<std::string> named;
     for (const auto& g : gaps) named.push_back(fmt::format("{} {} ({})", g.family, g.key, g.component));
-    throw std::runtime_error(fmt::format("{}: the table has {} gap(s): {}: refused (--force installs it anyway)", shown, gaps.size(), fmt::join(named, ", ")));
+    throw std::runtime_error(fmt::format("{}: the table has {} gap(s): {}: refused (--force installs it anyway)", shown,
+                                         gaps.size(), fmt::join(named, ", ")));
   }
   auto now = std::chrono::system_clock::now();
   if (fresh.generated > now + std::chrono::hours(24)) {
-    throw std::runtime_error(fmt::format("{}: generated {}, in the future: refused (is this machine's clock right?)", shown, fresh.generated_text));
+    throw std::runtime_error(fmt::format("{}: generated {}, in the future: refused (is this machine's clock right?)",
+                                         shown, fresh.generated_text));
   }
   core::MinimumTable storage;
   const core::MinimumTable& current = LoadMinimums("", storage);
   if (fresh.generated < current.generated && !force) {
-    throw std::runtime_error(fmt::format("{}: generated {}, older than the table in use ({}, generated {}): refused (--force installs it anyway)", shown,
-                                         fresh.generated_text, current.origin, current.generated_text));
+    throw std::runtime_error(fmt::format(
+        "{}: generated {}, older than the table in use ({}, generated {}): refused (--force installs it anyway)", shown,
+        fresh.generated_text, current.origin, current.generated_text));
   }
   if (fresh.generated == current.generated && !force) {
-    return fmt::format("already in use: the {} table (generated {}); nothing changed\n", current.origin, current.generated_text);
+    return fmt::format("already in use: the {} table (generated {}); nothing changed\n", current.origin,
+                       current.generated_text);
   }
   util::CreatePrivateDirectories(util::StateDir());
   util::WriteFileAtomic(InstalledMinimumsPath(), text);
   auto age = std::chrono::duration<double, std::ratio<86400>>(now - fresh.generated).count();
-  return fmt::format("installed {}: generated {} ({:.0f} days old), {} components, from {}\naudits use it from now on (--minimums FILE overrides it)\n",
-                     InstalledMinimumsPath().string(), fresh.generated_text, age, fresh.components.size(), shown);
+  return fmt::format(
+      "installed {}: generated {} ({:.0f} days old), {} components, from {}\naudits use it from now on (--minimums FILE overrides it)\n",
+      InstalledMinimumsPath().string(), fresh.generated_text, age, fresh.components.size(), shown);
 }
 
 }  // namespace clustermax::cli

@@ -17,7 +17,8 @@ std::filesystem::path InstalledMinimumsPath();
 
 // The table to judge with (see above). `storage` holds a table read from a file; the text the
 // table was parsed from goes to *text when given (for the copy in the run directory).
-const core::MinimumTable& LoadMinimums(const std::string& file, core::MinimumTable& storage, std::string* text = nullptr);
+const core::MinimumTable& LoadMinimums(const std::string& file, core::MinimumTable& storage,
+                                       std::string* text = nullptr);
 
 // Reads a table from a local file or an http(s) URL, verifies it (a complete table by the schema,
 // generated no later than tomorrow, not older than the table in use unless `force`), and installs

@@ -60,15 +60,18 @@ int RateRuns(const rating::Catalog& cat, const RateOptions& o) {
     return kExitToolError;
   }
   std::optional<rating::Assessment> as;
-  if (!o.assessment_file.empty()) as = rating::ParseAssessment(*util::ReadLocalFile(o.assessment_file), o.assessment_file, cat);
+  if (!o.assessment_file.empty())
+    as = rating::ParseAssessment(*util::ReadLocalFile(o.assessment_file), o.assessment_file, cat);
   std::vector<rating::RunInput> runs;
   for (const auto& d : o.dirs) runs.push_back(rating::LoadRunDir(d));
   if (!o.min_tier.empty() && Rung(cat, o.min_tier) == cat.ladder.size()) {
-    throw std::invalid_argument(fmt::format("--min-tier {}: not a tier of edition {} (one of {})", o.min_tier, cat.edition, fmt::join(cat.ladder, ", ")));
+    throw std::invalid_argument(fmt::format("--min-tier {}: not a tier of edition {} (one of {})", o.min_tier,
+                                            cat.edition, fmt::join(cat.ladder, ", ")));
   }
   json r = rating::Rate(cat, runs, as);
   if (!o.out_file.empty()) util::WriteFileAtomic(o.out_file, util::JsonText(r) + "\n");
-  std::cout << (o.json_out ? util::JsonText(r) + "\n" : rating::RenderRating(util::EscapeControlsInJson(r), o.verbosity));
+  std::cout << (o.json_out ? util::JsonText(r) + "\n"
+                           : rating::RenderRating(util::EscapeControlsInJson(r), o.verbosity));
   // No tier without the minimum evidence: the rating is written, and the exit status says so.
   std::string tier = r["tier"];
   if (tier == rating::kInsufficientEvidence) {
@@ -99,19 +102,25 @@ int RunRate(const RateOptions& o) {
 
 void AddRateCommands(CLI::App& app, Commands& table) {
   auto o = std::make_shared<RateOptions>();
-  auto* cmd = app.add_subcommand("rate", "Rate a provider from audit and benchmark runs and an assessment: criteria, categories, gates, tier");
-  cmd->add_option("runs", o->dirs, "Run directories (report.json and/or bench/*.json), e.g. ~/.clustermax/runs/<timestamp>");
-  cmd->add_option("--assessment", o->assessment_file, "YAML with the attested items (clustermax rate --template writes a blank one)")
+  auto* cmd = app.add_subcommand(
+      "rate", "Rate a provider from audit and benchmark runs and an assessment: criteria, categories, gates, tier");
+  cmd->add_option("runs", o->dirs,
+                  "Run directories (report.json and/or bench/*.json), e.g. ~/.clustermax/runs/<timestamp>");
+  cmd->add_option("--assessment", o->assessment_file,
+                  "YAML with the attested items (clustermax rate --template writes a blank one)")
       ->check(CLI::ExistingFile);
   cmd->add_option("--edition", o->edition, "ClusterMAX edition whose criteria and ladder apply");
-  cmd->add_option("--catalog", o->catalog_file, "Criteria catalog instead of the embedded data/rating/<edition>.json")->check(CLI::ExistingFile);
-  cmd->add_option("--cohort", o->cohort, "Rank several ratings (rate --out files) together: relative tiers beside the absolute ones")
+  cmd->add_option("--catalog", o->catalog_file, "Criteria catalog instead of the embedded data/rating/<edition>.json")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--cohort", o->cohort,
+                  "Rank several ratings (rate --out files) together: relative tiers beside the absolute ones")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--template", o->template_out, "Print a commented blank assessment for the edition and exit");
   cmd->add_flag("--json", o->json_out, "Print the rating as JSON");
   cmd->add_option("--out", o->out_file, "Also write the rating JSON to FILE (atomically)");
   cmd->add_flag("-v", o->verbosity, "Criteria (-v) and their evidence (-vv)");
-  cmd->add_option("--min-tier", o->min_tier, "Exit 2 unless the tier is this one of the edition's ladder or a better one (for CI)");
+  cmd->add_option("--min-tier", o->min_tier,
+                  "Exit 2 unless the tier is this one of the edition's ladder or a better one (for CI)");
   table.Add(cmd, [o] { return RunRate(*o); });
 }
 

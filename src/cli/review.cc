@@ -27,7 +27,8 @@ fs::path LatestRun() {
   std::vector<fs::path> runs;
   for (const auto& e : fs::directory_iterator(dir)) {
     // Audit runs only: a benchmark-only run directory (bench/*.json, no report.json) is not reviewable.
-    if (e.is_directory() && e.path().filename().string()[0] != '.' && fs::exists(e.path() / "report.json")) runs.push_back(e.path());
+    if (e.is_directory() && e.path().filename().string()[0] != '.' && fs::exists(e.path() / "report.json"))
+      runs.push_back(e.path());
   }
   if (runs.empty()) throw std::runtime_error("no saved audit runs under " + dir.string());
   std::sort(runs.begin(), runs.end());
@@ -47,12 +48,14 @@ void Answer(const std::string& command, const audit::Report& report, const std::
       std::string hay = r.info->id + " " + r.info->title + " " + r.finding.message + " " + r.finding.observed;
       for (const auto& d : r.finding.details) hay += " " + d;
       if (!arg.empty() && !util::ContainsIgnoreCase(hay, arg)) continue;
-      std::cout << fmt::format("{:<4} {:<36} {}\n", core::ToString(r.finding.verdict), r.info->id, util::EscapeControls(r.finding.message));
+      std::cout << fmt::format("{:<4} {:<36} {}\n", core::ToString(r.finding.verdict), r.info->id,
+                               util::EscapeControls(r.finding.message));
       ++hits;
     }
     std::cout << fmt::format("{} match(es)\n", hits);
   } else if (verb == "show") {
-    auto it = std::find_if(report.results.begin(), report.results.end(), [&](const auto& r) { return r.info->id == arg; });
+    auto it =
+        std::find_if(report.results.begin(), report.results.end(), [&](const auto& r) { return r.info->id == arg; });
     if (it == report.results.end()) {
       std::cout << fmt::format("no check '{}' in this run\n", arg);
       return;
@@ -61,8 +64,10 @@ void Answer(const std::string& command, const audit::Report& report, const std::
     for (const auto& n : it->nodes) {
       const auto& f = n.finding;
       using util::EscapeControls;
-      std::cout << fmt::format("  [{}] {}{}: {}\n", EscapeControls(n.node), core::ToString(f.verdict),
-                               f.reason == core::Reason::kNone ? "" : " (" + std::string(core::ToString(f.reason)) + ")", EscapeControls(f.message));
+      std::cout << fmt::format(
+          "  [{}] {}{}: {}\n", EscapeControls(n.node), core::ToString(f.verdict),
+          f.reason == core::Reason::kNone ? "" : " (" + std::string(core::ToString(f.reason)) + ")",
+          EscapeControls(f.message));
       if (!f.observed.empty()) std::cout << "    observed: " << EscapeControls(f.observed) << "\n";
       if (!f.expected.empty()) std::cout << "    expected: " << EscapeControls(f.expected) << "\n";
       for (const auto& d : f.details) std::cout << "    - " << EscapeControls(d) << "\n";
@@ -71,7 +76,8 @@ void Answer(const std::string& command, const audit::Report& report, const std::
       for (const auto& need : it->info->needs) {
         auto ev = node.evidence.find(need);
         if (ev == node.evidence.end()) continue;
-        std::cout << fmt::format("  evidence {} on {}: {}\n", need, util::EscapeControls(node.node), util::JsonText(json(ev->second), -1));
+        std::cout << fmt::format("  evidence {} on {}: {}\n", need, util::EscapeControls(node.node),
+                                 util::JsonText(json(ev->second), -1));
       }
     }
   } else if (verb == "raw") {
@@ -96,25 +102,29 @@ SavedRun LoadRun(const fs::path& path) {
   if (fs::is_regular_file(path)) {
     run.dir = path.parent_path();
     run.bundles.push_back(host::Bundle::Load(path));
-    run.selection.target = core::TargetFromString(run.bundles.front().manifest.target).value_or(core::Target::kStandalone);
+    run.selection.target =
+        core::TargetFromString(run.bundles.front().manifest.target).value_or(core::Target::kStandalone);
     const auto& probes = run.bundles.front().manifest.probes;
     run.selection.probes = std::set<std::string>(probes.begin(), probes.end());
     return run;
   }
-  if (!fs::is_directory(path)) throw std::runtime_error(fmt::format("{}: no such run directory or bundle", path.string()));
+  if (!fs::is_directory(path))
+    throw std::runtime_error(fmt::format("{}: no such run directory or bundle", path.string()));
   run.dir = path;
   auto text = util::ReadLocalFile(path / "report.json");
   if (!text) throw std::runtime_error(fmt::format("{}: not a run directory (no report.json)", path.string()));
   json report;
   try {
     report = util::ParseJsonDocument(*text, (path / "report.json").string());
-    run.selection.target = core::TargetFromString(report.at("target").get<std::string>()).value_or(core::Target::kStandalone);
+    run.selection.target =
+        core::TargetFromString(report.at("target").get<std::string>()).value_or(core::Target::kStandalone);
     auto profiles = report.at("profiles").get<std::vector<std::string>>();
     if (!(profiles.size() == 1 && profiles[0] == "all")) run.selection.profiles = profiles;
     auto probes = report.value("probes", std::vector<std::string>{});
     run.selection.probes = std::set<std::string>(probes.begin(), probes.end());
     if (report.contains("fleet") && report["fleet"].is_object()) {
-      for (const auto& u : report["fleet"].value("unreachable", json::array())) run.unreachable.push_back({u.at("node"), u.at("reason")});
+      for (const auto& u : report["fleet"].value("unreachable", json::array()))
+        run.unreachable.push_back({u.at("node"), u.at("reason")});
     }
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("{}/report.json is corrupt: {}", path.string(), e.what()));
@@ -138,8 +148,10 @@ int Review(const ReviewOptions& o) {
   core::MinimumTable storage;
   std::error_code ec;
   std::string kept = (path / "minimum-versions.json").string();
-  const core::MinimumTable* minimums =
-      &LoadMinimums(!o.minimums_file.empty() ? o.minimums_file : fs::exists(kept, ec) ? kept : std::string(), storage);
+  const core::MinimumTable* minimums = &LoadMinimums(!o.minimums_file.empty() ? o.minimums_file
+                                                     : fs::exists(kept, ec)   ? kept
+                                                                              : std::string(),
+                                                     storage);
   audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), run.selection);
   collect::CollectOptions opts;
   std::vector<audit::NodeEvidence> nodes;

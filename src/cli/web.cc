@@ -41,7 +41,8 @@ std::string Nav(bool live) {
 std::string RunBody(const json& run, const std::string& anchor) {
   std::string body;
   const json& docs = run["documents"];
-  if (docs.contains("report.json")) body += web::Findings(docs["report.json"], anchor) + web::FleetMatrix(docs["report.json"]);
+  if (docs.contains("report.json"))
+    body += web::Findings(docs["report.json"], anchor) + web::FleetMatrix(docs["report.json"]);
   for (const auto& [name, doc] : docs.items()) {
     if (name.rfind("bench/", 0) == 0) body += web::Benchmark(doc);
   }
@@ -88,11 +89,13 @@ std::string StorePage(const store::Store& s) {
     std::string key = r["provider"].get<std::string>() + "/" + r["cluster"].get<std::string>();
     bool open = seen.insert(key).second;
     bool rating = r["kind"] == "rating";
-    body += fmt::format("<details id=\"{}-{}\" class=\"run\"{}><summary><b>{} / {}: {} {}</b> <span class=\"muted small\">{}</span></summary>{}</details>",
-                        rating ? "rating" : "run", id, open ? " open" : "", web::Escape(r["provider"].get<std::string>()),
-                        web::Escape(r["cluster"].get<std::string>()), rating ? "rating" : "run", id,
-                        web::Escape(r["collected_at"].is_string() ? r["collected_at"].get<std::string>() : r["ingested_at"].get<std::string>()),
-                        RunBody(s.Show(id), fmt::format("findings-{}", id)));
+    body += fmt::format(
+        "<details id=\"{}-{}\" class=\"run\"{}><summary><b>{} / {}: {} {}</b> <span class=\"muted small\">{}</span></summary>{}</details>",
+        rating ? "rating" : "run", id, open ? " open" : "", web::Escape(r["provider"].get<std::string>()),
+        web::Escape(r["cluster"].get<std::string>()), rating ? "rating" : "run", id,
+        web::Escape(r["collected_at"].is_string() ? r["collected_at"].get<std::string>()
+                                                  : r["ingested_at"].get<std::string>()),
+        RunBody(s.Show(id), fmt::format("findings-{}", id)));
   }
   for (const auto& [a, b] : pairs) body += web::DiffView(s.Diff(a, b), fmt::format("diff-{}-{}", a, b));
   return web::Document("clustermax: leaderboard and runs", body, Nav(false));
@@ -106,7 +109,8 @@ struct ListenAddress {
 };
 ListenAddress ParseListen(const std::string& s) {
   auto bad = [&](const std::string& why) {
-    return std::invalid_argument(fmt::format("--listen '{}': {} (HOST:PORT, e.g. 127.0.0.1:8470 or [::1]:8470)", s, why));
+    return std::invalid_argument(
+        fmt::format("--listen '{}': {} (HOST:PORT, e.g. 127.0.0.1:8470 or [::1]:8470)", s, why));
   };
   ListenAddress a;
   std::string port;
@@ -129,7 +133,8 @@ ListenAddress ParseListen(const std::string& s) {
       if (!std::isalnum(c) && c != '.' && c != '-') throw bad("'" + a.host + "' is not an IPv4 address or a host name");
     }
   }
-  bool digits = !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
+  bool digits = !port.empty() && port.size() <= 5 &&
+                std::all_of(port.begin(), port.end(), [](unsigned char c) { return std::isdigit(c); });
   if (!digits || std::stoi(port) > 65535) throw bad("port '" + port + "' is not a number from 0 to 65535");
   a.port = std::stoi(port);
   return a;
@@ -155,7 +160,8 @@ std::string RatingsAndRunsPage(const WebOptions& o) {
     auto text = util::ReadLocalFile(f);
     if (!text) throw std::invalid_argument(f + ": no such file");
     json r = util::ParseJsonDocument(*text, f);
-    if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument(f + ": not a rating (clustermax rate --out FILE)");
+    if (r.value("kind", "") != "clustermax.rating")
+      throw std::invalid_argument(f + ": not a rating (clustermax rate --out FILE)");
     body += web::Scorecard(r);
   }
   int n = 0;
@@ -170,7 +176,8 @@ std::string RatingsAndRunsPage(const WebOptions& o) {
 }
 
 int WriteReport(const WebOptions& o) {
-  std::string page = o.runs.empty() && o.ratings.empty() ? StorePage(store::Store::OpenReadOnly(o.Db())) : RatingsAndRunsPage(o);
+  std::string page =
+      o.runs.empty() && o.ratings.empty() ? StorePage(store::Store::OpenReadOnly(o.Db())) : RatingsAndRunsPage(o);
   util::WriteFileAtomic(o.html_out, page);
   std::cerr << fmt::format("wrote {} ({} bytes)\n", o.html_out, page.size());
   return kExitOk;
@@ -206,8 +213,10 @@ class Dashboard {
       // The reason (a path, SQLite's message) goes to serve's log, not to whoever asked.
       std::cerr << "clustermax: serve: " << e.what() << "\n";
       res.status = 500;
-      res.set_content(web::Document("error", "<p>The results store could not be read; the log of clustermax serve says why.</p>", Nav(true)),
-                      "text/html; charset=utf-8");
+      res.set_content(
+          web::Document("error", "<p>The results store could not be read; the log of clustermax serve says why.</p>",
+                        Nav(true)),
+          "text/html; charset=utf-8");
     }
   }
   void Pages(HttpServer& svr) const;
@@ -219,18 +228,22 @@ class Dashboard {
 void Dashboard::Pages(HttpServer& svr) const {
   svr.Get("/", [&](const HttpRequest&, HttpResponse& res) {
     WithStore(res, [&](const store::Store& s) {
-      Html(res, web::Document("clustermax: leaderboard", web::Leaderboard(s.Leaderboard(), Link) + web::History(s.List(), Link), Nav(true)));
+      Html(res, web::Document("clustermax: leaderboard",
+                              web::Leaderboard(s.Leaderboard(), Link) + web::History(s.List(), Link), Nav(true)));
     });
   });
   svr.Get("/runs", [&](const HttpRequest&, HttpResponse& res) {
-    WithStore(res, [&](const store::Store& s) { Html(res, web::Document("clustermax: runs", web::History(s.List(), Link), Nav(true))); });
+    WithStore(res, [&](const store::Store& s) {
+      Html(res, web::Document("clustermax: runs", web::History(s.List(), Link), Nav(true)));
+    });
   });
   auto one = [&](const char* kind) {
     return [&, kind](const HttpRequest& req, HttpResponse& res) {
       WithStore(res, [&](const store::Store& s) {
         json run = s.Show(RunId(req.matches[1]));
         if (run.is_null()) return NotFound(res);
-        Html(res, web::Document(fmt::format("clustermax: {} {}", kind, run["id"].get<int64_t>()), RunBody(run, "run"), Nav(true)));
+        Html(res, web::Document(fmt::format("clustermax: {} {}", kind, run["id"].get<int64_t>()), RunBody(run, "run"),
+                                Nav(true)));
       });
     };
   };
@@ -242,7 +255,12 @@ void Dashboard::Pages(HttpServer& svr) const {
       if (!s.Contains(a) || !s.Contains(b)) return NotFound(res);
       if ((s.Show(a)["kind"] == "rating") != (s.Show(b)["kind"] == "rating")) {
         res.status = 400;
-        return Html(res, web::Document("not comparable", fmt::format("<p>{} and {} are a run and a rating: a diff compares two runs, or two ratings.</p>", a, b), Nav(true)));
+        return Html(
+            res,
+            web::Document(
+                "not comparable",
+                fmt::format("<p>{} and {} are a run and a rating: a diff compares two runs, or two ratings.</p>", a, b),
+                Nav(true)));
       }
       Html(res, web::Document("clustermax: diff", web::DiffView(s.Diff(a, b)), Nav(true)));
     });
@@ -284,7 +302,9 @@ int Serve(const WebOptions& o) {
   sigaction(SIGTERM, &sa, nullptr);
   if (!svr.Bind(addr.host, addr.port)) {
     g_server.store(nullptr);
-    std::cerr << fmt::format("clustermax: cannot listen on {} (the port is in use, or the host is not an address of this machine)\n", o.listen);
+    std::cerr << fmt::format(
+        "clustermax: cannot listen on {} (the port is in use, or the host is not an address of this machine)\n",
+        o.listen);
     return kExitToolError;
   }
   std::cerr << fmt::format("serving {} on http://{}/ (Ctrl-C stops)\n", db.string(), svr.BoundAddress());
@@ -300,13 +320,16 @@ void AddWebCommands(CLI::App& app, Commands& table) {
   auto* report = app.add_subcommand("report", "Write the dashboard as one self-contained HTML page");
   report->add_option("--html", o->html_out, "Output file")->required();
   report->add_option("runs", o->runs, "Run directories to show (default: everything in the store)");
-  report->add_option("--rating", o->ratings, "Rating files (clustermax rate --out) to show as scorecards")->check(CLI::ExistingFile);
+  report->add_option("--rating", o->ratings, "Rating files (clustermax rate --out) to show as scorecards")
+      ->check(CLI::ExistingFile);
   report->add_option("--db", o->db_path, "SQLite store (default ~/.clustermax/results.db)");
   table.Add(report, [o] { return WriteReport(*o); });
 
-  auto* serve = app.add_subcommand("serve", "Serve the dashboard from the store (leaderboard, scorecards, runs, diffs)");
+  auto* serve =
+      app.add_subcommand("serve", "Serve the dashboard from the store (leaderboard, scorecards, runs, diffs)");
   serve->add_option("--db", o->db_path, "SQLite store (default ~/.clustermax/results.db)");
-  serve->add_option("--listen", o->listen, "HOST:PORT (default 127.0.0.1:8470; other hosts can reach it only if you say so)");
+  serve->add_option("--listen", o->listen,
+                    "HOST:PORT (default 127.0.0.1:8470; other hosts can reach it only if you say so)");
   table.Add(serve, [o] { return Serve(*o); });
 }
 

@@ -28,7 +28,8 @@ const std::vector<Collector>& Collectors() {
 }
 
 const Collector* FindCollector(std::string_view id) {
-  for (const auto& c : Collectors()) if (c.info.id == id) return &c;
+  for (const auto& c : Collectors())
+    if (c.info.id == id) return &c;
   return nullptr;
 }
 
@@ -46,9 +47,12 @@ std::string FieldReferenceMarkdown() {
   auto cell = [](std::string s) {
     std::string out;
     for (char c : s) {
-      if (c == '|') out += "\\|";
-      else if (c == '\n') out += ' ';
-      else out += c;
+      if (c == '|')
+        out += "\\|";
+      else if (c == '\n')
+        out += ' ';
+      else
+        out += c;
     }
     return out;
   };
@@ -65,11 +69,12 @@ std::string FieldReferenceMarkdown() {
       "Every item may also carry `not_taken` (array of strings: the requests a files-only host could not answer).\n\n";
   out += std::to_string(Collectors().size()) + " collectors, " + std::to_string(fields) + " fields.\n";
   for (const auto& c : Collectors()) {
-    out += "\n## " + c.info.id + "\n\n" + cell(c.info.description) + (c.info.probe.empty() ? "" : " (active probe `" + c.info.probe + "`)") + "\n\n";
+    out += "\n## " + c.info.id + "\n\n" + cell(c.info.description) +
+           (c.info.probe.empty() ? "" : " (active probe `" + c.info.probe + "`)") + "\n\n";
     out += "| Field | Type | Unit | Meaning |\n|---|---|---|---|\n";
     for (const auto& f : c.info.fields) {
-      out += "| `" + f.path + "` | " + std::string(core::ToString(f.type)) + (f.nullable ? "?" : "") + " | " + cell(f.unit) + " | " +
-             cell(f.meaning) + " |\n";
+      out += "| `" + f.path + "` | " + std::string(core::ToString(f.type)) + (f.nullable ? "?" : "") + " | " +
+             cell(f.unit) + " | " + cell(f.meaning) + " |\n";
     }
   }
   return out;
@@ -77,13 +82,20 @@ std::string FieldReferenceMarkdown() {
 
 core::EvidenceStatus FromIo(host::IoStatus s) {
   switch (s) {
-    case host::IoStatus::kOk: return core::EvidenceStatus::kOk;
-    case host::IoStatus::kNotFound: return core::EvidenceStatus::kNotFound;
-    case host::IoStatus::kPermissionDenied: return core::EvidenceStatus::kPermissionDenied;
-    case host::IoStatus::kTimeout: return core::EvidenceStatus::kTimeout;
-    case host::IoStatus::kNotRecorded: return core::EvidenceStatus::kNotCollected;
-    case host::IoStatus::kNotTaken: return core::EvidenceStatus::kNotCollected;
-    case host::IoStatus::kError: return core::EvidenceStatus::kError;
+    case host::IoStatus::kOk:
+      return core::EvidenceStatus::kOk;
+    case host::IoStatus::kNotFound:
+      return core::EvidenceStatus::kNotFound;
+    case host::IoStatus::kPermissionDenied:
+      return core::EvidenceStatus::kPermissionDenied;
+    case host::IoStatus::kTimeout:
+      return core::EvidenceStatus::kTimeout;
+    case host::IoStatus::kNotRecorded:
+      return core::EvidenceStatus::kNotCollected;
+    case host::IoStatus::kNotTaken:
+      return core::EvidenceStatus::kNotCollected;
+    case host::IoStatus::kError:
+      return core::EvidenceStatus::kError;
   }
   return core::EvidenceStatus::kError;
 }
@@ -200,7 +212,8 @@ core::EvidenceSet CollectEvidence(host::Host& host, const std::vector<std::strin
     if (c && (c->info.probe.empty() || opts.probes.count(c->info.probe))) {
       if (!replay || !c->info.probe.empty()) return run(*c, id, host);
       uint64_t serial = 0;
-      core::Evidence e = memo->Collect(*c, *replay, [&](host::Host& h) { return run(*c, id, h); }, &serial);
+      core::Evidence e = memo->Collect(
+          *c, *replay, [&](host::Host& h) { return run(*c, id, h); }, &serial);
       if (serial && serials) (*serials)[id] = serial;
       return e;
     }

@@ -10,10 +10,10 @@
 namespace clustermax::collect {
 namespace {
 
+using collect::BoostSlider;
 using core::Evidence;
 using core::EvidenceStatus;
 using nlohmann::json;
-using collect::BoostSlider;
 
 Evidence ProcNvidia(host::Host& h, const CollectOptions&) {
   Evidence e;
@@ -83,13 +83,15 @@ Evidence GpuInventory(host::Host& h, const CollectOptions& o) {
 
 json SliderJson(const std::vector<BoostSlider>& rows) {
   json out = json::array();
-  for (const auto& r : rows) out.push_back({{"gpu", r.gpu}, {"slider", r.slider}, {"max", r.max_value}, {"current", r.current}});
+  for (const auto& r : rows)
+    out.push_back({{"gpu", r.gpu}, {"slider", r.slider}, {"max", r.max_value}, {"current", r.current}});
   return out;
 }
 
 // Reads the boost sliders; on success returns the rows, else marks `e` and returns nullopt.
 // `supported` is false (and e ok) when nvidia-smi says the GPU has no slider.
-std::optional<std::vector<BoostSlider>> ReadSliders(Evidence& e, host::Host& h, const CollectOptions& o, const std::string& id, bool* supported) {
+std::optional<std::vector<BoostSlider>> ReadSliders(Evidence& e, host::Host& h, const CollectOptions& o,
+                                                    const std::string& id, bool* supported) {
   *supported = true;
   auto r = RunFor(e, h, {"nvidia-smi", "boost-slider", "-l"}, o, id);
   if (!r) return std::nullopt;
@@ -161,7 +163,8 @@ Evidence VboostSet(host::Host& h, const CollectOptions& o) {
   auto after = ReadSliders(tmp, h, o, "probe.vboost-set", &sup2);
   bool restored_all = true;
   for (const auto& s : vb) {
-    restored_all &= run({"nvidia-smi", "-i", std::to_string(s.gpu), "boost-slider", "--vboost", std::to_string(s.current)});
+    restored_all &=
+        run({"nvidia-smi", "-i", std::to_string(s.gpu), "boost-slider", "--vboost", std::to_string(s.current)});
   }
   Evidence tmp2;
   auto restored = ReadSliders(tmp2, h, o, "probe.vboost-set", &sup2);
@@ -177,32 +180,51 @@ Evidence VboostSet(host::Host& h, const CollectOptions& o) {
   int n = static_cast<int>(vb.size());
   std::string outcome = !set_ok && changed == 0 ? "denied" : changed < n ? "partial" : "accepted";
   if (changed > 0 && (back < n || !restored_all)) outcome = "not-reverted";
-  e.data = {{"outcome", outcome}, {"target", target}, {"gpus", n}, {"changed", changed}, {"restored", back},
-            {"before", SliderJson(*before)}, {"after", after ? SliderJson(*after) : json(nullptr)},
-            {"after_restore", restored ? SliderJson(*restored) : json(nullptr)}, {"steps", steps}};
+  e.data = {{"outcome", outcome},
+            {"target", target},
+            {"gpus", n},
+            {"changed", changed},
+            {"restored", back},
+            {"before", SliderJson(*before)},
+            {"after", after ? SliderJson(*after) : json(nullptr)},
+            {"after_restore", restored ? SliderJson(*restored) : json(nullptr)},
+            {"steps", steps}};
   return e;
 }
 
 }  // namespace
 
 void RegisterGpuCollectors(std::vector<Collector>& out) {
-  out.push_back({{"gpu.boost-slider", "GPU boost sliders (vboost): current and allowed values", {"cmd:nvidia-smi boost-slider -l"}, ""},
+  out.push_back({{"gpu.boost-slider",
+                  "GPU boost sliders (vboost): current and allowed values",
+                  {"cmd:nvidia-smi boost-slider -l"},
+                  ""},
                  BoostSliders});
-  out.push_back({{"probe.vboost-set", "Set vboost, read it back, restore every GPU's original value",
-                  {"cmd:nvidia-smi boost-slider --vboost N", "cmd:nvidia-smi -i I boost-slider --vboost ORIGINAL"}, "vboost-set"},
+  out.push_back({{"probe.vboost-set",
+                  "Set vboost, read it back, restore every GPU's original value",
+                  {"cmd:nvidia-smi boost-slider --vboost N", "cmd:nvidia-smi -i I boost-slider --vboost ORIGINAL"},
+                  "vboost-set"},
                  VboostSet});
-  out.push_back({{"nvidia.proc-version", "Loaded NVIDIA kernel module version (/proc/driver/nvidia/version)",
-                  {"file:/proc/driver/nvidia/version"}, ""},
+  out.push_back({{"nvidia.proc-version",
+                  "Loaded NVIDIA kernel module version (/proc/driver/nvidia/version)",
+                  {"file:/proc/driver/nvidia/version"},
+                  ""},
                  ProcNvidia});
-  out.push_back({{"gpu.inventory", "GPU snapshot through NVML (dlopen), else nvidia-smi -q -x",
-                  {"nvml:libnvidia-ml.so.1", "cmd:nvidia-smi -q -x"}, ""},
+  out.push_back({{"gpu.inventory",
+                  "GPU snapshot through NVML (dlopen), else nvidia-smi -q -x",
+                  {"nvml:libnvidia-ml.so.1", "cmd:nvidia-smi -q -x"},
+                  ""},
                  GpuInventory});
 
   using namespace field;
-  const std::vector<core::FieldSpec> slider = {{"gpu", Int, "", "GPU index"}, {"slider", Str, "", "slider name (vboost)"},
-                                               {"max", Int, "", "largest allowed value"}, {"current", Int, "", "current value"}};
+  const std::vector<core::FieldSpec> slider = {{"gpu", Int, "", "GPU index"},
+                                               {"slider", Str, "", "slider name (vboost)"},
+                                               {"max", Int, "", "largest allowed value"},
+                                               {"current", Int, "", "current value"}};
   auto rows = [&](const std::string& at, bool nullable) {
-    std::vector<core::FieldSpec> f = {{at, Arr, "", "nvidia-smi boost-slider -l rows" + std::string(nullable ? "; null when the read failed" : ""), nullable}};
+    std::vector<core::FieldSpec> f = {
+        {at, Arr, "", "nvidia-smi boost-slider -l rows" + std::string(nullable ? "; null when the read failed" : ""),
+         nullable}};
     for (const auto& x : slider) f.push_back({at + "[]." + x.path, x.type, x.unit, x.meaning});
     return f;
   };
@@ -210,9 +232,10 @@ void RegisterGpuCollectors(std::vector<Collector>& out) {
     a.insert(a.end(), b.begin(), b.end());
     return a;
   };
-  DeclareFields(out, "gpu.boost-slider", join({{"supported", Bool, "", "nvidia-smi reports boost sliders for this GPU"},
-                                               {"output", Str, "", "nvidia-smi's answer when unsupported"}},
-                                              rows("sliders", false)));
+  DeclareFields(out, "gpu.boost-slider",
+                join({{"supported", Bool, "", "nvidia-smi reports boost sliders for this GPU"},
+                      {"output", Str, "", "nvidia-smi's answer when unsupported"}},
+                     rows("sliders", false)));
   DeclareFields(out, "probe.vboost-set",
                 join(join(join(join({{"outcome", Str, "", "no-slider, denied, partial, accepted or not-reverted"},
                                      {"target", Int, "", "vboost value set"},
@@ -226,9 +249,10 @@ void RegisterGpuCollectors(std::vector<Collector>& out) {
                                rows("after", true)),
                           rows("after_restore", true)),
                      {}));
-  DeclareFields(out, "nvidia.proc-version", {{"loaded", Bool, "", "/proc/driver/nvidia/version exists (the module is loaded)"},
-                                             {"driver_version", Str, "", "loaded kernel module version (580.95.05)"},
-                                             {"open_module", Bool, "", "the open kernel module (not the proprietary one)"}});
+  DeclareFields(out, "nvidia.proc-version",
+                {{"loaded", Bool, "", "/proc/driver/nvidia/version exists (the module is loaded)"},
+                 {"driver_version", Str, "", "loaded kernel module version (580.95.05)"},
+                 {"open_module", Bool, "", "the open kernel module (not the proprietary one)"}});
   DeclareFields(
       out, "gpu.inventory",
       {{"source", Str, "", "\"nvml\" or \"nvidia-smi\""},

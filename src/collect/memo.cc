@@ -85,9 +85,15 @@ Digest Of(const host::CommandResult& r) {
       .Done();
 }
 Digest Of(const host::WhichResult& r) { return Hasher().Add(static_cast<int64_t>(r.status)).Add(r.path).Done(); }
-Digest Of(const std::optional<std::string>& v) { return Hasher().Add(v.has_value()).Add(v ? *v : std::string()).Done(); }
+Digest Of(const std::optional<std::string>& v) {
+  return Hasher().Add(v.has_value()).Add(v ? *v : std::string()).Done();
+}
 Digest Of(const host::NvmlResult& r) {
-  return Hasher().Add(static_cast<int64_t>(r.status)).Add(r.error).Add(r.data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)).Done();
+  return Hasher()
+      .Add(static_cast<int64_t>(r.status))
+      .Add(r.error)
+      .Add(r.data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .Done();
 }
 
 // Asks the replay the question again; the digest of its answer. The large answers (files,
@@ -99,20 +105,25 @@ Digest Ask(host::ReplayHost& h, const Question& q) {
     case Question::kFile:
       if (const auto* r = b.PeekFile(q.words[0]); r && r->content.size() <= q.max_bytes) return Of(*r);
       return Of(h.ReadFile(q.words[0], q.max_bytes));
-    case Question::kSample: return Of(h.ReadFileSample(q.words[0], q.sample, q.max_bytes));
+    case Question::kSample:
+      return Of(h.ReadFileSample(q.words[0], q.sample, q.max_bytes));
     case Question::kDir:
       if (const auto* r = b.PeekDir(q.words[0])) return Of(*r);
       return Of(h.ListDir(q.words[0]));
-    case Question::kStat: return Of(h.Stat(q.words[0]));
+    case Question::kStat:
+      return Of(h.Stat(q.words[0]));
     case Question::kRun: {
       if (const auto* r = b.PeekCommand(q.words)) return Of(*r);
       host::CommandSpec spec;
       spec.argv = q.words;
       return Of(h.Run(spec));
     }
-    case Question::kWhich: return Of(h.Which(q.words[0]));
-    case Question::kEnv: return Of(h.GetEnv(q.words[0]));
-    case Question::kNvml: return Of(h.QueryNvml(std::chrono::milliseconds(0)));
+    case Question::kWhich:
+      return Of(h.Which(q.words[0]));
+    case Question::kEnv:
+      return Of(h.GetEnv(q.words[0]));
+    case Question::kNvml:
+      return Of(h.QueryNvml(std::chrono::milliseconds(0)));
   }
   return {};
 }
@@ -209,8 +220,8 @@ CollectorMemo::Stats CollectorMemo::stats() const {
   return impl_->stats;
 }
 
-core::Evidence CollectorMemo::Collect(const Collector& c, host::ReplayHost& replay, const std::function<core::Evidence(host::Host&)>& run,
-                                      uint64_t* serial) {
+core::Evidence CollectorMemo::Collect(const Collector& c, host::ReplayHost& replay,
+                                      const std::function<core::Evidence(host::Host&)>& run, uint64_t* serial) {
   *serial = 0;
   // An image's bundle marks command evidence not taken: the same answers mean other evidence there.
   Memo& m = impl_->For(c.info.id + '\x1f' + replay.NotTakenReason());
@@ -248,7 +259,8 @@ core::Evidence CollectorMemo::Collect(const Collector& c, host::ReplayHost& repl
       diverged = true;  // it once stopped here and now asks more
       break;
     }
-    if (!n->ask) n->ask = q;
+    if (!n->ask)
+      n->ask = q;
     else if (!(*n->ask == q)) {
       diverged = true;  // the same answers so far, another question: not a function of its answers
       break;

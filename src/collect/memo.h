@@ -36,8 +36,8 @@ class CollectorMemo {
   // else `run` on a host that records the sequence, kept for the next nodes.
   // `*serial` names the evidence: two nodes given the same non-zero serial got identical evidence
   // (a judge reading only such evidence judges them alike); 0 when it is not kept.
-  core::Evidence Collect(const Collector& c, host::ReplayHost& replay, const std::function<core::Evidence(host::Host&)>& run,
-                         uint64_t* serial);
+  core::Evidence Collect(const Collector& c, host::ReplayHost& replay,
+                         const std::function<core::Evidence(host::Host&)>& run, uint64_t* serial);
 
   struct Stats {
     size_t reused = 0;     // evidence taken from the memo

@@ -128,8 +128,10 @@ Evidence KvmExposure(host::Host& h, const CollectOptions&) {
   for (const char* p : {"/sys/module/kvm_intel/parameters/nested", "/sys/module/kvm_amd/parameters/nested"}) {
     e.sources.push_back(std::string("file:") + p);
     auto r = h.ReadFile(p, 64);
-    if (r.status == host::IoStatus::kOk) nested = std::string(util::Trim(r.content));
-    else if (r.status != host::IoStatus::kNotFound) nested_unreadable = true;
+    if (r.status == host::IoStatus::kOk)
+      nested = std::string(util::Trim(r.content));
+    else if (r.status != host::IoStatus::kNotFound)
+      nested_unreadable = true;
   }
   e.data["nested"] = nested;  // "Y", "1", "N", "0"; null when no KVM module exposes it
   e.data["nested_unreadable"] = nested_unreadable;
@@ -174,7 +176,8 @@ Evidence BmcIpmi(host::Host& h, const CollectOptions& o) {
       spec.timeout = std::min(spec.timeout, std::chrono::milliseconds(5000));
       e.sources.push_back(Source(spec));
       auto r = h.Run(spec);
-      e.data["ipmitool"] = {{"status", ToString(r.status)}, {"exit_code", r.exit_code},
+      e.data["ipmitool"] = {{"status", ToString(r.status)},
+                            {"exit_code", r.exit_code},
                             {"output", util::Ellipsize(util::Trim(r.out + r.err), 300)}};
     }
   }
@@ -210,7 +213,8 @@ Evidence SshdConfig(host::Host& h, const CollectOptions&) {
           auto l = h.ListDir(dir);
           if (l.status != host::IoStatus::kOk) continue;
           for (const auto& ent : l.entries) {
-            bool match = glob == ent.name || (glob == "*.conf" && ent.name.size() > 5 && ent.name.substr(ent.name.size() - 5) == ".conf");
+            bool match = glob == ent.name ||
+                         (glob == "*.conf" && ent.name.size() > 5 && ent.name.substr(ent.name.size() - 5) == ".conf");
             if (!match) continue;
             auto f = h.ReadFile(dir + "/" + ent.name, 1u << 20);
             if (f.status != host::IoStatus::kOk) continue;
@@ -249,7 +253,8 @@ Evidence IdentityProviders(host::Host& h, const CollectOptions&) {
     for (const auto& ent : pam.entries) {
       auto f = h.ReadFile("/etc/pam.d/" + ent.name, 65536);
       if (f.status != host::IoStatus::kOk) continue;
-      for (const char* m : {"pam_sss", "pam_ldap", "pam_krb5", "pam_oauth2", "pam_okta", "pam_oidc", "pam_google_authenticator", "pam_duo"}) {
+      for (const char* m : {"pam_sss", "pam_ldap", "pam_krb5", "pam_oauth2", "pam_okta", "pam_oidc",
+                            "pam_google_authenticator", "pam_duo"}) {
         if (util::Contains(f.content, m)) found.insert(m);
       }
     }
@@ -288,7 +293,8 @@ Evidence BlockDevices(host::Host& h, const CollectOptions& o) {
   e.sources.push_back("file:/proc/self/mountinfo");
   auto mi = h.ReadFile("/proc/self/mountinfo", 4u << 20);
   if (mi.status == host::IoStatus::kOk) {
-    for (const auto& m : ParseMountinfo(mi.content)) mounts.push_back({{"mount_point", m.mount_point}, {"fstype", m.fstype}, {"source", m.source}});
+    for (const auto& m : ParseMountinfo(mi.content))
+      mounts.push_back({{"mount_point", m.mount_point}, {"fstype", m.fstype}, {"source", m.source}});
   }
   e.status = EvidenceStatus::kOk;
   e.data = {{"disks", disks}, {"mounts", mounts}};
@@ -310,14 +316,16 @@ Evidence KernelLogXid(host::Host& h, const CollectOptions& o) {
     source = "file:" + o.kernel_log_file;
   }
   if (source.empty() && h.Which("journalctl").status == host::IoStatus::kOk) {
-    auto spec = Command({"journalctl", "-k", "--since=" + o.kernel_log_since, "-o", "short-iso", "--no-pager", "-q"}, o, "kernel.xid");
+    auto spec = Command({"journalctl", "-k", "--since=" + o.kernel_log_since, "-o", "short-iso", "--no-pager", "-q"}, o,
+                        "kernel.xid");
     e.sources.push_back(Source(spec));
     auto r = h.Run(spec);
     if (r.status == host::IoStatus::kOk && r.exit_code == 0 && !util::Trim(r.out).empty()) {
       text = r.out;
       source = "journalctl";
     } else {
-      errors += fmt::format("journalctl: {} exit {} {}; ", ToString(r.status), r.exit_code, util::Ellipsize(util::Trim(r.err + r.error), 150));
+      errors += fmt::format("journalctl: {} exit {} {}; ", ToString(r.status), r.exit_code,
+                            util::Ellipsize(util::Trim(r.err + r.error), 150));
     }
   }
   if (source.empty() && h.Which("dmesg").status == host::IoStatus::kOk) {
@@ -328,7 +336,8 @@ Evidence KernelLogXid(host::Host& h, const CollectOptions& o) {
       text = r.out;
       source = "dmesg";
     } else {
-      errors += fmt::format("dmesg: {} exit {} {}", ToString(r.status), r.exit_code, util::Ellipsize(util::Trim(r.err + r.error), 150));
+      errors += fmt::format("dmesg: {} exit {} {}", ToString(r.status), r.exit_code,
+                            util::Ellipsize(util::Trim(r.err + r.error), 150));
     }
   }
   if (o.kernel_log_file.empty()) e.data["dmesg_restrict"] = SmallFile(h, e, "/proc/sys/kernel/dmesg_restrict", 16);
@@ -343,8 +352,10 @@ Evidence KernelLogXid(host::Host& h, const CollectOptions& o) {
   json events = json::array();
   for (const auto& ev : scan.events) {
     json j = {{"kind", ev.kind}, {"pci", ev.pci}, {"day", ev.day}, {"line", ev.line}};
-    if (ev.kind == "message") j["match"] = ev.match;
-    else j["code"] = ev.code;
+    if (ev.kind == "message")
+      j["match"] = ev.match;
+    else
+      j["code"] = ev.code;
     events.push_back(std::move(j));
   }
   e.status = EvidenceStatus::kOk;
@@ -371,9 +382,10 @@ Evidence NumaNodes(host::Host& h, const CollectOptions&) {
     if (mem.status == host::IoStatus::kOk) {
       if (auto kb = ParseMemTotalKb(mem.content)) total_kb = *kb;
     }
-    nodes.push_back({{"node", ent.name},
-                     {"cpulist", cpus.status == host::IoStatus::kOk ? json(std::string(util::Trim(cpus.content))) : json(nullptr)},
-                     {"mem_total_kb", total_kb}});
+    nodes.push_back(
+        {{"node", ent.name},
+         {"cpulist", cpus.status == host::IoStatus::kOk ? json(std::string(util::Trim(cpus.content))) : json(nullptr)},
+         {"mem_total_kb", total_kb}});
   }
   e.status = EvidenceStatus::kOk;
   e.data["nodes"] = nodes;
@@ -423,7 +435,8 @@ Evidence ContainerRuntimes(host::Host& h, const CollectOptions&) {
   }
   e.data["docker_nvidia_runtime"] = docker_nvidia;
   json containerd = SmallFile(h, e, "/etc/containerd/config.toml", 1u << 20);
-  e.data["containerd_nvidia_runtime"] = containerd.is_string() ? json(util::Contains(containerd.get<std::string>(), "nvidia")) : json(nullptr);
+  e.data["containerd_nvidia_runtime"] =
+      containerd.is_string() ? json(util::Contains(containerd.get<std::string>(), "nvidia")) : json(nullptr);
   json cdi = json::array();
   for (const char* dir : {"/etc/cdi", "/var/run/cdi"}) {
     e.sources.push_back(std::string("dir:") + dir);
@@ -448,10 +461,12 @@ Evidence NcuBinary(host::Host& h, const CollectOptions& o) {
     auto d = h.ListDir(base);
     if (d.status != host::IoStatus::kOk) continue;
     for (const auto& ent : d.entries) {
-      std::string path = std::string(base) == "/usr/local" ? (ent.name.rfind("cuda", 0) == 0 ? "/usr/local/" + ent.name + "/bin/ncu" : "")
-                                                           : std::string(base) + "/" + ent.name + "/ncu";
+      std::string path = std::string(base) == "/usr/local"
+                             ? (ent.name.rfind("cuda", 0) == 0 ? "/usr/local/" + ent.name + "/bin/ncu" : "")
+                             : std::string(base) + "/" + ent.name + "/ncu";
       if (path.empty()) continue;
-      if (h.Stat(path).status == host::IoStatus::kOk && std::find(candidates.begin(), candidates.end(), path) == candidates.end()) {
+      if (h.Stat(path).status == host::IoStatus::kOk &&
+          std::find(candidates.begin(), candidates.end(), path) == candidates.end()) {
         candidates.push_back(path);
       }
     }
@@ -572,7 +587,8 @@ Evidence PciAcs(host::Host& h, const CollectOptions&) {
 // Devices bound to vfio-pci and the members of their IOMMU groups.
 Evidence PciPassthrough(host::Host& h, const CollectOptions&) {
   Evidence e;
-  e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"};
+  e.sources = {"dir:/sys/bus/pci/devices", "stat:/sys/bus/pci/devices/*/iommu_group",
+               "dir:/sys/kernel/iommu_groups/*/devices"};
   PciInventory inv = ReadPciInventory(h);
   if (MarkFailed(e, inv.status, inv.error)) return e;
   json devices = json::array();
@@ -601,8 +617,9 @@ Evidence PciPassthrough(host::Host& h, const CollectOptions&) {
 // The second read is a sampled read (its own bundle key), so a replay sees both samples and
 // does not wait.
 Evidence RdmaCounters(host::Host& h, const CollectOptions& o) {
-  static const char* kCounters[] = {"link_downed", "link_error_recovery", "symbol_error", "port_rcv_errors",
-                                    "local_link_integrity_errors", "excessive_buffer_overrun_errors"};
+  static const char* kCounters[] = {
+      "link_downed",     "link_error_recovery",         "symbol_error",
+      "port_rcv_errors", "local_link_integrity_errors", "excessive_buffer_overrun_errors"};
   Evidence e;
   e.sources = {"file:/sys/class/infiniband/*/ports/*/counters/* (read twice)"};
   auto d = h.ListDir("/sys/class/infiniband");
@@ -692,157 +709,224 @@ Evidence SriovVfs(host::Host& h, const CollectOptions&) {
 
 void RegisterNodeCollectors(std::vector<Collector>& out) {
   out.push_back({{"os.processes", "Names of running processes", {"dir:/proc", "file:/proc/*/comm"}, ""}, Processes});
-  out.push_back({{"kernel.modules", "Loaded kernel modules and NVIDIA dma-buf support",
-                  {"file:/proc/modules", "dir:/sys/module/nvidia (4 levels)"}, ""},
+  out.push_back({{"kernel.modules",
+                  "Loaded kernel modules and NVIDIA dma-buf support",
+                  {"file:/proc/modules", "dir:/sys/module/nvidia (4 levels)"},
+                  ""},
                  KernelModules});
-  out.push_back({{"nvidia.params", "NVIDIA driver parameters and NVreg_ modprobe options",
-                  {"file:/proc/driver/nvidia/params", "dir:/etc/modprobe.d", "dir:/run/modprobe.d", "dir:/lib/modprobe.d", "dir:/usr/lib/modprobe.d"}, ""},
+  out.push_back({{"nvidia.params",
+                  "NVIDIA driver parameters and NVreg_ modprobe options",
+                  {"file:/proc/driver/nvidia/params", "dir:/etc/modprobe.d", "dir:/run/modprobe.d",
+                   "dir:/lib/modprobe.d", "dir:/usr/lib/modprobe.d"},
+                  ""},
                  NvidiaParams});
-  out.push_back({{"kvm.exposure", "/dev/kvm, nested virtualisation and the VMScape mitigation state",
-                  {"stat:/dev/kvm", "file:/sys/module/kvm_*/parameters/nested", "file:/sys/devices/system/cpu/vulnerabilities/vmscape"}, ""},
+  out.push_back({{"kvm.exposure",
+                  "/dev/kvm, nested virtualisation and the VMScape mitigation state",
+                  {"stat:/dev/kvm", "file:/sys/module/kvm_*/parameters/nested",
+                   "file:/sys/devices/system/cpu/vulnerabilities/vmscape"},
+                  ""},
                  KvmExposure});
-  out.push_back({{"dpu.rshim", "BlueField RShim device nodes and tmfifo_net0 on the host", {"dir:/dev", "stat:/sys/class/net/tmfifo_net0"}, ""},
+  out.push_back({{"dpu.rshim",
+                  "BlueField RShim device nodes and tmfifo_net0 on the host",
+                  {"dir:/dev", "stat:/sys/class/net/tmfifo_net0"},
+                  ""},
                  DpuRshim});
-  out.push_back({{"bmc.ipmi", "In-band IPMI device nodes; ipmitool mc info when one exists",
-                  {"stat:/dev/ipmi0", "stat:/dev/ipmi/0", "stat:/dev/ipmidev/0", "cmd:ipmitool mc info"}, ""},
+  out.push_back({{"bmc.ipmi",
+                  "In-band IPMI device nodes; ipmitool mc info when one exists",
+                  {"stat:/dev/ipmi0", "stat:/dev/ipmi/0", "stat:/dev/ipmidev/0", "cmd:ipmitool mc info"},
+                  ""},
                  BmcIpmi});
-  out.push_back({{"ssh.sshd-config", "Effective sshd settings (sshd_config and its Include files)",
-                  {"file:/etc/ssh/sshd_config", "file:/etc/ssh/sshd_config.d/*.conf"}, ""},
+  out.push_back({{"ssh.sshd-config",
+                  "Effective sshd settings (sshd_config and its Include files)",
+                  {"file:/etc/ssh/sshd_config", "file:/etc/ssh/sshd_config.d/*.conf"},
+                  ""},
                  SshdConfig});
-  out.push_back({{"identity.providers", "nsswitch passwd sources, PAM modules, sssd id providers",
-                  {"file:/etc/nsswitch.conf", "dir:/etc/pam.d", "file:/etc/sssd/sssd.conf"}, ""},
+  out.push_back({{"identity.providers",
+                  "nsswitch passwd sources, PAM modules, sssd id providers",
+                  {"file:/etc/nsswitch.conf", "dir:/etc/pam.d", "file:/etc/sssd/sssd.conf"},
+                  ""},
                  IdentityProviders});
-  out.push_back({{"block.devices", "Disks (lsblk) and mounts", {"cmd:lsblk -d -b -P -o NAME,TYPE,SIZE,ROTA,TRAN,MODEL", "file:/proc/self/mountinfo"}, ""},
+  out.push_back({{"block.devices",
+                  "Disks (lsblk) and mounts",
+                  {"cmd:lsblk -d -b -P -o NAME,TYPE,SIZE,ROTA,TRAN,MODEL", "file:/proc/self/mountinfo"},
+                  ""},
                  BlockDevices});
-  out.push_back({{"kernel.xid", "NVIDIA Xid/SXid events in the kernel log of the last 7 days",
-                  {"cmd:journalctl -k --since=-7d -o short-iso --no-pager -q", "cmd:dmesg -T", "file:/proc/sys/kernel/dmesg_restrict"}, ""},
+  out.push_back({{"kernel.xid",
+                  "NVIDIA Xid/SXid events in the kernel log of the last 7 days",
+                  {"cmd:journalctl -k --since=-7d -o short-iso --no-pager -q", "cmd:dmesg -T",
+                   "file:/proc/sys/kernel/dmesg_restrict"},
+                  ""},
                  KernelLogXid});
-  out.push_back({{"numa.nodes", "NUMA nodes with their CPUs and memory", {"dir:/sys/devices/system/node", "file:/proc/sys/kernel/arch"}, ""},
+  out.push_back({{"numa.nodes",
+                  "NUMA nodes with their CPUs and memory",
+                  {"dir:/sys/devices/system/node", "file:/proc/sys/kernel/arch"},
+                  ""},
                  NumaNodes});
-  out.push_back({{"rdma.stack", "RDMA kernel modules, OFED and user-space tools",
-                  {"stat:/sys/module/mlx5_core", "stat:/sys/module/ib_core", "which:ibv_devices", "cmd:ofed_info -s"}, ""},
+  out.push_back({{"rdma.stack",
+                  "RDMA kernel modules, OFED and user-space tools",
+                  {"stat:/sys/module/mlx5_core", "stat:/sys/module/ib_core", "which:ibv_devices", "cmd:ofed_info -s"},
+                  ""},
                  RdmaStack});
-  out.push_back({{"container.runtimes", "Container engines and their NVIDIA runtime wiring (daemon.json, containerd, CDI)",
-                  {"which:docker", "file:/etc/docker/daemon.json", "file:/etc/containerd/config.toml", "dir:/etc/cdi", "dir:/var/run/cdi"}, ""},
+  out.push_back({{"container.runtimes",
+                  "Container engines and their NVIDIA runtime wiring (daemon.json, containerd, CDI)",
+                  {"which:docker", "file:/etc/docker/daemon.json", "file:/etc/containerd/config.toml", "dir:/etc/cdi",
+                   "dir:/var/run/cdi"},
+                  ""},
                  ContainerRuntimes});
-  out.push_back({{"ncu.binary", "Nsight Compute (ncu) location and version",
-                  {"which:ncu", "dir:/usr/local/cuda*/bin", "dir:/opt/nvidia/nsight-compute", "cmd:ncu --version"}, ""},
+  out.push_back({{"ncu.binary",
+                  "Nsight Compute (ncu) location and version",
+                  {"which:ncu", "dir:/usr/local/cuda*/bin", "dir:/opt/nvidia/nsight-compute", "cmd:ncu --version"},
+                  ""},
                  NcuBinary});
-  out.push_back({{"tools.essential", "Essential user tools and a package manager on PATH", {"which:<each tool in data/node-thresholds.json>"}, ""},
+  out.push_back({{"tools.essential",
+                  "Essential user tools and a package manager on PATH",
+                  {"which:<each tool in data/node-thresholds.json>"},
+                  ""},
                  EssentialTools});
-  out.push_back({{"pci.acs", "ACS Control of the switch ports between each GPU and its nearest RDMA NIC (PCI config space)",
-                  {"stat:/sys/bus/pci/devices/*", "file:/sys/bus/pci/devices/<switch port>/config"}, ""},
+  out.push_back({{"pci.acs",
+                  "ACS Control of the switch ports between each GPU and its nearest RDMA NIC (PCI config space)",
+                  {"stat:/sys/bus/pci/devices/*", "file:/sys/bus/pci/devices/<switch port>/config"},
+                  ""},
                  PciAcs});
-  out.push_back({{"pci.passthrough", "Devices bound to vfio-pci and their IOMMU group members",
-                  {"stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"}, ""},
+  out.push_back({{"pci.passthrough",
+                  "Devices bound to vfio-pci and their IOMMU group members",
+                  {"stat:/sys/bus/pci/devices/*/iommu_group", "dir:/sys/kernel/iommu_groups/*/devices"},
+                  ""},
                  PciPassthrough});
-  out.push_back({{"rdma.counters", "RDMA port error counters, read twice to separate live errors from history",
-                  {"file:/sys/class/infiniband/*/ports/*/counters/* (read twice, --counter-interval apart)"}, ""},
+  out.push_back({{"rdma.counters",
+                  "RDMA port error counters, read twice to separate live errors from history",
+                  {"file:/sys/class/infiniband/*/ports/*/counters/* (read twice, --counter-interval apart)"},
+                  ""},
                  RdmaCounters});
-  out.push_back({{"ib.opensm", "Local OpenSM keys (sm_key, m_key protection)", {"file:/etc/opensm/opensm.conf"}, ""}, OpensmConfig});
-  out.push_back({{"sriov.vfs", "SR-IOV virtual functions of RDMA NICs", {"stat:/sys/bus/pci/devices/*/physfn"}, ""}, SriovVfs});
-  out.push_back({{"gdrcopy", "gdrcopy library, gdrdrv module and /dev/gdrdrv", {"cmd:ldconfig -p", "stat:/sys/module/gdrdrv", "stat:/dev/gdrdrv"}, ""},
+  out.push_back({{"ib.opensm", "Local OpenSM keys (sm_key, m_key protection)", {"file:/etc/opensm/opensm.conf"}, ""},
+                 OpensmConfig});
+  out.push_back(
+      {{"sriov.vfs", "SR-IOV virtual functions of RDMA NICs", {"stat:/sys/bus/pci/devices/*/physfn"}, ""}, SriovVfs});
+  out.push_back({{"gdrcopy",
+                  "gdrcopy library, gdrdrv module and /dev/gdrdrv",
+                  {"cmd:ldconfig -p", "stat:/sys/module/gdrdrv", "stat:/dev/gdrdrv"},
+                  ""},
                  Gdrcopy});
 
   using namespace field;
   DeclareFields(out, "os.processes", {{"names[]", Str, "", "distinct process names (comm, cut at 15 characters)"}});
-  DeclareFields(out, "kernel.modules", {{"loaded[]", Str, "", "loaded modules (/proc/modules), sorted"},
-                                        {"nvidia_dma_buf_entries[]", Str, "", "dma_buf* entries below /sys/module/nvidia"}});
-  DeclareFields(out, "nvidia.params", {{"params_status", Str, "", "status of the /proc/driver/nvidia/params read"},
-                                       {"params{}", Str, "", "driver parameter -> value"},
-                                       {"modprobe_options[].file", Str, "", "modprobe.d file"},
-                                       {"modprobe_options[].line", Str, "", "its NVreg_ line"}});
-  DeclareFields(out, "kvm.exposure", {{"dev_kvm", Bool, "", "/dev/kvm exists; null when unknown", kNull},
-                                      {"nested", Str, "", "kvm_intel/kvm_amd nested parameter (Y, 1, N, 0); null when none", kNull},
-                                      {"nested_unreadable", Bool, "", "a nested parameter exists but could not be read"},
-                                      {"arch", Str, "", "kernel arch; null when unread", kNull},
-                                      {"vmscape", Str, "", "the vmscape vulnerability status; null when unread", kNull}});
-  DeclareFields(out, "dpu.rshim", {{"rshim_devices[]", Str, "", "/dev/rshim* devices"},
-                                   {"tmfifo_net0", Bool, "", "the tmfifo_net0 interface exists; null when unknown", kNull},
-                                   {"tmfifo_operstate", Str, "", "its operstate; null when unread", kNull}});
-  DeclareFields(out, "bmc.ipmi", {{"devices[]", Str, "", "IPMI device nodes present"},
-                                  {"device_check_complete", Bool, "", "every device node could be checked"},
-                                  {"ipmitool", Obj, "", "ipmitool mc info; null when not run", kNull},
-                                  {"ipmitool.status", Str, "", "its status"},
-                                  {"ipmitool.exit_code", Int, "", "its exit status"},
-                                  {"ipmitool.output", Str, "", "its output, cut"}});
-  DeclareFields(out, "ssh.sshd-config", {{"present", Bool, "", "/etc/ssh/sshd_config exists"},
-                                         {"settings{}", Str, "", "effective keyword (lower case) -> first value (lower case)"},
-                                         {"files[]", Str, "", "configuration files read"}});
-  DeclareFields(out, "identity.providers", {{"nsswitch_passwd", Arr, "", "sources of the passwd: line; null when unread", kNull},
-                                            {"nsswitch_passwd[]", Str, "", "one source (files, sss, ldap)"},
-                                            {"pam_modules", Arr, "", "identity PAM modules named in /etc/pam.d; null when unread", kNull},
-                                            {"pam_modules[]", Str, "", "pam_sss, pam_ldap ..."},
-                                            {"sssd_conf_status", Str, "", "status of the sssd.conf read"},
-                                            {"sssd_id_providers[]", Str, "", "id_provider values of sssd.conf"}});
-  DeclareFields(out, "block.devices", {{"disks[]{}", Any, "", "lsblk -P key (lower case: name, type, size, rota, tran, model) -> value"},
-                                       {"disks[].nvme", Bool, "", "an NVMe disk"},
-                                       {"mounts[].mount_point", Str, "", "mount point"},
-                                       {"mounts[].fstype", Str, "", "filesystem type"},
-                                       {"mounts[].source", Str, "", "mount source"}});
-  DeclareFields(out, "kernel.xid", {{"dmesg_restrict", Str, "", "kernel.dmesg_restrict; null when unread", kNull},
-                                    {"source", Str, "", "journalctl, dmesg or file:<path>"},
-                                    {"events[].kind", Str, "", "Xid, SXid or message"},
-                                    {"events[].code", Int, "", "Xid/SXid code"},
-                                    {"events[].match", Str, "", "catalog message matched (kind message)"},
-                                    {"events[].pci", Str, "", "PCI address of the line"},
-                                    {"events[].day", Str, "", "UTC day (2026-11-29), empty when undated"},
-                                    {"events[].line", Str, "", "the log line"},
-                                    {"counts_by_day{}{}", Int, "events", "day (or \"undated\") -> event key (\"Xid 79\") -> count"},
-                                    {"total", Int, "events", "events in the log"},
-                                    {"truncated", Bool, "", "the event list was cut (counts are exact)"}});
-  DeclareFields(out, "numa.nodes", {{"nodes[].node", Str, "", "node0 ..."},
-                                    {"nodes[].cpulist", Str, "", "its CPUs (0-55,112-167); null when unread", kNull},
-                                    {"nodes[].mem_total_kb", Int, "KiB", "MemTotal of its meminfo; null when unread", kNull},
-                                    {"arch", Str, "", "kernel arch; null when unread", kNull}});
-  DeclareFields(out, "rdma.stack", {{"mlx5_core", Bool, "", "mlx5_core loaded; null when unknown", kNull},
-                                    {"ib_core", Bool, "", "ib_core loaded; null when unknown", kNull},
-                                    {"efa", Bool, "", "efa loaded; null when unknown", kNull},
-                                    {"tools{}", Bool, "", "ibv_devices, ibstat, ofed_info, rdma -> on PATH"},
-                                    {"ofed", Str, "", "ofed_info -s"},
-                                    {"ofed_error", Str, "", "why ofed_info failed"}});
-  DeclareFields(out, "container.runtimes", {{"engines{}", Bool, "", "docker, containerd, podman, crio, enroot, singularity, apptainer -> on PATH"},
-                                            {"docker_nvidia_runtime", Bool, "", "daemon.json names the nvidia runtime; null when unread", kNull},
-                                            {"containerd_nvidia_runtime", Bool, "", "containerd's config names nvidia; null when unread", kNull},
-                                            {"cdi_specs[]", Str, "", "NVIDIA CDI specs in /etc/cdi, /var/run/cdi"}});
-  DeclareFields(out, "ncu.binary", {{"installed", Bool, "", "an ncu binary was found"},
-                                    {"path", Str, "", "the first one; null when none", kNull},
-                                    {"version", Str, "", "its version (2025.3.1); null when unread", kNull},
-                                    {"candidates[]", Str, "", "every ncu found"}});
-  DeclareFields(out, "tools.essential", {{"essential_tools{}", Bool, "", "tool of data/node-thresholds.json -> on PATH"},
-                                         {"package_managers{}", Bool, "", "package manager -> on PATH"}});
-  DeclareFields(out, "pci.acs", {{"pairs[].gpu", Str, "", "GPU PCI address"},
-                                 {"pairs[].gpu_chain[]", Str, "", "its PCI path, root first"},
-                                 {"pairs[].nic", Str, "", "nearest RDMA NIC; null when none", kNull},
-                                 {"pairs[].common_switch", Bool, "", "GPU and NIC share a PCIe switch"},
-                                 {"pairs[].common_upstream", Str, "", "their common upstream bridge"},
-                                 {"pairs[].ports[].bdf", Str, "", "switch port below it"},
-                                 {"pairs[].ports[].read_status", Str, "", "status of its config read"},
-                                 {"pairs[].ports[].config_bytes", Int, "bytes", "config space bytes read"},
-                                 {"pairs[].ports[].extended_readable", Bool, "", "extended config space was read"},
-                                 {"pairs[].ports[].acs_present", Bool, "", "it has an ACS capability"},
-                                 {"pairs[].ports[].acs_control", Int, "", "ACS Control register; null when absent", kNull},
-                                 {"pairs[].ports[].redirect", Bool, "", "P2P request/completion redirect on"},
-                                 {"gpus", Int, "GPUs", "GPUs in the PCI inventory"},
-                                 {"nics", Int, "NICs", "RDMA NICs in the PCI inventory"}});
-  DeclareFields(out, "pci.passthrough", {{"vfio_devices[].bdf", Str, "", "device bound to vfio-pci"},
-                                         {"vfio_devices[].gpu", Bool, "", "a GPU"},
-                                         {"vfio_devices[].nic", Bool, "", "a network function"},
-                                         {"vfio_devices[].group", Str, "", "its IOMMU group; null when unread", kNull},
-                                         {"vfio_devices[].members", Arr, "", "devices of that group; null when unread", kNull},
-                                         {"vfio_devices[].members[]", Str, "", "PCI address"}});
-  DeclareFields(out, "rdma.counters", {{"interval_s", Num, "s", "time between the two reads"},
-                                       {"ports[].port", Str, "", "mlx5_0/1"},
-                                       {"ports[].first{}", Int, "errors", "counter -> first read; null when unread", kNull},
-                                       {"ports[].second", Obj, "", "the second read; null when not taken", kNull},
-                                       {"ports[].second{}", Int, "errors", "counter -> second read; null when unread", kNull}});
-  DeclareFields(out, "ib.opensm", {{"present", Bool, "", "/etc/opensm/opensm.conf exists"},
-                                   {"keys{}", Str, "", "sm_key, sa_key, m_key, m_key_protection_level -> value"}});
-  DeclareFields(out, "sriov.vfs", {{"vfs[].bdf", Str, "", "an RDMA NIC virtual function"},
-                                   {"vfs[].physfn", Str, "", "link target of its physfn"}});
-  DeclareFields(out, "gdrcopy", {{"libraries[]", Str, "", "libgdrapi.so paths in the ldconfig cache"},
-                                 {"module", Bool, "", "gdrdrv loaded; null when unknown", kNull},
-                                 {"device", Bool, "", "/dev/gdrdrv exists; null when unknown", kNull}});
+  DeclareFields(out, "kernel.modules",
+                {{"loaded[]", Str, "", "loaded modules (/proc/modules), sorted"},
+                 {"nvidia_dma_buf_entries[]", Str, "", "dma_buf* entries below /sys/module/nvidia"}});
+  DeclareFields(out, "nvidia.params",
+                {{"params_status", Str, "", "status of the /proc/driver/nvidia/params read"},
+                 {"params{}", Str, "", "driver parameter -> value"},
+                 {"modprobe_options[].file", Str, "", "modprobe.d file"},
+                 {"modprobe_options[].line", Str, "", "its NVreg_ line"}});
+  DeclareFields(out, "kvm.exposure",
+                {{"dev_kvm", Bool, "", "/dev/kvm exists; null when unknown", kNull},
+                 {"nested", Str, "", "kvm_intel/kvm_amd nested parameter (Y, 1, N, 0); null when none", kNull},
+                 {"nested_unreadable", Bool, "", "a nested parameter exists but could not be read"},
+                 {"arch", Str, "", "kernel arch; null when unread", kNull},
+                 {"vmscape", Str, "", "the vmscape vulnerability status; null when unread", kNull}});
+  DeclareFields(out, "dpu.rshim",
+                {{"rshim_devices[]", Str, "", "/dev/rshim* devices"},
+                 {"tmfifo_net0", Bool, "", "the tmfifo_net0 interface exists; null when unknown", kNull},
+                 {"tmfifo_operstate", Str, "", "its operstate; null when unread", kNull}});
+  DeclareFields(out, "bmc.ipmi",
+                {{"devices[]", Str, "", "IPMI device nodes present"},
+                 {"device_check_complete", Bool, "", "every device node could be checked"},
+                 {"ipmitool", Obj, "", "ipmitool mc info; null when not run", kNull},
+                 {"ipmitool.status", Str, "", "its status"},
+                 {"ipmitool.exit_code", Int, "", "its exit status"},
+                 {"ipmitool.output", Str, "", "its output, cut"}});
+  DeclareFields(out, "ssh.sshd-config",
+                {{"present", Bool, "", "/etc/ssh/sshd_config exists"},
+                 {"settings{}", Str, "", "effective keyword (lower case) -> first value (lower case)"},
+                 {"files[]", Str, "", "configuration files read"}});
+  DeclareFields(out, "identity.providers",
+                {{"nsswitch_passwd", Arr, "", "sources of the passwd: line; null when unread", kNull},
+                 {"nsswitch_passwd[]", Str, "", "one source (files, sss, ldap)"},
+                 {"pam_modules", Arr, "", "identity PAM modules named in /etc/pam.d; null when unread", kNull},
+                 {"pam_modules[]", Str, "", "pam_sss, pam_ldap ..."},
+                 {"sssd_conf_status", Str, "", "status of the sssd.conf read"},
+                 {"sssd_id_providers[]", Str, "", "id_provider values of sssd.conf"}});
+  DeclareFields(out, "block.devices",
+                {{"disks[]{}", Any, "", "lsblk -P key (lower case: name, type, size, rota, tran, model) -> value"},
+                 {"disks[].nvme", Bool, "", "an NVMe disk"},
+                 {"mounts[].mount_point", Str, "", "mount point"},
+                 {"mounts[].fstype", Str, "", "filesystem type"},
+                 {"mounts[].source", Str, "", "mount source"}});
+  DeclareFields(out, "kernel.xid",
+                {{"dmesg_restrict", Str, "", "kernel.dmesg_restrict; null when unread", kNull},
+                 {"source", Str, "", "journalctl, dmesg or file:<path>"},
+                 {"events[].kind", Str, "", "Xid, SXid or message"},
+                 {"events[].code", Int, "", "Xid/SXid code"},
+                 {"events[].match", Str, "", "catalog message matched (kind message)"},
+                 {"events[].pci", Str, "", "PCI address of the line"},
+                 {"events[].day", Str, "", "UTC day (2026-11-29), empty when undated"},
+                 {"events[].line", Str, "", "the log line"},
+                 {"counts_by_day{}{}", Int, "events", "day (or \"undated\") -> event key (\"Xid 79\") -> count"},
+                 {"total", Int, "events", "events in the log"},
+                 {"truncated", Bool, "", "the event list was cut (counts are exact)"}});
+  DeclareFields(out, "numa.nodes",
+                {{"nodes[].node", Str, "", "node0 ..."},
+                 {"nodes[].cpulist", Str, "", "its CPUs (0-55,112-167); null when unread", kNull},
+                 {"nodes[].mem_total_kb", Int, "KiB", "MemTotal of its meminfo; null when unread", kNull},
+                 {"arch", Str, "", "kernel arch; null when unread", kNull}});
+  DeclareFields(out, "rdma.stack",
+                {{"mlx5_core", Bool, "", "mlx5_core loaded; null when unknown", kNull},
+                 {"ib_core", Bool, "", "ib_core loaded; null when unknown", kNull},
+                 {"efa", Bool, "", "efa loaded; null when unknown", kNull},
+                 {"tools{}", Bool, "", "ibv_devices, ibstat, ofed_info, rdma -> on PATH"},
+                 {"ofed", Str, "", "ofed_info -s"},
+                 {"ofed_error", Str, "", "why ofed_info failed"}});
+  DeclareFields(out, "container.runtimes",
+                {{"engines{}", Bool, "", "docker, containerd, podman, crio, enroot, singularity, apptainer -> on PATH"},
+                 {"docker_nvidia_runtime", Bool, "", "daemon.json names the nvidia runtime; null when unread", kNull},
+                 {"containerd_nvidia_runtime", Bool, "", "containerd's config names nvidia; null when unread", kNull},
+                 {"cdi_specs[]", Str, "", "NVIDIA CDI specs in /etc/cdi, /var/run/cdi"}});
+  DeclareFields(out, "ncu.binary",
+                {{"installed", Bool, "", "an ncu binary was found"},
+                 {"path", Str, "", "the first one; null when none", kNull},
+                 {"version", Str, "", "its version (2025.3.1); null when unread", kNull},
+                 {"candidates[]", Str, "", "every ncu found"}});
+  DeclareFields(out, "tools.essential",
+                {{"essential_tools{}", Bool, "", "tool of data/node-thresholds.json -> on PATH"},
+                 {"package_managers{}", Bool, "", "package manager -> on PATH"}});
+  DeclareFields(out, "pci.acs",
+                {{"pairs[].gpu", Str, "", "GPU PCI address"},
+                 {"pairs[].gpu_chain[]", Str, "", "its PCI path, root first"},
+                 {"pairs[].nic", Str, "", "nearest RDMA NIC; null when none", kNull},
+                 {"pairs[].common_switch", Bool, "", "GPU and NIC share a PCIe switch"},
+                 {"pairs[].common_upstream", Str, "", "their common upstream bridge"},
+                 {"pairs[].ports[].bdf", Str, "", "switch port below it"},
+                 {"pairs[].ports[].read_status", Str, "", "status of its config read"},
+                 {"pairs[].ports[].config_bytes", Int, "bytes", "config space bytes read"},
+                 {"pairs[].ports[].extended_readable", Bool, "", "extended config space was read"},
+                 {"pairs[].ports[].acs_present", Bool, "", "it has an ACS capability"},
+                 {"pairs[].ports[].acs_control", Int, "", "ACS Control register; null when absent", kNull},
+                 {"pairs[].ports[].redirect", Bool, "", "P2P request/completion redirect on"},
+                 {"gpus", Int, "GPUs", "GPUs in the PCI inventory"},
+                 {"nics", Int, "NICs", "RDMA NICs in the PCI inventory"}});
+  DeclareFields(out, "pci.passthrough",
+                {{"vfio_devices[].bdf", Str, "", "device bound to vfio-pci"},
+                 {"vfio_devices[].gpu", Bool, "", "a GPU"},
+                 {"vfio_devices[].nic", Bool, "", "a network function"},
+                 {"vfio_devices[].group", Str, "", "its IOMMU group; null when unread", kNull},
+                 {"vfio_devices[].members", Arr, "", "devices of that group; null when unread", kNull},
+                 {"vfio_devices[].members[]", Str, "", "PCI address"}});
+  DeclareFields(out, "rdma.counters",
+                {{"interval_s", Num, "s", "time between the two reads"},
+                 {"ports[].port", Str, "", "mlx5_0/1"},
+                 {"ports[].first{}", Int, "errors", "counter -> first read; null when unread", kNull},
+                 {"ports[].second", Obj, "", "the second read; null when not taken", kNull},
+                 {"ports[].second{}", Int, "errors", "counter -> second read; null when unread", kNull}});
+  DeclareFields(out, "ib.opensm",
+                {{"present", Bool, "", "/etc/opensm/opensm.conf exists"},
+                 {"keys{}", Str, "", "sm_key, sa_key, m_key, m_key_protection_level -> value"}});
+  DeclareFields(
+      out, "sriov.vfs",
+      {{"vfs[].bdf", Str, "", "an RDMA NIC virtual function"}, {"vfs[].physfn", Str, "", "link target of its physfn"}});
+  DeclareFields(out, "gdrcopy",
+                {{"libraries[]", Str, "", "libgdrapi.so paths in the ldconfig cache"},
+                 {"module", Bool, "", "gdrdrv loaded; null when unknown", kNull},
+                 {"device", Bool, "", "/dev/gdrdrv exists; null when unknown", kNull}});
 }
 
 }  // namespace clustermax::collect

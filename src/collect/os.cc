@@ -51,7 +51,8 @@ Evidence OsKernel(host::Host& h, const CollectOptions&) {
   if (MarkFailed(e, rel.status, rel.error)) return e;
   e.status = EvidenceStatus::kOk;
   e.data["release"] = std::string(util::Trim(rel.content));
-  e.data["hostname"] = host_name.status == host::IoStatus::kOk ? json(std::string(util::Trim(host_name.content))) : json(nullptr);
+  e.data["hostname"] =
+      host_name.status == host::IoStatus::kOk ? json(std::string(util::Trim(host_name.content))) : json(nullptr);
   return e;
 }
 
@@ -92,7 +93,8 @@ Evidence OsVirtualization(host::Host& h, const CollectOptions& o) {
     std::string path = std::string("/sys/class/dmi/id/") + f;
     e.sources.push_back("file:" + path);
     auto r = h.ReadFile(path, 4096);
-    e.data[std::string("dmi_") + f] = r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
+    e.data[std::string("dmi_") + f] =
+        r.status == host::IoStatus::kOk ? json(std::string(util::Trim(r.content))) : json(nullptr);
   }
   for (const char* var : {"SLURM_JOB_ID", "KUBERNETES_SERVICE_HOST"}) {
     auto v = h.GetEnv(var);
@@ -132,14 +134,18 @@ Evidence OsCpuinfo(host::Host& h, const CollectOptions&) {
     e.error = util::Ellipsize(text, 200);
     return e;
   }
-  e.data = {{"model", c->model}, {"logical_cpus", c->logical_cpus}, {"vmx", c->vmx}, {"svm", c->svm},
+  e.data = {{"model", c->model},
+            {"logical_cpus", c->logical_cpus},
+            {"vmx", c->vmx},
+            {"svm", c->svm},
             {"hypervisor", c->hypervisor}};
   return e;
 }
 
 Evidence PciDevices(host::Host& h, const CollectOptions&) {
   Evidence e;
-  e.sources = {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}", "stat:/sys/bus/pci/devices/*/driver"};
+  e.sources = {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}",
+               "stat:/sys/bus/pci/devices/*/driver"};
   PciInventory inv = ReadPciInventory(h);
   if (MarkFailed(e, inv.status, inv.error)) return e;
   e.status = EvidenceStatus::kOk;
@@ -198,7 +204,8 @@ Evidence KernelPackages(host::Host& h, const CollectOptions& o) {
     if (s.status == host::IoStatus::kOk) {
       e.data["reboot_required"] = true;
       auto pk = h.ReadFile(std::string(path) + ".pkgs", 65536);
-      e.data["reboot_required_pkgs"] = pk.status == host::IoStatus::kOk ? json(util::SplitLines(pk.content)) : json::array();
+      e.data["reboot_required_pkgs"] =
+          pk.status == host::IoStatus::kOk ? json(util::SplitLines(pk.content)) : json::array();
       break;
     }
     if (s.status == host::IoStatus::kNotFound) e.data["reboot_required"] = false;
@@ -237,7 +244,8 @@ Evidence Iommu(host::Host& h, const CollectOptions&) {
   e.status = EvidenceStatus::kOk;
   json flags = json::array();
   for (const auto& tok : util::SplitWhitespace(cmd.content)) {
-    if (tok.rfind("iommu", 0) == 0 || tok.rfind("intel_iommu", 0) == 0 || tok.rfind("amd_iommu", 0) == 0) flags.push_back(tok);
+    if (tok.rfind("iommu", 0) == 0 || tok.rfind("intel_iommu", 0) == 0 || tok.rfind("amd_iommu", 0) == 0)
+      flags.push_back(tok);
   }
   e.data["cmdline_flags"] = flags;
   auto units = h.ListDir("/sys/class/iommu");
@@ -252,10 +260,11 @@ Evidence Iommu(host::Host& h, const CollectOptions&) {
     for (const auto& d : inv.devices) {
       if (!d.IsGpu() && !d.IsRdmaNic()) continue;
       auto t = h.ReadFile("/sys/bus/pci/devices/" + d.bdf + "/iommu_group/type", 256);
-      devices.push_back({{"bdf", d.bdf},
-                         {"kind", d.IsGpu() ? "gpu" : "rdma-nic"},
-                         {"domain_type", t.status == host::IoStatus::kOk ? json(std::string(util::Trim(t.content))) : json(nullptr)},
-                         {"read_status", ToString(t.status)}});
+      devices.push_back(
+          {{"bdf", d.bdf},
+           {"kind", d.IsGpu() ? "gpu" : "rdma-nic"},
+           {"domain_type", t.status == host::IoStatus::kOk ? json(std::string(util::Trim(t.content))) : json(nullptr)},
+           {"read_status", ToString(t.status)}});
     }
   }
   e.data["devices"] = devices;
@@ -339,8 +348,9 @@ Evidence UserManagement(host::Host& h, const CollectOptions& o) {
 
 Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
   Evidence e;
-  e.sources = {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/device/{vendor,device}",
-               "stat:/sys/class/infiniband/*/device/physfn", "stat:/sys/class/net/*/bonding"};
+  e.sources = {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver",
+               "file:/sys/class/infiniband/*/device/{vendor,device}", "stat:/sys/class/infiniband/*/device/physfn",
+               "stat:/sys/class/net/*/bonding"};
   auto dir = h.ListDir("/sys/class/infiniband");
   json devices = json::array();
   if (dir.status == host::IoStatus::kOk) {
@@ -368,8 +378,9 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
             if (n.is_string()) ndevs.push_back(n);
           }
           json link_layer = rd("link_layer");
-          json port = {{"port", p.name}, {"state", rd("state")}, {"phys_state", rd("phys_state")}, {"rate", rd("rate")},
-                       {"link_layer", link_layer}, {"pkeys", pkeys}, {"gid_ndevs", ndevs}};
+          json port = {{"port", p.name},     {"state", rd("state")},     {"phys_state", rd("phys_state")},
+                       {"rate", rd("rate")}, {"link_layer", link_layer}, {"pkeys", pkeys},
+                       {"gid_ndevs", ndevs}};
           // RoCE: the type (RoCE v1 / v2) and address of the first 8 GIDs, for NCCL_IB_GID_INDEX.
           if (link_layer == "Ethernet") {
             json types = json::array(), gids = json::array();
@@ -400,17 +411,22 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
       // device id tells a VF passed through to a guest (no physfn there).
       auto device_id = h.ReadFile(base + "/device/device", 64);
       auto physfn = h.Stat(base + "/device/physfn");
-      json sriov_physfn = physfn.status == host::IoStatus::kOk ? json(physfn.link_target.empty() ? std::string("its physical function")
-                                                                                              : "PF " + physfn.link_target.substr(physfn.link_target.rfind('/') + 1))
-                          : physfn.status == host::IoStatus::kNotFound ? json(false)
-                                                                      : json(nullptr);
-      devices.push_back({{"name", d.name},
-                         {"device_id", device_id.status == host::IoStatus::kOk ? json(std::string(util::Trim(device_id.content))) : json(nullptr)},
-                         {"sriov_physfn", sriov_physfn},
-                         {"ports", ports},
-                         {"fw_ver", fw.status == host::IoStatus::kOk ? json(std::string(util::Trim(fw.content))) : json(nullptr)},
-                         {"fw_read_status", ToString(fw.status)},
-                         {"vendor", vendor.status == host::IoStatus::kOk ? json(std::string(util::Trim(vendor.content))) : json(nullptr)}});
+      json sriov_physfn =
+          physfn.status == host::IoStatus::kOk
+              ? json(physfn.link_target.empty() ? std::string("its physical function")
+                                                : "PF " + physfn.link_target.substr(physfn.link_target.rfind('/') + 1))
+          : physfn.status == host::IoStatus::kNotFound ? json(false)
+                                                       : json(nullptr);
+      devices.push_back(
+          {{"name", d.name},
+           {"device_id",
+            device_id.status == host::IoStatus::kOk ? json(std::string(util::Trim(device_id.content))) : json(nullptr)},
+           {"sriov_physfn", sriov_physfn},
+           {"ports", ports},
+           {"fw_ver", fw.status == host::IoStatus::kOk ? json(std::string(util::Trim(fw.content))) : json(nullptr)},
+           {"fw_read_status", ToString(fw.status)},
+           {"vendor",
+            vendor.status == host::IoStatus::kOk ? json(std::string(util::Trim(vendor.content))) : json(nullptr)}});
     }
   } else if (dir.status != host::IoStatus::kNotFound) {
     e.status = FromIo(dir.status);
@@ -433,115 +449,153 @@ Evidence RdmaDevices(host::Host& h, const CollectOptions&) {
 }  // namespace
 
 void RegisterOsCollectors(std::vector<Collector>& out) {
-  out.push_back({{"os.release", "Distribution identity from /etc/os-release", {"file:/etc/os-release"}, ""}, OsReleaseEvidence});
-  out.push_back({{"os.kernel", "Running kernel release and hostname", {"file:/proc/sys/kernel/osrelease", "file:/proc/sys/kernel/hostname"}, ""}, OsKernel});
-  out.push_back({{"os.virtualization", "VM and container markers (systemd-detect-virt, /.dockerenv, cgroups, PID 1, mounts, DMI)",
+  out.push_back(
+      {{"os.release", "Distribution identity from /etc/os-release", {"file:/etc/os-release"}, ""}, OsReleaseEvidence});
+  out.push_back({{"os.kernel",
+                  "Running kernel release and hostname",
+                  {"file:/proc/sys/kernel/osrelease", "file:/proc/sys/kernel/hostname"},
+                  ""},
+                 OsKernel});
+  out.push_back({{"os.virtualization",
+                  "VM and container markers (systemd-detect-virt, /.dockerenv, cgroups, PID 1, mounts, DMI)",
                   {"cmd:systemd-detect-virt --vm", "cmd:systemd-detect-virt --container", "stat:/.dockerenv",
                    "stat:/run/.containerenv", "file:/proc/1/cgroup", "file:/proc/1/comm", "file:/proc/self/mountinfo",
-                   "file:/sys/class/dmi/id/sys_vendor", "file:/sys/class/dmi/id/product_name", "env:container", "env:SLURM_JOB_ID",
-                   "env:KUBERNETES_SERVICE_HOST"},
-                  "", /*keeps_files_in_image=*/true},
+                   "file:/sys/class/dmi/id/sys_vendor", "file:/sys/class/dmi/id/product_name", "env:container",
+                   "env:SLURM_JOB_ID", "env:KUBERNETES_SERVICE_HOST"},
+                  "",
+                  /*keeps_files_in_image=*/true},
                  OsVirtualization});
   out.push_back({{"os.cpuinfo", "CPU model, count and virtualisation flags", {"file:/proc/cpuinfo"}, ""}, OsCpuinfo});
-  out.push_back({{"pci.devices", "PCI inventory from sysfs (vendor, device, class, bound driver)",
-                  {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}", "stat:/sys/bus/pci/devices/*/driver"}, ""},
+  out.push_back({{"pci.devices",
+                  "PCI inventory from sysfs (vendor, device, class, bound driver)",
+                  {"dir:/sys/bus/pci/devices", "file:/sys/bus/pci/devices/*/{vendor,device,class}",
+                   "stat:/sys/bus/pci/devices/*/driver"},
+                  ""},
                  PciDevices});
-  out.push_back({{"kernel.packages", "Installed kernel packages and the reboot-required flag",
-                  {"cmd:dpkg-query -W linux-image-*", "cmd:rpm -q kernel-core kernel", "stat:/var/run/reboot-required"}, ""},
+  out.push_back({{"kernel.packages",
+                  "Installed kernel packages and the reboot-required flag",
+                  {"cmd:dpkg-query -W linux-image-*", "cmd:rpm -q kernel-core kernel", "stat:/var/run/reboot-required"},
+                  ""},
                  KernelPackages});
-  out.push_back({{"kernel.perf-sysctl", "perf_event_paranoid and kptr_restrict",
-                  {"file:/proc/sys/kernel/perf_event_paranoid", "file:/proc/sys/kernel/kptr_restrict"}, ""},
+  out.push_back({{"kernel.perf-sysctl",
+                  "perf_event_paranoid and kptr_restrict",
+                  {"file:/proc/sys/kernel/perf_event_paranoid", "file:/proc/sys/kernel/kptr_restrict"},
+                  ""},
                  PerfSysctl});
-  out.push_back({{"iommu", "IOMMU kernel parameters, units and the DMA domain type of GPUs and RDMA NICs",
-                  {"file:/proc/cmdline", "dir:/sys/class/iommu", "file:/sys/bus/pci/devices/*/iommu_group/type"}, ""},
+  out.push_back({{"iommu",
+                  "IOMMU kernel parameters, units and the DMA domain type of GPUs and RDMA NICs",
+                  {"file:/proc/cmdline", "dir:/sys/class/iommu", "file:/sys/bus/pci/devices/*/iommu_group/type"},
+                  ""},
                  Iommu});
-  out.push_back({{"cpu.governor", "cpufreq scaling governors of every CPU",
-                  {"dir:/sys/devices/system/cpu", "file:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"}, ""},
+  out.push_back({{"cpu.governor",
+                  "cpufreq scaling governors of every CPU",
+                  {"dir:/sys/devices/system/cpu", "file:/sys/devices/system/cpu/cpu*/cpufreq/scaling_governor"},
+                  ""},
                  CpuGovernor});
-  out.push_back({{"access.sudo", "Passwordless sudo (sudo -n true; never prompts)", {"cmd:sudo -n true"}, ""}, SudoNonInteractive});
-  out.push_back({{"access.user-management", "useradd/groupadd present and permitted", {"which:useradd", "which:groupadd", "cmd:sudo -n -l", "file:/proc/self/status"}, ""},
+  out.push_back({{"access.sudo", "Passwordless sudo (sudo -n true; never prompts)", {"cmd:sudo -n true"}, ""},
+                 SudoNonInteractive});
+  out.push_back({{"access.user-management",
+                  "useradd/groupadd present and permitted",
+                  {"which:useradd", "which:groupadd", "cmd:sudo -n -l", "file:/proc/self/status"},
+                  ""},
                  UserManagement});
-  out.push_back({{"rdma.devices", "RDMA devices and their firmware from sysfs",
-                  {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver", "file:/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}",
-                   "file:/sys/class/infiniband/*/device/device", "stat:/sys/class/infiniband/*/device/physfn", "stat:/sys/class/net/<GID netdev>/bonding",
-                   "dir:/sys/bus/pci/devices"}, ""},
+  out.push_back({{"rdma.devices",
+                  "RDMA devices and their firmware from sysfs",
+                  {"dir:/sys/class/infiniband", "file:/sys/class/infiniband/*/fw_ver",
+                   "file:/sys/class/infiniband/*/ports/*/{state,phys_state,rate,link_layer}",
+                   "file:/sys/class/infiniband/*/device/device", "stat:/sys/class/infiniband/*/device/physfn",
+                   "stat:/sys/class/net/<GID netdev>/bonding", "dir:/sys/bus/pci/devices"},
+                  ""},
                  RdmaDevices});
 
   using namespace field;
-  DeclareFields(out, "os.release", {{"id", Str, "", "ID= of /etc/os-release (debian, ubuntu, rhel)"},
-                                    {"version_id", Str, "", "VERSION_ID= (\"12\", \"24.04\")"},
-                                    {"codename", Str, "", "VERSION_CODENAME= (bookworm), empty when absent"},
-                                    {"pretty_name", Str, "", "PRETTY_NAME="}});
-  DeclareFields(out, "os.kernel", {{"release", Str, "", "running kernel release (/proc/sys/kernel/osrelease)"},
-                                   {"hostname", Str, "", "kernel hostname; null when unreadable", kNull}});
-  DeclareFields(out, "os.virtualization",
-                {{"vm", Str, "", "systemd-detect-virt --vm answer (\"none\", \"kvm\"); null when it did not run", kNull},
-                 {"container", Str, "", "systemd-detect-virt --container answer; null when it did not run", kNull},
-                 {"dockerenv", Bool, "", "/.dockerenv exists; null when the stat failed", kNull},
-                 {"containerenv", Bool, "", "/run/.containerenv exists; null when the stat failed", kNull},
-                 {"cgroup_tokens[]", Str, "", "container runtime names found in /proc/1/cgroup"},
-                 {"container_env", Str, "", "the environment variable `container`; null when unset", kNull},
-                 {"dmi_sys_vendor", Str, "", "/sys/class/dmi/id/sys_vendor; null when unreadable", kNull},
-                 {"dmi_product_name", Str, "", "/sys/class/dmi/id/product_name; null when unreadable", kNull},
-                 {"slurm_job_id", Str, "", "SLURM_JOB_ID of the collecting process; null when unset", kNull},
-                 {"kubernetes_service_host", Str, "", "KUBERNETES_SERVICE_HOST; null when unset", kNull},
-                 {"pid1", Str, "", "PID 1's command name (/proc/1/comm); null when unreadable", kNull},
-                 {"root_fstype", Str, "", "filesystem type mounted on /; null when mountinfo is unreadable", kNull},
-                 {"runtime_bind_mounts[]", Str, "", "/etc/hostname, /etc/hosts, /etc/resolv.conf when bind-mounted"}});
-  DeclareFields(out, "os.cpuinfo", {{"model", Str, "", "CPU model name"},
-                                    {"logical_cpus", Int, "CPUs", "processor entries in /proc/cpuinfo"},
-                                    {"vmx", Bool, "", "Intel VT-x flag"},
-                                    {"svm", Bool, "", "AMD-V flag"},
-                                    {"hypervisor", Bool, "", "the hypervisor flag (running in a VM)"}});
-  DeclareFields(out, "pci.devices", {{"devices[].bdf", Str, "", "PCI address 0000:19:00.0"},
-                                     {"devices[].vendor", Str, "", "vendor id \"0x10de\""},
-                                     {"devices[].device", Str, "", "device id \"0x2330\""},
-                                     {"devices[].class", Str, "", "class code \"0x030200\""},
-                                     {"devices[].driver", Str, "", "bound kernel driver; null when none", kNull},
-                                     {"devices[].gpu", Bool, "", "a GPU (display/3D controller of a GPU vendor)"},
-                                     {"devices[].rdma_nic", Bool, "", "an RDMA-capable NIC function"},
-                                     {"unreadable", Int, "devices", "devices whose sysfs files could not be read"},
-                                     {"complete", Bool, "", "every device was read"}});
-  DeclareFields(out, "kernel.packages",
-                {{"running", Str, "", "running kernel release; null when unreadable", kNull},
-                 {"installed", Arr, "", "installed kernel packages; null when the package database was not read", kNull},
-                 {"installed[].package", Str, "", "package name (linux-image-6.1.0-31-amd64, kernel-core)"},
-                 {"installed[].version", Str, "", "package version"},
-                 {"installed[].release", Str, "", "kernel release the package installs"},
-                 {"package_manager", Str, "", "\"dpkg\" or \"rpm\""},
-                 {"package_db_error", Str, "", "why the package database was not read"},
-                 {"reboot_required", Bool, "", "/var/run/reboot-required exists"},
-                 {"reboot_required_pkgs[]", Str, "", "packages named in reboot-required.pkgs"}});
-  DeclareFields(out, "kernel.perf-sysctl", {{"perf_event_paranoid", Int, "", "kernel.perf_event_paranoid; null when unread", kNull},
-                                            {"perf_event_paranoid_error", Str, "", "why it was not read"},
-                                            {"kptr_restrict", Int, "", "kernel.kptr_restrict; null when unread", kNull},
-                                            {"kptr_restrict_error", Str, "", "why it was not read"}});
-  DeclareFields(out, "iommu", {{"cmdline_flags[]", Str, "", "iommu=, intel_iommu=, amd_iommu= kernel parameters"},
-                               {"iommu_units", Arr, "", "entries of /sys/class/iommu; null when unreadable", kNull},
-                               {"iommu_units[]", Str, "", "an IOMMU unit name"},
-                               {"devices[].bdf", Str, "", "PCI address of a GPU or RDMA NIC"},
-                               {"devices[].kind", Str, "", "\"gpu\" or \"rdma-nic\""},
-                               {"devices[].domain_type", Str, "", "iommu_group/type (identity, DMA, DMA-FQ); null when unread", kNull},
-                               {"devices[].read_status", Str, "", "evidence status of the type read"},
-                               {"pci_inventory_complete", Bool, "", "the PCI inventory was read"}});
-  DeclareFields(out, "cpu.governor", {{"cpus", Int, "CPUs", "cpuN directories"},
-                                      {"governors{}", Int, "CPUs", "scaling governor -> number of CPUs using it"},
-                                      {"cpufreq_missing", Int, "CPUs", "CPUs without cpufreq"},
-                                      {"unreadable", Int, "CPUs", "CPUs whose governor could not be read"},
-                                      {"driver", Str, "", "cpu0's scaling driver; null when unread", kNull}});
-  DeclareFields(out, "access.sudo", {{"exit_code", Int, "", "exit status of sudo -n true"},
-                                     {"stderr", Str, "", "its standard error, cut at 300 characters"}});
-  DeclareFields(out, "access.user-management", {{"useradd", Str, "", "path of useradd; null when not on PATH", kNull},
-                                                {"groupadd", Str, "", "path of groupadd; null when not on PATH", kNull},
-                                                {"is_root", Bool, "", "the effective uid is 0; null when unread", kNull},
-                                                {"sudo_list_status", Str, "", "status of sudo -n -l"},
-                                                {"sudo_list_exit", Int, "", "exit status of sudo -n -l"},
-                                                {"sudo_all", Bool, "", "sudo -n -l grants (ALL) ALL"},
-                                                {"sudo_useradd", Bool, "", "sudo -n -l names useradd"}});
+  DeclareFields(out, "os.release",
+                {{"id", Str, "", "ID= of /etc/os-release (debian, ubuntu, rhel)"},
+                 {"version_id", Str, "", "VERSION_ID= (\"12\", \"24.04\")"},
+                 {"codename", Str, "", "VERSION_CODENAME= (bookworm), empty when absent"},
+                 {"pretty_name", Str, "", "PRETTY_NAME="}});
+  DeclareFields(out, "os.kernel",
+                {{"release", Str, "", "running kernel release (/proc/sys/kernel/osrelease)"},
+                 {"hostname", Str, "", "kernel hostname; null when unreadable", kNull}});
+  DeclareFields(
+      out, "os.virtualization",
+      {{"vm", Str, "", "systemd-detect-virt --vm answer (\"none\", \"kvm\"); null when it did not run", kNull},
+       {"container", Str, "", "systemd-detect-virt --container answer; null when it did not run", kNull},
+       {"dockerenv", Bool, "", "/.dockerenv exists; null when the stat failed", kNull},
+       {"containerenv", Bool, "", "/run/.containerenv exists; null when the stat failed", kNull},
+       {"cgroup_tokens[]", Str, "", "container runtime names found in /proc/1/cgroup"},
+       {"container_env", Str, "", "the environment variable `container`; null when unset", kNull},
+       {"dmi_sys_vendor", Str, "", "/sys/class/dmi/id/sys_vendor; null when unreadable", kNull},
+       {"dmi_product_name", Str, "", "/sys/class/dmi/id/product_name; null when unreadable", kNull},
+       {"slurm_job_id", Str, "", "SLURM_JOB_ID of the collecting process; null when unset", kNull},
+       {"kubernetes_service_host", Str, "", "KUBERNETES_SERVICE_HOST; null when unset", kNull},
+       {"pid1", Str, "", "PID 1's command name (/proc/1/comm); null when unreadable", kNull},
+       {"root_fstype", Str, "", "filesystem type mounted on /; null when mountinfo is unreadable", kNull},
+       {"runtime_bind_mounts[]", Str, "", "/etc/hostname, /etc/hosts, /etc/resolv.conf when bind-mounted"}});
+  DeclareFields(out, "os.cpuinfo",
+                {{"model", Str, "", "CPU model name"},
+                 {"logical_cpus", Int, "CPUs", "processor entries in /proc/cpuinfo"},
+                 {"vmx", Bool, "", "Intel VT-x flag"},
+                 {"svm", Bool, "", "AMD-V flag"},
+                 {"hypervisor", Bool, "", "the hypervisor flag (running in a VM)"}});
+  DeclareFields(out, "pci.devices",
+                {{"devices[].bdf", Str, "", "PCI address 0000:19:00.0"},
+                 {"devices[].vendor", Str, "", "vendor id \"0x10de\""},
+                 {"devices[].device", Str, "", "device id \"0x2330\""},
+                 {"devices[].class", Str, "", "class code \"0x030200\""},
+                 {"devices[].driver", Str, "", "bound kernel driver; null when none", kNull},
+                 {"devices[].gpu", Bool, "", "a GPU (display/3D controller of a GPU vendor)"},
+                 {"devices[].rdma_nic", Bool, "", "an RDMA-capable NIC function"},
+                 {"unreadable", Int, "devices", "devices whose sysfs files could not be read"},
+                 {"complete", Bool, "", "every device was read"}});
+  DeclareFields(
+      out, "kernel.packages",
+      {{"running", Str, "", "running kernel release; null when unreadable", kNull},
+       {"installed", Arr, "", "installed kernel packages; null when the package database was not read", kNull},
+       {"installed[].package", Str, "", "package name (linux-image-6.1.0-31-amd64, kernel-core)"},
+       {"installed[].version", Str, "", "package version"},
+       {"installed[].release", Str, "", "kernel release the package installs"},
+       {"package_manager", Str, "", "\"dpkg\" or \"rpm\""},
+       {"package_db_error", Str, "", "why the package database was not read"},
+       {"reboot_required", Bool, "", "/var/run/reboot-required exists"},
+       {"reboot_required_pkgs[]", Str, "", "packages named in reboot-required.pkgs"}});
+  DeclareFields(out, "kernel.perf-sysctl",
+                {{"perf_event_paranoid", Int, "", "kernel.perf_event_paranoid; null when unread", kNull},
+                 {"perf_event_paranoid_error", Str, "", "why it was not read"},
+                 {"kptr_restrict", Int, "", "kernel.kptr_restrict; null when unread", kNull},
+                 {"kptr_restrict_error", Str, "", "why it was not read"}});
+  DeclareFields(
+      out, "iommu",
+      {{"cmdline_flags[]", Str, "", "iommu=, intel_iommu=, amd_iommu= kernel parameters"},
+       {"iommu_units", Arr, "", "entries of /sys/class/iommu; null when unreadable", kNull},
+       {"iommu_units[]", Str, "", "an IOMMU unit name"},
+       {"devices[].bdf", Str, "", "PCI address of a GPU or RDMA NIC"},
+       {"devices[].kind", Str, "", "\"gpu\" or \"rdma-nic\""},
+       {"devices[].domain_type", Str, "", "iommu_group/type (identity, DMA, DMA-FQ); null when unread", kNull},
+       {"devices[].read_status", Str, "", "evidence status of the type read"},
+       {"pci_inventory_complete", Bool, "", "the PCI inventory was read"}});
+  DeclareFields(out, "cpu.governor",
+                {{"cpus", Int, "CPUs", "cpuN directories"},
+                 {"governors{}", Int, "CPUs", "scaling governor -> number of CPUs using it"},
+                 {"cpufreq_missing", Int, "CPUs", "CPUs without cpufreq"},
+                 {"unreadable", Int, "CPUs", "CPUs whose governor could not be read"},
+                 {"driver", Str, "", "cpu0's scaling driver; null when unread", kNull}});
+  DeclareFields(out, "access.sudo",
+                {{"exit_code", Int, "", "exit status of sudo -n true"},
+                 {"stderr", Str, "", "its standard error, cut at 300 characters"}});
+  DeclareFields(out, "access.user-management",
+                {{"useradd", Str, "", "path of useradd; null when not on PATH", kNull},
+                 {"groupadd", Str, "", "path of groupadd; null when not on PATH", kNull},
+                 {"is_root", Bool, "", "the effective uid is 0; null when unread", kNull},
+                 {"sudo_list_status", Str, "", "status of sudo -n -l"},
+                 {"sudo_list_exit", Int, "", "exit status of sudo -n -l"},
+                 {"sudo_all", Bool, "", "sudo -n -l grants (ALL) ALL"},
+                 {"sudo_useradd", Bool, "", "sudo -n -l names useradd"}});
   DeclareFields(out, "rdma.devices",
                 {{"devices[].name", Str, "", "RDMA device (mlx5_0)"},
                  {"devices[].device_id", Str, "", "PCI device id; null when unread", kNull},
-                 {"devices[].sriov_physfn", Any, "", "false: no physfn link; \"PF <bdf>\": a VF of a local function; null: unread", kNull},
+                 {"devices[].sriov_physfn", Any, "",
+                  "false: no physfn link; \"PF <bdf>\": a VF of a local function; null: unread", kNull},
                  {"devices[].fw_ver", Str, "", "firmware version; null when unread", kNull},
                  {"devices[].fw_read_status", Str, "", "evidence status of the fw_ver read"},
                  {"devices[].vendor", Str, "", "PCI vendor id; null when unread", kNull},
@@ -554,8 +608,10 @@ void RegisterOsCollectors(std::vector<Collector>& out) {
                  {"devices[].ports[].gid_ndevs[]", Str, "", "netdevs of the first 4 GIDs"},
                  {"devices[].ports[].gid_types[]", Str, "", "RoCE: type of the first 8 GIDs; null when unread", kNull},
                  {"devices[].ports[].gids[]", Str, "", "RoCE: the first 8 GIDs; null when unread", kNull},
-                 {"devices[].ports[].bond_master", Any, "", "RoCE: the GID netdev that is a bond master, false when none, null when unread", kNull},
-                 {"pci_mellanox_functions", Int, "functions", "Mellanox network functions in the PCI inventory; null when unread", kNull}});
+                 {"devices[].ports[].bond_master", Any, "",
+                  "RoCE: the GID netdev that is a bond master, false when none, null when unread", kNull},
+                 {"pci_mellanox_functions", Int, "functions",
+                  "Mellanox network functions in the PCI inventory; null when unread", kNull}});
 }
 
 }  // namespace clustermax::collect

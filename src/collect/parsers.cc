@@ -27,10 +27,14 @@ std::optional<std::string> Capture(std::string_view text, const std::regex& re, 
 std::optional<OsRelease> ParseOsRelease(std::string_view text) {
   OsRelease r;
   for (const auto& [k, v] : util::ParseKeyValueLines(text)) {
-    if (k == "ID") r.id = v;
-    else if (k == "VERSION_ID") r.version_id = v;
-    else if (k == "VERSION_CODENAME") r.codename = v;
-    else if (k == "PRETTY_NAME") r.pretty_name = v;
+    if (k == "ID")
+      r.id = v;
+    else if (k == "VERSION_ID")
+      r.version_id = v;
+    else if (k == "VERSION_CODENAME")
+      r.codename = v;
+    else if (k == "PRETTY_NAME")
+      r.pretty_name = v;
   }
   if (r.id.empty()) return std::nullopt;
   if (r.codename.empty() && r.id == "ubuntu" && r.version_id == "24.04") r.codename = "noble";
@@ -109,8 +113,10 @@ std::optional<CpuInfo> ParseCpuinfo(std::string_view text) {
     if (colon == std::string::npos) continue;
     std::string key(util::Trim(std::string_view(line).substr(0, colon)));
     std::string_view val = util::Trim(std::string_view(line).substr(colon + 1));
-    if (key == "processor") ++c.logical_cpus;
-    else if (key == "model name" && c.model.empty()) c.model = std::string(val);
+    if (key == "processor")
+      ++c.logical_cpus;
+    else if (key == "model name" && c.model.empty())
+      c.model = std::string(val);
     else if (key == "flags" || key == "Features") {
       for (const auto& f : util::SplitWhitespace(val)) {
         if (f == "vmx") c.vmx = true;
@@ -154,8 +160,10 @@ QuotaReport ParseQuotaReport(std::string_view text) {
       out.none = true;
       continue;
     }
-    if (lower.find("quota") != std::string::npos && lower.find("limit") != std::string::npos && lower.find("filesystem") != std::string::npos) {
-      in_table = true;  // the column header ("Filesystem space quota limit", "kbytes bquota blimit", "type KB quota limit")
+    if (lower.find("quota") != std::string::npos && lower.find("limit") != std::string::npos &&
+        lower.find("filesystem") != std::string::npos) {
+      in_table =
+          true;  // the column header ("Filesystem space quota limit", "kbytes bquota blimit", "type KB quota limit")
       continue;
     }
     if (!in_table) continue;
@@ -165,7 +173,10 @@ QuotaReport ParseQuotaReport(std::string_view text) {
       continue;
     }
     std::string fs = wrapped.empty() ? t[0] : wrapped;
-    size_t off = !wrapped.empty() ? 0 : (t.size() > 1 && (t[1] == "USR" || t[1] == "GRP" || t[1] == "FILESET")) ? 2 : 1;  // mmlsquota's type column
+    size_t off = !wrapped.empty() ? 0
+                 : (t.size() > 1 && (t[1] == "USR" || t[1] == "GRP" || t[1] == "FILESET"))
+                     ? 2
+                     : 1;  // mmlsquota's type column
     wrapped.clear();
     if (t.size() < off + 3) continue;
     QuotaRow r{fs, t[off], t[off + 1], t[off + 2]};
@@ -183,9 +194,12 @@ std::optional<std::string> ParseNcclHeaderVersion(std::string_view text) {
     if (line.rfind("#define", 0) != 0) continue;
     auto words = util::SplitWhitespace(line.substr(7));
     if (words.size() < 2 || !util::ParseInt(words[1])) continue;
-    if (words[0] == "NCCL_MAJOR") major = words[1];
-    else if (words[0] == "NCCL_MINOR") minor = words[1];
-    else if (words[0] == "NCCL_PATCH") patch = words[1];
+    if (words[0] == "NCCL_MAJOR")
+      major = words[1];
+    else if (words[0] == "NCCL_MINOR")
+      minor = words[1];
+    else if (words[0] == "NCCL_PATCH")
+      patch = words[1];
   }
   if (!major || !minor || !patch) return std::nullopt;
   return *major + "." + *minor + "." + *patch;
@@ -256,7 +270,7 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
   // DCGM 3.1 names the document "DCGM GPU Diagnostic" and pads its test lists with nulls.
   const char* root_key = !j.is_discarded() && j.contains("DCGM Diagnostic")       ? "DCGM Diagnostic"
                          : !j.is_discarded() && j.contains("DCGM GPU Diagnostic") ? "DCGM GPU Diagnostic"
-                                                                                   : nullptr;
+                                                                                  : nullptr;
   if (!root_key || !j[root_key].is_object()) {
     if (error) *error = "not a DCGM Diagnostic document";
     return std::nullopt;
@@ -264,7 +278,9 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
   const auto& root = j[root_key];
   DcgmDiag d;
   if (j.contains("runtime_error")) d.runtime_error = j["runtime_error"].dump();
-  if (root.contains("runtime_error")) d.runtime_error = root["runtime_error"].is_string() ? root["runtime_error"].get<std::string>() : root["runtime_error"].dump();
+  if (root.contains("runtime_error"))
+    d.runtime_error =
+        root["runtime_error"].is_string() ? root["runtime_error"].get<std::string>() : root["runtime_error"].dump();
   auto list = [](const nlohmann::json& o, const char* key) {
     return o.is_object() && o.contains(key) && o[key].is_array() ? o[key] : nlohmann::json::array();
   };
@@ -276,9 +292,12 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
         x.category = cat.value("category", "");
         x.test = test.value("name", "");
         x.status = r.contains("status") && r["status"].is_string() ? util::ToLower(r["status"].get<std::string>()) : "";
-        if (r.contains("gpu_id")) x.gpu = r["gpu_id"].is_string() ? r["gpu_id"].get<std::string>() : r["gpu_id"].dump();
-        else if (r.contains("gpu_ids")) x.gpu = r["gpu_ids"].is_string() ? r["gpu_ids"].get<std::string>() : r["gpu_ids"].dump();
-        else if (r.contains("entity_id")) x.gpu = r["entity_id"].dump();
+        if (r.contains("gpu_id"))
+          x.gpu = r["gpu_id"].is_string() ? r["gpu_id"].get<std::string>() : r["gpu_id"].dump();
+        else if (r.contains("gpu_ids"))
+          x.gpu = r["gpu_ids"].is_string() ? r["gpu_ids"].get<std::string>() : r["gpu_ids"].dump();
+        else if (r.contains("entity_id"))
+          x.gpu = r["entity_id"].dump();
         for (const auto& w : r.value("warnings", nlohmann::json::array())) {
           std::string text = w.is_object() ? w.value("warning", "") : (w.is_string() ? w.get<std::string>() : w.dump());
           if (w.is_object() && w.contains("error_id")) text += " (error_id " + w["error_id"].dump() + ")";
@@ -293,7 +312,7 @@ std::optional<DcgmDiag> ParseDcgmDiagJson(std::string_view text, std::string* er
 
 std::optional<DcgmDiag> ParseDcgmDiagTable(std::string_view text, std::string* error) {
   static const std::regex section(R"(^[|+]-+\s+(\S[^-+|]*?)\s+-+[+|])");
-  static const std::regex per_gpu(R"(^GPU\s*(\d+)\s*:\s*(\w+))");           // DCGM 4: "GPU0: Pass"
+  static const std::regex per_gpu(R"(^GPU\s*(\d+)\s*:\s*(\w+))");                       // DCGM 4: "GPU0: Pass"
   static const std::regex status_gpu(R"(^(\w+)(?:\s+-\s+(?:GPU:\s*(\d+)|All))?\s*$)");  // "Fail - GPU: 0", "Pass - All"
   DcgmDiag d;
   bool table = false;
@@ -395,7 +414,8 @@ std::string SysfsState(std::string_view word) {
   return std::string(util::Trim(word));
 }
 std::string SysfsPhysState(std::string_view word) {
-  static const char* kStates[] = {"", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test"};
+  static const char* kStates[] = {
+      "", "Sleep", "Polling", "Disabled", "PortConfigurationTraining", "LinkUp", "LinkErrorRecovery", "Phy Test"};
   std::string w(util::Trim(word));
   for (int i = 1; i < 8; ++i) {
     if (w == kStates[i]) return fmt::format("{}: {}", i, kStates[i]);
@@ -436,14 +456,20 @@ std::vector<RdmaDeviceText> ParseRdmaListing(std::string_view text) {
     std::string key = util::ToLower(util::Trim(line.substr(0, colon)));
     std::string value(util::Trim(line.substr(colon + 1)));
     auto& dev = out.back();
-    if (key == "firmware version" || key == "fw_ver") dev.fw_ver = value;
-    else if (key == "ca type") dev.ca_type = value;
+    if (key == "firmware version" || key == "fw_ver")
+      dev.fw_ver = value;
+    else if (key == "ca type")
+      dev.ca_type = value;
     if (dev.ports.empty()) continue;
     auto& port = dev.ports.back();
-    if (key == "state") port.state = value.find(':') != std::string::npos ? value : SysfsState(value);  // ibstatus prints sysfs's words
-    else if (key == "physical state" || key == "phys state") port.phys_state = value.find(':') != std::string::npos ? value : SysfsPhysState(value);
-    else if (key == "rate") port.rate = value.find("Gb/sec") != std::string::npos ? value : value + " Gb/sec";
-    else if (key == "link layer" || key == "link_layer") port.link_layer = value;
+    if (key == "state")
+      port.state = value.find(':') != std::string::npos ? value : SysfsState(value);  // ibstatus prints sysfs's words
+    else if (key == "physical state" || key == "phys state")
+      port.phys_state = value.find(':') != std::string::npos ? value : SysfsPhysState(value);
+    else if (key == "rate")
+      port.rate = value.find("Gb/sec") != std::string::npos ? value : value + " Gb/sec";
+    else if (key == "link layer" || key == "link_layer")
+      port.link_layer = value;
   }
   return out;
 }
@@ -500,7 +526,8 @@ std::string KernelLogDay(std::string_view line) {
     return true;
   };
   // journalctl -o short-iso: 2026-11-29T10:00:01+0000 (the offset is the node's: taken as written)
-  if (digits(0, 4) && line.size() > 10 && line[4] == '-' && digits(5, 2) && line[7] == '-' && digits(8, 2) && line[10] == 'T') {
+  if (digits(0, 4) && line.size() > 10 && line[4] == '-' && digits(5, 2) && line[7] == '-' && digits(8, 2) &&
+      line[10] == 'T') {
     return std::string(line.substr(0, 10));
   }
   // dmesg -T: [Sun Nov 29 10:00:01 2026] (local time of the node)
@@ -509,7 +536,8 @@ std::string KernelLogDay(std::string_view line) {
     if (close == std::string_view::npos || close > 40) return "";
     auto words = util::SplitWhitespace(line.substr(1, close - 1));
     if (words.size() != 5) return "";
-    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     int month = 0;
     for (int i = 0; i < 12; ++i) {
       if (words[1] == kMonths[i]) month = i + 1;
@@ -523,7 +551,8 @@ std::string KernelLogDay(std::string_view line) {
 }
 
 GpuLogScan ParseGpuKernelLog(std::string_view text, size_t max_events) {
-  static const std::regex xid(R"(NVRM:? Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-9a-fA-F])?)\)\s*:?\s*(\d+))");
+  static const std::regex xid(
+      R"(NVRM:? Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}(?:\.[0-9a-fA-F])?)\)\s*:?\s*(\d+))");
   static const std::regex sxid(R"(nvidia-nvswitch\d+: SXid \(PCI:([0-9a-fA-F:.]+)\): (\d+))");
   const auto& catalog = core::EmbeddedXidCatalog();
   GpuLogScan scan;
@@ -644,7 +673,8 @@ std::vector<TcpListener> ParseProcNetTcpListeners(std::string_view text, bool ip
     auto port = util::ParseHexOrDec("0x" + f[1].substr(colon + 1));
     if (!port) continue;
     bool any = addr.find_first_not_of('0') == std::string::npos;
-    bool loopback = (!ipv6 && addr.size() == 8 && addr.substr(6, 2) == "7F") || (ipv6 && addr == "00000000000000000000000001000000");
+    bool loopback = (!ipv6 && addr.size() == 8 && addr.substr(6, 2) == "7F") ||
+                    (ipv6 && addr == "00000000000000000000000001000000");
     out.push_back({*port, any ? "any" : loopback ? "loopback" : "address"});
   }
   return out;
@@ -662,9 +692,12 @@ AptPolicy ParseAptCachePolicy(std::string_view text) {
       continue;
     }
     if (in_installed) {
-      if (words.size() >= 2 && util::ParseInt(words[0]) && words[1].rfind("http", 0) == 0) p.origins.push_back(words[1]);
-      else if (words.size() >= 2 && util::ParseInt(words[0]) && words[1] == "/var/lib/dpkg/status") continue;
-      else if (!words[0].empty() && !util::ParseInt(words[0])) in_installed = false;
+      if (words.size() >= 2 && util::ParseInt(words[0]) && words[1].rfind("http", 0) == 0)
+        p.origins.push_back(words[1]);
+      else if (words.size() >= 2 && util::ParseInt(words[0]) && words[1] == "/var/lib/dpkg/status")
+        continue;
+      else if (!words[0].empty() && !util::ParseInt(words[0]))
+        in_installed = false;
     }
   }
   return p;

@@ -149,7 +149,7 @@ struct GpuLogEvent {
   int code = 0;       // Xid/SXid code
   std::string match;  // the catalog message that matched (kind "message")
   std::string pci;
-  std::string day;    // "2026-11-29", or "" when undated
+  std::string day;  // "2026-11-29", or "" when undated
   std::string line;
   std::string Key() const;  // "Xid 79", "SXid 12028", "message: has fallen off the bus"
 };

@@ -40,7 +40,8 @@ PciInventory ReadPciInventory(host::Host& h) {
     }
     d.vendor = static_cast<uint32_t>(*v);
     d.class_code = static_cast<uint32_t>(*c);
-    if (device.status == host::IoStatus::kOk) d.device = static_cast<uint32_t>(util::ParseHexOrDec(device.content).value_or(0));
+    if (device.status == host::IoStatus::kOk)
+      d.device = static_cast<uint32_t>(util::ParseHexOrDec(device.content).value_or(0));
     auto drv = h.Stat(base + "/driver");
     if (drv.status == host::IoStatus::kOk && !drv.link_target.empty()) {
       d.driver = drv.link_target.substr(drv.link_target.rfind('/') + 1);

@@ -12,12 +12,12 @@
 namespace clustermax::collect {
 
 struct PciDevice {
-  std::string bdf;  // "0000:19:00.0"
+  std::string bdf;                                  // "0000:19:00.0"
   uint32_t vendor = 0, device = 0, class_code = 0;  // class_code is the 24-bit value (0x030200)
-  std::string driver;  // bound driver name, empty when none
-  bool IsGpu() const;       // display/3D controller or accelerator from NVIDIA or AMD
-  bool IsNetwork() const;   // network or InfiniBand controller
-  bool IsRdmaNic() const;   // Mellanox/NVIDIA (0x15b3) or EFA (0x1d0f) network function
+  std::string driver;                               // bound driver name, empty when none
+  bool IsGpu() const;                               // display/3D controller or accelerator from NVIDIA or AMD
+  bool IsNetwork() const;                           // network or InfiniBand controller
+  bool IsRdmaNic() const;                           // Mellanox/NVIDIA (0x15b3) or EFA (0x1d0f) network function
 };
 
 struct PciInventory {

@@ -32,9 +32,9 @@ Evidence Commands(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
   json cmds = json::array();
-  const std::vector<std::vector<std::string>> probes = {{"sinfo", "--version"}, {"squeue", "--version"}, {"scontrol", "--version"},
-                                                        {"salloc", "--version"}, {"sbatch", "--version"}, {"srun", "--version"},
-                                                        {"sacct", "--version"}};
+  const std::vector<std::vector<std::string>> probes = {
+      {"sinfo", "--version"},  {"squeue", "--version"}, {"scontrol", "--version"}, {"salloc", "--version"},
+      {"sbatch", "--version"}, {"srun", "--version"},   {"sacct", "--version"}};
   for (const auto& argv : probes) {
     auto spec = Command(argv, o, "slurm.commands");
     e.sources.push_back(Source(spec));
@@ -46,7 +46,8 @@ Evidence Commands(host::Host& h, const CollectOptions& o) {
     } else {
       c["ok"] = r.exit_code == 0;
       c["output"] = util::Ellipsize(util::Trim(r.out + r.err), 200);
-      if (r.exit_code != 0) c["error"] = fmt::format("exit {}: {}", r.exit_code, util::Ellipsize(util::Trim(r.err), 200));
+      if (r.exit_code != 0)
+        c["error"] = fmt::format("exit {}: {}", r.exit_code, util::Ellipsize(util::Trim(r.err), 200));
     }
     cmds.push_back(c);
   }
@@ -55,15 +56,17 @@ Evidence Commands(host::Host& h, const CollectOptions& o) {
 }
 
 Evidence Config(host::Host& h, const CollectOptions& o) {
-  return CommandFacts(h, o, "slurm.config", {"scontrol", "show", "config"}, [](const host::CommandResult& r, Evidence& e) {
-    auto m = util::ParseScontrolConfig(r.out);
-    if (r.exit_code != 0 || m.empty()) {
-      e.status = EvidenceStatus::kError;
-      e.error = fmt::format("scontrol show config exit {}: {}", r.exit_code, util::Ellipsize(util::Trim(r.err + r.out), 300));
-      return;
-    }
-    e.data["config"] = m;
-  });
+  return CommandFacts(h, o, "slurm.config", {"scontrol", "show", "config"},
+                      [](const host::CommandResult& r, Evidence& e) {
+                        auto m = util::ParseScontrolConfig(r.out);
+                        if (r.exit_code != 0 || m.empty()) {
+                          e.status = EvidenceStatus::kError;
+                          e.error = fmt::format("scontrol show config exit {}: {}", r.exit_code,
+                                                util::Ellipsize(util::Trim(r.err + r.out), 300));
+                          return;
+                        }
+                        e.data["config"] = m;
+                      });
 }
 
 Evidence Records(host::Host& h, const CollectOptions& o, const std::string& id, std::vector<std::string> argv) {
@@ -79,26 +82,30 @@ Evidence Records(host::Host& h, const CollectOptions& o, const std::string& id, 
   });
 }
 
-Evidence Nodes(host::Host& h, const CollectOptions& o) { return Records(h, o, "slurm.nodes", {"scontrol", "show", "node", "-o"}); }
+Evidence Nodes(host::Host& h, const CollectOptions& o) {
+  return Records(h, o, "slurm.nodes", {"scontrol", "show", "node", "-o"});
+}
 Evidence Partitions(host::Host& h, const CollectOptions& o) {
   return Records(h, o, "slurm.partitions", {"scontrol", "show", "partition", "-o"});
 }
 
 Evidence Topology(host::Host& h, const CollectOptions& o) {
-  return CommandFacts(h, o, "slurm.topology", {"scontrol", "show", "topology"}, [](const host::CommandResult& r, Evidence& e) {
-    json units = json::array();
-    for (const auto& rec : util::ParseScontrolRecords(r.out)) {
-      if (rec.count("SwitchName") || rec.count("BlockName")) units.push_back(rec);
-    }
-    e.data["units"] = units;
-    e.data["raw"] = util::Ellipsize(util::Trim(r.out + r.err), 400);
-  });
+  return CommandFacts(h, o, "slurm.topology", {"scontrol", "show", "topology"},
+                      [](const host::CommandResult& r, Evidence& e) {
+                        json units = json::array();
+                        for (const auto& rec : util::ParseScontrolRecords(r.out)) {
+                          if (rec.count("SwitchName") || rec.count("BlockName")) units.push_back(rec);
+                        }
+                        e.data["units"] = units;
+                        e.data["raw"] = util::Ellipsize(util::Trim(r.out + r.err), 400);
+                      });
 }
 
 Evidence Ping(host::Host& h, const CollectOptions& o) {
   return CommandFacts(h, o, "slurm.ping", {"scontrol", "ping"}, [](const host::CommandResult& r, Evidence& e) {
     json cs = json::array();
-    for (const auto& c : util::ParseScontrolPing(r.out + r.err)) cs.push_back({{"role", c.role}, {"host", c.host}, {"up", c.up}});
+    for (const auto& c : util::ParseScontrolPing(r.out + r.err))
+      cs.push_back({{"role", c.role}, {"host", c.host}, {"up", c.up}});
     e.data["controllers"] = cs;
     e.data["raw"] = util::Ellipsize(util::Trim(r.out + r.err), 300);
   });
@@ -168,12 +175,16 @@ Evidence Nhc(host::Host& h, const CollectOptions&) {
       std::string t(util::Trim(line));
       if (t.empty() || t[0] == '#') continue;
       ++active;
-      if (util::ContainsIgnoreCase(t, "dcgm") || util::Contains(t, "nv-hostengine")) dcgm_lines.push_back(util::Ellipsize(t, 160));
+      if (util::ContainsIgnoreCase(t, "dcgm") || util::Contains(t, "nv-hostengine"))
+        dcgm_lines.push_back(util::Ellipsize(t, 160));
       size_t at = t.find("MARK_OFFLINE=");
       if (at != std::string::npos) mark_offline = t.compare(at + 13, 1, "0") != 0;
     }
   }
-  e.data = {{"binaries", bins}, {"conf_present", f.status == host::IoStatus::kOk}, {"active_lines", active}, {"dcgm_lines", dcgm_lines},
+  e.data = {{"binaries", bins},
+            {"conf_present", f.status == host::IoStatus::kOk},
+            {"active_lines", active},
+            {"dcgm_lines", dcgm_lines},
             {"mark_offline", mark_offline}};
   return e;
 }
@@ -184,8 +195,10 @@ Evidence Modules(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
   json shells = json::object();
-  const std::string script = "type module >/dev/null 2>&1 || { echo CLUSTERMAX-NO-MODULE-COMMAND; exit 0; }; module -t avail 2>&1";
-  for (const auto& [name, flag] : std::vector<std::pair<std::string, std::string>>{{"non-login", "-c"}, {"login", "-lc"}}) {
+  const std::string script =
+      "type module >/dev/null 2>&1 || { echo CLUSTERMAX-NO-MODULE-COMMAND; exit 0; }; module -t avail 2>&1";
+  for (const auto& [name, flag] :
+       std::vector<std::pair<std::string, std::string>>{{"non-login", "-c"}, {"login", "-lc"}}) {
     auto spec = Command({"bash", flag, script}, o, "modules.avail");
     e.sources.push_back(Source(spec));
     auto r = h.Run(spec);
@@ -208,7 +221,9 @@ Evidence Modules(host::Host& h, const CollectOptions& o) {
     }
     shells[name] = sh;
   }
-  e.data = {{"shells", shells}, {"lmod_cmd", h.GetEnv("LMOD_CMD").value_or("")}, {"modulepath", h.GetEnv("MODULEPATH").value_or("")}};
+  e.data = {{"shells", shells},
+            {"lmod_cmd", h.GetEnv("LMOD_CMD").value_or("")},
+            {"modulepath", h.GetEnv("MODULEPATH").value_or("")}};
   e.sources.push_back("env:LMOD_CMD");
   e.sources.push_back("env:MODULEPATH");
   return e;
@@ -217,7 +232,10 @@ Evidence Modules(host::Host& h, const CollectOptions& o) {
 // `ssh <node> hostname`, keys only (BatchMode, 5 s to connect), into e.data: ran, exit_code, output.
 // A refused or unreachable node is the finding, not missing evidence: e stays ok.
 void SshTo(Evidence& e, host::Host& h, const CollectOptions& o, const std::string& node, const std::string& id) {
-  auto r = RunFor(e, h, {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new", node, "hostname"}, o, id);
+  auto r = RunFor(e, h,
+                  {"ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o", "StrictHostKeyChecking=accept-new",
+                   node, "hostname"},
+                  o, id);
   e.status = EvidenceStatus::kOk;
   e.data["ran"] = r.has_value();
   e.data["exit_code"] = r ? r->exit_code : -1;
@@ -257,7 +275,9 @@ Evidence SshLogin(host::Host& h, const CollectOptions& o) {
   e.status = EvidenceStatus::kOk;
   auto names = util::SplitWhitespace(list->out);
   if (list->exit_code != 0 || names.empty()) {
-    e.data = {{"target", nullptr}, {"reason", list->exit_code != 0 ? "sinfo failed: " + util::Ellipsize(util::Trim(list->err), 200) : "no idle, mixed or allocated node"}};
+    e.data = {{"target", nullptr},
+              {"reason", list->exit_code != 0 ? "sinfo failed: " + util::Ellipsize(util::Trim(list->err), 200)
+                                              : "no idle, mixed or allocated node"}};
     return e;
   }
   e.data = {{"target", names.front()}};
@@ -271,16 +291,21 @@ Evidence SlurmJob(host::Host& h, const CollectOptions& o) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
   json steps = json::object();
-  for (const auto& [name, extra] : std::vector<std::pair<std::string, std::vector<std::string>>>{{"cpu", {}}, {"gpu", {"--gres=gpu:1"}}}) {
+  for (const auto& [name, extra] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{{"cpu", {}}, {"gpu", {"--gres=gpu:1"}}}) {
     std::vector<std::string> argv = {"srun", "-N1", "-n1", "--time=1", "--job-name=clustermax-probe"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     argv.push_back("true");
     auto spec = Command(argv, o, "probe.slurm-job");
     e.sources.push_back(Source(spec));
     auto r = h.Run(spec);
-    steps[name] = {{"command", util::JoinArgv(argv)}, {"ran", r.status == host::IoStatus::kOk}, {"timed_out", r.timed_out},
-                   {"exit_code", r.status == host::IoStatus::kOk ? r.exit_code : -1}, {"seconds", r.duration_ms / 1000.0},
-                   {"output", util::Ellipsize(util::Trim(r.out + r.err + (r.status == host::IoStatus::kOk ? "" : r.error)), 300)}};
+    steps[name] = {
+        {"command", util::JoinArgv(argv)},
+        {"ran", r.status == host::IoStatus::kOk},
+        {"timed_out", r.timed_out},
+        {"exit_code", r.status == host::IoStatus::kOk ? r.exit_code : -1},
+        {"seconds", r.duration_ms / 1000.0},
+        {"output", util::Ellipsize(util::Trim(r.out + r.err + (r.status == host::IoStatus::kOk ? "" : r.error)), 300)}};
   }
   e.data = {{"steps", steps}};
   return e;
@@ -290,8 +315,9 @@ Evidence SlurmJob(host::Host& h, const CollectOptions& o) {
 Evidence StepEnv(host::Host& h, const CollectOptions&) {
   Evidence e;
   e.status = EvidenceStatus::kOk;
-  for (const char* k : {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
-                        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CLUSTERMAX_STEP_GPUS"}) {
+  for (const char* k :
+       {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
+        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CLUSTERMAX_STEP_GPUS"}) {
     e.sources.push_back(std::string("env:") + k);
     auto v = h.GetEnv(k);
     e.data[k] = v ? json(*v) : json(nullptr);
@@ -311,32 +337,60 @@ Evidence FleetSummaryPlaceholder(host::Host&, const CollectOptions&) {
 }  // namespace
 
 void RegisterSlurmCollectors(std::vector<Collector>& out) {
-  out.push_back({{"slurm.commands", "Slurm client commands answer --version", {"cmd:sinfo|squeue|scontrol|salloc|sbatch|srun|sacct --version"}, ""}, Commands});
+  out.push_back({{"slurm.commands",
+                  "Slurm client commands answer --version",
+                  {"cmd:sinfo|squeue|scontrol|salloc|sbatch|srun|sacct --version"},
+                  ""},
+                 Commands});
   out.push_back({{"slurm.config", "scontrol show config", {"cmd:scontrol show config"}, ""}, Config});
   out.push_back({{"slurm.nodes", "scontrol show node -o", {"cmd:scontrol show node -o"}, ""}, Nodes});
-  out.push_back({{"slurm.partitions", "scontrol show partition -o", {"cmd:scontrol show partition -o"}, ""}, Partitions});
+  out.push_back(
+      {{"slurm.partitions", "scontrol show partition -o", {"cmd:scontrol show partition -o"}, ""}, Partitions});
   out.push_back({{"slurm.topology", "scontrol show topology", {"cmd:scontrol show topology"}, ""}, Topology});
   out.push_back({{"slurm.ping", "scontrol ping", {"cmd:scontrol ping"}, ""}, Ping});
   out.push_back({{"slurm.srun-help", "srun --help (pyxis adds --container-image)", {"cmd:srun --help"}, ""}, SrunHelp});
   out.push_back({{"slurm.mpi", "srun --mpi=list", {"cmd:srun --mpi=list"}, ""}, MpiList});
-  out.push_back({{"slurm.sacct", "sacct -X -n -S now-1hours -o JobID", {"cmd:sacct -X -n -S now-1hours -o JobID"}, ""}, Sacct});
-  out.push_back({{"slurm.cgroup-conf", "cgroup.conf beside the controller's slurm.conf", {"cmd:scontrol show config", "file:<dir of SLURM_CONF>/cgroup.conf"}, ""},
+  out.push_back(
+      {{"slurm.sacct", "sacct -X -n -S now-1hours -o JobID", {"cmd:sacct -X -n -S now-1hours -o JobID"}, ""}, Sacct});
+  out.push_back({{"slurm.cgroup-conf",
+                  "cgroup.conf beside the controller's slurm.conf",
+                  {"cmd:scontrol show config", "file:<dir of SLURM_CONF>/cgroup.conf"},
+                  ""},
                  CgroupConf});
-  out.push_back({{"modules.avail", "Lmod/Environment Modules: module -t avail in a non-login and a login bash",
-                  {"cmd:bash -c 'module -t avail'", "cmd:bash -lc 'module -t avail'", "env:LMOD_CMD", "env:MODULEPATH"}, ""},
+  out.push_back({{"modules.avail",
+                  "Lmod/Environment Modules: module -t avail in a non-login and a login bash",
+                  {"cmd:bash -c 'module -t avail'", "cmd:bash -lc 'module -t avail'", "env:LMOD_CMD", "env:MODULEPATH"},
+                  ""},
                  Modules});
-  out.push_back({{"nhc.install", "LBNL NHC binary and /etc/nhc/nhc.conf", {"stat:/usr/sbin/nhc", "file:/etc/nhc/nhc.conf"}, ""}, Nhc});
-  out.push_back({{"ssh.login", "ssh (keys only, 5 s) from the login node to the first idle, mixed or allocated compute node",
-                  {"cmd:sinfo -h -N -o %N -t idle,mixed,allocated", "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <node> hostname"}, ""},
+  out.push_back(
+      {{"nhc.install", "LBNL NHC binary and /etc/nhc/nhc.conf", {"stat:/usr/sbin/nhc", "file:/etc/nhc/nhc.conf"}, ""},
+       Nhc});
+  out.push_back({{"ssh.login",
+                  "ssh (keys only, 5 s) from the login node to the first idle, mixed or allocated compute node",
+                  {"cmd:sinfo -h -N -o %N -t idle,mixed,allocated",
+                   "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <node> hostname"},
+                  ""},
                  SshLogin});
-  out.push_back({{"ssh.peer", "ssh (keys only, 5 s) from this node to the next node of the job step",
-                  {"env:SLURM_JOB_NODELIST", "env:SLURMD_NODENAME", "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <next node> hostname"}, ""},
+  out.push_back({{"ssh.peer",
+                  "ssh (keys only, 5 s) from this node to the next node of the job step",
+                  {"env:SLURM_JOB_NODELIST", "env:SLURMD_NODENAME",
+                   "cmd:ssh -o BatchMode=yes -o ConnectTimeout=5 <next node> hostname"},
+                  ""},
                  SshPeer});
-  out.push_back({{"probe.slurm-job", "srun -N1 --time=1 true with and without --gres=gpu:1, timed",
-                  {"cmd:srun -N1 -n1 --time=1 --job-name=clustermax-probe [--gres=gpu:1] true"}, "slurm-job"},
+  out.push_back({{"probe.slurm-job",
+                  "srun -N1 --time=1 true with and without --gres=gpu:1, timed",
+                  {"cmd:srun -N1 -n1 --time=1 --job-name=clustermax-probe [--gres=gpu:1] true"},
+                  "slurm-job"},
                  SlurmJob});
-  out.push_back({{"slurm.step-env", "Environment of the Slurm step the node collector runs in", {"env:CUDA_VISIBLE_DEVICES, SLURM_*"}, ""}, StepEnv});
-  out.push_back({{"fleet.summary", "Derived from every node's evidence: coverage, per-node facts, drift", {"(computed by the engine)"}, ""},
+  out.push_back({{"slurm.step-env",
+                  "Environment of the Slurm step the node collector runs in",
+                  {"env:CUDA_VISIBLE_DEVICES, SLURM_*"},
+                  ""},
+                 StepEnv});
+  out.push_back({{"fleet.summary",
+                  "Derived from every node's evidence: coverage, per-node facts, drift",
+                  {"(computed by the engine)"},
+                  ""},
                  FleetSummaryPlaceholder});
 
   using namespace field;
@@ -347,38 +401,48 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
     f.insert(f.end(), extra.begin(), extra.end());
     return f;
   };
-  DeclareFields(out, "slurm.commands", {{"commands[].command", Str, "", "\"sinfo --version\" ..."},
-                                        {"commands[].name", Str, "", "the client command"},
-                                        {"commands[].ok", Bool, "", "it ran and exited 0"},
-                                        {"commands[].output", Str, "", "its output, cut"},
-                                        {"commands[].error", Str, "", "why it failed"}});
+  DeclareFields(out, "slurm.commands",
+                {{"commands[].command", Str, "", "\"sinfo --version\" ..."},
+                 {"commands[].name", Str, "", "the client command"},
+                 {"commands[].ok", Bool, "", "it ran and exited 0"},
+                 {"commands[].output", Str, "", "its output, cut"},
+                 {"commands[].error", Str, "", "why it failed"}});
   DeclareFields(out, "slurm.config", command({{"config{}", Str, "", "scontrol show config: parameter -> value"}}));
-  DeclareFields(out, "slurm.nodes", command({{"records[]{}", Str, "", "one node of scontrol show node -o: key -> value"}}));
-  DeclareFields(out, "slurm.partitions", command({{"records[]{}", Str, "", "one partition of scontrol show partition -o: key -> value"}}));
-  DeclareFields(out, "slurm.topology", command({{"units[]{}", Str, "", "a SwitchName or BlockName record: key -> value"},
-                                                {"raw", Str, "", "the command's output, cut at 400 characters"}}));
-  DeclareFields(out, "slurm.ping", command({{"controllers[].role", Str, "", "primary, backup ..."},
-                                            {"controllers[].host", Str, "", "controller host"},
-                                            {"controllers[].up", Bool, "", "it answered"},
-                                            {"raw", Str, "", "the command's output, cut"}}));
-  DeclareFields(out, "slurm.srun-help", command({{"container_image", Bool, "", "srun --help lists --container-image (pyxis)"}}));
-  DeclareFields(out, "slurm.mpi", command({{"plugins[]", Str, "", "MPI plugins srun --mpi=list names"},
-                                           {"raw", Str, "", "the command's output, cut"}}));
+  DeclareFields(out, "slurm.nodes",
+                command({{"records[]{}", Str, "", "one node of scontrol show node -o: key -> value"}}));
+  DeclareFields(out, "slurm.partitions",
+                command({{"records[]{}", Str, "", "one partition of scontrol show partition -o: key -> value"}}));
+  DeclareFields(out, "slurm.topology",
+                command({{"units[]{}", Str, "", "a SwitchName or BlockName record: key -> value"},
+                         {"raw", Str, "", "the command's output, cut at 400 characters"}}));
+  DeclareFields(out, "slurm.ping",
+                command({{"controllers[].role", Str, "", "primary, backup ..."},
+                         {"controllers[].host", Str, "", "controller host"},
+                         {"controllers[].up", Bool, "", "it answered"},
+                         {"raw", Str, "", "the command's output, cut"}}));
+  DeclareFields(out, "slurm.srun-help",
+                command({{"container_image", Bool, "", "srun --help lists --container-image (pyxis)"}}));
+  DeclareFields(out, "slurm.mpi",
+                command({{"plugins[]", Str, "", "MPI plugins srun --mpi=list names"},
+                         {"raw", Str, "", "the command's output, cut"}}));
   DeclareFields(out, "slurm.sacct", command({}));
-  DeclareFields(out, "slurm.cgroup-conf", {{"path", Str, "", "cgroup.conf beside SLURM_CONF"},
-                                           {"present", Bool, "", "the file exists"},
-                                           {"keys{}", Str, "", "key -> value of its settings"}});
-  DeclareFields(out, "modules.avail", {{"shells{}.ran", Bool, "", "non-login / login bash ran"},
-                                       {"shells{}.error", Str, "", "why it did not"},
-                                       {"shells{}.module_command", Bool, "", "a module command exists in that shell"},
-                                       {"shells{}.modules[]", Str, "", "module -t avail names"},
-                                       {"lmod_cmd", Str, "", "$LMOD_CMD, empty when unset"},
-                                       {"modulepath", Str, "", "$MODULEPATH, empty when unset"}});
-  DeclareFields(out, "nhc.install", {{"binaries[]", Str, "", "nhc binaries found"},
-                                     {"conf_present", Bool, "", "/etc/nhc/nhc.conf was read"},
-                                     {"active_lines", Int, "lines", "non-comment lines of nhc.conf"},
-                                     {"dcgm_lines[]", Str, "", "its lines naming DCGM or nv-hostengine"},
-                                     {"mark_offline", Bool, "", "MARK_OFFLINE set and not 0; null when unset (NHC's default: on)", kNull}});
+  DeclareFields(out, "slurm.cgroup-conf",
+                {{"path", Str, "", "cgroup.conf beside SLURM_CONF"},
+                 {"present", Bool, "", "the file exists"},
+                 {"keys{}", Str, "", "key -> value of its settings"}});
+  DeclareFields(out, "modules.avail",
+                {{"shells{}.ran", Bool, "", "non-login / login bash ran"},
+                 {"shells{}.error", Str, "", "why it did not"},
+                 {"shells{}.module_command", Bool, "", "a module command exists in that shell"},
+                 {"shells{}.modules[]", Str, "", "module -t avail names"},
+                 {"lmod_cmd", Str, "", "$LMOD_CMD, empty when unset"},
+                 {"modulepath", Str, "", "$MODULEPATH, empty when unset"}});
+  DeclareFields(out, "nhc.install",
+                {{"binaries[]", Str, "", "nhc binaries found"},
+                 {"conf_present", Bool, "", "/etc/nhc/nhc.conf was read"},
+                 {"active_lines", Int, "lines", "non-comment lines of nhc.conf"},
+                 {"dcgm_lines[]", Str, "", "its lines naming DCGM or nv-hostengine"},
+                 {"mark_offline", Bool, "", "MARK_OFFLINE set and not 0; null when unset (NHC's default: on)", kNull}});
   const std::vector<core::FieldSpec> ssh = {{"ran", Bool, "", "ssh ran"},
                                             {"exit_code", Int, "", "its exit status (-1: did not run)"},
                                             {"output", Str, "", "its output or error, cut"},
@@ -388,42 +452,46 @@ void RegisterSlurmCollectors(std::vector<Collector>& out) {
     return a;
   };
   DeclareFields(out, "ssh.login", with({{"target", Str, "", "compute node tried; null when none", kNull}}, ssh));
-  DeclareFields(out, "ssh.peer", with({{"from", Str, "", "this node (SLURMD_NODENAME)"},
-                                       {"peer", Str, "", "the next node of the step; null outside a multi-node step", kNull}},
-                                      ssh));
-  DeclareFields(out, "probe.slurm-job", {{"steps{}.command", Str, "", "cpu / gpu step: srun command"},
-                                         {"steps{}.ran", Bool, "", "srun ran"},
-                                         {"steps{}.timed_out", Bool, "", "it hit its timeout"},
-                                         {"steps{}.exit_code", Int, "", "its exit status (-1: did not run)"},
-                                         {"steps{}.seconds", Num, "s", "end-to-end time"},
-                                         {"steps{}.output", Str, "", "its output, cut"}});
+  DeclareFields(out, "ssh.peer",
+                with({{"from", Str, "", "this node (SLURMD_NODENAME)"},
+                      {"peer", Str, "", "the next node of the step; null outside a multi-node step", kNull}},
+                     ssh));
+  DeclareFields(out, "probe.slurm-job",
+                {{"steps{}.command", Str, "", "cpu / gpu step: srun command"},
+                 {"steps{}.ran", Bool, "", "srun ran"},
+                 {"steps{}.timed_out", Bool, "", "it hit its timeout"},
+                 {"steps{}.exit_code", Int, "", "its exit status (-1: did not run)"},
+                 {"steps{}.seconds", Num, "s", "end-to-end time"},
+                 {"steps{}.output", Str, "", "its output, cut"}});
   std::vector<core::FieldSpec> env;
-  for (const char* k : {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
-                        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CLUSTERMAX_STEP_GPUS"}) {
+  for (const char* k :
+       {"SLURM_JOB_ID", "SLURM_STEP_ID", "SLURMD_NODENAME", "SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "SLURM_GPUS_ON_NODE",
+        "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "CLUSTERMAX_STEP_GPUS"}) {
     env.push_back({k, Str, "", std::string("$") + k + " of the step; null when unset", kNull});
   }
   DeclareFields(out, "slurm.step-env", env);
   // Derived by the engine (audit/fleet_summary.cc), never by this collector.
-  DeclareFields(out, "fleet.summary", {{"login", Obj, "", "the login node's facts; null without a login node", kNull},
-                                       {"login{}", Str, "", "fact -> value; null when unknown", kNull},
-                                       {"nodes_expected", Int, "nodes", "nodes the fan-out asked"},
-                                       {"nodes_returned", Int, "nodes", "nodes that answered"},
-                                       {"unreachable[].node", Str, "", "node that did not answer"},
-                                       {"unreachable[].reason", Str, "", "why"},
-                                       {"partial[].node", Str, "", "node with partial evidence"},
-                                       {"partial[].reason", Str, "", "why"},
-                                       {"nodes[].node", Str, "", "node name"},
-                                       {"nodes[].facts{}", Str, "", "compared fact of that node -> value; null when unknown", kNull},
-                                       {"facts_compared[]", Str, "", "names of the facts compared"},
-                                       {"drift[].fact", Str, "", "fact compared across nodes"},
-                                       {"drift[].majority", Str, "", "the most common value"},
-                                       {"drift[].majority_count", Int, "nodes", "nodes with it"},
-                                       {"drift[].groups[].value", Str, "", "a value"},
-                                       {"drift[].groups[].count", Int, "nodes", "nodes with it"},
-                                       {"drift[].groups[].nodes[]", Str, "", "those nodes"},
-                                       {"drift[].odd[].node", Str, "", "a node off the majority"},
-                                       {"drift[].odd[].value", Str, "", "its value"},
-                                       {"drift[].unknown[]", Str, "", "nodes where the fact is unknown"}});
+  DeclareFields(out, "fleet.summary",
+                {{"login", Obj, "", "the login node's facts; null without a login node", kNull},
+                 {"login{}", Str, "", "fact -> value; null when unknown", kNull},
+                 {"nodes_expected", Int, "nodes", "nodes the fan-out asked"},
+                 {"nodes_returned", Int, "nodes", "nodes that answered"},
+                 {"unreachable[].node", Str, "", "node that did not answer"},
+                 {"unreachable[].reason", Str, "", "why"},
+                 {"partial[].node", Str, "", "node with partial evidence"},
+                 {"partial[].reason", Str, "", "why"},
+                 {"nodes[].node", Str, "", "node name"},
+                 {"nodes[].facts{}", Str, "", "compared fact of that node -> value; null when unknown", kNull},
+                 {"facts_compared[]", Str, "", "names of the facts compared"},
+                 {"drift[].fact", Str, "", "fact compared across nodes"},
+                 {"drift[].majority", Str, "", "the most common value"},
+                 {"drift[].majority_count", Int, "nodes", "nodes with it"},
+                 {"drift[].groups[].value", Str, "", "a value"},
+                 {"drift[].groups[].count", Int, "nodes", "nodes with it"},
+                 {"drift[].groups[].nodes[]", Str, "", "those nodes"},
+                 {"drift[].odd[].node", Str, "", "a node off the majority"},
+                 {"drift[].odd[].value", Str, "", "its value"},
+                 {"drift[].unknown[]", Str, "", "nodes where the fact is unknown"}});
 }
 
 }  // namespace clustermax::collect

@@ -5,7 +5,6 @@
 #include <optional>
 #include <set>
 
-
 #include <fmt/format.h>
 #include <pugixml.hpp>
 
@@ -89,7 +88,8 @@ Evidence CudaToolkits(host::Host& h, const CollectOptions& o) {
       if (ent.name != "cuda" && ent.name.rfind("cuda-", 0) != 0) continue;
       std::string nvcc = "/usr/local/" + ent.name + "/bin/nvcc";
       auto s = h.Stat(nvcc);
-      if (s.status == host::IoStatus::kOk && std::find(nvccs.begin(), nvccs.end(), nvcc) == nvccs.end()) nvccs.push_back(nvcc);
+      if (s.status == host::IoStatus::kOk && std::find(nvccs.begin(), nvccs.end(), nvcc) == nvccs.end())
+        nvccs.push_back(nvcc);
       if (ent.name == "cuda" && default_path.empty() && s.status == host::IoStatus::kOk) default_path = nvcc;
     }
   }
@@ -140,7 +140,8 @@ Evidence Docker(host::Host& h, const CollectOptions& o) {
   e.sources.push_back(Source(server));
   auto rs = h.Run(server);
   std::string sv(util::Trim(rs.out));
-  if (rs.status == host::IoStatus::kOk && rs.exit_code == 0 && !sv.empty() && std::isdigit(static_cast<unsigned char>(sv[0]))) {
+  if (rs.status == host::IoStatus::kOk && rs.exit_code == 0 && !sv.empty() &&
+      std::isdigit(static_cast<unsigned char>(sv[0]))) {
     e.data["server_version"] = sv;
   } else {
     e.data["server_version"] = nullptr;
@@ -162,9 +163,9 @@ Evidence PerfSample(host::Host& h, const CollectOptions& o) {
   bool not_supported = util::Contains(text, "<not supported>") || util::Contains(text, "<not counted>");
   bool denied = util::ContainsIgnoreCase(text, "permission") || util::Contains(text, "perf_event_paranoid");
   std::string outcome = r->exit_code == 0 && !not_supported ? "granted"
-                        : denied                           ? "denied"
-                        : r->exit_code == 0                ? "partial"
-                                                           : "error";
+                        : denied                            ? "denied"
+                        : r->exit_code == 0                 ? "partial"
+                                                            : "error";
   e.data = {{"outcome", outcome}, {"exit_code", r->exit_code}, {"output", util::Ellipsize(util::Trim(text), 600)}};
   return e;
 }
@@ -206,7 +207,8 @@ Evidence HpcSdk(host::Host& h, const CollectOptions& o) {
     auto spec = Command({base + "/compilers/bin/" + c, "--version"}, o, "hpcsdk.install");
     e.sources.push_back(Source(spec));
     auto r = h.Run(spec);
-    auto v = r.status == host::IoStatus::kOk && r.exit_code == 0 ? ParseHpcSdkCompilerVersion(r.out + r.err) : std::nullopt;
+    auto v =
+        r.status == host::IoStatus::kOk && r.exit_code == 0 ? ParseHpcSdkCompilerVersion(r.out + r.err) : std::nullopt;
     compilers[c] = v ? json(*v) : json(nullptr);
   }
   // Payload families, looked for two levels down (layouts move between releases).
@@ -223,7 +225,8 @@ Evidence HpcSdk(host::Host& h, const CollectOptions& o) {
       }
     }
     for (const auto& k : keys) {
-      bool found = std::any_of(names.begin(), names.end(), [&](const std::string& n) { return util::ContainsIgnoreCase(n, k); });
+      bool found =
+          std::any_of(names.begin(), names.end(), [&](const std::string& n) { return util::ContainsIgnoreCase(n, k); });
       payload[k] = found;
     }
   };
@@ -233,7 +236,8 @@ Evidence HpcSdk(host::Host& h, const CollectOptions& o) {
   e.sources.push_back("dir:" + base + "/math_libs");
   payload["math_libs"] = math.status == host::IoStatus::kOk && !math.entries.empty();
   find("profilers", {"Nsight_Compute", "Nsight_Systems"});
-  e.data = {{"installed", true}, {"root", root}, {"arch", arch}, {"release", release}, {"compilers", compilers}, {"payload", payload}};
+  e.data = {{"installed", true},  {"root", root},           {"arch", arch},
+            {"release", release}, {"compilers", compilers}, {"payload", payload}};
   return e;
 }
 
@@ -263,8 +267,9 @@ Evidence NcclConfig(host::Host& h, const CollectOptions&) {
   if (auto conf = h.GetEnv("NCCL_CONF_FILE"); conf && !conf->empty()) read(*conf, false);
   read("/etc/environment", true);
   json env = json::object();
-  for (const char* k : {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_IB_GID_INDEX",
-                        "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL"}) {
+  for (const char* k :
+       {"NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_PROTO", "NCCL_ALGO", "NCCL_IB_QPS_PER_CONNECTION",
+        "NCCL_IB_GID_INDEX", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_TOPO_FILE", "NCCL_NET_GDR_LEVEL"}) {
     e.sources.push_back(std::string("env:") + k);
     if (auto v = h.GetEnv(k)) env[k] = *v;
   }
@@ -282,8 +287,10 @@ Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
   bool ldconfig_ok = r.status == host::IoStatus::kOk && r.exit_code == 0;
   if (ldconfig_ok) {
     for (const auto& ent : ParseLdconfig(r.out)) {
-      if (ent.soname.rfind("libnccl.so", 0) == 0) libs.insert(ent.path);
-      else if (ent.soname.rfind("libnccl-net", 0) == 0) plugins.insert(ent.path);
+      if (ent.soname.rfind("libnccl.so", 0) == 0)
+        libs.insert(ent.path);
+      else if (ent.soname.rfind("libnccl-net", 0) == 0)
+        plugins.insert(ent.path);
     }
   }
   std::vector<std::string> dirs = {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
@@ -307,7 +314,8 @@ Evidence NcclLibraries(host::Host& h, const CollectOptions& o) {
       if (ent.name.rfind("libnccl-net", 0) == 0) plugins.insert(dir + "/" + ent.name);
       if (ent.name.rfind("libnccl.so", 0) != 0) continue;
       libs.insert(dir + "/" + ent.name);
-      if (auto v = VersionFromSoname(ent.name, "libnccl")) versions.push_back({{"path", dir + "/" + ent.name}, {"version", *v}});
+      if (auto v = VersionFromSoname(ent.name, "libnccl"))
+        versions.push_back({{"path", dir + "/" + ent.name}, {"version", *v}});
     }
   }
   // Symbolic links ("libnccl.so.2 -> libnccl.so.2.27.3") name the real file and its version.
@@ -396,12 +404,15 @@ std::optional<std::string> Sha256Of(const host::CommandResult& r) {
 
 Evidence NcclTopoFile(host::Host& h, const CollectOptions& o) {
   Evidence e;
-  e.sources = {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "dir:/opt/microsoft", "cmd:sha256sum FILE"};
+  e.sources = {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "dir:/opt/microsoft",
+               "cmd:sha256sum FILE"};
   TopoCandidates c = FindTopoFiles(h, o);
   json files = json::array();
   for (const auto& path : c.paths) {
     auto st = h.Stat(path);
-    json f = {{"path", path}, {"exists", st.status == host::IoStatus::kOk}, {"size", st.status == host::IoStatus::kOk ? json(st.size) : json(nullptr)}};
+    json f = {{"path", path},
+              {"exists", st.status == host::IoStatus::kOk},
+              {"size", st.status == host::IoStatus::kOk ? json(st.size) : json(nullptr)}};
     if (st.status == host::IoStatus::kOk) {
       auto content = h.ReadFile(path, 4u << 20);
       if (content.status == host::IoStatus::kOk) {
@@ -420,7 +431,9 @@ Evidence NcclTopoFile(host::Host& h, const CollectOptions& o) {
     files.push_back(f);
   }
   e.status = EvidenceStatus::kOk;
-  e.data = {{"setting", c.setting ? json(*c.setting) : json(nullptr)}, {"setting_source", c.setting_source}, {"files", files}};
+  e.data = {{"setting", c.setting ? json(*c.setting) : json(nullptr)},
+            {"setting_source", c.setting_source},
+            {"files", files}};
   return e;
 }
 
@@ -443,8 +456,8 @@ Evidence NcclTopoInContainer(host::Host& h, const CollectOptions& o) {
   std::vector<std::string> argv = {"srun", "--overlap", "-N1", "-n1"};
   if (auto job = h.GetEnv("SLURM_JOB_ID"); job && !job->empty()) argv.push_back("--jobid=" + *job);
   if (auto node = h.GetEnv("SLURMD_NODENAME"); node && !node->empty()) argv.push_back("--nodelist=" + *node);
-  argv.insert(argv.end(), {"--container-image=" + o.probe_image, "--no-container-mount-home", "--container-remap-root", "--no-container-entrypoint",
-                           "sha256sum", path});
+  argv.insert(argv.end(), {"--container-image=" + o.probe_image, "--no-container-mount-home", "--container-remap-root",
+                           "--no-container-entrypoint", "sha256sum", path});
   auto spec = Command(argv, o, "probe.nccl-topo-container");
   if (!o.timeouts.count("probe.nccl-topo-container")) spec.timeout = std::chrono::seconds(600);
   e.sources.push_back(Source(spec));
@@ -496,7 +509,8 @@ Evidence EnrootImport(host::Host& h, const CollectOptions& o) {
             {"file", file},
             {"status", ToString(r.status)},
             {"exit_code", r.exit_code},
-            {"seconds", r.status == host::IoStatus::kOk ? json(r.duration_ms > 0 ? r.duration_ms / 1000.0 : seconds) : json(nullptr)},
+            {"seconds", r.status == host::IoStatus::kOk ? json(r.duration_ms > 0 ? r.duration_ms / 1000.0 : seconds)
+                                                        : json(nullptr)},
             {"timeout_s", std::chrono::duration<double>(spec.timeout).count()},
             {"output_tail", tail},
             {"cleaned_up", cleanup.status == host::IoStatus::kOk && cleanup.exit_code == 0}};
@@ -525,67 +539,95 @@ Evidence ContainerLaunch(host::Host& h, const CollectOptions& o) {
   auto gpus = ParseNvidiaSmiList(r.out);
   // Exit codes 125-127 are docker's own failures: the container never ran.
   bool ran = r.exit_code < 125 && r.exit_code >= 0;
-  e.data = {{"engine", "docker"},
-            {"image", o.probe_image},
-            {"ran", ran},
-            {"exit_code", r.exit_code},
-            {"gpus", gpus},
-            {"stderr", util::Ellipsize(util::Trim(r.err), 400)}};
+  e.data = {{"engine", "docker"},       {"image", o.probe_image}, {"ran", ran},
+            {"exit_code", r.exit_code}, {"gpus", gpus},           {"stderr", util::Ellipsize(util::Trim(r.err), 400)}};
   return e;
 }
 
 }  // namespace
 
 void RegisterSoftwareCollectors(std::vector<Collector>& out) {
-  out.push_back({{"container-toolkit.version", "NVIDIA Container Toolkit version (CLI or runtime)",
-                  {"cmd:nvidia-ctk --version", "cmd:nvidia-container-runtime --version", "cmd:nvidia-container-toolkit --version"}, ""},
+  out.push_back({{"container-toolkit.version",
+                  "NVIDIA Container Toolkit version (CLI or runtime)",
+                  {"cmd:nvidia-ctk --version", "cmd:nvidia-container-runtime --version",
+                   "cmd:nvidia-container-toolkit --version"},
+                  ""},
                  ContainerToolkit});
-  out.push_back({{"cuda.toolkits", "Every installed CUDA toolkit (nvcc on PATH and /usr/local/cuda*)",
-                  {"which:nvcc", "dir:/usr/local", "cmd:<nvcc> --version"}, ""},
+  out.push_back({{"cuda.toolkits",
+                  "Every installed CUDA toolkit (nvcc on PATH and /usr/local/cuda*)",
+                  {"which:nvcc", "dir:/usr/local", "cmd:<nvcc> --version"},
+                  ""},
                  CudaToolkits});
   out.push_back({{"runc.version", "runc version", {"cmd:runc --version"}, ""}, Runc});
   out.push_back({{"enroot.version", "enroot version", {"which:enroot", "cmd:enroot version"}, ""},
-                 [](host::Host& h, const CollectOptions& o) { return ToolVersion(h, o, "enroot.version", {"enroot", "version"}, ParseBareVersion); }});
-  out.push_back({{"apptainer.version", "Apptainer or SingularityCE version", {"cmd:apptainer --version", "cmd:singularity --version"}, ""},
                  [](host::Host& h, const CollectOptions& o) {
-                   Evidence e = ToolVersion(h, o, "apptainer.version", {"apptainer", "--version"}, ParseToolVersionLine);
-                   if (e.status == EvidenceStatus::kOk && !e.data.value("installed", false)) {
-                     e = ToolVersion(h, o, "apptainer.version", {"singularity", "--version"}, ParseToolVersionLine);
-                     e.data["tool"] = "singularity";
-                   } else {
-                     e.data["tool"] = "apptainer";
-                   }
-                   return e;
+                   return ToolVersion(h, o, "enroot.version", {"enroot", "version"}, ParseBareVersion);
                  }});
-  out.push_back({{"docker.version", "Docker client and daemon (server) versions",
-                  {"cmd:docker --version", "cmd:docker version --format {{.Server.Version}}"}, ""},
+  out.push_back(
+      {{"apptainer.version",
+        "Apptainer or SingularityCE version",
+        {"cmd:apptainer --version", "cmd:singularity --version"},
+        ""},
+       [](host::Host& h, const CollectOptions& o) {
+         Evidence e = ToolVersion(h, o, "apptainer.version", {"apptainer", "--version"}, ParseToolVersionLine);
+         if (e.status == EvidenceStatus::kOk && !e.data.value("installed", false)) {
+           e = ToolVersion(h, o, "apptainer.version", {"singularity", "--version"}, ParseToolVersionLine);
+           e.data["tool"] = "singularity";
+         } else {
+           e.data["tool"] = "apptainer";
+         }
+         return e;
+       }});
+  out.push_back({{"docker.version",
+                  "Docker client and daemon (server) versions",
+                  {"cmd:docker --version", "cmd:docker version --format {{.Server.Version}}"},
+                  ""},
                  Docker});
   out.push_back({{"perf.binary", "perf installed and its version", {"cmd:perf --version"}, ""}, PerfBinary});
-  out.push_back({{"probe.perf-sample", "perf stat on cycles and instructions for 0.1 s",
-                  {"cmd:perf stat -e cycles,instructions -- sleep 0.1"}, "perf-sample"},
+  out.push_back({{"probe.perf-sample",
+                  "perf stat on cycles and instructions for 0.1 s",
+                  {"cmd:perf stat -e cycles,instructions -- sleep 0.1"},
+                  "perf-sample"},
                  PerfSample});
-  out.push_back({{"hpcsdk.install", "NVIDIA HPC SDK: newest release under /opt/nvidia/hpc_sdk, its compilers and payload",
-                  {"dir:/opt/nvidia/hpc_sdk/Linux_*", "cmd:<release>/compilers/bin/{nvc,nvc++,nvfortran} --version", "dir:<release>/{comm_libs,math_libs,profilers}"}, ""},
+  out.push_back({{"hpcsdk.install",
+                  "NVIDIA HPC SDK: newest release under /opt/nvidia/hpc_sdk, its compilers and payload",
+                  {"dir:/opt/nvidia/hpc_sdk/Linux_*", "cmd:<release>/compilers/bin/{nvc,nvc++,nvfortran} --version",
+                   "dir:<release>/{comm_libs,math_libs,profilers}"},
+                  ""},
                  HpcSdk});
-  out.push_back({{"nccl.config", "NCCL settings: /etc/nccl.conf, NCCL_CONF_FILE, /etc/environment, NCCL_* in the environment",
-                  {"file:/etc/nccl.conf", "env:NCCL_CONF_FILE", "file:/etc/environment", "env:NCCL_*"}, ""},
+  out.push_back({{"nccl.config",
+                  "NCCL settings: /etc/nccl.conf, NCCL_CONF_FILE, /etc/environment, NCCL_* in the environment",
+                  {"file:/etc/nccl.conf", "env:NCCL_CONF_FILE", "file:/etc/environment", "env:NCCL_*"},
+                  ""},
                  NcclConfig});
-  out.push_back({{"nccl.libraries", "NCCL libraries (ldconfig cache, library dirs, link targets) and nccl.h",
-                  {"cmd:ldconfig -p", "dir:/usr/lib/x86_64-linux-gnu", "dir:/usr/local/cuda*/lib64", "file:/usr/include/nccl.h"}, ""},
-                 NcclLibraries});
+  out.push_back(
+      {{"nccl.libraries",
+        "NCCL libraries (ldconfig cache, library dirs, link targets) and nccl.h",
+        {"cmd:ldconfig -p", "dir:/usr/lib/x86_64-linux-gnu", "dir:/usr/local/cuda*/lib64", "file:/usr/include/nccl.h"},
+        ""},
+       NcclLibraries});
   out.push_back({{"dcgm.version", "DCGM (dcgmi) version", {"cmd:dcgmi --version"}, ""}, Dcgm});
-  out.push_back({{"nccl.topo-file", "NCCL topology files: NCCL_TOPO_FILE, /etc/nccl/*.xml, /opt/microsoft/*.xml; size, sha256, XML parse",
-                  {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "cmd:sha256sum FILE"}, ""},
+  out.push_back({{"nccl.topo-file",
+                  "NCCL topology files: NCCL_TOPO_FILE, /etc/nccl/*.xml, /opt/microsoft/*.xml; size, sha256, XML parse",
+                  {"env:NCCL_TOPO_FILE", "file:/etc/nccl.conf", "dir:/etc/nccl", "cmd:sha256sum FILE"},
+                  ""},
                  NcclTopoFile});
-  out.push_back({{"probe.nccl-topo-container", "srun --overlap --container-image=IMAGE (pyxis) sha256sum FILE: the host's NCCL topology file inside a container",
-                  {"cmd:srun --overlap -N1 --container-image=IMAGE --no-container-mount-home --container-remap-root --no-container-entrypoint sha256sum FILE"},
+  out.push_back(
+      {{"probe.nccl-topo-container",
+        "srun --overlap --container-image=IMAGE (pyxis) sha256sum FILE: the host's NCCL topology file inside a container",
+        {"cmd:srun --overlap -N1 --container-image=IMAGE --no-container-mount-home --container-remap-root --no-container-entrypoint sha256sum FILE"},
+        "container-launch"},
+       NcclTopoInContainer});
+  out.push_back(
+      {{"probe.enroot-import",
+        "enroot import -o $TMPDIR/clustermax-enroot-import-$USER.sqsh docker://IMAGE, then rm -f of that file",
+        {"which:enroot", "cmd:enroot import -o FILE IMAGE", "cmd:rm -f FILE"},
+        "enroot-import"},
+       EnrootImport});
+  out.push_back({{"probe.container-launch",
+                  "docker run --rm --gpus all IMAGE nvidia-smi -L",
+                  {"cmd:docker run --rm --gpus all IMAGE nvidia-smi -L"},
                   "container-launch"},
-                 NcclTopoInContainer});
-  out.push_back({{"probe.enroot-import", "enroot import -o $TMPDIR/clustermax-enroot-import-$USER.sqsh docker://IMAGE, then rm -f of that file",
-                  {"which:enroot", "cmd:enroot import -o FILE IMAGE", "cmd:rm -f FILE"}, "enroot-import"},
-                 EnrootImport});
-  out.push_back({{"probe.container-launch", "docker run --rm --gpus all IMAGE nvidia-smi -L",
-                  {"cmd:docker run --rm --gpus all IMAGE nvidia-smi -L"}, "container-launch"},
                  ContainerLaunch});
 
   using namespace field;
@@ -598,80 +640,92 @@ void RegisterSoftwareCollectors(std::vector<Collector>& out) {
     f.insert(f.end(), extra.begin(), extra.end());
     return f;
   };
-  DeclareFields(out, "container-toolkit.version", tool({{"tool", Str, "", "the binary that answered (nvidia-ctk, nvidia-container-runtime ...)"}}));
-  DeclareFields(out, "cuda.toolkits", {{"toolkits[].nvcc", Str, "", "path of an nvcc"},
-                                       {"toolkits[].default", Bool, "", "the nvcc on PATH (or /usr/local/cuda)"},
-                                       {"toolkits[].version", Str, "", "its release (\"13.0\"); null when unread", kNull},
-                                       {"toolkits[].error", Str, "", "why the version is null"},
-                                       {"default", Str, "", "the default nvcc; null when none", kNull}});
+  DeclareFields(out, "container-toolkit.version",
+                tool({{"tool", Str, "", "the binary that answered (nvidia-ctk, nvidia-container-runtime ...)"}}));
+  DeclareFields(out, "cuda.toolkits",
+                {{"toolkits[].nvcc", Str, "", "path of an nvcc"},
+                 {"toolkits[].default", Bool, "", "the nvcc on PATH (or /usr/local/cuda)"},
+                 {"toolkits[].version", Str, "", "its release (\"13.0\"); null when unread", kNull},
+                 {"toolkits[].error", Str, "", "why the version is null"},
+                 {"default", Str, "", "the default nvcc; null when none", kNull}});
   DeclareFields(out, "runc.version", tool({}));
   DeclareFields(out, "enroot.version", tool({}));
   DeclareFields(out, "apptainer.version", tool({{"tool", Str, "", "apptainer or singularity"}}));
-  DeclareFields(out, "docker.version", {{"installed", Bool, "", "docker is on PATH"},
-                                        {"is_docker", Bool, "", "docker --version is Docker's (not a podman/nerdctl shim); null when not installed", kNull},
-                                        {"client_version", Str, "", "client version; null when unknown", kNull},
-                                        {"client_raw", Str, "", "docker --version output"},
-                                        {"server_version", Str, "", "daemon version; null when the daemon did not answer", kNull},
-                                        {"server_error", Str, "", "why the daemon did not answer"}});
+  DeclareFields(out, "docker.version",
+                {{"installed", Bool, "", "docker is on PATH"},
+                 {"is_docker", Bool, "",
+                  "docker --version is Docker's (not a podman/nerdctl shim); null when not installed", kNull},
+                 {"client_version", Str, "", "client version; null when unknown", kNull},
+                 {"client_raw", Str, "", "docker --version output"},
+                 {"server_version", Str, "", "daemon version; null when the daemon did not answer", kNull},
+                 {"server_error", Str, "", "why the daemon did not answer"}});
   DeclareFields(out, "perf.binary", tool({}));
-  DeclareFields(out, "probe.perf-sample", {{"outcome", Str, "", "granted, denied, partial or error"},
-                                           {"exit_code", Int, "", "perf stat's exit status"},
-                                           {"output", Str, "", "its output, cut at 600 characters"}});
-  DeclareFields(out, "hpcsdk.install", {{"installed", Bool, "", "a <arch>/<YY.M> release exists under /opt/nvidia/hpc_sdk"},
-                                        {"note", Str, "", "why installed is false though the directory exists"},
-                                        {"root", Str, "", "/opt/nvidia/hpc_sdk"},
-                                        {"arch", Str, "", "Linux_x86_64, Linux_aarch64"},
-                                        {"release", Str, "", "newest release (\"25.7\")"},
-                                        {"compilers{}", Str, "", "nvc, nvc++, nvfortran -> the release each reports; null when unread", kNull},
-                                        {"payload{}", Bool, "", "nccl, hpcx, nvshmem, math_libs, Nsight_Compute, Nsight_Systems -> present"}});
-  DeclareFields(out, "nccl.config", {{"files[].path", Str, "", "configuration file read"},
-                                     {"files[].found", Bool, "", "it was read"},
-                                     {"files[].vars{}", Str, "", "NCCL_* variable -> value set there"},
-                                     {"files[].error", Str, "", "why an existing file was not read"},
-                                     {"env{}", Str, "", "NCCL_* variable -> value in the collecting process's environment"}});
-  DeclareFields(out, "nccl.libraries", {{"libraries[]", Str, "", "libnccl.so* paths (ldconfig cache and library dirs)"},
-                                        {"net_plugins[]", Str, "", "libnccl-net* plugin paths"},
-                                        {"versions[].path", Str, "", "library file or link"},
-                                        {"versions[].version", Str, "", "NCCL version its name (or link target) carries"},
-                                        {"header", Obj, "", "nccl.h found; null when none", kNull},
-                                        {"header.path", Str, "", "path of nccl.h"},
-                                        {"header.version", Str, "", "NCCL_MAJOR.MINOR.PATCH"},
-                                        {"ldconfig_ok", Bool, "", "ldconfig -p ran and succeeded"}});
+  DeclareFields(out, "probe.perf-sample",
+                {{"outcome", Str, "", "granted, denied, partial or error"},
+                 {"exit_code", Int, "", "perf stat's exit status"},
+                 {"output", Str, "", "its output, cut at 600 characters"}});
+  DeclareFields(out, "hpcsdk.install",
+                {{"installed", Bool, "", "a <arch>/<YY.M> release exists under /opt/nvidia/hpc_sdk"},
+                 {"note", Str, "", "why installed is false though the directory exists"},
+                 {"root", Str, "", "/opt/nvidia/hpc_sdk"},
+                 {"arch", Str, "", "Linux_x86_64, Linux_aarch64"},
+                 {"release", Str, "", "newest release (\"25.7\")"},
+                 {"compilers{}", Str, "", "nvc, nvc++, nvfortran -> the release each reports; null when unread", kNull},
+                 {"payload{}", Bool, "", "nccl, hpcx, nvshmem, math_libs, Nsight_Compute, Nsight_Systems -> present"}});
+  DeclareFields(out, "nccl.config",
+                {{"files[].path", Str, "", "configuration file read"},
+                 {"files[].found", Bool, "", "it was read"},
+                 {"files[].vars{}", Str, "", "NCCL_* variable -> value set there"},
+                 {"files[].error", Str, "", "why an existing file was not read"},
+                 {"env{}", Str, "", "NCCL_* variable -> value in the collecting process's environment"}});
+  DeclareFields(out, "nccl.libraries",
+                {{"libraries[]", Str, "", "libnccl.so* paths (ldconfig cache and library dirs)"},
+                 {"net_plugins[]", Str, "", "libnccl-net* plugin paths"},
+                 {"versions[].path", Str, "", "library file or link"},
+                 {"versions[].version", Str, "", "NCCL version its name (or link target) carries"},
+                 {"header", Obj, "", "nccl.h found; null when none", kNull},
+                 {"header.path", Str, "", "path of nccl.h"},
+                 {"header.version", Str, "", "NCCL_MAJOR.MINOR.PATCH"},
+                 {"ldconfig_ok", Bool, "", "ldconfig -p ran and succeeded"}});
   DeclareFields(out, "dcgm.version", tool({}));
-  DeclareFields(out, "nccl.topo-file", {{"setting", Str, "", "NCCL_TOPO_FILE; null when unset", kNull},
-                                        {"setting_source", Str, "", "environment or the file that sets it"},
-                                        {"files[].path", Str, "", "topology file"},
-                                        {"files[].exists", Bool, "", "stat succeeded"},
-                                        {"files[].size", Int, "bytes", "its size; null when absent", kNull},
-                                        {"files[].xml_ok", Bool, "", "it parses as XML; null when unread", kNull},
-                                        {"files[].root", Str, "", "root element name; null when not XML", kNull},
-                                        {"files[].read_error", Str, "", "why it was not read"},
-                                        {"files[].sha256", Str, "", "sha256sum; null when not computed", kNull}});
-  DeclareFields(out, "probe.nccl-topo-container", {{"launched", Bool, "", "the container ran and answered"},
-                                                   {"reason", Str, "", "why nothing was launched"},
-                                                   {"path", Str, "", "topology file looked for"},
-                                                   {"image", Str, "", "container image"},
-                                                   {"status", Str, "", "status of the srun command"},
-                                                   {"exit_code", Int, "", "its exit status"},
-                                                   {"sha256", Str, "", "the file's sha256 inside the container", kNull},
-                                                   {"missing", Bool, "", "the file is absent inside the container"},
-                                                   {"pyxis_absent", Bool, "", "srun does not know --container-image"},
-                                                   {"stderr", Str, "", "srun's standard error, cut"}});
-  DeclareFields(out, "probe.enroot-import", {{"installed", Bool, "", "enroot is on PATH"},
-                                             {"image", Str, "", "image imported"},
-                                             {"file", Str, "", "the .sqsh file written then removed"},
-                                             {"status", Str, "", "status of enroot import"},
-                                             {"exit_code", Int, "", "its exit status"},
-                                             {"seconds", Num, "s", "import time; null when it did not run", kNull},
-                                             {"timeout_s", Num, "s", "its time limit"},
-                                             {"output_tail", Str, "", "last 600 characters of its output"},
-                                             {"cleaned_up", Bool, "", "rm -f of the file succeeded"}});
-  DeclareFields(out, "probe.container-launch", {{"engine", Str, "", "\"docker\"; null when docker is absent", kNull},
-                                                {"image", Str, "", "container image"},
-                                                {"ran", Bool, "", "the container ran (exit below 125)"},
-                                                {"exit_code", Int, "", "docker run's exit status"},
-                                                {"gpus[]", Str, "", "nvidia-smi -L lines inside the container"},
-                                                {"stderr", Str, "", "docker's standard error, cut"}});
+  DeclareFields(out, "nccl.topo-file",
+                {{"setting", Str, "", "NCCL_TOPO_FILE; null when unset", kNull},
+                 {"setting_source", Str, "", "environment or the file that sets it"},
+                 {"files[].path", Str, "", "topology file"},
+                 {"files[].exists", Bool, "", "stat succeeded"},
+                 {"files[].size", Int, "bytes", "its size; null when absent", kNull},
+                 {"files[].xml_ok", Bool, "", "it parses as XML; null when unread", kNull},
+                 {"files[].root", Str, "", "root element name; null when not XML", kNull},
+                 {"files[].read_error", Str, "", "why it was not read"},
+                 {"files[].sha256", Str, "", "sha256sum; null when not computed", kNull}});
+  DeclareFields(out, "probe.nccl-topo-container",
+                {{"launched", Bool, "", "the container ran and answered"},
+                 {"reason", Str, "", "why nothing was launched"},
+                 {"path", Str, "", "topology file looked for"},
+                 {"image", Str, "", "container image"},
+                 {"status", Str, "", "status of the srun command"},
+                 {"exit_code", Int, "", "its exit status"},
+                 {"sha256", Str, "", "the file's sha256 inside the container", kNull},
+                 {"missing", Bool, "", "the file is absent inside the container"},
+                 {"pyxis_absent", Bool, "", "srun does not know --container-image"},
+                 {"stderr", Str, "", "srun's standard error, cut"}});
+  DeclareFields(out, "probe.enroot-import",
+                {{"installed", Bool, "", "enroot is on PATH"},
+                 {"image", Str, "", "image imported"},
+                 {"file", Str, "", "the .sqsh file written then removed"},
+                 {"status", Str, "", "status of enroot import"},
+                 {"exit_code", Int, "", "its exit status"},
+                 {"seconds", Num, "s", "import time; null when it did not run", kNull},
+                 {"timeout_s", Num, "s", "its time limit"},
+                 {"output_tail", Str, "", "last 600 characters of its output"},
+                 {"cleaned_up", Bool, "", "rm -f of the file succeeded"}});
+  DeclareFields(out, "probe.container-launch",
+                {{"engine", Str, "", "\"docker\"; null when docker is absent", kNull},
+                 {"image", Str, "", "container image"},
+                 {"ran", Bool, "", "the container ran (exit below 125)"},
+                 {"exit_code", Int, "", "docker run's exit status"},
+                 {"gpus[]", Str, "", "nvidia-smi -L lines inside the container"},
+                 {"stderr", Str, "", "docker's standard error, cut"}});
 }
 
 }  // namespace clustermax::collect

@@ -8,8 +8,8 @@
 namespace clustermax::core {
 
 const std::vector<std::string>& Categories() {
-  static const std::vector<std::string> k{"versions", "isolation", "hardware", "software", "containers",
-                                          "orchestration", "networking", "storage", "health", "access"};
+  static const std::vector<std::string> k{"versions",      "isolation",  "hardware", "software", "containers",
+                                          "orchestration", "networking", "storage",  "health",   "access"};
   return k;
 }
 
@@ -17,16 +17,22 @@ const std::vector<ProbeInfo>& Probes() {
   static const std::vector<ProbeInfo> k{
       {"perf-sample", "perf stat -e cycles,instructions -- sleep 0.1: can this user sample CPU counters?",
        "short CPU sampling on this node", 5},
-      {"container-launch", "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs; on Slurm nodes with a topology "
+      {"container-launch",
+       "start a GPU container (docker run --rm --gpus all IMAGE nvidia-smi -L) and list GPUs; on Slurm nodes with a topology "
        "file, also a pyxis container on the node (srun --overlap --container-image=IMAGE sha256sum FILE)",
        "may pull an image from a registry; starts and removes containers (docker; a pyxis job step on Slurm)", 600},
-      {"dcgm-diag", "dcgmi diag -r 1 -j: DCGM's quick diagnostic on every GPU", "loads the GPUs for seconds; blocked under MIG", 90},
-      {"vboost-set", "nvidia-smi boost-slider --vboost 2 (or the maximum), read back, then every GPU's original value restored",
+      {"dcgm-diag", "dcgmi diag -r 1 -j: DCGM's quick diagnostic on every GPU",
+       "loads the GPUs for seconds; blocked under MIG", 90},
+      {"vboost-set",
+       "nvidia-smi boost-slider --vboost 2 (or the maximum), read back, then every GPU's original value restored",
        "changes a GPU power-management setting for a few seconds, then puts it back", 30},
-      {"slurm-job", "srun -N1 --time=1 true, once with --gres=gpu:1 and once without: how long a job step takes to start, prolog included",
+      {"slurm-job",
+       "srun -N1 --time=1 true, once with --gres=gpu:1 and once without: how long a job step takes to start, prolog included",
        "submits two one-node jobs to the scheduler", 150},
-      {"enroot-import", "enroot import docker://IMAGE into a temporary file, then delete it (--enroot-image, default docker://busybox:1.36)",
-       "pulls an image from a registry (the internet unless a local registry is given) and writes a file under $TMPDIR", 30},
+      {"enroot-import",
+       "enroot import docker://IMAGE into a temporary file, then delete it (--enroot-image, default docker://busybox:1.36)",
+       "pulls an image from a registry (the internet unless a local registry is given) and writes a file under $TMPDIR",
+       30},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };
@@ -34,7 +40,8 @@ const std::vector<ProbeInfo>& Probes() {
 }
 
 const ProbeInfo* FindProbe(std::string_view name) {
-  for (const auto& p : Probes()) if (p.name == name) return &p;
+  for (const auto& p : Probes())
+    if (p.name == name) return &p;
   return nullptr;
 }
 
@@ -61,11 +68,11 @@ std::optional<Finding> EvidenceProblem(const Evidence& e, std::string_view what)
     case EvidenceStatus::kProbeDisabled:
       return Skip(Reason::kProbeDisabled, fmt::format("{}: active probe, not requested", what));
     case EvidenceStatus::kNotCollected:
-      return Warn(Reason::kEvidenceError, fmt::format("{}: evidence was not collected{}", what, e.error.empty() ? "" : " (" + e.error + ")"));
-    default:
       return Warn(Reason::kEvidenceError,
-                  fmt::format("{} could not be read ({}){}", what, ToString(e.status),
-                              e.error.empty() ? "" : ": " + e.error));
+                  fmt::format("{}: evidence was not collected{}", what, e.error.empty() ? "" : " (" + e.error + ")"));
+    default:
+      return Warn(Reason::kEvidenceError, fmt::format("{} could not be read ({}){}", what, ToString(e.status),
+                                                      e.error.empty() ? "" : ": " + e.error));
   }
 }
 
@@ -96,7 +103,8 @@ void Registry::Add(Check check) {
 }
 
 const Check* Registry::Find(std::string_view id) const {
-  for (const auto& c : checks_) if (c.info.id == id) return &c;
+  for (const auto& c : checks_)
+    if (c.info.id == id) return &c;
   return nullptr;
 }
 

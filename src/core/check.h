@@ -53,7 +53,7 @@ struct CheckInfo {
   // Cluster checks that compare the nodes: evidence every compute node collects so the fleet
   // summary's per-node facts hold it (a selection of this check alone still collects it).
   std::vector<std::string> node_needs;
-  std::string reproduce;           // a command an operator can run to see the evidence
+  std::string reproduce;  // a command an operator can run to see the evidence
 
   // "P", "P + A:perf-sample" or "A:container-launch".
   std::string Mode() const;

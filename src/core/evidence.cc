@@ -21,12 +21,14 @@ constexpr std::array<std::pair<EvidenceStatus, std::string_view>, 8> kNames{{
 }  // namespace
 
 std::string_view ToString(EvidenceStatus s) {
-  for (const auto& [k, v] : kNames) if (k == s) return v;
+  for (const auto& [k, v] : kNames)
+    if (k == s) return v;
   return "error";
 }
 
 EvidenceStatus EvidenceStatusFromString(std::string_view s) {
-  for (const auto& [k, v] : kNames) if (v == s) return k;
+  for (const auto& [k, v] : kNames)
+    if (v == s) return k;
   return EvidenceStatus::kError;
 }
 
@@ -50,7 +52,8 @@ bool SanitizeJson(nlohmann::json& root) {
       }
       if (bad_key) {
         nlohmann::json fixed = nlohmann::json::object();
-        for (auto it = v->begin(); it != v->end(); ++it) fixed[util::SanitizeUtf8(it.key(), &replaced)] = std::move(it.value());
+        for (auto it = v->begin(); it != v->end(); ++it)
+          fixed[util::SanitizeUtf8(it.key(), &replaced)] = std::move(it.value());
         *v = std::move(fixed);
       }
       for (auto& x : *v) stack.push_back(&x);
@@ -93,13 +96,20 @@ namespace clustermax::core {
 
 std::string_view ToString(FieldType t) {
   switch (t) {
-    case FieldType::kString: return "string";
-    case FieldType::kNumber: return "number";
-    case FieldType::kInteger: return "integer";
-    case FieldType::kBool: return "bool";
-    case FieldType::kObject: return "object";
-    case FieldType::kArray: return "array";
-    case FieldType::kAny: return "any";
+    case FieldType::kString:
+      return "string";
+    case FieldType::kNumber:
+      return "number";
+    case FieldType::kInteger:
+      return "integer";
+    case FieldType::kBool:
+      return "bool";
+    case FieldType::kObject:
+      return "object";
+    case FieldType::kArray:
+      return "array";
+    case FieldType::kAny:
+      return "any";
   }
   return "any";
 }
@@ -109,8 +119,8 @@ std::string FieldPathProblem(std::string_view path) {
   size_t i = 0;
   while (true) {
     size_t start = i;
-    while (i < path.size() && ((path[i] >= 'a' && path[i] <= 'z') || (path[i] >= '0' && path[i] <= '9') || path[i] == '_' ||
-                               (path[i] >= 'A' && path[i] <= 'Z'))) {
+    while (i < path.size() && ((path[i] >= 'a' && path[i] <= 'z') || (path[i] >= '0' && path[i] <= '9') ||
+                               path[i] == '_' || (path[i] >= 'A' && path[i] <= 'Z'))) {
       ++i;
     }
     if (i == start) return "empty segment at offset " + std::to_string(start);
@@ -127,13 +137,20 @@ namespace {
 bool TypeMatches(FieldType t, bool nullable, const nlohmann::json& v) {
   if (v.is_null()) return nullable || t == FieldType::kAny;
   switch (t) {
-    case FieldType::kString: return v.is_string();
-    case FieldType::kNumber: return v.is_number();
-    case FieldType::kInteger: return v.is_number_integer();
-    case FieldType::kBool: return v.is_boolean();
-    case FieldType::kObject: return v.is_object();
-    case FieldType::kArray: return v.is_array();
-    case FieldType::kAny: return true;
+    case FieldType::kString:
+      return v.is_string();
+    case FieldType::kNumber:
+      return v.is_number();
+    case FieldType::kInteger:
+      return v.is_number_integer();
+    case FieldType::kBool:
+      return v.is_boolean();
+    case FieldType::kObject:
+      return v.is_object();
+    case FieldType::kArray:
+      return v.is_array();
+    case FieldType::kAny:
+      return true;
   }
   return false;
 }
@@ -168,8 +185,8 @@ struct FieldIndex {
 void CheckValue(const FieldIndex& idx, const std::string& p, const nlohmann::json& v, std::vector<std::string>& out,
                 nlohmann::json* projected);
 
-void CheckObjectKeys(const FieldIndex& idx, const std::string& prefix, const nlohmann::json& obj, std::vector<std::string>& out,
-                     nlohmann::json* projected) {
+void CheckObjectKeys(const FieldIndex& idx, const std::string& prefix, const nlohmann::json& obj,
+                     std::vector<std::string>& out, nlohmann::json* projected) {
   bool free = idx.by_path.count(prefix + "{}") > 0 || idx.Children(prefix + "{}");
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     if (free) {

@@ -19,20 +19,23 @@ constexpr std::array<std::pair<Reason, std::string_view>, 12> kReasons{{
     {Reason::kConfig, "config"},
     {Reason::kGracePeriod, "grace-period"},
 }};
-constexpr std::array<std::pair<Verdict, std::string_view>, 4> kVerdicts{{
-    {Verdict::kPass, "PASS"}, {Verdict::kWarn, "WARN"}, {Verdict::kFail, "FAIL"}, {Verdict::kSkip, "SKIP"}}};
-constexpr std::array<std::pair<Severity, std::string_view>, 4> kSeverities{{
-    {Severity::kNone, ""}, {Severity::kMissing, "missing"}, {Severity::kVersion, "version"},
-    {Severity::kConfig, "config"}}};
+constexpr std::array<std::pair<Verdict, std::string_view>, 4> kVerdicts{
+    {{Verdict::kPass, "PASS"}, {Verdict::kWarn, "WARN"}, {Verdict::kFail, "FAIL"}, {Verdict::kSkip, "SKIP"}}};
+constexpr std::array<std::pair<Severity, std::string_view>, 4> kSeverities{{{Severity::kNone, ""},
+                                                                            {Severity::kMissing, "missing"},
+                                                                            {Severity::kVersion, "version"},
+                                                                            {Severity::kConfig, "config"}}};
 
 template <typename E, size_t N>
 std::string_view Name(const std::array<std::pair<E, std::string_view>, N>& table, E v) {
-  for (const auto& [k, name] : table) if (k == v) return name;
+  for (const auto& [k, name] : table)
+    if (k == v) return name;
   return "";
 }
 template <typename E, size_t N>
 E Lookup(const std::array<std::pair<E, std::string_view>, N>& table, std::string_view s, E fallback) {
-  for (const auto& [k, name] : table) if (name == s) return k;
+  for (const auto& [k, name] : table)
+    if (name == s) return k;
   return fallback;
 }
 }  // namespace
@@ -46,10 +49,14 @@ Severity SeverityFromString(std::string_view s) { return Lookup(kSeverities, s, 
 
 int Rank(Verdict v) {
   switch (v) {
-    case Verdict::kFail: return 3;
-    case Verdict::kWarn: return 2;
-    case Verdict::kPass: return 1;
-    case Verdict::kSkip: return 0;
+    case Verdict::kFail:
+      return 3;
+    case Verdict::kWarn:
+      return 2;
+    case Verdict::kPass:
+      return 1;
+    case Verdict::kSkip:
+      return 0;
   }
   return 0;
 }

@@ -46,9 +46,18 @@ struct Finding {
   std::string message;
   std::vector<std::string> details;
 
-  Finding& Observed(std::string v) { observed = std::move(v); return *this; }
-  Finding& Expected(std::string v) { expected = std::move(v); return *this; }
-  Finding& Detail(std::string v) { details.push_back(std::move(v)); return *this; }
+  Finding& Observed(std::string v) {
+    observed = std::move(v);
+    return *this;
+  }
+  Finding& Expected(std::string v) {
+    expected = std::move(v);
+    return *this;
+  }
+  Finding& Detail(std::string v) {
+    details.push_back(std::move(v));
+    return *this;
+  }
   Finding& Details(std::vector<std::string> v) {
     for (auto& d : v) details.push_back(std::move(d));
     return *this;

@@ -52,7 +52,8 @@ Comparison Base(const Component& c, const Floor* f) {
 }
 
 const Floor* FindFloor(const Component& c, std::string_view key) {
-  for (const auto& f : c.floors) if (f.key == key) return &f;
+  for (const auto& f : c.floors)
+    if (f.key == key) return &f;
   return nullptr;
 }
 
@@ -120,7 +121,8 @@ Comparison UnlistedKey(const Component& c, long long key, std::string_view what)
     r.message = fmt::format("{} {} is newer than the newest listed {} {}", what, key, what, newest);
   } else if (key < oldest) {
     r.outcome = Outcome::kFail;
-    r.message = fmt::format("{} {} is older than every {} the table knows (oldest {}): unmaintained", what, key, what, oldest);
+    r.message =
+        fmt::format("{} {} is older than every {} the table knows (oldest {}): unmaintained", what, key, what, oldest);
   } else {
     r.outcome = Outcome::kUnknown;
     r.message = fmt::format("{} {} is not listed in the minimum table", what, key);
@@ -206,8 +208,8 @@ Comparison CompareReleaseWindow(const Component& c, const VersionInput& in) {
   if (CompareNumericText(in.version, cur->version) > 0) {
     Comparison r = Base(c, cur);
     r.outcome = Outcome::kNewerThanCurrent;
-    r.message = fmt::format("release {} is newer than the table's current release {} (table may be stale)",
-                            in.version, cur->version);
+    r.message = fmt::format("release {} is newer than the table's current release {} (table may be stale)", in.version,
+                            cur->version);
     return r;
   }
   Comparison r = Base(c, min);
@@ -326,8 +328,8 @@ Comparison CompareReleaseLines(const Component& c, const VersionInput& in) {
     r.outcome = Outcome::kUnknown;
     std::vector<std::string> lines;
     for (const Floor* f : candidates) lines.push_back(f->key + " " + f->version);
-    r.message = fmt::format("{} cannot be graded without knowing its release line ({})", in.version,
-                            fmt::join(lines, ", "));
+    r.message =
+        fmt::format("{} cannot be graded without knowing its release line ({})", in.version, fmt::join(lines, ", "));
   }
   return r;
 }
@@ -347,7 +349,8 @@ void ApplyGrace(const Component& c, const VersionInput& in, util::SysTime now, i
     r.message += "; inside the grace period (fix availability unconfirmed)";
     return;
   }
-  util::SysTime start = std::max(f->bulletin_released.value_or(util::SysTime{}), f->available.value_or(util::SysTime{}));
+  util::SysTime start =
+      std::max(f->bulletin_released.value_or(util::SysTime{}), f->available.value_or(util::SysTime{}));
   util::SysTime end = start + std::chrono::hours(24 * days);
   if (now < end) {
     r.outcome = Outcome::kPass;
@@ -360,23 +363,30 @@ void ApplyGrace(const Component& c, const VersionInput& in, util::SysTime now, i
 }  // namespace
 
 std::string_view ToString(ComparisonKind k) {
-  for (const auto& [kind, name] : kKinds) if (kind == k) return name;
+  for (const auto& [kind, name] : kKinds)
+    if (kind == k) return name;
   return "minimum";
 }
 
 std::string_view ToString(Outcome o) {
   switch (o) {
-    case Outcome::kPass: return "pass";
-    case Outcome::kFail: return "fail";
-    case Outcome::kUnknown: return "unknown";
-    case Outcome::kNotApplicable: return "not-applicable";
-    case Outcome::kNewerThanCurrent: return "newer-than-current";
+    case Outcome::kPass:
+      return "pass";
+    case Outcome::kFail:
+      return "fail";
+    case Outcome::kUnknown:
+      return "unknown";
+    case Outcome::kNotApplicable:
+      return "not-applicable";
+    case Outcome::kNewerThanCurrent:
+      return "newer-than-current";
   }
   return "unknown";
 }
 
 const Component* MinimumTable::Find(std::string_view id) const {
-  for (const auto& c : components) if (c.id == id) return &c;
+  for (const auto& c : components)
+    if (c.id == id) return &c;
   return nullptr;
 }
 
@@ -522,11 +532,20 @@ std::vector<TableGap> MinimumTableGaps(const MinimumTable& t) {
   std::vector<TableGap> out;
   for (const auto& c : t.components) {
     switch (c.kind) {
-      case ComparisonKind::kBranchMap: IntegerGaps(c, 5, "driver branch", out); break;
-      case ComparisonKind::kTrainMap: IntegerGaps(c, 1, "firmware train", out); break;
-      case ComparisonKind::kLadder: LadderGaps(c, out); break;
-      case ComparisonKind::kProgramMap: ProgramGaps(t, c, out); break;
-      default: break;  // single floors, windows, packages and named lines have no key sequence
+      case ComparisonKind::kBranchMap:
+        IntegerGaps(c, 5, "driver branch", out);
+        break;
+      case ComparisonKind::kTrainMap:
+        IntegerGaps(c, 1, "firmware train", out);
+        break;
+      case ComparisonKind::kLadder:
+        LadderGaps(c, out);
+        break;
+      case ComparisonKind::kProgramMap:
+        ProgramGaps(t, c, out);
+        break;
+      default:
+        break;  // single floors, windows, packages and named lines have no key sequence
     }
   }
   return out;
@@ -542,14 +561,30 @@ const MinimumTable& EmbeddedMinimumTable() {
 Comparison Compare(const Component& c, const VersionInput& in, util::SysTime now, int grace_period_days) {
   Comparison r;
   switch (c.kind) {
-    case ComparisonKind::kMinimum: r = CompareMinimum(c, in); break;
-    case ComparisonKind::kBranchMap: r = CompareBranchMap(c, in); break;
-    case ComparisonKind::kTrainMap: r = CompareTrainMap(c, in); break;
-    case ComparisonKind::kLadder: r = CompareLadder(c, in); break;
-    case ComparisonKind::kReleaseWindow: r = CompareReleaseWindow(c, in); break;
-    case ComparisonKind::kProgramMap: r = CompareProgramMap(c, in); break;
-    case ComparisonKind::kDistroPackages: r = CompareDistroPackages(c, in); break;
-    case ComparisonKind::kReleaseLines: r = CompareReleaseLines(c, in); break;
+    case ComparisonKind::kMinimum:
+      r = CompareMinimum(c, in);
+      break;
+    case ComparisonKind::kBranchMap:
+      r = CompareBranchMap(c, in);
+      break;
+    case ComparisonKind::kTrainMap:
+      r = CompareTrainMap(c, in);
+      break;
+    case ComparisonKind::kLadder:
+      r = CompareLadder(c, in);
+      break;
+    case ComparisonKind::kReleaseWindow:
+      r = CompareReleaseWindow(c, in);
+      break;
+    case ComparisonKind::kProgramMap:
+      r = CompareProgramMap(c, in);
+      break;
+    case ComparisonKind::kDistroPackages:
+      r = CompareDistroPackages(c, in);
+      break;
+    case ComparisonKind::kReleaseLines:
+      r = CompareReleaseLines(c, in);
+      break;
   }
   bool eol = c.kind == ComparisonKind::kBranchMap && r.floor.empty() && r.outcome == Outcome::kFail;
   if (!eol) ApplyGrace(c, in, now, grace_period_days, r);

@@ -14,15 +14,22 @@
 namespace clustermax::core {
 
 enum class ComparisonKind {
-  kMinimum, kBranchMap, kTrainMap, kLadder, kReleaseWindow, kProgramMap, kDistroPackages, kReleaseLines
+  kMinimum,
+  kBranchMap,
+  kTrainMap,
+  kLadder,
+  kReleaseWindow,
+  kProgramMap,
+  kDistroPackages,
+  kReleaseLines
 };
 std::string_view ToString(ComparisonKind k);
 
 struct Floor {
-  std::string key;                // branch, train, minor, program, line, "*" for single floors
+  std::string key;  // branch, train, minor, program, line, "*" for single floors
   std::string version;
-  std::optional<long long> abi;   // kernel floors
-  std::string previous_version;   // the floor this one replaced (grace rule), when known
+  std::optional<long long> abi;  // kernel floors
+  std::string previous_version;  // the floor this one replaced (grace rule), when known
   std::string legacy_affected_through;
   std::string advisory;
   std::string advisory_url;
@@ -36,10 +43,10 @@ struct Component {
   std::string id;
   std::string check;
   ComparisonKind kind = ComparisonKind::kMinimum;
-  std::string parser;  // numeric | prerelease | debian | kernel-abi
-  std::string release; // distroPackages: the release codename it applies to ("noble")
-  std::string policy;  // releaseWindow
-  std::string package; // distroPackages: package name
+  std::string parser;   // numeric | prerelease | debian | kernel-abi
+  std::string release;  // distroPackages: the release codename it applies to ("noble")
+  std::string policy;   // releaseWindow
+  std::string package;  // distroPackages: package name
   std::vector<std::string> eol_keys;
   // Keys of the family deliberately left out of the table, each with the reason (a number NVIDIA
   // never used, a train the bulletin does not fix): graded unknown like any unlisted key, and not
@@ -85,12 +92,12 @@ struct VersionInput {
 
 struct Comparison {
   Outcome outcome = Outcome::kUnknown;
-  std::string key;         // floor key that was chosen
-  std::string floor;       // the floor version compared against
+  std::string key;    // floor key that was chosen
+  std::string floor;  // the floor version compared against
   std::string advisory;
   std::string advisory_url;
   std::vector<std::string> cves;
-  std::string message;     // why, in one sentence
+  std::string message;  // why, in one sentence
   bool grace_active = false;
   bool grace_unconfirmed = false;
   std::string grace_ends;  // RFC 3339

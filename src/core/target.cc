@@ -11,7 +11,10 @@
 
 namespace clustermax::core {
 namespace {
-struct Names { Target t; std::string_view name, short_name; };
+struct Names {
+  Target t;
+  std::string_view name, short_name;
+};
 // Display order follows the catalog's column order: S K SA V C.
 constexpr std::array<Names, 5> kTargets{{
     {Target::kSlurm, "slurm", "S"},
@@ -23,13 +26,14 @@ constexpr std::array<Names, 5> kTargets{{
 }  // namespace
 
 std::string_view ToString(Target t) {
-  for (const auto& n : kTargets) if (n.t == t) return n.name;
+  for (const auto& n : kTargets)
+    if (n.t == t) return n.name;
   return "standalone";
 }
 
-
 std::optional<Target> TargetFromString(std::string_view s) {
-  for (const auto& n : kTargets) if (n.name == s || n.short_name == s) return n.t;
+  for (const auto& n : kTargets)
+    if (n.name == s || n.short_name == s) return n.t;
   return std::nullopt;
 }
 
@@ -84,7 +88,8 @@ TargetDetection DetectTarget(const EvidenceSet& ev) {
 
   // Runtime container markers: facts of the running process tree, which an image cannot carry.
   std::vector<std::string> runtime, files, vm;
-  for (const auto& tok : d.value("cgroup_tokens", json::array())) runtime.push_back("PID 1's cgroup names " + tok.get<std::string>());
+  for (const auto& tok : d.value("cgroup_tokens", json::array()))
+    runtime.push_back("PID 1's cgroup names " + tok.get<std::string>());
   if (!str("container_env").empty()) runtime.push_back("container=" + str("container_env"));
   bool dockerenv = d.value("dockerenv", json()) == json(true);
   if (std::string c = str("container"); !c.empty() && c != "none") {
@@ -97,13 +102,16 @@ TargetDetection DetectTarget(const EvidenceSet& ev) {
   }
   if (d.value("containerenv", json()) == json(true)) runtime.push_back("/run/.containerenv present");
   std::string root_fs = str("root_fstype");
-  if (root_fs == "overlay" || root_fs == "fuse-overlayfs" || root_fs == "aufs") runtime.push_back("root filesystem is " + root_fs);
-  for (const auto& m : d.value("runtime_bind_mounts", json::array())) runtime.push_back(m.get<std::string>() + " is a separate mount (a runtime writes it)");
+  if (root_fs == "overlay" || root_fs == "fuse-overlayfs" || root_fs == "aufs")
+    runtime.push_back("root filesystem is " + root_fs);
+  for (const auto& m : d.value("runtime_bind_mounts", json::array()))
+    runtime.push_back(m.get<std::string>() + " is a separate mount (a runtime writes it)");
   // Files an image carries, and a PID 1 that is no init system: containers usually, but also
   // micro-VMs with their own init and VM images built from container layers.
   if (dockerenv) files.insert(files.begin(), "/.dockerenv present (a file in the image)");
   std::string pid1 = str("pid1");
-  static const std::array<std::string_view, 6> kInits = {"systemd", "init", "upstart", "openrc-init", "runit", "s6-svscan"};
+  static const std::array<std::string_view, 6> kInits = {"systemd",     "init",  "upstart",
+                                                         "openrc-init", "runit", "s6-svscan"};
   bool pid1_init = !pid1.empty() && std::find(kInits.begin(), kInits.end(), pid1) != kInits.end();
   if (!pid1.empty() && !pid1_init) files.push_back("PID 1 is " + pid1 + ", not an init system");
   // VM markers.
@@ -121,15 +129,19 @@ TargetDetection DetectTarget(const EvidenceSet& ev) {
   }
   if (pci.ok()) {
     int virtio = 0;
-    for (const auto& dev : pci.data.value("devices", json::array())) virtio += dev.value("vendor", "") == "0x1af4" ? 1 : 0;
-    if (virtio > 0) vm.push_back(fmt::format("{} virtio PCI device(s) of {}", virtio, pci.data.value("devices", json::array()).size()));
+    for (const auto& dev : pci.data.value("devices", json::array()))
+      virtio += dev.value("vendor", "") == "0x1af4" ? 1 : 0;
+    if (virtio > 0)
+      vm.push_back(
+          fmt::format("{} virtio PCI device(s) of {}", virtio, pci.data.value("devices", json::array()).size()));
   }
   for (const auto& m : runtime) w.push_back("container: " + m);
   for (const auto& m : files) w.push_back("container (weak): " + m);
   for (const auto& m : vm) w.push_back("vm: " + m);
   if (pid1_init) w.push_back("against container: PID 1 is " + pid1 + ", an init system");
   bool mounts_read = d.contains("root_fstype") && !d["root_fstype"].is_null();
-  if (mounts_read && runtime.empty()) w.push_back(fmt::format("against container: root filesystem is {}, no runtime bind mounts", root_fs));
+  if (mounts_read && runtime.empty())
+    w.push_back(fmt::format("against container: root filesystem is {}, no runtime bind mounts", root_fs));
   if (!mounts_read) w.push_back("unread: mounts (/proc/self/mountinfo)");
   if (pid1.empty()) w.push_back("unread: PID 1's name (/proc/1/comm)");
 
@@ -138,12 +150,14 @@ TargetDetection DetectTarget(const EvidenceSet& ev) {
     t.decision = "container: runtime container marker (" + runtime.front() + ")";
   } else if (!files.empty() && !vm.empty()) {
     t.target = Target::kVm;
-    t.decision = fmt::format("vm: {} but no runtime container marker, and VM markers ({}): the image's leftover, not a container",
-                             files.front(), vm.front());
+    t.decision = fmt::format(
+        "vm: {} but no runtime container marker, and VM markers ({}): the image's leftover, not a container",
+        files.front(), vm.front());
   } else if (!files.empty() && pid1_init && mounts_read) {
     t.target = Target::kStandalone;
-    t.decision = fmt::format("standalone: {} but PID 1 is {} and no runtime container marker: the image's leftover, not a container",
-                             files.front(), pid1);
+    t.decision = fmt::format(
+        "standalone: {} but PID 1 is {} and no runtime container marker: the image's leftover, not a container",
+        files.front(), pid1);
   } else if (!files.empty()) {
     t.target = Target::kContainer;
     t.decision = "container: " + files.front() + ", nothing contradicts it";

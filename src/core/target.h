@@ -23,9 +23,9 @@ constexpr TargetMask kS = Bit(Target::kSlurm);
 constexpr TargetMask kK = Bit(Target::kK8s);
 constexpr TargetMask kAllTargets = kSA | kV | kC | kS | kK;
 
-std::string_view ToString(Target t);          // "standalone", "vm", ...
+std::string_view ToString(Target t);  // "standalone", "vm", ...
 std::optional<Target> TargetFromString(std::string_view s);
-std::string MaskToString(TargetMask m);       // "S K SA V C"
+std::string MaskToString(TargetMask m);  // "S K SA V C"
 inline bool InMask(TargetMask m, Target t) { return (m & Bit(t)) != 0; }
 
 // Target detection: every marker weighed, and the decision by one documented rule
@@ -43,8 +43,9 @@ inline bool InMask(TargetMask m, Target t) { return (m & Bit(t)) != 0; }
 //  4. VM markers: vm. 5. Otherwise standalone (bare metal).
 struct TargetDetection {
   Target target = Target::kStandalone;
-  std::string decision;              // the rule that decided, in words
-  std::vector<std::string> weighed;  // every marker read, "container: ...", "vm: ...", "against container: ...", "unread: ..."
+  std::string decision;  // the rule that decided, in words
+  std::vector<std::string>
+      weighed;  // every marker read, "container: ...", "vm: ...", "against container: ...", "unread: ..."
   nlohmann::json ToJson() const;
 };
 TargetDetection DetectTarget(const EvidenceSet& ev);

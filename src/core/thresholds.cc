@@ -18,7 +18,8 @@ std::optional<GpuModel> Thresholds::Model(std::string_view name) const {
     // Whole-token match: "H100" must not match inside "GH100X" or "H1000".
     bool left_ok = pos != std::string::npos && (pos == 0 || !std::isalnum(static_cast<unsigned char>(upper[pos - 1])));
     size_t end = pos + pattern.size();
-    bool right_ok = pos != std::string::npos && (end == upper.size() || !std::isdigit(static_cast<unsigned char>(upper[end])));
+    bool right_ok =
+        pos != std::string::npos && (end == upper.size() || !std::isdigit(static_cast<unsigned char>(upper[end])));
     if (!left_ok || !right_ok) continue;
     if (best && best->pattern.size() >= pattern.size()) continue;
     GpuModel g;

@@ -24,7 +24,7 @@ struct XidEntry {
 };
 
 struct GpuLogMessage {
-  std::string match;     // a substring, or a regular expression when `regex`
+  std::string match;  // a substring, or a regular expression when `regex`
   bool regex = false;
   std::string severity;  // as XidEntry::severity
   std::string kind;      // gpu-loss, init-failure, gsp, nvlink, nvswitch, context ...

@@ -123,12 +123,14 @@ json QueryDevice(Nvml& nvml, Snapshot& s, unsigned index, nvmlDevice_t dev) {
 
   nvmlMemory_t mem{};
   auto mem_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, nvmlMemory_t*)>("nvmlDeviceGetMemoryInfo");
-  d["memory_total_mib"] = s.Call("nvmlDeviceGetMemoryInfo", who, mem_fn, dev, &mem) ? json(mem.total >> 20) : json(nullptr);
+  d["memory_total_mib"] =
+      s.Call("nvmlDeviceGetMemoryInfo", who, mem_fn, dev, &mem) ? json(mem.total >> 20) : json(nullptr);
 
   int major = 0, minor = 0;
   auto cc_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, int*, int*)>("nvmlDeviceGetCudaComputeCapability");
-  d["compute_capability"] =
-      s.Call("nvmlDeviceGetCudaComputeCapability", who, cc_fn, dev, &major, &minor) ? json(fmt::format("{}.{}", major, minor)) : json(nullptr);
+  d["compute_capability"] = s.Call("nvmlDeviceGetCudaComputeCapability", who, cc_fn, dev, &major, &minor)
+                                ? json(fmt::format("{}.{}", major, minor))
+                                : json(nullptr);
 
   auto uint_get = [&](const char* sym) -> json {
     unsigned v = 0;
@@ -163,29 +165,36 @@ json QueryDevice(Nvml& nvml, Snapshot& s, unsigned index, nvmlDevice_t dev) {
     ecc["current"] = nullptr;
     ecc["pending"] = nullptr;
   }
-  auto total_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*)>("nvmlDeviceGetTotalEccErrors");
+  auto total_fn =
+      nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, int, int, unsigned long long*)>("nvmlDeviceGetTotalEccErrors");
   const std::pair<const char*, std::pair<int, int>> counters[] = {{"volatile_corrected", {0, 0}},
                                                                   {"volatile_uncorrected", {1, 0}},
                                                                   {"aggregate_corrected", {0, 1}},
                                                                   {"aggregate_uncorrected", {1, 1}}};
   for (const auto& [key, types] : counters) {
     unsigned long long v = 0;
-    ecc[key] = s.Call("nvmlDeviceGetTotalEccErrors", who, total_fn, dev, types.first, types.second, &v) ? json(v) : json(nullptr);
+    ecc[key] = s.Call("nvmlDeviceGetTotalEccErrors", who, total_fn, dev, types.first, types.second, &v) ? json(v)
+                                                                                                        : json(nullptr);
   }
   d["ecc"] = ecc;
 
   unsigned corr = 0, unc = 0, pending = 0, failure = 0;
-  auto rr_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*)>("nvmlDeviceGetRemappedRows");
+  auto rr_fn =
+      nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*, unsigned*, unsigned*)>("nvmlDeviceGetRemappedRows");
   if (s.Call("nvmlDeviceGetRemappedRows", who, rr_fn, dev, &corr, &unc, &pending, &failure)) {
-    d["remapped_rows"] = {{"correctable", corr}, {"uncorrectable", unc}, {"pending", pending != 0}, {"failure", failure != 0}};
+    d["remapped_rows"] = {
+        {"correctable", corr}, {"uncorrectable", unc}, {"pending", pending != 0}, {"failure", failure != 0}};
   } else {
     d["remapped_rows"] = nullptr;
   }
 
-  auto rp_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*, unsigned long long*)>("nvmlDeviceGetRetiredPages");
+  auto rp_fn =
+      nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, int, unsigned*, unsigned long long*)>("nvmlDeviceGetRetiredPages");
   unsigned sbe = 0, dbe = 0;
-  bool have_sbe = s.Call("nvmlDeviceGetRetiredPages", who, rp_fn, dev, 0, &sbe, static_cast<unsigned long long*>(nullptr));
-  bool have_dbe = s.Call("nvmlDeviceGetRetiredPages", who, rp_fn, dev, 1, &dbe, static_cast<unsigned long long*>(nullptr));
+  bool have_sbe =
+      s.Call("nvmlDeviceGetRetiredPages", who, rp_fn, dev, 0, &sbe, static_cast<unsigned long long*>(nullptr));
+  bool have_dbe =
+      s.Call("nvmlDeviceGetRetiredPages", who, rp_fn, dev, 1, &dbe, static_cast<unsigned long long*>(nullptr));
   json rp_pending = uint_get("nvmlDeviceGetRetiredPagesPendingStatus");
   if (have_sbe || have_dbe) {
     d["retired_pages"] = {{"single_bit", have_sbe ? json(sbe) : json(nullptr)},
@@ -210,12 +219,15 @@ json QueryDevice(Nvml& nvml, Snapshot& s, unsigned index, nvmlDevice_t dev) {
   d["clocks_mhz"] = {
       {"sm", s.Call("nvmlDeviceGetClockInfo", who, clock_fn, dev, 1, &sm) ? json(sm) : json(nullptr)},
       {"memory", s.Call("nvmlDeviceGetClockInfo", who, clock_fn, dev, 2, &memc) ? json(memc) : json(nullptr)},
-      {"sm_max", s.Call("nvmlDeviceGetMaxClockInfo", who, max_clock_fn, dev, 1, &sm_max) ? json(sm_max) : json(nullptr)},
-      {"memory_max", s.Call("nvmlDeviceGetMaxClockInfo", who, max_clock_fn, dev, 2, &mem_max) ? json(mem_max) : json(nullptr)}};
+      {"sm_max",
+       s.Call("nvmlDeviceGetMaxClockInfo", who, max_clock_fn, dev, 1, &sm_max) ? json(sm_max) : json(nullptr)},
+      {"memory_max",
+       s.Call("nvmlDeviceGetMaxClockInfo", who, max_clock_fn, dev, 2, &mem_max) ? json(mem_max) : json(nullptr)}};
 
   nvmlUtilization_t util{};
   auto util_fn = nvml.Sym<nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*)>("nvmlDeviceGetUtilizationRates");
-  d["utilization_gpu_pct"] = s.Call("nvmlDeviceGetUtilizationRates", who, util_fn, dev, &util) ? json(util.gpu) : json(nullptr);
+  d["utilization_gpu_pct"] =
+      s.Call("nvmlDeviceGetUtilizationRates", who, util_fn, dev, &util) ? json(util.gpu) : json(nullptr);
 
   // NVLink: query links until the driver says the index does not exist; a GPU without NVLink
   // answers "not supported" on link 0 and gets null.

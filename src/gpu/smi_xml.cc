@@ -32,7 +32,8 @@ json Number(const pugi::xml_node& n, const char* path) {
   double v = std::strtod(t->c_str(), &end);
   if (end == t->c_str()) return nullptr;
   // The range test first: casting a double beyond long long (or NaN) is undefined behaviour.
-  if (std::fabs(v) < 9.2e18 && v == static_cast<double>(static_cast<long long>(v)) && t->find('.') == std::string::npos) {
+  if (std::fabs(v) < 9.2e18 && v == static_cast<double>(static_cast<long long>(v)) &&
+      t->find('.') == std::string::npos) {
     return static_cast<long long>(v);
   }
   return v;
@@ -72,16 +73,23 @@ json Sum(const pugi::xml_node& n, std::initializer_list<const char*> paths) {
 
 // NVML clocks-event reason bits, in the order nvidia-smi prints them.
 constexpr std::pair<const char*, unsigned long long> kReasonBits[] = {
-    {"gpu_idle", 0x1},           {"applications_clocks_setting", 0x2}, {"sw_power_cap", 0x4},
-    {"hw_slowdown", 0x8},        {"sync_boost", 0x10},                 {"sw_thermal_slowdown", 0x20},
-    {"hw_thermal_slowdown", 0x40}, {"hw_power_brake_slowdown", 0x80},  {"display_clocks_setting", 0x100},
+    {"gpu_idle", 0x1},
+    {"applications_clocks_setting", 0x2},
+    {"sw_power_cap", 0x4},
+    {"hw_slowdown", 0x8},
+    {"sync_boost", 0x10},
+    {"sw_thermal_slowdown", 0x20},
+    {"hw_thermal_slowdown", 0x40},
+    {"hw_power_brake_slowdown", 0x80},
+    {"display_clocks_setting", 0x100},
 };
 
 json Reasons(const pugi::xml_node& gpu) {
   for (const char* block : {"clocks_event_reasons", "clocks_throttle_reasons"}) {
     pugi::xml_node b = gpu.child(block);
     if (!b) continue;
-    std::string prefix = std::string(block) == "clocks_event_reasons" ? "clocks_event_reason_" : "clocks_throttle_reason_";
+    std::string prefix =
+        std::string(block) == "clocks_event_reasons" ? "clocks_event_reason_" : "clocks_throttle_reason_";
     unsigned long long mask = 0;
     bool any = false;
     for (const auto& [name, bit] : kReasonBits) {
@@ -120,7 +128,10 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
   for (pugi::xml_node g : root.children("gpu")) {
     json d;
     d["index"] = index++;
-    auto str = [&](const char* path) { auto t = Text(g, path); return t ? json(*t) : json(nullptr); };
+    auto str = [&](const char* path) {
+      auto t = Text(g, path);
+      return t ? json(*t) : json(nullptr);
+    };
     d["name"] = str("product_name");
     d["uuid"] = str("uuid");
     d["serial"] = str("serial");
@@ -128,7 +139,8 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
     std::string bus = g.attribute("id").as_string();
     d["pci_bus_id"] = !bus.empty() ? json(bus) : str("pci/pci_bus_id");
     auto devid = Text(g, "pci/pci_device_id");
-    d["pci_device_id"] = devid ? json("0x" + util::ToLower(*devid).substr(devid->rfind("0x", 0) == 0 ? 2 : 0)) : json(nullptr);
+    d["pci_device_id"] =
+        devid ? json("0x" + util::ToLower(*devid).substr(devid->rfind("0x", 0) == 0 ? 2 : 0)) : json(nullptr);
     if (devid) {
       std::string v = *devid;
       if (v.rfind("0x", 0) == 0 || v.rfind("0X", 0) == 0) v = v.substr(2);
@@ -155,8 +167,10 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
       ecc[std::string(scope) + "_uncorrected"] = Sum(g, {su.c_str(), sup.c_str(), sus.c_str(), du.c_str()});
       // Before Ampere (Pascal, Volta, Turing) the counters are single_bit/double_bit blocks with a total.
       std::string single = s + "single_bit/total", dbl = s + "double_bit/total";
-      if (ecc[std::string(scope) + "_corrected"].is_null()) ecc[std::string(scope) + "_corrected"] = Sum(g, {single.c_str()});
-      if (ecc[std::string(scope) + "_uncorrected"].is_null()) ecc[std::string(scope) + "_uncorrected"] = Sum(g, {dbl.c_str()});
+      if (ecc[std::string(scope) + "_corrected"].is_null())
+        ecc[std::string(scope) + "_corrected"] = Sum(g, {single.c_str()});
+      if (ecc[std::string(scope) + "_uncorrected"].is_null())
+        ecc[std::string(scope) + "_uncorrected"] = Sum(g, {dbl.c_str()});
     }
     d["ecc"] = ecc;
     if (g.child("remapped_rows")) {
@@ -172,13 +186,15 @@ std::optional<json> ParseNvidiaSmiXml(std::string_view xml, std::string* error) 
     }
     json sbe = Number(g, "retired_pages/multiple_single_bit_retirement/retired_count");
     json dbe = Number(g, "retired_pages/double_bit_retirement/retired_count");
-    d["retired_pages"] = sbe.is_null() && dbe.is_null()
-                             ? json(nullptr)
-                             : json{{"single_bit", sbe}, {"double_bit", dbe}, {"pending", YesNo(g, "retired_pages/pending_retirement")}};
-    d["power_draw_w"] = FirstNumber(g, {"gpu_power_readings/instant_power_draw", "gpu_power_readings/power_draw",
-                                        "power_readings/power_draw"});
-    d["power_limit_w"] = FirstNumber(g, {"gpu_power_readings/current_power_limit", "gpu_power_readings/enforced_power_limit",
-                                         "power_readings/enforced_power_limit", "power_readings/power_limit"});
+    d["retired_pages"] =
+        sbe.is_null() && dbe.is_null()
+            ? json(nullptr)
+            : json{{"single_bit", sbe}, {"double_bit", dbe}, {"pending", YesNo(g, "retired_pages/pending_retirement")}};
+    d["power_draw_w"] = FirstNumber(
+        g, {"gpu_power_readings/instant_power_draw", "gpu_power_readings/power_draw", "power_readings/power_draw"});
+    d["power_limit_w"] =
+        FirstNumber(g, {"gpu_power_readings/current_power_limit", "gpu_power_readings/enforced_power_limit",
+                        "power_readings/enforced_power_limit", "power_readings/power_limit"});
     d["temperature_c"] = Number(g, "temperature/gpu_temp");
     d["clocks_mhz"] = {{"sm", Number(g, "clocks/sm_clock")},
                        {"memory", Number(g, "clocks/mem_clock")},

@@ -155,7 +155,8 @@ double WarmUp(Context& c, double seconds) {
   static const std::string kWarmType = "bf16";
   const Precision& p = LookupPrecision(kWarmType);
   int64_t s = 8192;
-  DevPtr a = Alloc(ElementBytes(p.ab, s * s)), b = Alloc(ElementBytes(p.ab, s * s)), d = Alloc(ElementBytes(p.d, s * s));
+  DevPtr a = Alloc(ElementBytes(p.ab, s * s)), b = Alloc(ElementBytes(p.ab, s * s)),
+         d = Alloc(ElementBytes(p.d, s * s));
   CK(LaunchFill(a.get(), p.ab, s * s, c.seed ^ 0xE, 1.0f, c.stream));
   CK(LaunchFill(b.get(), p.ab, s * s, c.seed ^ 0xF, 1.0f, c.stream));
   LtGemm g(c.lt, p, s, s, s, false, c.ws_bytes, 1, c.stream);

@@ -122,8 +122,8 @@ class LtGemm {
                                                        static_cast<int>(algos_.size()), algos_.data(), &returned);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS || returned == 0) {
-      throw Failure("cuBLASLt has no algorithm for " + p.name + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                        std::to_string(k) + " on this GPU (" + cublasGetStatusName(st) + ")",
+      throw Failure("cuBLASLt has no algorithm for " + p.name + " " + std::to_string(m) + "x" + std::to_string(n) +
+                        "x" + std::to_string(k) + " on this GPU (" + cublasGetStatusName(st) + ")",
                     false);
     }
     algos_.resize(returned);

@@ -69,7 +69,8 @@ json Versions() {
   size_t lt = cublasLtGetVersion();
   return {{"cuda_driver", fmt(driver)},
           {"cuda_runtime", fmt(runtime)},
-          {"cublaslt", std::to_string(lt / 10000) + "." + std::to_string((lt / 100) % 100) + "." + std::to_string(lt % 100)}};
+          {"cublaslt",
+           std::to_string(lt / 10000) + "." + std::to_string((lt / 100) % 100) + "." + std::to_string(lt % 100)}};
 }
 
 // Why no device can be used, in words: a missing driver is the common case on a CPU node.

@@ -29,11 +29,16 @@ __device__ inline double E2M1(unsigned code) {
 
 __device__ inline double Load(const void* p, DType t, uint64_t i) {
   switch (t) {
-    case DType::kF64: return static_cast<const double*>(p)[i];
-    case DType::kF32: return static_cast<const float*>(p)[i];
-    case DType::kBF16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case DType::kF16: return __half2float(static_cast<const __half*>(p)[i]);
-    case DType::kE4M3: return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(p)[i]);
+    case DType::kF64:
+      return static_cast<const double*>(p)[i];
+    case DType::kF32:
+      return static_cast<const float*>(p)[i];
+    case DType::kBF16:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::kF16:
+      return __half2float(static_cast<const __half*>(p)[i]);
+    case DType::kE4M3:
+      return static_cast<float>(static_cast<const __nv_fp8_e4m3*>(p)[i]);
     case DType::kE2M1: {
       // Two elements per byte, the lower-indexed element in the low nibble.
       unsigned byte = static_cast<const unsigned char*>(p)[i >> 1];
@@ -48,12 +53,24 @@ __global__ void FillKernel(void* p, DType t, size_t n, uint64_t seed, float rang
   if (t == DType::kE2M1) n = (n + 1) / 2;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     switch (t) {
-      case DType::kF64: static_cast<double*>(p)[i] = Uniform(seed, i, range); break;
-      case DType::kF32: static_cast<float*>(p)[i] = Uniform(seed, i, range); break;
-      case DType::kBF16: static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(Uniform(seed, i, range)); break;
-      case DType::kF16: static_cast<__half*>(p)[i] = __float2half(Uniform(seed, i, range)); break;
-      case DType::kE4M3: static_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(Uniform(seed, i, range)); break;
-      case DType::kE2M1: static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(Mix(seed ^ Mix(i)) >> 56); break;
+      case DType::kF64:
+        static_cast<double*>(p)[i] = Uniform(seed, i, range);
+        break;
+      case DType::kF32:
+        static_cast<float*>(p)[i] = Uniform(seed, i, range);
+        break;
+      case DType::kBF16:
+        static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16(Uniform(seed, i, range));
+        break;
+      case DType::kF16:
+        static_cast<__half*>(p)[i] = __float2half(Uniform(seed, i, range));
+        break;
+      case DType::kE4M3:
+        static_cast<__nv_fp8_e4m3*>(p)[i] = __nv_fp8_e4m3(Uniform(seed, i, range));
+        break;
+      case DType::kE2M1:
+        static_cast<unsigned char*>(p)[i] = static_cast<unsigned char>(Mix(seed ^ Mix(i)) >> 56);
+        break;
     }
   }
 }
@@ -105,8 +122,8 @@ __global__ void CopyKernel(const float4* __restrict__ a, float4* __restrict__ b,
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) b[i] = a[i];
 }
 
-__global__ void TriadKernel(float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c,
-                            float q, size_t n4) {
+__global__ void TriadKernel(float4* __restrict__ a, const float4* __restrict__ b, const float4* __restrict__ c, float q,
+                            size_t n4) {
   size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4; i += stride) {
     float4 x = b[i], y = c[i];
@@ -177,12 +194,17 @@ int GridFor(size_t n) {
 
 size_t ElementBytes(DType t, size_t n) {
   switch (t) {
-    case DType::kF64: return 8 * n;
-    case DType::kF32: return 4 * n;
+    case DType::kF64:
+      return 8 * n;
+    case DType::kF32:
+      return 4 * n;
     case DType::kBF16:
-    case DType::kF16: return 2 * n;
-    case DType::kE4M3: return n;
-    case DType::kE2M1: return (n + 1) / 2;
+    case DType::kF16:
+      return 2 * n;
+    case DType::kE4M3:
+      return n;
+    case DType::kE2M1:
+      return (n + 1) / 2;
   }
   return n;
 }

@@ -141,7 +141,8 @@ const CommandResult* Bundle::PeekCommand(const std::vector<std::string>& argv) c
 
 bool Bundle::Empty() const {
   std::lock_guard lock(mu_);
-  return parts_.files.empty() && parts_.dirs.empty() && parts_.stats.empty() && parts_.commands.empty() && parts_.which.empty() && parts_.env.empty() && !parts_.nvml;
+  return parts_.files.empty() && parts_.dirs.empty() && parts_.stats.empty() && parts_.commands.empty() &&
+         parts_.which.empty() && parts_.env.empty() && !parts_.nvml;
 }
 
 json Bundle::ToJson() const {
@@ -149,12 +150,18 @@ json Bundle::ToJson() const {
   json j;
   j["format"] = "clustermax-evidence-bundle";
   j["format_version"] = manifest.format_version;
-  j["manifest"] = {{"tool_version", manifest.tool_version}, {"git_sha", manifest.git_sha},
-                   {"argv", manifest.argv},                 {"hostname", manifest.hostname},
-                   {"started_at", manifest.started_at},     {"finished_at", manifest.finished_at},
-                   {"sysroot", manifest.sysroot},           {"target", manifest.target},
-                   {"probes", manifest.probes},             {"uid", manifest.uid},
-                   {"role", manifest.role},                 {"partial", manifest.partial}};
+  j["manifest"] = {{"tool_version", manifest.tool_version},
+                   {"git_sha", manifest.git_sha},
+                   {"argv", manifest.argv},
+                   {"hostname", manifest.hostname},
+                   {"started_at", manifest.started_at},
+                   {"finished_at", manifest.finished_at},
+                   {"sysroot", manifest.sysroot},
+                   {"target", manifest.target},
+                   {"probes", manifest.probes},
+                   {"uid", manifest.uid},
+                   {"role", manifest.role},
+                   {"partial", manifest.partial}};
   if (!manifest.target_detection.is_null()) j["manifest"]["target_detection"] = manifest.target_detection;
   json files = json::object();
   for (const auto& [path, r] : parts_.files) {
@@ -243,8 +250,10 @@ bool NumberFromText(std::string_view t, json& out, std::string& error) {
     uint64_t v = 0;
     auto r = std::from_chars(t.data(), t.data() + t.size(), v);
     if (r.ec != std::errc() || r.ptr != t.data() + t.size()) return fail("integer out of range");
-    if (v <= static_cast<uint64_t>(INT64_MAX)) out = static_cast<int64_t>(v);
-    else out = v;
+    if (v <= static_cast<uint64_t>(INT64_MAX))
+      out = static_cast<int64_t>(v);
+    else
+      out = v;
     return true;
   }
   double v = 0;
@@ -368,8 +377,8 @@ class NlohmannBuilder : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, N
 // In-situ parsing: strings are unescaped inside the document's own buffer (one copy, into the
 // value). RapidJSON's UTF-8 validation goes a byte at a time and turns the block scan off, so
 // every string and key is validated by us instead (util::IsUtf8, eight ASCII bytes at a time).
-constexpr unsigned kParseFlags = rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag | rapidjson::kParseFullPrecisionFlag |
-                                 rapidjson::kParseNumbersAsStringsFlag;
+constexpr unsigned kParseFlags = rapidjson::kParseInsituFlag | rapidjson::kParseIterativeFlag |
+                                 rapidjson::kParseFullPrecisionFlag | rapidjson::kParseNumbersAsStringsFlag;
 
 // Parses `text` (in place: it is overwritten) into `handler`; throws BundleError naming why.
 template <typename Handler>
@@ -386,7 +395,8 @@ void ParseInPlace(std::string& text, Handler& handler) {
     throw BundleError(fmt::format("not valid JSON ({} at byte {})", why, ok.Offset()));
   }
   // A NUL byte reads as the end of the stream: the whole text must have been consumed.
-  if (ss.Tell() != text.size()) throw BundleError(fmt::format("not valid JSON (content after the document at byte {})", ss.Tell()));
+  if (ss.Tell() != text.size())
+    throw BundleError(fmt::format("not valid JSON (content after the document at byte {})", ss.Tell()));
 }
 
 // An evidence bundle read straight into a Bundle (format: docs/evidence-bundle.md): files, command
@@ -429,14 +439,18 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
       return true;
     }
     if (depth_ == 5) {  // [name, type] of a directory entry
-      if (pair_ == 0) entries_.push_back({std::string(v), '?'});
-      else if (pair_ == 1) entries_.back().type = v.empty() ? '?' : v[0];
+      if (pair_ == 0)
+        entries_.push_back({std::string(v), '?'});
+      else if (pair_ == 1)
+        entries_.back().type = v.empty() ? '?' : v[0];
       ++pair_;
       return true;
     }
     if (depth_ == 2 && (section_ == kWhich || section_ == kEnv)) {
-      if (section_ == kWhich) out_.which[std::move(key_)] = {IoStatus::kOk, std::string(v)};
-      else out_.env[std::move(key_)] = std::string(v);
+      if (section_ == kWhich)
+        out_.which[std::move(key_)] = {IoStatus::kOk, std::string(v)};
+      else
+        out_.env[std::move(key_)] = std::string(v);
       return true;
     }
     if (depth_ == 3 && field_ != Field::kUnknown && field_ != Field::kArgv && field_ != Field::kEntries) {
@@ -454,32 +468,67 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
     std::string_view k(s, n);
     if (!Utf8Checked(k, "key", error)) return Fail(ParseFailure::kJson);
     if (skip_) return true;
-    if (depth_ == 1 || depth_ == 2) key_.assign(k);
-    else if (depth_ == 3) field_ = FieldOf(k);
+    if (depth_ == 1 || depth_ == 2)
+      key_.assign(k);
+    else if (depth_ == 3)
+      field_ = FieldOf(k);
     return true;
   }
   bool StartObject() { return Open(false); }
   bool StartArray() { return Open(true); }
-  bool EndObject(rapidjson::SizeType n) { return Close([&] { return sub_->EndObject(n); }); }
-  bool EndArray(rapidjson::SizeType n) { return Close([&] { return sub_->EndArray(n); }); }
+  bool EndObject(rapidjson::SizeType n) {
+    return Close([&] { return sub_->EndObject(n); });
+  }
+  bool EndArray(rapidjson::SizeType n) {
+    return Close([&] { return sub_->EndArray(n); });
+  }
 
  private:
   enum SectionBit : unsigned { kFiles = 1, kDirs = 2, kStats = 4, kCommands = 8, kWhich = 16, kEnv = 32, kOther = 64 };
   enum class Field {
-    kUnknown, kStatus, kError, kContent, kContentEncoding, kTruncated, kEntries, kType, kMode, kSize, kLinkTarget, kArgv,
-    kExitCode, kSignal, kStdout, kStdoutEncoding, kStderr, kStderrEncoding, kDurationMs, kTimedOut, kResolved, kCount
+    kUnknown,
+    kStatus,
+    kError,
+    kContent,
+    kContentEncoding,
+    kTruncated,
+    kEntries,
+    kType,
+    kMode,
+    kSize,
+    kLinkTarget,
+    kArgv,
+    kExitCode,
+    kSignal,
+    kStdout,
+    kStdoutEncoding,
+    kStderr,
+    kStderrEncoding,
+    kDurationMs,
+    kTimedOut,
+    kResolved,
+    kCount
   };
-  static constexpr std::pair<std::string_view, Field> kFields[] = {
-      {"status", Field::kStatus},     {"error", Field::kError},
-      {"content", Field::kContent},   {"content_encoding", Field::kContentEncoding},
-      {"truncated", Field::kTruncated}, {"entries", Field::kEntries},
-      {"type", Field::kType},         {"mode", Field::kMode},
-      {"size", Field::kSize},         {"link_target", Field::kLinkTarget},
-      {"argv", Field::kArgv},         {"exit_code", Field::kExitCode},
-      {"signal", Field::kSignal},     {"stdout", Field::kStdout},
-      {"stdout_encoding", Field::kStdoutEncoding}, {"stderr", Field::kStderr},
-      {"stderr_encoding", Field::kStderrEncoding}, {"duration_ms", Field::kDurationMs},
-      {"timed_out", Field::kTimedOut}, {"resolved", Field::kResolved}};
+  static constexpr std::pair<std::string_view, Field> kFields[] = {{"status", Field::kStatus},
+                                                                   {"error", Field::kError},
+                                                                   {"content", Field::kContent},
+                                                                   {"content_encoding", Field::kContentEncoding},
+                                                                   {"truncated", Field::kTruncated},
+                                                                   {"entries", Field::kEntries},
+                                                                   {"type", Field::kType},
+                                                                   {"mode", Field::kMode},
+                                                                   {"size", Field::kSize},
+                                                                   {"link_target", Field::kLinkTarget},
+                                                                   {"argv", Field::kArgv},
+                                                                   {"exit_code", Field::kExitCode},
+                                                                   {"signal", Field::kSignal},
+                                                                   {"stdout", Field::kStdout},
+                                                                   {"stdout_encoding", Field::kStdoutEncoding},
+                                                                   {"stderr", Field::kStderr},
+                                                                   {"stderr_encoding", Field::kStderrEncoding},
+                                                                   {"duration_ms", Field::kDurationMs},
+                                                                   {"timed_out", Field::kTimedOut},
+                                                                   {"resolved", Field::kResolved}};
 
   static Field FieldOf(std::string_view k) {
     for (const auto& [name, f] : kFields) {
@@ -495,13 +544,20 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   }
   static const char* SectionName(unsigned s) {
     switch (s) {
-      case kFiles: return "files";
-      case kDirs: return "dirs";
-      case kStats: return "stats";
-      case kCommands: return "commands";
-      case kWhich: return "which";
-      case kEnv: return "env";
-      default: return "?";
+      case kFiles:
+        return "files";
+      case kDirs:
+        return "dirs";
+      case kStats:
+        return "stats";
+      case kCommands:
+        return "commands";
+      case kWhich:
+        return "which";
+      case kEnv:
+        return "env";
+      default:
+        return "?";
     }
   }
 
@@ -516,7 +572,8 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   // Where the value now opening or arriving belongs.
   std::string Where() const {
     if (depth_ <= 1) return key_;
-    return fmt::format("{} entry {}", SectionName(section_), util::SanitizeUtf8(section_ == kCommands ? std::to_string(index_) : key_));
+    return fmt::format("{} entry {}", SectionName(section_),
+                       util::SanitizeUtf8(section_ == kCommands ? std::to_string(index_) : key_));
   }
 
   // Events inside a part kept as JSON go to its builder; the part is taken when it is complete.
@@ -558,10 +615,16 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
           ++depth_;
           return Forward([&] { return array ? sub_->StartArray() : sub_->StartObject(); });
         }
-        section_ = key_ == "files" ? kFiles : key_ == "dirs" ? kDirs : key_ == "stats" ? kStats : key_ == "commands" ? kCommands
-                   : key_ == "which" ? kWhich : key_ == "env" ? kEnv : kOther;
+        section_ = key_ == "files"      ? kFiles
+                   : key_ == "dirs"     ? kDirs
+                   : key_ == "stats"    ? kStats
+                   : key_ == "commands" ? kCommands
+                   : key_ == "which"    ? kWhich
+                   : key_ == "env"      ? kEnv
+                                        : kOther;
         if (section_ == kOther) return SkipValue();
-        if (array != (section_ == kCommands)) return Malformed(fmt::format("{} is not an {}", key_, section_ == kCommands ? "array" : "object"));
+        if (array != (section_ == kCommands))
+          return Malformed(fmt::format("{} is not an {}", key_, section_ == kCommands ? "array" : "object"));
         seen |= section_;
         ClearSection();
         index_ = 0;
@@ -579,11 +642,14 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
         if ((field_ == Field::kArgv && section_ == kCommands) || (field_ == Field::kEntries && section_ == kDirs)) {
           if (!array) return Malformed(fmt::format("{} of {} is not an array", NameOf(field_), Where()));
           has_ |= 1u << static_cast<int>(field_);
-          if (field_ == Field::kArgv) argv_.clear();
-          else entries_.clear();
+          if (field_ == Field::kArgv)
+            argv_.clear();
+          else
+            entries_.clear();
           break;
         }
-        if (field_ != Field::kUnknown) return Malformed(fmt::format("{} of {} is not a scalar", NameOf(field_), Where()));
+        if (field_ != Field::kUnknown)
+          return Malformed(fmt::format("{} of {} is not a scalar", NameOf(field_), Where()));
         return SkipValue();
       case 4:
         if (field_ == Field::kArgv) return Malformed(fmt::format("argv of {} holds a non-string", Where()));
@@ -646,7 +712,8 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
           manifest = std::move(v);
         } else if (key_ == "nvml") {
           nvml = std::move(v);
-        } else if (key_ == "files" || key_ == "dirs" || key_ == "stats" || key_ == "commands" || key_ == "which" || key_ == "env") {
+        } else if (key_ == "files" || key_ == "dirs" || key_ == "stats" || key_ == "commands" || key_ == "which" ||
+                   key_ == "env") {
           return Malformed(fmt::format("{} is not an {}", key_, key_ == "commands" ? "array" : "object"));
         }
         return true;
@@ -675,18 +742,33 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
     }
   }
   void NullEntry() {
-    if (section_ == kWhich) out_.which[std::move(key_)] = WhichResult{};
-    else out_.env[std::move(key_)] = std::nullopt;
+    if (section_ == kWhich)
+      out_.which[std::move(key_)] = WhichResult{};
+    else
+      out_.env[std::move(key_)] = std::nullopt;
   }
   void ClearSection() {
     switch (section_) {
-      case kFiles: out_.files.clear(); break;
-      case kDirs: out_.dirs.clear(); break;
-      case kStats: out_.stats.clear(); break;
-      case kCommands: out_.commands.clear(); break;
-      case kWhich: out_.which.clear(); break;
-      case kEnv: out_.env.clear(); break;
-      default: break;
+      case kFiles:
+        out_.files.clear();
+        break;
+      case kDirs:
+        out_.dirs.clear();
+        break;
+      case kStats:
+        out_.stats.clear();
+        break;
+      case kCommands:
+        out_.commands.clear();
+        break;
+      case kWhich:
+        out_.which.clear();
+        break;
+      case kEnv:
+        out_.env.clear();
+        break;
+      default:
+        break;
     }
   }
 
@@ -721,7 +803,8 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   bool Flag(Field f) {
     if (!Has(f)) return false;
     const json& v = Value(f);
-    if (IsText(f) || !v.is_boolean()) throw BundleError(fmt::format("{} of {} is not true or false", NameOf(f), Where()));
+    if (IsText(f) || !v.is_boolean())
+      throw BundleError(fmt::format("{} of {} is not true or false", NameOf(f), Where()));
     return v.get<bool>();
   }
 
@@ -790,18 +873,18 @@ class BundleReader : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, Bund
   }
 
   Bundle::Parts& out_;
-  size_t depth_ = 0;               // containers open
-  unsigned section_ = 0;           // the top-level part being read (depth >= 2)
-  std::string key_;                // the last key at depth 1 (part) or 2 (path, name)
-  size_t index_ = 0;               // commands read so far (names an entry in errors)
-  Field field_ = Field::kUnknown;  // the last key at depth 3 (an entry's field)
-  json fields_[static_cast<int>(Field::kCount)];         // an entry's numbers and flags
+  size_t depth_ = 0;                                    // containers open
+  unsigned section_ = 0;                                // the top-level part being read (depth >= 2)
+  std::string key_;                                     // the last key at depth 1 (part) or 2 (path, name)
+  size_t index_ = 0;                                    // commands read so far (names an entry in errors)
+  Field field_ = Field::kUnknown;                       // the last key at depth 3 (an entry's field)
+  json fields_[static_cast<int>(Field::kCount)];        // an entry's numbers and flags
   std::string texts_[static_cast<int>(Field::kCount)];  // and its strings
   uint32_t has_ = 0, strings_ = 0;                      // bits by Field: present; a string
   std::vector<std::string> argv_;
   std::vector<DirEntry> entries_;
-  int pair_ = 0;                   // elements of the [name, type] pair read
-  bool skip_ = false;              // inside a value nobody reads (still checked as JSON)
+  int pair_ = 0;       // elements of the [name, type] pair read
+  bool skip_ = false;  // inside a value nobody reads (still checked as JSON)
   size_t skip_base_ = 0;
   std::optional<NlohmannBuilder> sub_;  // a part kept as JSON, being built
   json* sub_target_ = nullptr;
@@ -817,7 +900,8 @@ Bundle Bundle::Parse(std::string text) {
     if (reader.format != "clustermax-evidence-bundle") {
       throw BundleError("not a clustermax evidence bundle (missing format marker)");
     }
-    if (!reader.format_version.is_number_integer()) throw BundleError("malformed evidence bundle: format_version is not an integer");
+    if (!reader.format_version.is_number_integer())
+      throw BundleError("malformed evidence bundle: format_version is not an integer");
     int version = reader.format_version.get<int>();
     if (version != kBundleFormatVersion) {
       throw BundleError(fmt::format("unsupported bundle format_version {}", version));
@@ -843,7 +927,8 @@ Bundle Bundle::Parse(std::string text) {
     b.manifest.uid = m.value("uid", -1L);
     b.manifest.role = m.value("role", "");
     b.manifest.partial = m.value("partial", "");
-    if (m.contains("target_detection") && m["target_detection"].is_object()) b.manifest.target_detection = m["target_detection"];
+    if (m.contains("target_detection") && m["target_detection"].is_object())
+      b.manifest.target_detection = m["target_detection"];
     if (reader.nvml.is_object()) {
       NvmlResult n;
       n.status = IoStatusFromString(reader.nvml.at("status").get<std::string>());

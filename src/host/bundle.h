@@ -34,10 +34,10 @@ struct Manifest {
   std::string git_sha;
   std::vector<std::string> argv;
   std::string hostname;
-  std::string started_at;   // RFC 3339; judging uses it as "now" so a replay re-judges identically
+  std::string started_at;  // RFC 3339; judging uses it as "now" so a replay re-judges identically
   std::string finished_at;
   std::string sysroot;
-  std::string target;       // the audit target this node was collected for
+  std::string target;               // the audit target this node was collected for
   std::vector<std::string> probes;  // active probes that were enabled
   // "" a single-node audit (every check); "login" the scheduler's view in a fleet audit (cluster
   // checks); "compute" a node of the fleet (node checks).
@@ -89,7 +89,7 @@ class Bundle {
   static Bundle Parse(std::string text);
   static Bundle FromJson(const nlohmann::json& j);        // Parse of the value's text; throws BundleError
   static Bundle Load(const std::filesystem::path& path);  // throws BundleError
-  std::string ToText() const;                               // the JSON text Save writes
+  std::string ToText() const;                             // the JSON text Save writes
   void Save(const std::filesystem::path& path) const;     // atomic
 
   // The answers, by kind (what Parse fills).

@@ -17,12 +17,14 @@ constexpr std::array<std::pair<IoStatus, std::string_view>, 7> kNames{{
 }  // namespace
 
 std::string_view ToString(IoStatus s) {
-  for (const auto& [k, v] : kNames) if (k == s) return v;
+  for (const auto& [k, v] : kNames)
+    if (k == s) return v;
   return "error";
 }
 
 IoStatus IoStatusFromString(std::string_view s) {
-  for (const auto& [k, v] : kNames) if (v == s) return k;
+  for (const auto& [k, v] : kNames)
+    if (v == s) return k;
   return IoStatus::kError;
 }
 

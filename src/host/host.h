@@ -55,16 +55,16 @@ struct DirResult {
 struct StatResult {
   IoStatus status = IoStatus::kError;
   char type = '?';
-  uint32_t mode = 0;         // permission bits
+  uint32_t mode = 0;  // permission bits
   uint64_t size = 0;
-  std::string link_target;   // readlink() for symbolic links
+  std::string link_target;  // readlink() for symbolic links
   std::string error;
 };
 
 struct CommandSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH; never a shell string
   std::chrono::milliseconds timeout{10'000};
-  size_t max_output = 8u << 20;   // per stream; beyond it output is dropped and `truncated` set
+  size_t max_output = 8u << 20;  // per stream; beyond it output is dropped and `truncated` set
   // LocalHost redacts secrets from a tool's output (host/redact.h). Off only for our own framed
   // documents coming back from other nodes (already redacted there, and they must arrive byte-exact).
   bool redact = true;

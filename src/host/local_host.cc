@@ -106,13 +106,27 @@ DirResult LocalHost::ListDir(const std::string& path) {
     if (name == "." || name == "..") continue;
     DirEntry de{name, '?'};
     switch (e->d_type) {
-      case DT_DIR: de.type = 'd'; break;
-      case DT_REG: de.type = 'f'; break;
-      case DT_LNK: de.type = 'l'; break;
-      case DT_CHR: de.type = 'c'; break;
-      case DT_BLK: de.type = 'b'; break;
-      case DT_FIFO: de.type = 'p'; break;
-      case DT_SOCK: de.type = 's'; break;
+      case DT_DIR:
+        de.type = 'd';
+        break;
+      case DT_REG:
+        de.type = 'f';
+        break;
+      case DT_LNK:
+        de.type = 'l';
+        break;
+      case DT_CHR:
+        de.type = 'c';
+        break;
+      case DT_BLK:
+        de.type = 'b';
+        break;
+      case DT_FIFO:
+        de.type = 'p';
+        break;
+      case DT_SOCK:
+        de.type = 's';
+        break;
       default: {
         struct stat st {};
         if (::lstat((rooted + "/" + name).c_str(), &st) == 0) de.type = TypeOf(st.st_mode);
@@ -147,7 +161,9 @@ StatResult LocalHost::Stat(const std::string& path) {
   return r;
 }
 
-std::string LocalHost::NotTakenReason() const { return sysroot_.empty() ? std::string() : std::string(kNotTakenFromImage); }
+std::string LocalHost::NotTakenReason() const {
+  return sysroot_.empty() ? std::string() : std::string(kNotTakenFromImage);
+}
 
 WhichResult LocalHost::Which(const std::string& name) {
   WhichResult r;
@@ -197,7 +213,8 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     return r;
   }
   // A fixed locale keeps the output of the tools we parse stable.
-  CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout, spec.keep_stdout);
+  CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout,
+                               spec.keep_stdout);
   if (spec.redact) {
     r.out = RedactText(std::move(r.out));
     r.err = RedactText(std::move(r.err));
@@ -224,10 +241,18 @@ NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) {
   gpu::NvmlQuery q = gpu::QueryNvml(timeout);
   NvmlResult r;
   switch (q.status) {
-    case gpu::NvmlStatus::kOk: r.status = IoStatus::kOk; break;
-    case gpu::NvmlStatus::kNotFound: r.status = IoStatus::kNotFound; break;
-    case gpu::NvmlStatus::kTimeout: r.status = IoStatus::kTimeout; break;
-    case gpu::NvmlStatus::kError: r.status = IoStatus::kError; break;
+    case gpu::NvmlStatus::kOk:
+      r.status = IoStatus::kOk;
+      break;
+    case gpu::NvmlStatus::kNotFound:
+      r.status = IoStatus::kNotFound;
+      break;
+    case gpu::NvmlStatus::kTimeout:
+      r.status = IoStatus::kTimeout;
+      break;
+    case gpu::NvmlStatus::kError:
+      r.status = IoStatus::kError;
+      break;
   }
   r.data = std::move(q.data);
   r.error = std::move(q.error);

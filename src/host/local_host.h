@@ -13,7 +13,9 @@ class LocalHost : public Host {
  public:
   explicit LocalHost(std::string sysroot = "");
   FileResult ReadFile(const std::string& path, size_t max_bytes) override;
-  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override { return ReadFile(path, max_bytes); }
+  FileResult ReadFileSample(const std::string& path, int, size_t max_bytes) override {
+    return ReadFile(path, max_bytes);
+  }
   DirResult ListDir(const std::string& path) override;
   StatResult Stat(const std::string& path) override;
   CommandResult Run(const CommandSpec& spec) override;

@@ -28,7 +28,8 @@ constexpr std::chrono::milliseconds kExitPoll{20};
 struct Pipe {
   int fd[2] = {-1, -1};
   ~Pipe() {
-    for (int f : fd) if (f >= 0) ::close(f);
+    for (int f : fd)
+      if (f >= 0) ::close(f);
   }
 };
 
@@ -51,9 +52,8 @@ std::vector<std::string> MergeEnv(const std::vector<std::string>& extra) {
 }  // namespace
 
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
-                         std::chrono::milliseconds timeout, size_t max_output,
-                         const std::vector<std::string>& env, const std::function<void(std::string_view)>& on_stdout,
-                         bool keep_stdout) {
+                         std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
+                         const std::function<void(std::string_view)>& on_stdout, bool keep_stdout) {
   CommandResult r;
   r.resolved = path;
   auto start = Clock::now();
@@ -131,8 +131,8 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
   // id, stays reserved until the waitpid below, so killing the group can never hit a stranger.
   // Once it has exited, the pipes get a short grace period: a descendant that still holds them
   // (`tool & exit 0`) must not turn a finished command into a timeout.
-  bool exited = false;     // the child has exited (a zombie not yet reaped)
-  bool cut = false;        // it exited, but a descendant held the pipes past the grace period
+  bool exited = false;  // the child has exited (a zombie not yet reaped)
+  bool cut = false;     // it exited, but a descendant held the pipes past the grace period
   Clock::time_point grace_end;
   while (open_fds > 0) {
     auto now = Clock::now();
@@ -150,8 +150,9 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
       break;
     }
     // Until the child exits, wake up now and then to look for its exit.
-    auto wait = std::min(std::chrono::duration_cast<std::chrono::milliseconds>(limit - now) + std::chrono::milliseconds(1),
-                         exited ? kPipeGrace : kExitPoll);
+    auto wait =
+        std::min(std::chrono::duration_cast<std::chrono::milliseconds>(limit - now) + std::chrono::milliseconds(1),
+                 exited ? kPipeGrace : kExitPoll);
     int n = ::poll(fds, 2, static_cast<int>(wait.count()));
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -181,8 +182,10 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
     while (open_fds > 0 && ::poll(fds, 2, 0) > 0) read_ready();
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    r.error = fmt::format("exited, but a process it started still held its stdout/stderr {} ms later: output cut there, "
-                          "its process group killed", kPipeGrace.count());
+    r.error = fmt::format(
+        "exited, but a process it started still held its stdout/stderr {} ms later: output cut there, "
+        "its process group killed",
+        kPipeGrace.count());
   } else {
     // Streams closed; the child may still be running (e.g. it closed stdout). Wait up to the deadline.
     while (true) {

@@ -21,8 +21,7 @@ namespace clustermax::host {
 // `on_stdout`, when set, sees each piece of stdout as it is read; with `keep_stdout` false it is
 // the only reader (the result's `out` stays empty).
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
-                         std::chrono::milliseconds timeout, size_t max_output,
-                         const std::vector<std::string>& env, const std::function<void(std::string_view)>& on_stdout = {},
-                         bool keep_stdout = true);
+                         std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
+                         const std::function<void(std::string_view)>& on_stdout = {}, bool keep_stdout = true);
 
 }  // namespace clustermax::host

@@ -20,32 +20,35 @@ bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0
 std::string Normalize(std::string_view name) {
   std::string n;
   for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) n.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      n.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   }
   return n;
 }
 
 // Files that are secret material through and through.
 bool IsSecretFile(std::string_view path) {
-  static constexpr std::array<std::string_view, 6> kExact = {"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-",
-                                                             "/etc/munge/munge.key", "/etc/krb5.keytab"};
-  for (auto p : kExact) if (path == p) return true;
+  static constexpr std::array<std::string_view, 6> kExact = {
+      "/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/munge/munge.key", "/etc/krb5.keytab"};
+  for (auto p : kExact)
+    if (path == p) return true;
   std::string_view base = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
   if (EndsWith(base, ".keytab")) return true;
   if (StartsWith(path, "/etc/ssh/") && StartsWith(base, "ssh_host_") && EndsWith(base, "_key")) return true;
   for (std::string_view k : {"id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk"}) {
     if (base == k) return true;
   }
-  if (StartsWith(path, "/etc/slurm") && (base == "jwt_hs256.key" || base == "jwt.key" || base == "slurm.key")) return true;
+  if (StartsWith(path, "/etc/slurm") && (base == "jwt_hs256.key" || base == "jwt.key" || base == "slurm.key"))
+    return true;
   return false;
 }
 
 // Files written as `KEY VALUE` (whitespace between key and value) that can hold secrets.
 bool IsSpaceSeparatedSecretFile(std::string_view path) {
   std::string_view base = path.substr(path.rfind('/') == std::string_view::npos ? 0 : path.rfind('/') + 1);
-  return StartsWith(path, "/etc/opensm/") || StartsWith(path, "/etc/rdma/") || base == "opensm.conf" || base == "nslcd.conf" ||
-         base == "ldap.conf" || base == "pam_ldap.conf" || base == "libnss-ldap.conf" || base == ".netrc" || base == ".credentials" ||
-         base == "netrc";
+  return StartsWith(path, "/etc/opensm/") || StartsWith(path, "/etc/rdma/") || base == "opensm.conf" ||
+         base == "nslcd.conf" || base == "ldap.conf" || base == "pam_ldap.conf" || base == "libnss-ldap.conf" ||
+         base == ".netrc" || base == ".credentials" || base == "netrc";
 }
 
 bool IsProcNulFile(std::string_view path) {
@@ -76,12 +79,15 @@ bool RedactValueAt(std::string& line, size_t pos) {
 void RedactFlags(std::string& line) {
   size_t pos = 0;
   while ((pos = line.find("--", pos)) != std::string::npos) {
-    if (pos > 0 && !std::isspace(static_cast<unsigned char>(line[pos - 1])) && line[pos - 1] != '"' && line[pos - 1] != '\'') {
+    if (pos > 0 && !std::isspace(static_cast<unsigned char>(line[pos - 1])) && line[pos - 1] != '"' &&
+        line[pos - 1] != '\'') {
       pos += 2;
       continue;
     }
     size_t end = pos + 2;
-    while (end < line.size() && (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '-' || line[end] == '_')) ++end;
+    while (end < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[end])) || line[end] == '-' || line[end] == '_'))
+      ++end;
     std::string_view flag(line.data() + pos, end - pos);
     if (!IsSecretName(flag)) {
       pos = end;
@@ -119,8 +125,8 @@ std::string RedactUrlUserinfo(std::string text, bool drop) {
   size_t pos = 0;
   while ((pos = text.find("://", pos)) != std::string::npos) {
     size_t start = pos + 3, end = start;
-    while (end < text.size() && text[end] != '/' && text[end] != '@' && !std::isspace(static_cast<unsigned char>(text[end])) &&
-           text[end] != '"' && text[end] != '\'') {
+    while (end < text.size() && text[end] != '/' && text[end] != '@' &&
+           !std::isspace(static_cast<unsigned char>(text[end])) && text[end] != '"' && text[end] != '\'') {
       ++end;
     }
     if (end < text.size() && text[end] == '@' && end > start) {
@@ -151,7 +157,9 @@ void RedactLine(std::string& line, bool spaced) {
     key_end = close;
     i = close + 1;
   } else {
-    while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == '-' || line[i] == '.')) ++i;
+    while (i < line.size() &&
+           (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_' || line[i] == '-' || line[i] == '.'))
+      ++i;
     key_end = i;
   }
   if (key_end == key_start) return;
@@ -213,8 +221,8 @@ std::string RedactPemBlocks(const std::string& text) {
     }
     // A block: only when its END line follows (an armour line alone, in a log, drops nothing).
     size_t offset = static_cast<size_t>(line.data() - text.data()) + line.size();
-    if (!inside && line.find("-----BEGIN") != std::string_view::npos && line.find("PRIVATE KEY") != std::string_view::npos &&
-        text.find("-----END", offset) != std::string::npos) {
+    if (!inside && line.find("-----BEGIN") != std::string_view::npos &&
+        line.find("PRIVATE KEY") != std::string_view::npos && text.find("-----END", offset) != std::string::npos) {
       inside = true;
       out.append(line);
       out += "\n";
@@ -297,16 +305,17 @@ std::string RedactNulList(const std::string& text) {
 bool IsSecretName(std::string_view name) {
   std::string n = Normalize(name);
   if (n.empty()) return false;
-  for (std::string_view s : {"file", "path", "dir", "type", "level", "length", "len", "age", "lifetime", "timeout", "program", "command",
-                             "cmd", "method", "policy", "authentication", "enabled", "expiry"}) {
+  for (std::string_view s : {"file", "path", "dir", "type", "level", "length", "len", "age", "lifetime", "timeout",
+                             "program", "command", "cmd", "method", "policy", "authentication", "enabled", "expiry"}) {
     if (EndsWith(n, s)) return false;
   }
   for (std::string_view exact : {"mkey", "smkey", "sakey", "auth", "pass", "pw", "pwd", "psk"}) {
     if (n == exact) return true;
   }
-  for (std::string_view part : {"password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "privatekey", "privkey",
-                                "accesskey", "authtok", "bindpw", "clientkeydata", "sessionkey", "signingkey", "encryptionkey",
-                                "masterkey", "storagepass", "jobcomppass"}) {
+  for (std::string_view part :
+       {"password", "passwd", "passphrase", "secret", "token", "credential", "apikey", "privatekey", "privkey",
+        "accesskey", "authtok", "bindpw", "clientkeydata", "sessionkey", "signingkey", "encryptionkey", "masterkey",
+        "storagepass", "jobcomppass"}) {
     if (n.find(part) != std::string::npos) return true;
   }
   return EndsWith(n, "pass") || EndsWith(n, "pwd") || EndsWith(n, "bindpw");
@@ -315,7 +324,8 @@ bool IsSecretName(std::string_view name) {
 bool CouldBeSecret(std::string_view value) {
   std::string v = util::ToLower(util::Trim(value));
   if (v.empty()) return false;
-  for (std::string_view harmless : {"(null)", "null", "none", "yes", "no", "true", "false", "on", "off", "*", "!", "x", "<redacted>"}) {
+  for (std::string_view harmless :
+       {"(null)", "null", "none", "yes", "no", "true", "false", "on", "off", "*", "!", "x", "<redacted>"}) {
     if (v == harmless) return false;
   }
   std::string_view digits = v;
@@ -326,7 +336,8 @@ bool CouldBeSecret(std::string_view value) {
 std::string RedactFile(std::string_view path, std::string content) {
   if (IsSecretFile(path)) return fmt::format("{} ({} bytes of secret material not read)", kRedacted, content.size());
   if (IsProcNulFile(path)) return RedactNulList(content);
-  if (!util::IsValidUtf8(content) && content.find('\0') != std::string::npos && content.find("PRIVATE KEY") == std::string::npos) {
+  if (!util::IsValidUtf8(content) && content.find('\0') != std::string::npos &&
+      content.find("PRIVATE KEY") == std::string::npos) {
     return content;  // binary (sysfs, PCI config space): no text keys to find
   }
   return RedactLines(std::move(content), IsSpaceSeparatedSecretFile(path));

@@ -28,7 +28,8 @@ std::string AnswerWord(const YAML::Node& n) {
 
 Assessment ParseAssessment(const std::string& text, const std::string& origin, const Catalog& catalog) {
   auto fail = [&](const YAML::Mark& m, const std::string& what) {
-    throw std::runtime_error(m.line >= 0 ? fmt::format("{}:{}: {}", origin, m.line + 1, what) : fmt::format("{}: {}", origin, what));
+    throw std::runtime_error(m.line >= 0 ? fmt::format("{}:{}: {}", origin, m.line + 1, what)
+                                         : fmt::format("{}: {}", origin, what));
   };
   std::set<std::string> keys;
   for (const auto& c : catalog.criteria) {
@@ -47,7 +48,9 @@ Assessment ParseAssessment(const std::string& text, const std::string& origin, c
     }
     a.edition = Scalar(root["edition"]);
     if (a.edition.empty()) fail(root.Mark(), "'edition' is missing");
-    if (a.edition != catalog.edition) fail(root["edition"].Mark(), fmt::format("edition {} does not match the catalog's {}", a.edition, catalog.edition));
+    if (a.edition != catalog.edition)
+      fail(root["edition"].Mark(),
+           fmt::format("edition {} does not match the catalog's {}", a.edition, catalog.edition));
     a.provider = Scalar(root["provider"]);
     if (a.provider.empty()) fail(root.Mark(), "'provider' is missing");
     a.cluster = Scalar(root["cluster"]);
@@ -65,7 +68,8 @@ Assessment ParseAssessment(const std::string& text, const std::string& origin, c
       if (!answers.IsMap()) fail(answers.Mark(), "'answers' must map assessment keys to answers");
       for (const auto& kv : answers) {
         std::string key = kv.first.as<std::string>();
-        if (!keys.count(key)) fail(kv.first.Mark(), fmt::format("unknown assessment key '{}' (see clustermax rate --template)", key));
+        if (!keys.count(key))
+          fail(kv.first.Mark(), fmt::format("unknown assessment key '{}' (see clustermax rate --template)", key));
         Answer ans;
         const YAML::Node& v = kv.second;
         if (v.IsMap()) {
@@ -115,7 +119,8 @@ std::string AssessmentTemplate(const Catalog& catalog) {
         out += fmt::format("\n  # --- {} ---\n", cat.title);
         header = true;
       }
-      out += fmt::format("  # {}{}\n", c.title, c.critical ? " (CRITICAL: 'no' rates the provider Underperforming)" : "");
+      out +=
+          fmt::format("  # {}{}\n", c.title, c.critical ? " (CRITICAL: 'no' rates the provider Underperforming)" : "");
       if (!c.assessment->help.empty()) out += fmt::format("  # {}\n", c.assessment->help);
       out += fmt::format("  {}:\n    answer: unknown\n    source: \"\"\n    date: \"\"\n", c.assessment->key);
     }

@@ -11,7 +11,7 @@
 namespace clustermax::embedded {
 extern const std::string_view kRatingCatalog30Json;
 extern const std::string_view kRatingCatalog20Json;
-}
+}  // namespace clustermax::embedded
 
 namespace clustermax::rating {
 using nlohmann::json;
@@ -77,8 +77,10 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
     c.below_lowest = j.value("below_lowest", "PARTICIPATION_RIBBON");
     c.ladder = j.at("ladder").get<std::vector<std::string>>();
     c.unavailable_classes = j.at("unavailable_classes").get<std::map<std::string, std::string>>();
-    for (const auto& k : j.at("categories")) c.categories.push_back({k.at("id"), k.at("title"), k.value("weight", 1.0)});
-    for (const auto& t : j.at("tiers")) c.tiers.push_back({t.at("tier"), t.at("min_score"), t.at("max_below"), t.value("about", "")});
+    for (const auto& k : j.at("categories"))
+      c.categories.push_back({k.at("id"), k.at("title"), k.value("weight", 1.0)});
+    for (const auto& t : j.at("tiers"))
+      c.tiers.push_back({t.at("tier"), t.at("min_score"), t.at("max_below"), t.value("about", "")});
     const json& me = j.at("minimum_evidence");
     c.minimum = {me.at("coverage"), me.at("rated_categories"), me.at("machine_evidence"), me.value("about", "")};
     const json& cr = j.at("credit");
@@ -99,7 +101,8 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
       k.critical = x.value("critical", false);
       k.checks = x.value("checks", std::vector<std::string>{});
       k.metrics = x.value("metrics", std::vector<std::string>{});
-      if (x.contains("assessment")) k.assessment = AssessmentItem{x["assessment"].at("key"), x["assessment"].value("help", "")};
+      if (x.contains("assessment"))
+        k.assessment = AssessmentItem{x["assessment"].at("key"), x["assessment"].value("help", "")};
       c.criteria.push_back(std::move(k));
     }
   } catch (const json::exception& e) {
@@ -108,28 +111,34 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
   std::set<std::string> ids, keys, checks;
   for (const auto& k : c.criteria) {
     if (!ids.insert(k.id).second) fail("criterion " + k.id + " is listed twice");
-    if (!c.FindCategory(k.category)) fail(fmt::format("criterion {} names the unknown category '{}'", k.id, k.category));
-    if (k.checks.empty() && k.metrics.empty() && !k.assessment) fail("criterion " + k.id + " has no source (checks, metrics or assessment)");
+    if (!c.FindCategory(k.category))
+      fail(fmt::format("criterion {} names the unknown category '{}'", k.id, k.category));
+    if (k.checks.empty() && k.metrics.empty() && !k.assessment)
+      fail("criterion " + k.id + " has no source (checks, metrics or assessment)");
     if (k.weight <= 0) fail("criterion " + k.id + " needs a positive weight");
-    if (k.assessment && !keys.insert(k.assessment->key).second) fail("assessment key " + k.assessment->key + " is used twice");
+    if (k.assessment && !keys.insert(k.assessment->key).second)
+      fail("assessment key " + k.assessment->key + " is used twice");
     for (const auto& ch : k.checks) {
       if (!checks.insert(ch).second) fail(fmt::format("check {} counts toward two criteria", ch));
     }
   }
-  if (std::find(c.ladder.begin(), c.ladder.end(), c.below_lowest) == c.ladder.end()) fail("below_lowest " + c.below_lowest + " is not on the ladder");
+  if (std::find(c.ladder.begin(), c.ladder.end(), c.below_lowest) == c.ladder.end())
+    fail("below_lowest " + c.below_lowest + " is not on the ladder");
   if (!(c.minimum.coverage >= 0 && c.minimum.coverage <= 1)) fail("minimum_evidence.coverage must be between 0 and 1");
   if (c.minimum.rated_categories < 0 || c.minimum.rated_categories > static_cast<int>(c.categories.size())) {
     fail(fmt::format("minimum_evidence.rated_categories must be between 0 and the {} categories", c.categories.size()));
   }
   double total = 0;
   for (const auto& [tier, share] : c.cohort_shares) {
-    if (std::find(c.ladder.begin(), c.ladder.end(), tier) == c.ladder.end()) fail("cohort tier " + tier + " is not on the ladder");
+    if (std::find(c.ladder.begin(), c.ladder.end(), tier) == c.ladder.end())
+      fail("cohort tier " + tier + " is not on the ladder");
     if (share < 0) fail("cohort share of " + tier + " is negative");
     total += share;
   }
   if (total > 1 + 1e-9) fail("cohort shares add up to more than 1");
   for (size_t i = 0; i < c.tiers.size(); ++i) {
-    if (std::find(c.ladder.begin(), c.ladder.end(), c.tiers[i].tier) == c.ladder.end()) fail("tier " + c.tiers[i].tier + " is not on the ladder");
+    if (std::find(c.ladder.begin(), c.ladder.end(), c.tiers[i].tier) == c.ladder.end())
+      fail("tier " + c.tiers[i].tier + " is not on the ladder");
     if (i > 0 && (c.tiers[i].min_score > c.tiers[i - 1].min_score || c.tiers[i].max_below < c.tiers[i - 1].max_below)) {
       fail("tiers must be listed best first, each no stricter than the one before");
     }
@@ -137,10 +146,11 @@ Catalog ParseCatalog(const std::string& text, const std::string& origin) {
   return c;
 }
 
-
 const Catalog& EmbeddedCatalog(const std::string& edition) {
-  static const Catalog c30 = ParseCatalog(std::string(embedded::kRatingCatalog30Json), "data/rating/3.0.json (embedded)");
-  static const Catalog c20 = ParseCatalog(std::string(embedded::kRatingCatalog20Json), "data/rating/2.0.json (embedded)");
+  static const Catalog c30 =
+      ParseCatalog(std::string(embedded::kRatingCatalog30Json), "data/rating/3.0.json (embedded)");
+  static const Catalog c20 =
+      ParseCatalog(std::string(embedded::kRatingCatalog20Json), "data/rating/2.0.json (embedded)");
   if (edition == "3.0") return c30;
   if (edition == "2.0") return c20;
   throw std::invalid_argument(fmt::format("no criteria catalog for edition '{}' (known: 2.0, 3.0)", edition));

@@ -19,7 +19,9 @@ namespace {
 
 double Round(double v) { return std::round(v * 1000) / 1000; }
 
-bool In(const std::vector<std::string>& list, const std::string& v) { return std::find(list.begin(), list.end(), v) != list.end(); }
+bool In(const std::vector<std::string>& list, const std::string& v) {
+  return std::find(list.begin(), list.end(), v) != list.end();
+}
 
 // One piece of evidence for a criterion.
 struct Item {
@@ -97,15 +99,17 @@ std::vector<Item> MetricItems(const std::string& pattern, const std::map<std::st
       x.state = "excluded";
     }
     if (g.contains("value")) {
-      x.detail = fmt::format("{} {} (pass {} {}{})", g["value"].dump(), g.value("unit", ""), g.value("better", "") == "lower" ? "<=" : ">=",
-                             g["pass"].dump(), g.contains("detail") ? "; " + g["detail"].get<std::string>() : "");
+      x.detail = fmt::format("{} {} (pass {} {}{})", g["value"].dump(), g.value("unit", ""),
+                             g.value("better", "") == "lower" ? "<=" : ">=", g["pass"].dump(),
+                             g.contains("detail") ? "; " + g["detail"].get<std::string>() : "");
     } else {
       x.detail = g.value("reason", "");
     }
     out.push_back(x);
   }
   if (out.empty()) {
-    out.push_back({"metric:" + pattern, "unknown", 0, "", "not measured: no benchmark result in the input has it", false});
+    out.push_back(
+        {"metric:" + pattern, "unknown", 0, "", "not measured: no benchmark result in the input has it", false});
   }
   return out;
 }
@@ -124,7 +128,9 @@ Item AssessmentItemOf(const AssessmentItem& a, const std::optional<Assessment>& 
   // An attestation is evidence through its source: "yes" without one earns half (as "partial").
   x.credit = ans.value == "yes" ? (ans.source.empty() ? 0.5 : 1.0) : ans.value == "partial" ? 0.5 : 0.0;
   x.proven_unmet = ans.value == "no";
-  x.detail = ans.source.empty() ? (ans.value == "yes" ? "attested without a source: half credit" : "attested, no source given") : "source: " + ans.source;
+  x.detail = ans.source.empty()
+                 ? (ans.value == "yes" ? "attested without a source: half credit" : "attested, no source given")
+                 : "source: " + ans.source;
   if (!ans.date.empty()) x.detail += " (" + ans.date + ")";
   if (!ans.note.empty()) x.detail += "; " + ans.note;
   return x;
@@ -144,8 +150,8 @@ struct Crit {
 // The fewest criteria to give evidence for to reach the catalog's minimum evidence: the heaviest
 // unknown criterion of each category that is not rated (as many categories as are missing), then
 // the heaviest unknown criteria until the coverage is reached.
-json EvidenceFixes(const Catalog& cat, const std::map<std::string, std::vector<Crit>>& by_cat, const std::map<std::string, bool>& rated,
-                   double coverage, int rated_count) {
+json EvidenceFixes(const Catalog& cat, const std::map<std::string, std::vector<Crit>>& by_cat,
+                   const std::map<std::string, bool>& rated, double coverage, int rated_count) {
   double all_w = 0;
   std::vector<std::pair<const Category*, const Crit*>> unknown;
   for (const auto& category : cat.categories) {
@@ -157,7 +163,8 @@ json EvidenceFixes(const Catalog& cat, const std::map<std::string, std::vector<C
       if (k.verdict == "unknown") unknown.push_back({&category, &k});
     }
   }
-  std::stable_sort(unknown.begin(), unknown.end(), [](const auto& a, const auto& b) { return a.second->c->weight > b.second->c->weight; });
+  std::stable_sort(unknown.begin(), unknown.end(),
+                   [](const auto& a, const auto& b) { return a.second->c->weight > b.second->c->weight; });
   json fixes = json::array();
   std::set<const Crit*> chosen;
   double got = coverage * all_w;
@@ -168,7 +175,8 @@ json EvidenceFixes(const Catalog& cat, const std::map<std::string, std::vector<C
     for (const auto& x : k.items) {
       if (x.state == "unknown") items.push_back(x.ToJson());
     }
-    fixes.push_back({{"category", c.id}, {"criterion", k.c->id}, {"title", k.c->title}, {"verdict", k.verdict}, {"items", items}});
+    fixes.push_back(
+        {{"category", c.id}, {"criterion", k.c->id}, {"title", k.c->title}, {"verdict", k.verdict}, {"items", items}});
   };
   int missing = std::max(0, cat.minimum.rated_categories - rated_count);
   std::set<std::string> lifted;
@@ -200,7 +208,8 @@ RunInput LoadRunDir(const fs::path& dir) {
       return util::ParseJsonDocument(*text, p.string());
     } catch (const std::runtime_error& e) {
       std::string what = e.what();
-      throw std::runtime_error(what.find("not valid JSON") != std::string::npos ? what + "; was the run interrupted?" : what);
+      throw std::runtime_error(what.find("not valid JSON") != std::string::npos ? what + "; was the run interrupted?"
+                                                                                : what);
     }
   };
   fs::path report = dir / "report.json";
@@ -224,7 +233,9 @@ RunInput LoadRunDir(const fs::path& dir) {
         throw std::runtime_error(f.string() + ": not a clustermax benchmark result");
       }
       if (b.value("interrupted", false)) {
-        throw std::runtime_error(f.string() + ": an interrupted benchmark run (INCOMPLETE), not a result to rate or store; run it again to the end");
+        throw std::runtime_error(
+            f.string() +
+            ": an interrupted benchmark run (INCOMPLETE), not a result to rate or store; run it again to the end");
       }
       in.benches.push_back(std::move(b));
     }
@@ -244,7 +255,8 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     json in = {{"dir", run.dir}};
     if (run.report) {
       for (const auto& r : (*run.report)["results"]) checks[r.value("id", "")].push_back(&r);
-      in["report"] = {{"target", run.report->value("target", "")}, {"collected_at", run.report->value("collected_at", "")},
+      in["report"] = {{"target", run.report->value("target", "")},
+                      {"collected_at", run.report->value("collected_at", "")},
                       {"nodes", run.report->value("nodes", json::array()).size()}};
     }
     json kinds = json::array();
@@ -260,8 +272,12 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     inputs.push_back(in);
   }
 
-  json out = {{"kind", "clustermax.rating"}, {"schema_version", 1}, {"tool_version", std::string(core::kToolVersion)},
-              {"edition", cat.edition}, {"catalog", {{"origin", cat.origin}, {"version", cat.version}}}, {"inputs", inputs}};
+  json out = {{"kind", "clustermax.rating"},
+              {"schema_version", 1},
+              {"tool_version", std::string(core::kToolVersion)},
+              {"edition", cat.edition},
+              {"catalog", {{"origin", cat.origin}, {"version", cat.version}}},
+              {"inputs", inputs}};
   out["provider"] = as ? json(as->provider) : json(nullptr);
   out["cluster"] = as && !as->cluster.empty() ? json(as->cluster) : json(nullptr);
   out["assessment"] = as ? json(as->origin) : json(nullptr);
@@ -290,7 +306,7 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
       k.verdict = "not-applicable";
     } else {
       k.credit = sum / (credited + unknown);
-      k.verdict = credited == 0                        ? "unknown"
+      k.verdict = credited == 0                          ? "unknown"
                   : unknown == 0 && k.credit >= 1 - 1e-9 ? "met"
                   : unknown == 0 && k.credit <= 1e-9     ? "unmet"
                                                          : "partly-met";
@@ -317,8 +333,13 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
         any_known |= x.state == "credited";
         machine |= x.state == "credited" && x.source.rfind("assessment:", 0) != 0;
       }
-      crits.push_back({{"id", k.c->id}, {"title", k.c->title}, {"weight", k.c->weight}, {"critical", k.c->critical},
-                       {"verdict", k.verdict}, {"credit", k.applicable ? json(Round(k.credit)) : json(nullptr)}, {"items", items}});
+      crits.push_back({{"id", k.c->id},
+                       {"title", k.c->title},
+                       {"weight", k.c->weight},
+                       {"critical", k.c->critical},
+                       {"verdict", k.verdict},
+                       {"credit", k.applicable ? json(Round(k.credit)) : json(nullptr)},
+                       {"items", items}});
       if (!k.applicable) continue;
       ++applicable;
       w += k.c->weight;
@@ -330,8 +351,11 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     rated_count += rated[category.id];
     all_w += w;
     all_known_w += known_w;
-    json cj = {{"id", category.id}, {"title", category.title}, {"rated", rated[category.id]},
-               {"score", rated[category.id] ? json(Round(score[category.id])) : json(nullptr)}, {"coverage", w > 0 ? Round(known_w / w) : 0.0}};
+    json cj = {{"id", category.id},
+               {"title", category.title},
+               {"rated", rated[category.id]},
+               {"score", rated[category.id] ? json(Round(score[category.id])) : json(nullptr)},
+               {"coverage", w > 0 ? Round(known_w / w) : 0.0}};
     if (!rated[category.id]) {
       cj["not_rated"] = applicable == 0 ? std::string("no criterion applies: every item was excluded")
                                         : fmt::format("no evidence for any of its {} applicable criteria", applicable);
@@ -345,20 +369,25 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
   double coverage = all_w > 0 ? all_known_w / all_w : 0.0;
   json short_of = json::array();
   if (coverage < cat.minimum.coverage - 1e-9) {
-    short_of.push_back(fmt::format("evidence covers {:.0f} % of the applicable criteria (by weight), {:.0f} % needed", coverage * 100,
-                                   cat.minimum.coverage * 100));
+    short_of.push_back(fmt::format("evidence covers {:.0f} % of the applicable criteria (by weight), {:.0f} % needed",
+                                   coverage * 100, cat.minimum.coverage * 100));
   }
   if (rated_count < cat.minimum.rated_categories) {
-    short_of.push_back(fmt::format("{} of {} categories rated, {} needed", rated_count, cat.categories.size(), cat.minimum.rated_categories));
+    short_of.push_back(fmt::format("{} of {} categories rated, {} needed", rated_count, cat.categories.size(),
+                                   cat.minimum.rated_categories));
   }
   if (cat.minimum.machine_evidence && !machine) {
-    short_of.push_back("nothing read from the machine: no audit check or benchmark result was credited (attestations alone are not a rating)");
+    short_of.push_back(
+        "nothing read from the machine: no audit check or benchmark result was credited (attestations alone are not a rating)");
   }
   out["evidence"] = {{"coverage", Round(coverage)},
                      {"rated_categories", rated_count},
                      {"machine_evidence", machine},
-                     {"minimum", {{"coverage", cat.minimum.coverage}, {"rated_categories", cat.minimum.rated_categories},
-                                  {"machine_evidence", cat.minimum.machine_evidence}, {"about", cat.minimum.about}}},
+                     {"minimum",
+                      {{"coverage", cat.minimum.coverage},
+                       {"rated_categories", cat.minimum.rated_categories},
+                       {"machine_evidence", cat.minimum.machine_evidence},
+                       {"about", cat.minimum.about}}},
                      {"meets_minimum", short_of.empty()},
                      {"short_of", short_of}};
 
@@ -385,15 +414,15 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
   if (as && as->unavailable) {
     tier = "UNAVAILABLE";
     gates["unavailable"] = {{"class", *as->unavailable}, {"about", cat.unavailable_classes.at(*as->unavailable)}};
-    decided = fmt::format("gate 1 (Unavailable): {} ({}), a participation class, not a verdict on quality", *as->unavailable,
-                          cat.unavailable_classes.at(*as->unavailable));
+    decided = fmt::format("gate 1 (Unavailable): {} ({}), a participation class, not a verdict on quality",
+                          *as->unavailable, cat.unavailable_classes.at(*as->unavailable));
   } else if (!gates["underperforming"].empty()) {
     tier = "UNDERPERFORMING";
     std::string what;
     json fixes = json::array();
     for (const auto& g : gates["underperforming"]) {
-      what += (what.empty() ? "" : "; ") + g["criterion"].get<std::string>() + " (" + g["evidence"][0]["source"].get<std::string>() + " " +
-              g["evidence"][0]["status"].get<std::string>() + ")";
+      what += (what.empty() ? "" : "; ") + g["criterion"].get<std::string>() + " (" +
+              g["evidence"][0]["source"].get<std::string>() + " " + g["evidence"][0]["status"].get<std::string>() + ")";
       fixes.push_back({{"criterion", g["criterion"]}, {"title", g["title"]}, {"evidence", g["evidence"]}});
     }
     decided = "gate 2 (Underperforming): critical criteria proven unmet: " + what;
@@ -416,7 +445,8 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     if (static_cast<int>(below.size()) <= t.max_below) {
       by_scores = t.tier;
       rung = static_cast<int>(i);
-      rule_text = fmt::format("{}: {}; {} of {} categories are", t.tier, t.about, cat.categories.size() - below.size(), cat.categories.size());
+      rule_text = fmt::format("{}: {}; {} of {} categories are", t.tier, t.about, cat.categories.size() - below.size(),
+                              cat.categories.size());
       if (!below.empty()) rule_text += fmt::format(" (below: {})", fmt::join(below, ", "));
       break;
     }
@@ -425,14 +455,17 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
     const TierRule& b = cat.tiers.back();
     int n = 0;
     for (const auto& c : cat.categories) n += !rated[c.id] || score[c.id] < b.min_score;
-    rule_text = fmt::format("{}: {} categories under the {} cut-off of {} (at most {} allowed). {}", cat.below_lowest, n, b.tier,
-                            Short(b.min_score), b.max_below, cat.ribbon);
+    rule_text = fmt::format("{}: {} categories under the {} cut-off of {} (at most {} allowed). {}", cat.below_lowest,
+                            n, b.tier, Short(b.min_score), b.max_below, cat.ribbon);
   }
   out["tier_by_scores"] = by_scores;
   if (tier.empty() && !short_of.empty()) {
     tier = kInsufficientEvidence;
-    decided = fmt::format("minimum evidence (no tier without it): {}", fmt::join(short_of.get<std::vector<std::string>>(), "; "));
-    next = {{"tier", "any tier"}, {"about", cat.minimum.about}, {"fixes", EvidenceFixes(cat, by_cat, rated, coverage, rated_count)}};
+    decided = fmt::format("minimum evidence (no tier without it): {}",
+                          fmt::join(short_of.get<std::vector<std::string>>(), "; "));
+    next = {{"tier", "any tier"},
+            {"about", cat.minimum.about},
+            {"fixes", EvidenceFixes(cat, by_cat, rated, coverage, rated_count)}};
   }
   if (tier.empty()) {
     tier = by_scores;
@@ -465,8 +498,12 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
           for (const auto& x : k->items) {
             if (x.state == "unknown" || (x.state == "credited" && x.credit < 1)) actions.push_back(x.ToJson());
           }
-          fixes.push_back({{"category", c->id}, {"criterion", k->c->id}, {"title", k->c->title}, {"verdict", k->verdict},
-                           {"gain", Round(gain)}, {"items", actions}});
+          fixes.push_back({{"category", c->id},
+                           {"criterion", k->c->id},
+                           {"title", k->c->title},
+                           {"verdict", k->verdict},
+                           {"gain", Round(gain)},
+                           {"items", actions}});
         }
       }
       next = {{"tier", t.tier}, {"cut_off", t.min_score}, {"about", t.about}, {"fixes", fixes}};
@@ -474,7 +511,8 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
   }
   out["tier"] = tier;
   json cut_offs = json::array();
-  for (const auto& t : cat.tiers) cut_offs.push_back({{"tier", t.tier}, {"min_score", t.min_score}, {"max_below", t.max_below}});
+  for (const auto& t : cat.tiers)
+    cut_offs.push_back({{"tier", t.tier}, {"min_score", t.min_score}, {"max_below", t.max_below}});
   out["cut_offs"] = cut_offs;  // the ladder's rules, for a chart's cut-off lines
   out["decided_by"] = decided;
   out["tier_rule"] = rule_text;
@@ -492,27 +530,33 @@ json Rate(const Catalog& cat, const std::vector<RunInput>& runs, const std::opti
 }
 
 std::string RenderRating(const json& r, int verbosity) {
-  std::string who = r["provider"].is_string() ? r["provider"].get<std::string>() : std::string("(no assessment: provider unnamed)");
+  std::string who =
+      r["provider"].is_string() ? r["provider"].get<std::string>() : std::string("(no assessment: provider unnamed)");
   if (r["cluster"].is_string()) who += " / " + r["cluster"].get<std::string>();
-  std::string out = fmt::format("clustermax rate: {} (ClusterMAX {} criteria, catalog v{})\n", who, r["edition"].get<std::string>(),
-                                r["catalog"]["version"].get<int>());
+  std::string out = fmt::format("clustermax rate: {} (ClusterMAX {} criteria, catalog v{})\n", who,
+                                r["edition"].get<std::string>(), r["catalog"]["version"].get<int>());
   for (const auto& in : r["inputs"]) {
-    out += fmt::format("  input {}{}{}\n", in["dir"].get<std::string>(),
-                       in.contains("report") ? fmt::format(": audit ({}, {} node(s), {})", in["report"]["target"].get<std::string>(),
-                                                           in["report"]["nodes"].get<size_t>(), in["report"]["collected_at"].get<std::string>())
-                                             : "",
-                       in["benchmarks"].empty() ? "" : fmt::format("; benchmarks {}", in["benchmarks"].dump()));
+    out += fmt::format(
+        "  input {}{}{}\n", in["dir"].get<std::string>(),
+        in.contains("report")
+            ? fmt::format(": audit ({}, {} node(s), {})", in["report"]["target"].get<std::string>(),
+                          in["report"]["nodes"].get<size_t>(), in["report"]["collected_at"].get<std::string>())
+            : "",
+        in["benchmarks"].empty() ? "" : fmt::format("; benchmarks {}", in["benchmarks"].dump()));
   }
   out += fmt::format("\nTIER: {}{}\n  decided by {}\n", r["tier"].get<std::string>(),
-                     r["tier"] == kInsufficientEvidence ? " (no tier is given without the minimum evidence)" : "", r["decided_by"].get<std::string>());
-  if (r["tier"] != r["tier_by_scores"]) out += fmt::format("  (the category scores alone would give {})\n", r["tier_by_scores"].get<std::string>());
+                     r["tier"] == kInsufficientEvidence ? " (no tier is given without the minimum evidence)" : "",
+                     r["decided_by"].get<std::string>());
+  if (r["tier"] != r["tier_by_scores"])
+    out += fmt::format("  (the category scores alone would give {})\n", r["tier_by_scores"].get<std::string>());
   if (r.contains("evidence")) {
     const json& e = r["evidence"];
-    out += fmt::format("  evidence: {:.0f} % of the applicable criteria (by weight), {} of {} categories rated, {} (minimum {:.0f} %, {} categories{})\n",
-                       e["coverage"].get<double>() * 100, e["rated_categories"].get<int>(), r["categories"].size(),
-                       e["machine_evidence"].get<bool>() ? "results read from the machine" : "nothing read from the machine",
-                       e["minimum"]["coverage"].get<double>() * 100, e["minimum"]["rated_categories"].get<int>(),
-                       e["minimum"]["machine_evidence"].get<bool>() ? ", machine evidence" : "");
+    out += fmt::format(
+        "  evidence: {:.0f} % of the applicable criteria (by weight), {} of {} categories rated, {} (minimum {:.0f} %, {} categories{})\n",
+        e["coverage"].get<double>() * 100, e["rated_categories"].get<int>(), r["categories"].size(),
+        e["machine_evidence"].get<bool>() ? "results read from the machine" : "nothing read from the machine",
+        e["minimum"]["coverage"].get<double>() * 100, e["minimum"]["rated_categories"].get<int>(),
+        e["minimum"]["machine_evidence"].get<bool>() ? ", machine evidence" : "");
   }
   out += "\n  category                                   score  cover  criteria met / partly / unmet / unknown\n";
   for (const auto& c : r["categories"]) {
@@ -524,16 +568,20 @@ std::string RenderRating(const json& r, int verbosity) {
       unmet += v == "unmet";
       unknown += v == "unknown";
     }
-    std::string shown = c["score"].is_number() ? fmt::format("{:.2f}", c["score"].get<double>()) : std::string("not rated");
-    out += fmt::format("  {:<38} {:>9} {:>5.0f}%  {} / {} / {} / {}{}\n", c["title"].get<std::string>(), shown, c["coverage"].get<double>() * 100, met,
-                       partly, unmet, unknown, c.contains("not_rated") ? "  (" + c["not_rated"].get<std::string>() + ")" : "");
+    std::string shown =
+        c["score"].is_number() ? fmt::format("{:.2f}", c["score"].get<double>()) : std::string("not rated");
+    out += fmt::format("  {:<38} {:>9} {:>5.0f}%  {} / {} / {} / {}{}\n", c["title"].get<std::string>(), shown,
+                       c["coverage"].get<double>() * 100, met, partly, unmet, unknown,
+                       c.contains("not_rated") ? "  (" + c["not_rated"].get<std::string>() + ")" : "");
     if (verbosity > 0) {
       for (const auto& k : c["criteria"]) {
-        out += fmt::format("      {:<14} {:<28} {}\n", k["verdict"].get<std::string>(), k["id"].get<std::string>(), k["title"].get<std::string>());
+        out += fmt::format("      {:<14} {:<28} {}\n", k["verdict"].get<std::string>(), k["id"].get<std::string>(),
+                           k["title"].get<std::string>());
         if (verbosity > 1) {
           for (const auto& x : k["items"]) {
-            out += fmt::format("          {:<9} {:<44} {} {}\n", x["state"].get<std::string>(), x["source"].get<std::string>(),
-                               x["status"].get<std::string>(), x["detail"].get<std::string>());
+            out += fmt::format("          {:<9} {:<44} {} {}\n", x["state"].get<std::string>(),
+                               x["source"].get<std::string>(), x["status"].get<std::string>(),
+                               x["detail"].get<std::string>());
           }
         }
       }
@@ -544,8 +592,8 @@ std::string RenderRating(const json& r, int verbosity) {
     out += "\n  critical failures (gate 2):\n";
     for (const auto& x : g["underperforming"]) {
       for (const auto& e : x["evidence"]) {
-        out += fmt::format("    {}: {} {}: {}\n", x["criterion"].get<std::string>(), e["source"].get<std::string>(), e["status"].get<std::string>(),
-                           e["detail"].get<std::string>());
+        out += fmt::format("    {}: {} {}: {}\n", x["criterion"].get<std::string>(), e["source"].get<std::string>(),
+                           e["status"].get<std::string>(), e["detail"].get<std::string>());
       }
     }
   }
@@ -559,8 +607,9 @@ std::string RenderRating(const json& r, int verbosity) {
     out += fmt::format("\n  to reach {}{}:\n", n["tier"].get<std::string>(),
                        n.contains("cut_off") ? fmt::format(" ({})", n["about"].get<std::string>()) : "");
     for (const auto& f : n["fixes"]) {
-      out += fmt::format("    - {}{}: {}{}\n", f.contains("category") ? f["category"].get<std::string>() + " / " : "", f["criterion"].get<std::string>(),
-                         f["title"].get<std::string>(), f.contains("gain") ? fmt::format(" (+{:.2f})", f["gain"].get<double>()) : "");
+      out += fmt::format("    - {}{}: {}{}\n", f.contains("category") ? f["category"].get<std::string>() + " / " : "",
+                         f["criterion"].get<std::string>(), f["title"].get<std::string>(),
+                         f.contains("gain") ? fmt::format(" (+{:.2f})", f["gain"].get<double>()) : "");
       const json& items = f.contains("items") ? f["items"] : f["evidence"];
       int shown = 0;
       for (const auto& x : items) {
@@ -568,12 +617,14 @@ std::string RenderRating(const json& r, int verbosity) {
           out += fmt::format("        ... {} more (-v)\n", items.size() - 4);
           break;
         }
-        out += fmt::format("        {} {}: {}\n", x["source"].get<std::string>(), x["status"].get<std::string>(), x["detail"].get<std::string>());
+        out += fmt::format("        {} {}: {}\n", x["source"].get<std::string>(), x["status"].get<std::string>(),
+                           x["detail"].get<std::string>());
       }
     }
   }
   if (!r["unknown_criteria"].empty()) {
-    out += fmt::format("\n  unknown, not credited ({}): {}\n", r["unknown_criteria"].size(), fmt::join(r["unknown_criteria"].get<std::vector<std::string>>(), ", "));
+    out += fmt::format("\n  unknown, not credited ({}): {}\n", r["unknown_criteria"].size(),
+                       fmt::join(r["unknown_criteria"].get<std::vector<std::string>>(), ", "));
   }
   return out;
 }
@@ -589,9 +640,11 @@ json Cohort(const Catalog& cat, const std::vector<json>& all_ratings) {
   std::map<std::string, size_t> by_provider;
   json superseded = json::array();
   for (const auto& r : all_ratings) {
-    if (r.value("kind", "") != "clustermax.rating") throw std::invalid_argument("not a rating (clustermax rate --out FILE)");
+    if (r.value("kind", "") != "clustermax.rating")
+      throw std::invalid_argument("not a rating (clustermax rate --out FILE)");
     if (r.value("edition", "") != cat.edition) {
-      throw std::invalid_argument(fmt::format("a rating of edition {} in a cohort of edition {}", r.value("edition", "?"), cat.edition));
+      throw std::invalid_argument(
+          fmt::format("a rating of edition {} in a cohort of edition {}", r.value("edition", "?"), cat.edition));
     }
     std::string provider = r.value("provider", json("")).is_string() ? r["provider"].get<std::string>() : "";
     auto it = by_provider.find(provider);
@@ -605,7 +658,8 @@ json Cohort(const Catalog& cat, const std::vector<json>& all_ratings) {
     auto newest = [](const json& x) {
       std::string t;
       for (const auto& in : x.value("inputs", json::array())) {
-        if (in.contains("report") && in["report"].value("collected_at", json()).is_string()) t = std::max(t, in["report"]["collected_at"].get<std::string>());
+        if (in.contains("report") && in["report"].value("collected_at", json()).is_string())
+          t = std::max(t, in["report"]["collected_at"].get<std::string>());
       }
       return t;
     };
@@ -624,7 +678,8 @@ json Cohort(const Catalog& cat, const std::vector<json>& all_ratings) {
     }
     Row row{r, n ? sum / n : 0.0};
     std::string t = r.value("tier", "");
-    (t == "UNAVAILABLE" || t == "UNDERPERFORMING" || t == kInsufficientEvidence ? gated : ranked).push_back(std::move(row));
+    (t == "UNAVAILABLE" || t == "UNDERPERFORMING" || t == kInsufficientEvidence ? gated : ranked)
+        .push_back(std::move(row));
   }
   std::stable_sort(ranked.begin(), ranked.end(), [](const Row& a, const Row& b) {
     if (a.score != b.score) return a.score > b.score;
@@ -647,26 +702,46 @@ json Cohort(const Catalog& cat, const std::vector<json>& all_ratings) {
       }
     }
     const json& r = ranked[i].r;
-    rows.push_back({{"rank", i + 1}, {"provider", r["provider"]}, {"cluster", r["cluster"]}, {"score", Round(ranked[i].score)},
+    rows.push_back({{"rank", i + 1},
+                    {"provider", r["provider"]},
+                    {"cluster", r["cluster"]},
+                    {"score", Round(ranked[i].score)},
                     {"percentile", Round(ranked.size() > 1 ? 1.0 - static_cast<double>(i) / (ranked.size() - 1) : 1.0)},
-                    {"relative_tier", rel}, {"absolute_tier", r["tier"]}});
+                    {"relative_tier", rel},
+                    {"absolute_tier", r["tier"]}});
   }
   for (const auto& g : gated) {
-    rows.push_back({{"rank", nullptr}, {"provider", g.r["provider"]}, {"cluster", g.r["cluster"]}, {"score", Round(g.score)}, {"percentile", nullptr},
-                    {"relative_tier", g.r["tier"]}, {"absolute_tier", g.r["tier"]}, {"gate", g.r["decided_by"]}});
+    rows.push_back({{"rank", nullptr},
+                    {"provider", g.r["provider"]},
+                    {"cluster", g.r["cluster"]},
+                    {"score", Round(g.score)},
+                    {"percentile", nullptr},
+                    {"relative_tier", g.r["tier"]},
+                    {"absolute_tier", g.r["tier"]},
+                    {"gate", g.r["decided_by"]}});
   }
-  return {{"kind", "clustermax.rating.cohort"}, {"edition", cat.edition}, {"about", cat.cohort_about}, {"ranked", ranked.size()},
-          {"gated", gated.size()}, {"rows", rows}, {"superseded", superseded}};
+  return {{"kind", "clustermax.rating.cohort"},
+          {"edition", cat.edition},
+          {"about", cat.cohort_about},
+          {"ranked", ranked.size()},
+          {"gated", gated.size()},
+          {"rows", rows},
+          {"superseded", superseded}};
 }
 
 std::string RenderCohort(const json& c) {
-  std::string out = fmt::format("clustermax rate --cohort: {} providers ranked, {} held by a gate (ClusterMAX {})\n  {}\n\n", c["ranked"].get<size_t>(),
-                                c["gated"].get<size_t>(), c["edition"].get<std::string>(), c["about"].get<std::string>());
-  out += fmt::format("  {:>4}  {:<28} {:<16} {:>6} {:>6}  {:<22} {}\n", "rank", "provider", "cluster", "score", "pctl", "relative tier", "absolute tier");
+  std::string out =
+      fmt::format("clustermax rate --cohort: {} providers ranked, {} held by a gate (ClusterMAX {})\n  {}\n\n",
+                  c["ranked"].get<size_t>(), c["gated"].get<size_t>(), c["edition"].get<std::string>(),
+                  c["about"].get<std::string>());
+  out += fmt::format("  {:>4}  {:<28} {:<16} {:>6} {:>6}  {:<22} {}\n", "rank", "provider", "cluster", "score", "pctl",
+                     "relative tier", "absolute tier");
   for (const auto& r : c["rows"]) {
     auto s = [](const json& v) { return v.is_string() ? v.get<std::string>() : std::string("-"); };
-    out += fmt::format("  {:>4}  {:<28} {:<16} {:>6.2f} {:>6}  {:<22} {}\n", r["rank"].is_null() ? "-" : std::to_string(r["rank"].get<size_t>()), s(r["provider"]),
-                       s(r["cluster"]), r["score"].get<double>(), r["percentile"].is_null() ? "-" : fmt::format("{:.2f}", r["percentile"].get<double>()),
+    out += fmt::format("  {:>4}  {:<28} {:<16} {:>6.2f} {:>6}  {:<22} {}\n",
+                       r["rank"].is_null() ? "-" : std::to_string(r["rank"].get<size_t>()), s(r["provider"]),
+                       s(r["cluster"]), r["score"].get<double>(),
+                       r["percentile"].is_null() ? "-" : fmt::format("{:.2f}", r["percentile"].get<double>()),
                        s(r["relative_tier"]), s(r["absolute_tier"]));
   }
   return out;

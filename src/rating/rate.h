@@ -39,7 +39,8 @@ struct RunInput {
 // holds neither, or a file is not a complete result (bad JSON, wrong kind or schema).
 RunInput LoadRunDir(const std::filesystem::path& dir);
 
-nlohmann::json Rate(const Catalog& catalog, const std::vector<RunInput>& runs, const std::optional<Assessment>& assessment);
+nlohmann::json Rate(const Catalog& catalog, const std::vector<RunInput>& runs,
+                    const std::optional<Assessment>& assessment);
 
 std::string RenderRating(const nlohmann::json& rating, int verbosity = 0);
 

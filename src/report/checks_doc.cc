@@ -8,14 +8,16 @@ namespace clustermax::report {
 std::string RenderCheckDescription(const core::CheckInfo& i) {
   std::string out;
   out += fmt::format("{}: {}\n", i.id, i.title);
-  out += fmt::format("  category: {}\n  targets: {}\n  mode: {}\n", i.category, core::MaskToString(i.targets), i.Mode());
+  out +=
+      fmt::format("  category: {}\n  targets: {}\n  mode: {}\n", i.category, core::MaskToString(i.targets), i.Mode());
   if (!i.criterion.empty()) out += fmt::format("  criterion: {}\n", i.criterion);
   if (i.critical) out += "  critical: feeds a rating hard gate\n";
   out += fmt::format("  why: {}\n  fix: {}\n", i.rationale, i.remediation);
   if (!i.reproduce.empty()) out += fmt::format("  reproduce: {}\n", i.reproduce);
   for (const auto& n : i.needs) {
     const auto* c = collect::FindCollector(n);
-    out += fmt::format("  evidence: {} ({})\n", n, c ? fmt::format("{}", fmt::join(c->info.sources, "; ")) : "no collector");
+    out += fmt::format("  evidence: {} ({})\n", n,
+                       c ? fmt::format("{}", fmt::join(c->info.sources, "; ")) : "no collector");
   }
   for (const auto& r : i.references) out += fmt::format("  ref: {} {}\n", r.label, r.url);
   return out;
@@ -41,7 +43,8 @@ std::string RenderChecksMarkdown(const core::Registry& registry) {
       const auto& i = c.info;
       if (i.category != cat) continue;
       if (!header) {
-        out += fmt::format("\n## {}\n\n| ID | Title | Targets | Mode | Evidence | Criterion |\n|---|---|---|---|---|---|\n", cat);
+        out += fmt::format(
+            "\n## {}\n\n| ID | Title | Targets | Mode | Evidence | Criterion |\n|---|---|---|---|---|---|\n", cat);
         header = true;
       }
       out += fmt::format("| `{}` | {} | {} | {} | {} | {} |\n", i.id, i.title, core::MaskToString(i.targets), i.Mode(),

@@ -21,12 +21,16 @@ std::string Str(const json& j, const char* key) {
 
 // One check on one node.
 struct Case {
-  const json* result;  // the check (id, category, title)
+  const json* result;   // the check (id, category, title)
   const json* finding;  // the node's finding (status, reason, message, observed, expected, details)
 };
 
-void Attr(pugi::xml_node n, const char* name, const std::string& v) { n.append_attribute(name).set_value(XmlSafeText(v).c_str()); }
-void Attr(pugi::xml_node n, const char* name, size_t v) { n.append_attribute(name).set_value(std::to_string(v).c_str()); }
+void Attr(pugi::xml_node n, const char* name, const std::string& v) {
+  n.append_attribute(name).set_value(XmlSafeText(v).c_str());
+}
+void Attr(pugi::xml_node n, const char* name, size_t v) {
+  n.append_attribute(name).set_value(std::to_string(v).c_str());
+}
 
 void Property(pugi::xml_node props, const std::string& name, const std::string& value) {
   auto p = props.append_child("property");
@@ -65,7 +69,8 @@ std::string XmlSafeText(std::string_view s, bool keep_newlines) {
 
 std::string RenderJUnit(const json& r) {
   std::string first_node = "node";
-  if (r.contains("nodes") && r["nodes"].is_array() && !r["nodes"].empty() && r["nodes"][0].is_string()) first_node = r["nodes"][0].get<std::string>();
+  if (r.contains("nodes") && r["nodes"].is_array() && !r["nodes"].empty() && r["nodes"][0].is_string())
+    first_node = r["nodes"][0].get<std::string>();
   // Nodes in order of first appearance, each with its checks in registry order.
   std::vector<std::string> order;
   std::map<std::string, std::vector<Case>> by_node;
@@ -133,7 +138,8 @@ std::string RenderJUnit(const json& r) {
         Attr(fl, "message", message);
         std::string sev = Str(f, "severity");
         Attr(fl, "type", sev.empty() ? std::string("FAIL") : sev);
-        fl.append_child(pugi::node_pcdata).set_value(XmlSafeText(Str(res, "title") + "\n" + message + "\n" + Evidence(f), true).c_str());
+        fl.append_child(pugi::node_pcdata)
+            .set_value(XmlSafeText(Str(res, "title") + "\n" + message + "\n" + Evidence(f), true).c_str());
       } else if (st == "SKIP") {
         auto sk = tc.append_child("skipped");
         Attr(sk, "message", reason.empty() ? message : reason + ": " + message);
@@ -145,7 +151,8 @@ std::string RenderJUnit(const json& r) {
         Property(tp, "message", message);
         if (!Str(f, "observed").empty()) Property(tp, "observed", Str(f, "observed"));
         if (!Str(f, "expected").empty()) Property(tp, "expected", Str(f, "expected"));
-        std::string out = fmt::format("{}{}: {}\n{}", st, reason.empty() ? "" : " (" + reason + ")", message, Evidence(f));
+        std::string out =
+            fmt::format("{}{}: {}\n{}", st, reason.empty() ? "" : " (" + reason + ")", message, Evidence(f));
         tc.append_child("system-out").append_child(pugi::node_pcdata).set_value(XmlSafeText(out, true).c_str());
       }
     }

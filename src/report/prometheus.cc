@@ -42,9 +42,12 @@ std::string Value(double v) {
 std::string HelpEscape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -69,10 +72,12 @@ double EpochSeconds(const std::string& rfc3339) {
 }
 
 // Latency blocks ({count, mean_us, p50_us, ...}) as one gauge per quantile, in seconds.
-void AddLatency(PromWriter& w, const std::string& family, const std::string& help, const PromLabels& labels, const json& lat) {
+void AddLatency(PromWriter& w, const std::string& family, const std::string& help, const PromLabels& labels,
+                const json& lat) {
   if (!lat.is_object()) return;
-  static const std::pair<const char*, const char*> kQuantiles[] = {
-      {"min_us", "0"}, {"p50_us", "0.5"}, {"p90_us", "0.9"}, {"p99_us", "0.99"}, {"p99_9_us", "0.999"}, {"max_us", "1"}};
+  static const std::pair<const char*, const char*> kQuantiles[] = {{"min_us", "0"},       {"p50_us", "0.5"},
+                                                                   {"p90_us", "0.9"},     {"p99_us", "0.99"},
+                                                                   {"p99_9_us", "0.999"}, {"max_us", "1"}};
   w.Family(family, help);
   for (const auto& [key, q] : kQuantiles) {
     double v;
@@ -99,12 +104,17 @@ void AddGrades(PromWriter& w, const json& bench, const PromLabels& labels) {
     auto [suffix, factor] = PromBaseUnit(unit);
     std::string tail = suffix.empty() ? std::string() : "_" + suffix;
     std::string fam = "clustermax_bench_grade" + (suffix.empty() ? std::string("_value") : tail);
-    std::string what = suffix.empty() ? "in the unit named by the unit label (not a known unit)" : "in base units (" + suffix + ")";
+    std::string what =
+        suffix.empty() ? "in the unit named by the unit label (not a known unit)" : "in base units (" + suffix + ")";
     PromLabels vl = l;
     if (suffix.empty()) vl.emplace_back("unit", unit);
-    for (const auto& [key, name, help] : {std::tuple{"value", fam, "Graded benchmark figure, " + what + "; the value is the slowest GPU's or worst node's."},
-                                          std::tuple{"pass", "clustermax_bench_grade_pass_threshold" + tail, "Bar a graded benchmark figure must reach to PASS, " + what + "."},
-                                          std::tuple{"warn", "clustermax_bench_grade_warn_threshold" + tail, "Bar a graded benchmark figure must reach to WARN rather than FAIL, " + what + "."}}) {
+    for (const auto& [key, name, help] :
+         {std::tuple{"value", fam,
+                     "Graded benchmark figure, " + what + "; the value is the slowest GPU's or worst node's."},
+          std::tuple{"pass", "clustermax_bench_grade_pass_threshold" + tail,
+                     "Bar a graded benchmark figure must reach to PASS, " + what + "."},
+          std::tuple{"warn", "clustermax_bench_grade_warn_threshold" + tail,
+                     "Bar a graded benchmark figure must reach to WARN rather than FAIL, " + what + "."}}) {
       double v;
       if (!Num(g, key, v)) continue;
       w.Family(name, help);
@@ -115,8 +125,10 @@ void AddGrades(PromWriter& w, const json& bench, const PromLabels& labels) {
 
 void AddStorageDetail(PromWriter& w, const json& b, const PromLabels& labels) {
   if (b.contains("workloads") && b["workloads"].is_array()) {
-    w.Family("clustermax_storage_workload_throughput_bytes_per_second", "Storage benchmark workload throughput (bench storage), bytes per second.");
-    w.Family("clustermax_storage_workload_operations_per_second", "Storage benchmark workload I/O operations per second (IOPS).");
+    w.Family("clustermax_storage_workload_throughput_bytes_per_second",
+             "Storage benchmark workload throughput (bench storage), bytes per second.");
+    w.Family("clustermax_storage_workload_operations_per_second",
+             "Storage benchmark workload I/O operations per second (IOPS).");
     for (const auto& wl : b["workloads"]) {
       PromLabels l = labels;
       l.emplace_back("workload", Str(wl, "id"));
@@ -124,30 +136,35 @@ void AddStorageDetail(PromWriter& w, const json& b, const PromLabels& labels) {
       if (Num(wl, "bw_bytes_per_s", v)) w.Add("clustermax_storage_workload_throughput_bytes_per_second", l, v);
       if (Num(wl, "iops", v)) w.Add("clustermax_storage_workload_operations_per_second", l, v);
       if (wl.contains("latency")) {
-        AddLatency(w, "clustermax_storage_workload_latency_seconds", "Storage benchmark workload I/O latency quantile (0 min, 1 max), seconds.", l,
-                   wl["latency"]);
+        AddLatency(w, "clustermax_storage_workload_latency_seconds",
+                   "Storage benchmark workload I/O latency quantile (0 min, 1 max), seconds.", l, wl["latency"]);
       }
     }
   }
   if (b.contains("checkpoint") && b["checkpoint"].is_object()) {
-    w.Family("clustermax_storage_checkpoint_throughput_bytes_per_second", "Checkpoint save/load throughput, mean over runs of the slowest rank, bytes per second.");
+    w.Family("clustermax_storage_checkpoint_throughput_bytes_per_second",
+             "Checkpoint save/load throughput, mean over runs of the slowest rank, bytes per second.");
     double v;
     PromLabels l = labels;
     l.emplace_back("direction", "write");
-    if (Num(b["checkpoint"], "write_gbps_mean", v)) w.Add("clustermax_storage_checkpoint_throughput_bytes_per_second", l, v * 1e9);
+    if (Num(b["checkpoint"], "write_gbps_mean", v))
+      w.Add("clustermax_storage_checkpoint_throughput_bytes_per_second", l, v * 1e9);
     l.back().second = "read";
-    if (Num(b["checkpoint"], "read_gbps_mean", v)) w.Add("clustermax_storage_checkpoint_throughput_bytes_per_second", l, v * 1e9);
+    if (Num(b["checkpoint"], "read_gbps_mean", v))
+      w.Add("clustermax_storage_checkpoint_throughput_bytes_per_second", l, v * 1e9);
   }
-  if (b.contains("metadata") && b["metadata"].is_object() && b["metadata"].contains("phases") && b["metadata"]["phases"].is_array()) {
-    w.Family("clustermax_storage_metadata_operations_per_second", "Small-file metadata benchmark phase rate, operations per second.");
+  if (b.contains("metadata") && b["metadata"].is_object() && b["metadata"].contains("phases") &&
+      b["metadata"]["phases"].is_array()) {
+    w.Family("clustermax_storage_metadata_operations_per_second",
+             "Small-file metadata benchmark phase rate, operations per second.");
     for (const auto& p : b["metadata"]["phases"]) {
       PromLabels l = labels;
       l.emplace_back("phase", Str(p, "id"));
       double v;
       if (Num(p, "ops_per_s", v)) w.Add("clustermax_storage_metadata_operations_per_second", l, v);
       if (p.contains("latency")) {
-        AddLatency(w, "clustermax_storage_metadata_latency_seconds", "Small-file metadata operation latency quantile (0 min, 1 max), seconds.", l,
-                   p["latency"]);
+        AddLatency(w, "clustermax_storage_metadata_latency_seconds",
+                   "Small-file metadata operation latency quantile (0 min, 1 max), seconds.", l, p["latency"]);
       }
     }
   }
@@ -155,7 +172,8 @@ void AddStorageDetail(PromWriter& w, const json& b, const PromLabels& labels) {
 
 void AddS3Detail(PromWriter& w, const json& b, const PromLabels& labels) {
   if (b.contains("transfers") && b["transfers"].is_array()) {
-    w.Family("clustermax_s3_transfer_throughput_bytes_per_second", "S3 benchmark transfer row aggregate throughput, bytes per second.");
+    w.Family("clustermax_s3_transfer_throughput_bytes_per_second",
+             "S3 benchmark transfer row aggregate throughput, bytes per second.");
     w.Family("clustermax_s3_transfer_operations_per_second", "S3 benchmark transfer row requests per second.");
     for (const auto& t : b["transfers"]) {
       PromLabels l = labels;
@@ -166,13 +184,16 @@ void AddS3Detail(PromWriter& w, const json& b, const PromLabels& labels) {
       if (Num(t, "aggregate_gbps", v)) w.Add("clustermax_s3_transfer_throughput_bytes_per_second", l, v * 1e9);
       if (Num(t, "ops_per_s", v)) w.Add("clustermax_s3_transfer_operations_per_second", l, v);
       if (t.contains("latency")) {
-        AddLatency(w, "clustermax_s3_transfer_latency_seconds", "S3 request latency quantile per transfer row, retries included (0 min, 1 max), seconds.",
-                   l, t["latency"]);
+        AddLatency(w, "clustermax_s3_transfer_latency_seconds",
+                   "S3 request latency quantile per transfer row, retries included (0 min, 1 max), seconds.", l,
+                   t["latency"]);
       }
     }
   }
   if (b.contains("requests") && b["requests"].is_object()) {
-    w.Family("clustermax_s3_requests", "S3 requests of one benchmark run by outcome (total, failed after retries, retries, throttled); a gauge: one run's count.");
+    w.Family(
+        "clustermax_s3_requests",
+        "S3 requests of one benchmark run by outcome (total, failed after retries, retries, throttled); a gauge: one run's count.");
     for (const char* k : {"total", "failed", "retries", "throttled"}) {
       double v;
       PromLabels l = labels;
@@ -196,11 +217,13 @@ void AddGpuDetail(PromWriter& w, const json& b, const PromLabels& labels) {
         l.emplace_back("gpu", Str(g, "gpu"));
         double v;
         if (Num(g, "tflops", v)) {
-          w.Family("clustermax_gpu_bench_flops", "GPU benchmark item throughput from the median time, floating-point operations per second.");
+          w.Family("clustermax_gpu_bench_flops",
+                   "GPU benchmark item throughput from the median time, floating-point operations per second.");
           w.Add("clustermax_gpu_bench_flops", l, v * 1e12);
         }
         if (Num(g, "gbps", v)) {
-          w.Family("clustermax_gpu_bench_throughput_bytes_per_second", "GPU benchmark item bytes read plus written per second (median time).");
+          w.Family("clustermax_gpu_bench_throughput_bytes_per_second",
+                   "GPU benchmark item bytes read plus written per second (median time).");
           w.Add("clustermax_gpu_bench_throughput_bytes_per_second", l, v * 1e9);
         }
         if (g.contains("time_ms") && Num(g["time_ms"], "median", v)) {
@@ -221,10 +244,14 @@ std::string PromEscapeLabelValue(std::string_view v) {
   std::string out;
   out.reserve(safe.size());
   for (char c : safe) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -268,12 +295,24 @@ std::string PromWriter::Render() const {
 
 std::pair<std::string, double> PromBaseUnit(std::string_view unit) {
   static const std::map<std::string, std::pair<std::string, double>, std::less<>> kUnits = {
-      {"GB/s", {"bytes_per_second", 1e9}},   {"MB/s", {"bytes_per_second", 1e6}}, {"B/s", {"bytes_per_second", 1}},
-      {"bytes/s", {"bytes_per_second", 1}},  {"TFLOPS", {"flops", 1e12}},         {"GFLOPS", {"flops", 1e9}},
-      {"s", {"seconds", 1}},                 {"ms", {"seconds", 1e-3}},           {"us", {"seconds", 1e-6}},
-      {"ns", {"seconds", 1e-9}},             {"%", {"ratio", 0.01}},              {"x", {"ratio", 1}},
-      {"files/s", {"files_per_second", 1}},  {"ops/s", {"operations_per_second", 1}}, {"results", {"results", 1}},
-      {"bytes", {"bytes", 1}},               {"GB", {"bytes", 1e9}},              {"GiB", {"bytes", 1073741824.0}}};
+      {"GB/s", {"bytes_per_second", 1e9}},
+      {"MB/s", {"bytes_per_second", 1e6}},
+      {"B/s", {"bytes_per_second", 1}},
+      {"bytes/s", {"bytes_per_second", 1}},
+      {"TFLOPS", {"flops", 1e12}},
+      {"GFLOPS", {"flops", 1e9}},
+      {"s", {"seconds", 1}},
+      {"ms", {"seconds", 1e-3}},
+      {"us", {"seconds", 1e-6}},
+      {"ns", {"seconds", 1e-9}},
+      {"%", {"ratio", 0.01}},
+      {"x", {"ratio", 1}},
+      {"files/s", {"files_per_second", 1}},
+      {"ops/s", {"operations_per_second", 1}},
+      {"results", {"results", 1}},
+      {"bytes", {"bytes", 1}},
+      {"GB", {"bytes", 1e9}},
+      {"GiB", {"bytes", 1073741824.0}}};
   auto it = kUnits.find(unit);
   if (it == kUnits.end()) return {"", 1};
   return it->second;
@@ -282,10 +321,15 @@ std::pair<std::string, double> PromBaseUnit(std::string_view unit) {
 void AddAuditMetrics(PromWriter& w, const json& r, const PromOptions& o) {
   if (!r.is_object()) return;
   w.Family("clustermax_audit_info", "Audit run: tool version, target and mode as labels; always 1.");
-  w.Add("clustermax_audit_info", With(o, {{"version", Str(r.is_object() && r.contains("tool") ? r["tool"] : json(), "version")}, {"target", Str(r, "target")}, {"mode", Str(r, "mode")}}), 1);
+  w.Add("clustermax_audit_info",
+        With(o, {{"version", Str(r.is_object() && r.contains("tool") ? r["tool"] : json(), "version")},
+                 {"target", Str(r, "target")},
+                 {"mode", Str(r, "mode")}}),
+        1);
   double ts = EpochSeconds(Str(r, "collected_at"));
   if (!std::isnan(ts)) {
-    w.Family("clustermax_audit_timestamp_seconds", "When the audit's evidence was collected (the judges' now), Unix time in seconds.");
+    w.Family("clustermax_audit_timestamp_seconds",
+             "When the audit's evidence was collected (the judges' now), Unix time in seconds.");
     w.Add("clustermax_audit_timestamp_seconds", With(o, {}), ts);
   }
   if (r.contains("nodes") && r["nodes"].is_array()) {
@@ -302,20 +346,24 @@ void AddAuditMetrics(PromWriter& w, const json& r, const PromOptions& o) {
   }
   if (r.contains("fleet") && r["fleet"].is_object()) {
     const json& f = r["fleet"];
-    w.Family("clustermax_fleet_nodes", "Fleet audit nodes: in scope (expected), returned evidence (returned), unreachable.");
+    w.Family("clustermax_fleet_nodes",
+             "Fleet audit nodes: in scope (expected), returned evidence (returned), unreachable.");
     double v;
     if (Num(f, "nodes_expected", v)) w.Add("clustermax_fleet_nodes", With(o, {{"state", "expected"}}), v);
     if (Num(f, "nodes_returned", v)) w.Add("clustermax_fleet_nodes", With(o, {{"state", "returned"}}), v);
     if (f.contains("unreachable") && f["unreachable"].is_array()) {
-      w.Add("clustermax_fleet_nodes", With(o, {{"state", "unreachable"}}), static_cast<double>(f["unreachable"].size()));
+      w.Add("clustermax_fleet_nodes", With(o, {{"state", "unreachable"}}),
+            static_cast<double>(f["unreachable"].size()));
     }
   }
   if (!r.contains("results") || !r["results"].is_array()) return;
   w.Family("clustermax_check_rollup_status",
            "Check status rolled up over the audit's nodes (FAIL if any node fails): 1 for the status the check has.");
-  w.Family("clustermax_check_status", "Check status on one node: 1 for the status the check has there (PASS, WARN, FAIL or SKIP).");
+  w.Family("clustermax_check_status",
+           "Check status on one node: 1 for the status the check has there (PASS, WARN, FAIL or SKIP).");
   std::string first_node;
-  if (r.contains("nodes") && r["nodes"].is_array() && !r["nodes"].empty() && r["nodes"][0].is_string()) first_node = r["nodes"][0].get<std::string>();
+  if (r.contains("nodes") && r["nodes"].is_array() && !r["nodes"].empty() && r["nodes"][0].is_string())
+    first_node = r["nodes"][0].get<std::string>();
   // Per-node series, bounded: when there are more than max_node_series, the non-PASS ones first.
   struct Row {
     PromLabels labels;
@@ -327,11 +375,13 @@ void AddAuditMetrics(PromWriter& w, const json& r, const PromOptions& o) {
     w.Add("clustermax_check_rollup_status", With(o, {{"check", id}, {"category", cat}, {"status", status}}), 1);
     const json nodes = res.contains("nodes") && res["nodes"].is_array() ? res["nodes"] : json::array();
     if (nodes.empty()) {
-      rows.push_back({With(o, {{"node", first_node}, {"check", id}, {"category", cat}, {"status", status}}), status == "PASS"});
+      rows.push_back(
+          {With(o, {{"node", first_node}, {"check", id}, {"category", cat}, {"status", status}}), status == "PASS"});
     }
     for (const auto& n : nodes) {
       std::string ns = Str(n, "status", "SKIP");
-      rows.push_back({With(o, {{"node", Str(n, "node")}, {"check", id}, {"category", cat}, {"status", ns}}), ns == "PASS"});
+      rows.push_back(
+          {With(o, {{"node", Str(n, "node")}, {"check", id}, {"category", cat}, {"status", ns}}), ns == "PASS"});
     }
   }
   size_t limit = o.max_node_series == 0 ? rows.size() : o.max_node_series;
@@ -344,7 +394,8 @@ void AddAuditMetrics(PromWriter& w, const json& r, const PromOptions& o) {
     }
   }
   if (o.max_node_series != 0) {
-    w.Family("clustermax_export_node_series_omitted", "Per-node check series left out of this exposition to bound its size (PASS rows first).");
+    w.Family("clustermax_export_node_series_omitted",
+             "Per-node check series left out of this exposition to bound its size (PASS rows first).");
     w.Add("clustermax_export_node_series_omitted", With(o, {}), static_cast<double>(rows.size() - kept));
   }
 }
@@ -353,7 +404,8 @@ void AddBenchMetrics(PromWriter& w, const json& b, const PromOptions& o) {
   if (!b.is_object()) return;
   std::string suite = Suite(b);
   PromLabels labels = With(o, {{"node", Str(b, "host")}, {"suite", suite}});
-  w.Family("clustermax_bench_verdict", "Benchmark result verdict (worst grade; INCOMPLETE when interrupted): 1 for the verdict it has.");
+  w.Family("clustermax_bench_verdict",
+           "Benchmark result verdict (worst grade; INCOMPLETE when interrupted): 1 for the verdict it has.");
   PromLabels vl = labels;
   vl.emplace_back("status", Str(b, "verdict", Str(b, "status", "SKIP")));
   w.Add("clustermax_bench_verdict", vl, 1);

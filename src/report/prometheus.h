@@ -62,7 +62,8 @@ void AddAuditMetrics(PromWriter& w, const nlohmann::json& report, const PromOpti
 // The series of one benchmark result (bench/gpu.json, storage.json, s3.json, storage-scaling).
 void AddBenchMetrics(PromWriter& w, const nlohmann::json& bench, const PromOptions& o);
 // A report (may be null) and benchmark results as one exposition document.
-std::string RenderPrometheus(const nlohmann::json& report, const std::vector<nlohmann::json>& benches, const PromOptions& o = {});
+std::string RenderPrometheus(const nlohmann::json& report, const std::vector<nlohmann::json>& benches,
+                             const PromOptions& o = {});
 
 // A benchmark unit ("GB/s", "TFLOPS", "ms", "%") as the suffix of a metric name in base units and
 // the factor to it ("bytes_per_second", 1e9). An unknown unit gives {"", 1}.

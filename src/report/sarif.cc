@@ -18,14 +18,16 @@ std::string Str(const json& j, const char* key) {
 
 // SARIF's helpUri is an absolute URI ("format": "uri"): only http(s) links without spaces.
 bool AbsoluteHttpUri(const std::string& u) {
-  return (u.rfind("https://", 0) == 0 || u.rfind("http://", 0) == 0) && u.find_first_of(" \t\r\n\"<>\\^`{|}") == std::string::npos;
+  return (u.rfind("https://", 0) == 0 || u.rfind("http://", 0) == 0) &&
+         u.find_first_of(" \t\r\n\"<>\\^`{|}") == std::string::npos;
 }
 
 json Rule(const json& res, const core::Registry* registry) {
   std::string id = Str(res, "id"), title = Str(res, "title"), category = Str(res, "category");
   const core::Check* check = registry ? registry->Find(id) : nullptr;
-  std::string help = "clustermax check " + id + " (" + category + "): " + title + ". Described in docs/checks.md (section " + category +
-                     ") and by `clustermax checks describe " + id + "`.";
+  std::string help = "clustermax check " + id + " (" + category + "): " + title +
+                     ". Described in docs/checks.md (section " + category + ") and by `clustermax checks describe " +
+                     id + "`.";
   json rule = {{"id", id}, {"shortDescription", {{"text", title.empty() ? id : title}}}};
   if (check) {
     if (!check->info.rationale.empty()) rule["fullDescription"] = {{"text", check->info.rationale}};
@@ -38,7 +40,8 @@ json Rule(const json& res, const core::Registry* registry) {
     }
   }
   rule["help"] = {{"text", help}};
-  bool critical = res.is_object() && res.contains("critical") && res["critical"].is_boolean() && res["critical"].get<bool>();
+  bool critical =
+      res.is_object() && res.contains("critical") && res["critical"].is_boolean() && res["critical"].get<bool>();
   rule["defaultConfiguration"] = {{"level", critical ? "error" : "warning"}};
   json props = {{"category", category}, {"critical", critical}, {"tags", json::array({"clustermax", category})}};
   if (!Str(res, "criterion").empty()) props["criterion"] = Str(res, "criterion");
@@ -53,8 +56,13 @@ json Result(const json& res, size_t rule_index, const std::string& node, const j
   std::string kind = st == "FAIL" || st == "WARN" ? "fail" : st == "PASS" ? "pass" : "notApplicable";
   std::string message = Str(f, "message");
   if (message.empty()) message = st + ": " + Str(res, "title");
-  json out = {{"ruleId", Str(res, "id")}, {"ruleIndex", rule_index}, {"kind", kind}, {"level", level}, {"message", {{"text", message}}}};
-  out["locations"] = json::array({{{"logicalLocations", json::array({{{"name", node}, {"fullyQualifiedName", node}, {"kind", "resource"}}})}}});
+  json out = {{"ruleId", Str(res, "id")},
+              {"ruleIndex", rule_index},
+              {"kind", kind},
+              {"level", level},
+              {"message", {{"text", message}}}};
+  out["locations"] = json::array(
+      {{{"logicalLocations", json::array({{{"name", node}, {"fullyQualifiedName", node}, {"kind", "resource"}}})}}});
   out["partialFingerprints"] = {{"clustermaxCheckNode/v1", Str(res, "id") + "@" + node}};
   json props = {{"status", st}, {"observed", Str(f, "observed")}, {"expected", Str(f, "expected")}};
   if (!Str(f, "reason").empty()) props["reason"] = Str(f, "reason");
@@ -102,7 +110,9 @@ json ToSarif(const json& r, const core::Registry* registry) {
   run["results"] = std::move(results);
   json summary = r.contains("summary") && r["summary"].is_object() ? r["summary"] : json::object();
   run["properties"] = {{"target", Str(r, "target")}, {"mode", Str(r, "mode")}, {"summary", summary}};
-  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"}, {"version", "2.1.0"}, {"runs", json::array({std::move(run)})}};
+  return {{"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
+          {"version", "2.1.0"},
+          {"runs", json::array({std::move(run)})}};
 }
 
 }  // namespace clustermax::report

@@ -94,7 +94,14 @@ json Nullable(const SQLite::Column& c) {
 }
 
 int TierRank(const std::string& t) {
-  static const std::vector<std::string> order = {"PLATINUM", "GOLD", "SILVER", "BRONZE", "PARTICIPATION_RIBBON", "UNDERPERFORMING", "UNAVAILABLE", "INSUFFICIENT_EVIDENCE"};
+  static const std::vector<std::string> order = {"PLATINUM",
+                                                 "GOLD",
+                                                 "SILVER",
+                                                 "BRONZE",
+                                                 "PARTICIPATION_RIBBON",
+                                                 "UNDERPERFORMING",
+                                                 "UNAVAILABLE",
+                                                 "INSUFFICIENT_EVIDENCE"};
   for (size_t i = 0; i < order.size(); ++i) {
     if (order[i] == t) return static_cast<int>(i);
   }
@@ -109,19 +116,20 @@ void MaybePause() {
 }
 
 json RunRow(SQLite::Statement& q) {
-  return {{"id", q.getColumn("id").getInt64()},
-          {"kind", Text(q.getColumn("kind"))},
-          {"dir", Text(q.getColumn("dir"))},
-          {"provider", Text(q.getColumn("provider"))},
-          {"cluster", Text(q.getColumn("cluster"))},
-          {"target", Nullable(q.getColumn("target"))},
-          {"collected_at", Nullable(q.getColumn("collected_at"))},
-          {"ingested_at", Text(q.getColumn("ingested_at"))},
-          {"tool_version", Nullable(q.getColumn("tool_version"))},
-          {"nodes", Nullable(q.getColumn("nodes"))},
-          {"summary", q.getColumn("summary").isNull() ? json(nullptr) : json::parse(q.getColumn("summary").getString())},
-          {"tier", Nullable(q.getColumn("tier"))},
-          {"edition", Nullable(q.getColumn("edition"))}};
+  return {
+      {"id", q.getColumn("id").getInt64()},
+      {"kind", Text(q.getColumn("kind"))},
+      {"dir", Text(q.getColumn("dir"))},
+      {"provider", Text(q.getColumn("provider"))},
+      {"cluster", Text(q.getColumn("cluster"))},
+      {"target", Nullable(q.getColumn("target"))},
+      {"collected_at", Nullable(q.getColumn("collected_at"))},
+      {"ingested_at", Text(q.getColumn("ingested_at"))},
+      {"tool_version", Nullable(q.getColumn("tool_version"))},
+      {"nodes", Nullable(q.getColumn("nodes"))},
+      {"summary", q.getColumn("summary").isNull() ? json(nullptr) : json::parse(q.getColumn("summary").getString())},
+      {"tier", Nullable(q.getColumn("tier"))},
+      {"edition", Nullable(q.getColumn("edition"))}};
 }
 
 // file:PATH?mode=ro&immutable=1, the path absolute and percent-encoded where a URI needs it.
@@ -168,8 +176,9 @@ Store Store::Open(const fs::path& path) {
         if (q.executeStep()) version = std::atoi(q.getColumn(0).getText());
       }
       if (version > kSchemaVersion) {
-        throw std::runtime_error(fmt::format("{}: schema version {} is newer than this clustermax understands ({}); upgrade clustermax",
-                                             path.string(), version, kSchemaVersion));
+        throw std::runtime_error(
+            fmt::format("{}: schema version {} is newer than this clustermax understands ({}); upgrade clustermax",
+                        path.string(), version, kSchemaVersion));
       }
       for (int v = version; v < kSchemaVersion; ++v) db->exec(Migrations()[v]);
       if (version != kSchemaVersion) {
@@ -181,7 +190,8 @@ Store Store::Open(const fs::path& path) {
       return Store(std::move(db), path.string());
     } catch (const SQLite::Exception& e) {
       bool busy = (e.getErrorCode() & 0xff) == SQLITE_BUSY || (e.getErrorCode() & 0xff) == SQLITE_LOCKED;
-      if (!busy || std::chrono::steady_clock::now() > deadline) throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
+      if (!busy || std::chrono::steady_clock::now() > deadline)
+        throw std::runtime_error(fmt::format("{}: {}", path.string(), e.what()));
       std::this_thread::sleep_for(std::chrono::milliseconds(20 + 10 * std::min(attempt, 20)));
     }
   }
@@ -189,7 +199,8 @@ Store Store::Open(const fs::path& path) {
 
 Store Store::OpenReadOnly(const fs::path& path) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw std::runtime_error(path.string() + ": no results store here yet (clustermax db ingest RUN_DIR creates it)");
+  if (!fs::exists(path, ec))
+    throw std::runtime_error(path.string() + ": no results store here yet (clustermax db ingest RUN_DIR creates it)");
   try {
     // A WAL store is read through the -shm (and -wal) beside it, which a reader creates when they
     // are missing. Where this process cannot write the file or its directory (a read-only mount, a
@@ -201,18 +212,21 @@ Store Store::OpenReadOnly(const fs::path& path) {
     fs::path wal = path.string() + "-wal";
     bool pending = fs::exists(wal, ec) && fs::file_size(wal, ec) > 0;
     if (!writable && pending && !fs::exists(path.string() + "-shm", ec)) {
-      throw std::runtime_error(fmt::format("{}: cannot be read here: {} holds writes not yet in the database and needs a -shm beside it; "
-                                           "read it where it is writable, or copy it with its -wal and -shm",
-                                           path.string(), wal.string()));
+      throw std::runtime_error(
+          fmt::format("{}: cannot be read here: {} holds writes not yet in the database and needs a -shm beside it; "
+                      "read it where it is writable, or copy it with its -wal and -shm",
+                      path.string(), wal.string()));
     }
-    auto db = writable || pending ? std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READONLY)
-                                  : std::make_unique<SQLite::Database>(ImmutableUri(path), SQLite::OPEN_READONLY | SQLite::OPEN_URI);
+    auto db = writable || pending
+                  ? std::make_unique<SQLite::Database>(path.string(), SQLite::OPEN_READONLY)
+                  : std::make_unique<SQLite::Database>(ImmutableUri(path), SQLite::OPEN_READONLY | SQLite::OPEN_URI);
     db->setBusyTimeout(15000);
     Store s(std::move(db), path.string());
     int v = s.SchemaVersion();
     if (v != kSchemaVersion) {
-      throw std::runtime_error(fmt::format("{}: schema version {}, this clustermax reads {}; {}", path.string(), v, kSchemaVersion,
-                                           v < kSchemaVersion ? "the next clustermax db ingest migrates it" : "upgrade clustermax"));
+      throw std::runtime_error(
+          fmt::format("{}: schema version {}, this clustermax reads {}; {}", path.string(), v, kSchemaVersion,
+                      v < kSchemaVersion ? "the next clustermax db ingest migrates it" : "upgrade clustermax"));
     }
     return s;
   } catch (const SQLite::Exception& e) {
@@ -264,9 +278,10 @@ IngestResult Store::Ingest(const fs::path& path, const std::string& provider_fla
       q.bind(1, key);
       if (q.executeStep()) return {q.getColumn(0).getInt64(), true, rating ? "rating" : "run"};
     }
-    SQLite::Statement ins(*db_,
-                          "INSERT INTO runs(content_key, kind, dir, provider, cluster, target, collected_at, ingested_at, tool_version, nodes, "
-                          "summary, tier, edition) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    SQLite::Statement ins(
+        *db_,
+        "INSERT INTO runs(content_key, kind, dir, provider, cluster, target, collected_at, ingested_at, tool_version, nodes, "
+        "summary, tier, edition) VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ins.bind(1, key);
     ins.bind(2, rating ? "rating" : "run");
     ins.bind(3, fs::absolute(path).lexically_normal().string());
@@ -305,8 +320,11 @@ IngestResult Store::Ingest(const fs::path& path, const std::string& provider_fla
     int64_t id = db_->getLastInsertRowid();
     MaybePause();
     if (report) {
-      SQLite::Statement r(*db_, "INSERT INTO results(run_id, check_id, category, status, reason, severity, message) VALUES(?,?,?,?,?,?,?)");
-      SQLite::Statement n(*db_, "INSERT INTO node_results(run_id, check_id, node, status, reason, message) VALUES(?,?,?,?,?,?)");
+      SQLite::Statement r(
+          *db_,
+          "INSERT INTO results(run_id, check_id, category, status, reason, severity, message) VALUES(?,?,?,?,?,?,?)");
+      SQLite::Statement n(
+          *db_, "INSERT INTO node_results(run_id, check_id, node, status, reason, message) VALUES(?,?,?,?,?,?)");
       for (const auto& res : (*report)["results"]) {
         r.reset();
         r.bind(1, id);
@@ -329,7 +347,9 @@ IngestResult Store::Ingest(const fs::path& path, const std::string& provider_fla
         }
       }
     }
-    SQLite::Statement m(*db_, "INSERT OR REPLACE INTO metrics(run_id, metric, verdict, value, unit, pass, warn, detail) VALUES(?,?,?,?,?,?,?,?)");
+    SQLite::Statement m(
+        *db_,
+        "INSERT OR REPLACE INTO metrics(run_id, metric, verdict, value, unit, pass, warn, detail) VALUES(?,?,?,?,?,?,?,?)");
     for (const auto& b : benches) {
       for (const auto& g : b.value("grades", json::array())) {
         m.reset();
@@ -357,12 +377,14 @@ IngestResult Store::Ingest(const fs::path& path, const std::string& provider_fla
     if (!benches.empty()) what += fmt::format("{}{} benchmark result(s)", what.empty() ? "" : " + ", benches.size());
     return {id, false, what};
   } catch (const SQLite::Exception& e) {
-    throw std::runtime_error(fmt::format("{}: storing {} failed, nothing was written: {}", path_, path.string(), e.what()));
+    throw std::runtime_error(
+        fmt::format("{}: storing {} failed, nothing was written: {}", path_, path.string(), e.what()));
   }
 }
 
 json Store::List(const std::string& provider) const {
-  SQLite::Statement q(*db_, std::string("SELECT * FROM runs") + (provider.empty() ? "" : " WHERE provider = ?") + " ORDER BY ingested_at DESC, id DESC");
+  SQLite::Statement q(*db_, std::string("SELECT * FROM runs") + (provider.empty() ? "" : " WHERE provider = ?") +
+                                " ORDER BY ingested_at DESC, id DESC");
   if (!provider.empty()) q.bind(1, provider);
   json out = json::array();
   while (q.executeStep()) out.push_back(RunRow(q));
@@ -381,18 +403,29 @@ json Store::Show(int64_t id) const {
   if (!q.executeStep()) return nullptr;
   json run = RunRow(q);
   json results = json::array();
-  SQLite::Statement r(*db_, "SELECT check_id, category, status, reason, severity, message FROM results WHERE run_id = ? ORDER BY rowid");
+  SQLite::Statement r(
+      *db_,
+      "SELECT check_id, category, status, reason, severity, message FROM results WHERE run_id = ? ORDER BY rowid");
   r.bind(1, id);
   while (r.executeStep()) {
-    results.push_back({{"id", Text(r.getColumn(0))}, {"category", Text(r.getColumn(1))}, {"status", Text(r.getColumn(2))},
-                       {"reason", Text(r.getColumn(3))}, {"severity", Text(r.getColumn(4))}, {"message", Text(r.getColumn(5))}});
+    results.push_back({{"id", Text(r.getColumn(0))},
+                       {"category", Text(r.getColumn(1))},
+                       {"status", Text(r.getColumn(2))},
+                       {"reason", Text(r.getColumn(3))},
+                       {"severity", Text(r.getColumn(4))},
+                       {"message", Text(r.getColumn(5))}});
   }
   json metrics = json::array();
-  SQLite::Statement m(*db_, "SELECT metric, verdict, value, unit, pass, warn, detail FROM metrics WHERE run_id = ? ORDER BY metric");
+  SQLite::Statement m(
+      *db_, "SELECT metric, verdict, value, unit, pass, warn, detail FROM metrics WHERE run_id = ? ORDER BY metric");
   m.bind(1, id);
   while (m.executeStep()) {
-    metrics.push_back({{"metric", Text(m.getColumn(0))}, {"verdict", Text(m.getColumn(1))}, {"value", Nullable(m.getColumn(2))},
-                       {"unit", Text(m.getColumn(3))}, {"pass", Nullable(m.getColumn(4))}, {"warn", Nullable(m.getColumn(5))},
+    metrics.push_back({{"metric", Text(m.getColumn(0))},
+                       {"verdict", Text(m.getColumn(1))},
+                       {"value", Nullable(m.getColumn(2))},
+                       {"unit", Text(m.getColumn(3))},
+                       {"pass", Nullable(m.getColumn(4))},
+                       {"warn", Nullable(m.getColumn(5))},
                        {"detail", Text(m.getColumn(6))}});
   }
   json docs = json::object();
@@ -419,14 +452,17 @@ std::string Direction(int from, int to) { return to > from ? "worse" : to < from
 
 json Store::Diff(int64_t a, int64_t b) const {
   json ra = Show(a), rb = Show(b);
-  if (ra.is_null() || rb.is_null()) throw std::runtime_error(fmt::format("no run {} in {}", ra.is_null() ? a : b, path_));
+  if (ra.is_null() || rb.is_null())
+    throw std::runtime_error(fmt::format("no run {} in {}", ra.is_null() ? a : b, path_));
   if ((ra["kind"] == "rating") != (rb["kind"] == "rating")) {
     throw std::runtime_error(fmt::format("run {} is {} and run {} is {}: db diff compares two runs, or two ratings", a,
-                                         ra["kind"] == "rating" ? "a rating" : "a run", b, rb["kind"] == "rating" ? "a rating" : "a run"));
+                                         ra["kind"] == "rating" ? "a rating" : "a run", b,
+                                         rb["kind"] == "rating" ? "a rating" : "a run"));
   }
   // Older first, by collection time (ingest order says nothing about when a run was taken).
   bool swapped = false;
-  if (ra["collected_at"].is_string() && rb["collected_at"].is_string() && rb["collected_at"].get<std::string>() < ra["collected_at"].get<std::string>()) {
+  if (ra["collected_at"].is_string() && rb["collected_at"].is_string() &&
+      rb["collected_at"].get<std::string>() < ra["collected_at"].get<std::string>()) {
     std::swap(ra, rb);
     std::swap(a, b);
     swapped = true;
@@ -444,13 +480,20 @@ json Store::Diff(int64_t a, int64_t b) const {
   for (const auto& [id, r] : after) {
     auto it = before.find(id);
     if (it == before.end()) {
-      change({{"check", id}, {"from", nullptr}, {"to", r["status"]}, {"message", r["message"]}}, 0, Badness(r["status"]));
+      change({{"check", id}, {"from", nullptr}, {"to", r["status"]}, {"message", r["message"]}}, 0,
+             Badness(r["status"]));
     } else if (it->second["status"] != r["status"]) {
-      change({{"check", id}, {"from", it->second["status"]}, {"to", r["status"]}, {"message", r["message"]}}, Badness(it->second["status"]), Badness(r["status"]));
+      change({{"check", id}, {"from", it->second["status"]}, {"to", r["status"]}, {"message", r["message"]}},
+             Badness(it->second["status"]), Badness(r["status"]));
     }
   }
   for (const auto& [id, r] : before) {
-    if (!after.count(id)) checks.push_back({{"check", id}, {"from", r["status"]}, {"to", nullptr}, {"message", "not in the second run"}, {"direction", "gone"}});
+    if (!after.count(id))
+      checks.push_back({{"check", id},
+                        {"from", r["status"]},
+                        {"to", nullptr},
+                        {"message", "not in the second run"},
+                        {"direction", "gone"}});
   }
   std::map<std::string, json> mb, ma;
   for (const auto& m : ra["metrics"]) mb[m["metric"]] = m;
@@ -467,17 +510,35 @@ json Store::Diff(int64_t a, int64_t b) const {
     if (moved) {
       int fb = from.is_null() ? 0 : Badness(from["verdict"]), tb = Badness(m["verdict"]);
       regressions += tb > fb;
-      metrics.push_back({{"metric", id}, {"from", from.is_null() ? json(nullptr) : json({{"verdict", from["verdict"]}, {"value", from["value"]}})},
-                         {"to", {{"verdict", m["verdict"]}, {"value", m["value"]}}}, {"unit", m["unit"]}, {"direction", Direction(fb, tb)}});
+      metrics.push_back(
+          {{"metric", id},
+           {"from", from.is_null() ? json(nullptr) : json({{"verdict", from["verdict"]}, {"value", from["value"]}})},
+           {"to", {{"verdict", m["verdict"]}, {"value", m["value"]}}},
+           {"unit", m["unit"]},
+           {"direction", Direction(fb, tb)}});
     }
   }
   for (const auto& [id, m] : mb) {
     if (!ma.count(id)) {
-      metrics.push_back({{"metric", id}, {"from", {{"verdict", m["verdict"]}, {"value", m["value"]}}}, {"to", nullptr}, {"unit", m["unit"]}, {"direction", "gone"}});
+      metrics.push_back({{"metric", id},
+                         {"from", {{"verdict", m["verdict"]}, {"value", m["value"]}}},
+                         {"to", nullptr},
+                         {"unit", m["unit"]},
+                         {"direction", "gone"}});
     }
   }
-  json out = {{"from", {{"id", a}, {"kind", ra["kind"]}, {"provider", ra["provider"]}, {"cluster", ra["cluster"]}, {"collected_at", ra["collected_at"]}}},
-              {"to", {{"id", b}, {"kind", rb["kind"]}, {"provider", rb["provider"]}, {"cluster", rb["cluster"]}, {"collected_at", rb["collected_at"]}}},
+  json out = {{"from",
+               {{"id", a},
+                {"kind", ra["kind"]},
+                {"provider", ra["provider"]},
+                {"cluster", ra["cluster"]},
+                {"collected_at", ra["collected_at"]}}},
+              {"to",
+               {{"id", b},
+                {"kind", rb["kind"]},
+                {"provider", rb["provider"]},
+                {"cluster", rb["cluster"]},
+                {"collected_at", rb["collected_at"]}}},
               {"ordered_by", "collected_at"},
               {"swapped", swapped},
               {"checks", checks},
@@ -497,7 +558,8 @@ json Store::Diff(int64_t a, int64_t b) const {
     json cb = rb["summary"].is_object() ? rb["summary"].value("categories", json::object()) : json::object();
     for (const auto& [id, to] : cb.items()) {
       json from = ca.contains(id) ? ca[id] : json(nullptr);
-      if (from == to || (from.is_number() && to.is_number() && std::abs(from.get<double>() - to.get<double>()) < 0.01)) continue;
+      if (from == to || (from.is_number() && to.is_number() && std::abs(from.get<double>() - to.get<double>()) < 0.01))
+        continue;
       // A score that drops, or a rated category that is no longer rated, is worse.
       bool worse = from.is_number() && (!to.is_number() || to.get<double>() < from.get<double>());
       regressions += worse;
@@ -526,15 +588,18 @@ json Store::Export(const std::vector<int64_t>& ids) const {
 
 json Store::Leaderboard() const {
   // The newest rating of each provider and cluster.
-  SQLite::Statement q(*db_,
-                      "SELECT r.* FROM runs r JOIN (SELECT provider, cluster, MAX(id) AS id FROM runs WHERE kind = 'rating' "
-                      "GROUP BY provider, cluster) latest ON r.id = latest.id");
+  SQLite::Statement q(
+      *db_,
+      "SELECT r.* FROM runs r JOIN (SELECT provider, cluster, MAX(id) AS id FROM runs WHERE kind = 'rating' "
+      "GROUP BY provider, cluster) latest ON r.id = latest.id");
   std::vector<json> rows;
   while (q.executeStep()) rows.push_back(RunRow(q));
   std::stable_sort(rows.begin(), rows.end(), [](const json& a, const json& b) {
-    int ra = TierRank(a["tier"].is_string() ? a["tier"].get<std::string>() : ""), rb = TierRank(b["tier"].is_string() ? b["tier"].get<std::string>() : "");
+    int ra = TierRank(a["tier"].is_string() ? a["tier"].get<std::string>() : ""),
+        rb = TierRank(b["tier"].is_string() ? b["tier"].get<std::string>() : "");
     if (ra != rb) return ra < rb;
-    double sa = a["summary"].is_object() ? a["summary"].value("score", 0.0) : 0.0, sb = b["summary"].is_object() ? b["summary"].value("score", 0.0) : 0.0;
+    double sa = a["summary"].is_object() ? a["summary"].value("score", 0.0) : 0.0,
+           sb = b["summary"].is_object() ? b["summary"].value("score", 0.0) : 0.0;
     if (sa != sb) return sa > sb;
     return a["provider"].get<std::string>() < b["provider"].get<std::string>();
   });

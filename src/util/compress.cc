@@ -12,7 +12,8 @@ namespace clustermax::util {
 std::string Deflate(std::string_view data) {
   uLongf size = compressBound(static_cast<uLong>(data.size()));
   std::string out(size, '\0');
-  int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(data.data()), static_cast<uLong>(data.size()), 6);
+  int rc = compress2(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(data.data()),
+                     static_cast<uLong>(data.size()), 6);
   if (rc != Z_OK) throw std::runtime_error(fmt::format("deflate failed ({})", rc));
   out.resize(size);
   return out;
@@ -32,7 +33,8 @@ std::string Inflate(std::string_view data, size_t max_bytes) {
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       inflateEnd(&z);
-      throw std::runtime_error(rc == Z_BUF_ERROR ? "compressed document cut short" : fmt::format("compressed document corrupt (zlib {})", rc));
+      throw std::runtime_error(rc == Z_BUF_ERROR ? "compressed document cut short"
+                                                 : fmt::format("compressed document corrupt (zlib {})", rc));
     }
     size_t got = buf.size() - z.avail_out;
     if (out.size() + got > max_bytes) {

@@ -38,7 +38,9 @@ Loaded Load() {
     tried += fmt::format("{}{}", tried.empty() ? "" : "; ", e ? e : lib);
   }
   if (!handle) {
-    l.error = fmt::format("libcurl is not installed on this node ({}): install the libcurl4 package (Debian, Ubuntu) or libcurl (RHEL, Rocky)", tried);
+    l.error = fmt::format(
+        "libcurl is not installed on this node ({}): install the libcurl4 package (Debian, Ubuntu) or libcurl (RHEL, Rocky)",
+        tried);
     return l;
   }
   std::string missing;
@@ -59,7 +61,8 @@ Loaded Load() {
   }
   l.api.version = l.api.version_info(CURLVERSION_NOW)->version_num;
   if (l.api.version < kMinimumCurl) {
-    l.error = fmt::format("{} is libcurl {}; AWS SigV4 signing needs 7.75 or newer", l.api.library, CurlVersionText(l.api.version));
+    l.error = fmt::format("{} is libcurl {}; AWS SigV4 signing needs 7.75 or newer", l.api.library,
+                          CurlVersionText(l.api.version));
     return l;
   }
   if (CURLcode rc = l.api.global_init(CURL_GLOBAL_DEFAULT); rc != CURLE_OK) {

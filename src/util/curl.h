@@ -26,7 +26,7 @@ struct CurlApi {
   curl_slist* (*slist_append)(curl_slist*, const char*);
   void (*slist_free_all)(curl_slist*);
   curl_version_info_data* (*version_info)(CURLversion);
-  std::string library;  // the file that was loaded
+  std::string library;   // the file that was loaded
   unsigned version = 0;  // LIBCURL_VERSION_NUM form, 0xXXYYZZ
 };
 

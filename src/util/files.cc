@@ -73,11 +73,12 @@ void SyncFilesystemOf(const std::filesystem::path& path) {
 }
 
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content, unsigned mode) {
-  WriteFileAtomic(path, [&](const std::function<void(std::string_view)>& write) { write(content); }, mode);
+  WriteFileAtomic(
+      path, [&](const std::function<void(std::string_view)>& write) { write(content); }, mode);
 }
 
-void WriteFileAtomic(const std::filesystem::path& path, const std::function<void(const std::function<void(std::string_view)>&)>& produce,
-                     unsigned mode) {
+void WriteFileAtomic(const std::filesystem::path& path,
+                     const std::function<void(const std::function<void(std::string_view)>&)>& produce, unsigned mode) {
   std::filesystem::path tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
@@ -116,7 +117,8 @@ void CreatePrivateDirectories(const std::filesystem::path& path) {
     if (S_ISLNK(st.st_mode)) {
       // A link we did not make could point anywhere: follow it only when it leads to a directory we own.
       if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
-        throw std::runtime_error(fmt::format("{} is a symbolic link not to a directory of ours; refusing to write there", path.string()));
+        throw std::runtime_error(
+            fmt::format("{} is a symbolic link not to a directory of ours; refusing to write there", path.string()));
       }
       return;
     }
@@ -133,7 +135,8 @@ std::filesystem::path MakePrivateTempDir(const std::filesystem::path& parent, st
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::filesystem::path p = parent / fmt::format("{}{}", prefix, UniqueSuffix());
     if (::mkdir(p.c_str(), 0700) == 0) return p;
-    if (errno != EEXIST) throw std::runtime_error(fmt::format("cannot create directory {}: {}", p.string(), Errno(errno)));
+    if (errno != EEXIST)
+      throw std::runtime_error(fmt::format("cannot create directory {}: {}", p.string(), Errno(errno)));
   }
   throw std::runtime_error(fmt::format("cannot create a unique directory in {}", parent.string()));
 }
@@ -148,11 +151,13 @@ std::optional<std::string> ReadLocalFile(const std::filesystem::path& path, uint
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw std::runtime_error(fmt::format("{} is not a regular file (a FIFO, device or directory is not read)", path.string()));
+    throw std::runtime_error(
+        fmt::format("{} is not a regular file (a FIFO, device or directory is not read)", path.string()));
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    throw std::runtime_error(fmt::format("{} is {} bytes, over the limit of {} bytes for one document", path.string(), st.st_size, max_bytes));
+    throw std::runtime_error(fmt::format("{} is {} bytes, over the limit of {} bytes for one document", path.string(),
+                                         st.st_size, max_bytes));
   }
   std::string out;
   out.reserve(static_cast<size_t>(st.st_size));
@@ -168,7 +173,8 @@ std::optional<std::string> ReadLocalFile(const std::filesystem::path& path, uint
     if (n == 0) break;
     if (out.size() + static_cast<size_t>(n) > max_bytes) {  // a file that grows while we read it
       ::close(fd);
-      throw std::runtime_error(fmt::format("{} grew past the limit of {} bytes for one document", path.string(), max_bytes));
+      throw std::runtime_error(
+          fmt::format("{} grew past the limit of {} bytes for one document", path.string(), max_bytes));
     }
     out.append(buf, static_cast<size_t>(n));
   }
@@ -205,11 +211,14 @@ int JsonNestingDepth(std::string_view text, int limit) {
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
       continue;
     }
-    if (c == '"') in_string = true;
+    if (c == '"')
+      in_string = true;
     else if (c == '[' || c == '{') {
       deepest = std::max(deepest, ++depth);
       if (deepest > limit) return deepest;

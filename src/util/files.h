@@ -23,7 +23,8 @@ inline constexpr int kMaxJsonDepth = 256;
 void WriteFileAtomic(const std::filesystem::path& path, std::string_view content, unsigned mode = 0600);
 // The same for content written piece by piece (a report too large to hold in memory): `produce`
 // calls its argument with each piece, in order.
-void WriteFileAtomic(const std::filesystem::path& path, const std::function<void(const std::function<void(std::string_view)>&)>& produce,
+void WriteFileAtomic(const std::filesystem::path& path,
+                     const std::function<void(const std::function<void(std::string_view)>&)>& produce,
                      unsigned mode = 0600);
 // A file that must not exist yet (no link followed), written and closed without a flush: for the
 // files of a directory that is flushed (SyncFilesystemOf) and renamed into place as a whole.

@@ -77,8 +77,10 @@ uint32_t __wrap_arc4random() {
   size_t got = 0;
   while (got < sizeof v) {
     ssize_t n = ::getrandom(p + got, sizeof v - got, 0);
-    if (n > 0) got += static_cast<size_t>(n);
-    else if (n < 0 && errno != EINTR) std::abort();  // no entropy at all: as arc4random, never a weak value
+    if (n > 0)
+      got += static_cast<size_t>(n);
+    else if (n < 0 && errno != EINTR)
+      std::abort();  // no entropy at all: as arc4random, never a weak value
   }
   return v;
 }

@@ -16,11 +16,14 @@ std::string_view AsRead(std::string_view line, bool cut) {
 }
 }  // namespace
 
-std::vector<std::string> FrameLines(std::string_view marker, const std::string& key, std::string_view text, size_t chunk) {
+std::vector<std::string> FrameLines(std::string_view marker, const std::string& key, std::string_view text,
+                                    size_t chunk) {
   size_t count = std::max<size_t>(1, (text.size() + chunk - 1) / chunk);
   std::vector<std::string> out;
   out.reserve(count);
-  for (size_t i = 0; i < count; ++i) out.push_back(fmt::format("{} {} {} {} {}", marker, key, i, count, text.substr(std::min(text.size(), i * chunk), chunk)));
+  for (size_t i = 0; i < count; ++i)
+    out.push_back(
+        fmt::format("{} {} {} {} {}", marker, key, i, count, text.substr(std::min(text.size(), i * chunk), chunk)));
   return out;
 }
 
@@ -68,7 +71,8 @@ void FrameReader::Grew(const std::string& key, Parts& p, size_t before, size_t a
 void FrameReader::Hold(const std::string& key, Parts& p, size_t delta) {
   p.bytes += delta;  // unsigned: a part that shrank wraps back exactly
   pending_ += delta;
-  if (pending_ > max_pending_) Refuse(key, fmt::format("refused: more than {} bytes of unfinished documents held", max_pending_));
+  if (pending_ > max_pending_)
+    Refuse(key, fmt::format("refused: more than {} bytes of unfinished documents held", max_pending_));
 }
 
 void FrameReader::Scatter(Parts& p) {
@@ -130,7 +134,8 @@ void FrameReader::Line(std::string_view raw) {
   short_part_.erase(label);
   std::string_view line = raw.substr(at + marker_.size() + 1);
   // key index count chunk (the chunk may contain spaces: split the first three fields only)
-  size_t a = line.find(' '), b = a == std::string_view::npos ? a : line.find(' ', a + 1), c = b == std::string_view::npos ? b : line.find(' ', b + 1);
+  size_t a = line.find(' '), b = a == std::string_view::npos ? a : line.find(' ', a + 1),
+         c = b == std::string_view::npos ? b : line.find(' ', b + 1);
   if (c == std::string_view::npos) return;
   std::string key(line.substr(0, a));
   if (done_.count(key) || errors_.count(key)) return;
@@ -155,7 +160,8 @@ void FrameReader::Line(std::string_view raw) {
   size_t before = cit->second.size();
   cit->second.assign(part);
   if (index + 1 < p.count && part.size() > chunk_) {
-    return Refuse(key, fmt::format("part {} of {} is longer than a part ({} of {} bytes)", index + 1, p.count, part.size(), chunk_));
+    return Refuse(key, fmt::format("part {} of {} is longer than a part ({} of {} bytes)", index + 1, p.count,
+                                   part.size(), chunk_));
   }
   if (index + 1 < p.count && cit->second.size() < chunk_) short_part_[label] = {key, index};
   Grew(key, p, before, cit->second.size(), index);
@@ -178,7 +184,8 @@ void FrameReader::Finish() {
     }
     for (auto& [i, ch] : p.chunks) {
       if (i + 1 < p.count && ch.size() != chunk_) {
-        errors_.try_emplace(key, fmt::format("part {} of {} arrived cut short ({} of {} bytes)", i + 1, p.count, ch.size(), chunk_));
+        errors_.try_emplace(
+            key, fmt::format("part {} of {} arrived cut short ({} of {} bytes)", i + 1, p.count, ch.size(), chunk_));
         break;
       }
     }
@@ -188,10 +195,11 @@ void FrameReader::Finish() {
   pending_ = 0;
 }
 
-std::map<std::string, std::string> UnframeLines(std::string_view marker, std::string_view text, std::map<std::string, std::string>& errors,
-                                                size_t chunk) {
+std::map<std::string, std::string> UnframeLines(std::string_view marker, std::string_view text,
+                                                std::map<std::string, std::string>& errors, size_t chunk) {
   std::map<std::string, std::string> out;
-  FrameReader reader(std::string(marker), [&](const std::string& key, std::string doc) { out[key] = std::move(doc); }, chunk);
+  FrameReader reader(
+      std::string(marker), [&](const std::string& key, std::string doc) { out[key] = std::move(doc); }, chunk);
   reader.Feed(text);
   reader.Finish();
   for (const auto& [key, why] : reader.errors()) errors[key] = why;

@@ -15,7 +15,8 @@ namespace clustermax::util {
 inline constexpr size_t kFrameChunk = 800;
 
 // `text` must be ASCII (dump JSON with ensure_ascii); `key` must not contain spaces.
-std::vector<std::string> FrameLines(std::string_view marker, const std::string& key, std::string_view text, size_t chunk = kFrameChunk);
+std::vector<std::string> FrameLines(std::string_view marker, const std::string& key, std::string_view text,
+                                    size_t chunk = kFrameChunk);
 
 // Reassembles documents from a stream fed in pieces of any size (lines may be cut anywhere between
 // two pieces), handing each key's document to `on_document` the moment its last part arrived, so
@@ -73,7 +74,7 @@ class FrameReader {
 
 // The whole of `text` at once: key -> document for every key whose parts all arrived whole;
 // `errors` gets key -> reason otherwise.
-std::map<std::string, std::string> UnframeLines(std::string_view marker, std::string_view text, std::map<std::string, std::string>& errors,
-                                                size_t chunk = kFrameChunk);
+std::map<std::string, std::string> UnframeLines(std::string_view marker, std::string_view text,
+                                                std::map<std::string, std::string>& errors, size_t chunk = kFrameChunk);
 
 }  // namespace clustermax::util

@@ -13,7 +13,7 @@ namespace clustermax::util {
 
 namespace {
 constexpr auto kRedraw = std::chrono::milliseconds(250);  // at most four redraws a second
-constexpr size_t kWidth = 100;                             // a line never wraps on a common terminal
+constexpr size_t kWidth = 100;                            // a line never wraps on a common terminal
 
 bool IsTerminal(std::FILE* f) {
   const char* term = std::getenv("TERM");

@@ -27,13 +27,17 @@ std::map<std::string, std::string> ParseScontrolRecord(std::string_view line) {
   for (size_t i = 0; i < line.size(); ++i) {
     if (i > 0 && line[i - 1] != ' ') continue;
     size_t j = i;
-    while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_' || line[j] == ':' || line[j] == '/' || line[j] == '.')) ++j;
-    if (j > i && j < line.size() && line[j] == '=' && std::isalpha(static_cast<unsigned char>(line[i]))) keys.push_back({i, j});
+    while (j < line.size() && (std::isalnum(static_cast<unsigned char>(line[j])) || line[j] == '_' || line[j] == ':' ||
+                               line[j] == '/' || line[j] == '.'))
+      ++j;
+    if (j > i && j < line.size() && line[j] == '=' && std::isalpha(static_cast<unsigned char>(line[i])))
+      keys.push_back({i, j});
   }
   for (size_t k = 0; k < keys.size(); ++k) {
     size_t vstart = keys[k].second + 1;
     size_t vend = k + 1 < keys.size() ? keys[k + 1].first : line.size();
-    out[std::string(line.substr(keys[k].first, keys[k].second - keys[k].first))] = std::string(Trim(line.substr(vstart, vend - vstart)));
+    out[std::string(line.substr(keys[k].first, keys[k].second - keys[k].first))] =
+        std::string(Trim(line.substr(vstart, vend - vstart)));
   }
   return out;
 }
@@ -154,8 +158,10 @@ std::vector<GresEntry> ParseGres(std::string_view gres) {
     GresEntry g;
     g.name = parts[0];
     if (parts.size() == 2) {
-      if (auto n = ParseInt(parts[1])) g.count = *n;
-      else g.type = parts[1], g.count = 1;
+      if (auto n = ParseInt(parts[1]))
+        g.count = *n;
+      else
+        g.type = parts[1], g.count = 1;
     } else if (parts.size() >= 3) {
       g.type = parts[1];
       g.count = ParseInt(parts[2]).value_or(0);

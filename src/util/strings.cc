@@ -133,10 +133,14 @@ Utf8Step DecodeUtf8(std::string_view s, size_t i) {
   if (c < 0x80) return {c, 1};
   size_t n = 0;
   char32_t cp = 0, min = 0;
-  if (c >= 0xC2 && c <= 0xDF) n = 1, cp = c & 0x1F, min = 0x80;
-  else if ((c & 0xF0) == 0xE0) n = 2, cp = c & 0x0F, min = 0x800;
-  else if (c >= 0xF0 && c <= 0xF4) n = 3, cp = c & 0x07, min = 0x10000;
-  else return {};
+  if (c >= 0xC2 && c <= 0xDF)
+    n = 1, cp = c & 0x1F, min = 0x80;
+  else if ((c & 0xF0) == 0xE0)
+    n = 2, cp = c & 0x0F, min = 0x800;
+  else if (c >= 0xF0 && c <= 0xF4)
+    n = 3, cp = c & 0x07, min = 0x10000;
+  else
+    return {};
   if (i + n >= s.size()) return {};
   for (size_t k = 1; k <= n; ++k) {
     if ((b(i + k) >> 6) != 0x2) return {};
@@ -230,9 +234,14 @@ std::string EscapeControls(std::string_view s) {
       out.append(s.substr(i, st.len));
     } else if (st.cp < 0x80) {
       switch (st.cp) {
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        default: out += fmt::format("\\x{:02x}", static_cast<unsigned>(st.cp));
+        case '\n':
+          out += "\\n";
+          break;
+        case '\r':
+          out += "\\r";
+          break;
+        default:
+          out += fmt::format("\\x{:02x}", static_cast<unsigned>(st.cp));
       }
     } else {
       out += fmt::format("\\u{:04x}", static_cast<unsigned>(st.cp));
@@ -282,15 +291,17 @@ std::optional<std::string> HexDecode(std::string_view hex) {
 }
 
 std::string ShellQuote(std::string_view arg) {
-  if (!arg.empty() && arg.find_first_not_of(
-                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
-                          std::string_view::npos) {
+  if (!arg.empty() &&
+      arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") ==
+          std::string_view::npos) {
     return std::string(arg);
   }
   std::string out = "'";
   for (char c : arg) {
-    if (c == '\'') out += "'\\''";
-    else out.push_back(c);
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out.push_back(c);
   }
   out += "'";
   return out;

@@ -16,14 +16,14 @@ std::tm ToTm(SysTime t) {
 
 std::string FormatRfc3339(SysTime t) {
   std::tm tm = ToTm(t);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
 }
 
 std::string FormatCompact(SysTime t) {
   std::tm tm = ToTm(t);
-  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec);
+  return fmt::format("{:04}{:02}{:02}T{:02}{:02}{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
 }
 
 std::optional<SysTime> ParseRfc3339(std::string_view s) {
@@ -45,8 +45,6 @@ std::optional<SysTime> ParseRfc3339(std::string_view s) {
   return std::chrono::system_clock::from_time_t(tt);
 }
 
-double DaysBetween(SysTime from, SysTime to) {
-  return std::chrono::duration<double>(to - from).count() / 86400.0;
-}
+double DaysBetween(SysTime from, SysTime to) { return std::chrono::duration<double>(to - from).count() / 86400.0; }
 
 }  // namespace clustermax::util

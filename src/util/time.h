@@ -9,8 +9,8 @@ namespace clustermax::util {
 
 using SysTime = std::chrono::system_clock::time_point;
 
-std::string FormatRfc3339(SysTime t);            // "2026-09-25T04:03:23Z"
-std::string FormatCompact(SysTime t);            // "20260925T040323Z" (directory names)
+std::string FormatRfc3339(SysTime t);                     // "2026-09-25T04:03:23Z"
+std::string FormatCompact(SysTime t);                     // "20260925T040323Z" (directory names)
 std::optional<SysTime> ParseRfc3339(std::string_view s);  // accepts "Z", fractions, date-only
 double DaysBetween(SysTime from, SysTime to);
 

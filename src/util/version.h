@@ -26,7 +26,7 @@ struct PrereleaseVersion {
   NumericVersion numeric;
   bool is_release = true;  // false for any pre-release
   long long pre_number = 0;
-  std::string pre_tail;    // pseudo-version timestamp, compared as text
+  std::string pre_tail;  // pseudo-version timestamp, compared as text
 };
 std::optional<PrereleaseVersion> ParsePrereleaseVersion(std::string_view text);
 int ComparePrerelease(const PrereleaseVersion& a, const PrereleaseVersion& b);

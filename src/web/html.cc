@@ -17,12 +17,23 @@ std::string Escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -90,10 +101,14 @@ document.addEventListener('DOMContentLoaded', function () {
 // CSS class that gives each tier its colour.
 std::string TierName(const std::string& t) {
   static const std::map<std::string, std::string> names = {
-      {"PLATINUM", "Platinum"},       {"GOLD", "Gold"},
-      {"SILVER", "Silver"},           {"BRONZE", "Bronze"},
-      {"PARTICIPATION_RIBBON", "Participation Ribbon"}, {"UNDERPERFORMING", "Underperforming"},
-      {"UNAVAILABLE", "Unavailable"}, {"INSUFFICIENT_EVIDENCE", "Not rated: insufficient evidence"}};
+      {"PLATINUM", "Platinum"},
+      {"GOLD", "Gold"},
+      {"SILVER", "Silver"},
+      {"BRONZE", "Bronze"},
+      {"PARTICIPATION_RIBBON", "Participation Ribbon"},
+      {"UNDERPERFORMING", "Underperforming"},
+      {"UNAVAILABLE", "Unavailable"},
+      {"INSUFFICIENT_EVIDENCE", "Not rated: insufficient evidence"}};
   auto it = names.find(t);
   return it == names.end() ? t : it->second;
 }
@@ -130,7 +145,7 @@ struct Bar {
   std::optional<double> ref;  // a reference mark (peak, the pass bar)
   std::string css;            // status colour class
   std::string note;
-  std::string absent;             // non-empty: no value (e.g. "not rated"), drawn as an empty outline with this text
+  std::string absent;              // non-empty: no value (e.g. "not rated"), drawn as an empty outline with this text
   std::optional<double> warn_ref;  // a second mark: the warn bar of a graded metric
 };
 
@@ -153,7 +168,8 @@ const char* Colour(const std::string& css) {
   return "#1565c0";
 }
 
-std::string BarChart(const std::string& title, const std::vector<Bar>& bars, const std::string& unit, const ChartOptions& opt = {}) {
+std::string BarChart(const std::string& title, const std::vector<Bar>& bars, const std::string& unit,
+                     const ChartOptions& opt = {}) {
   if (bars.empty()) return "";
   double top = 0, bottom = 0;
   for (const auto& b : bars) {
@@ -168,7 +184,8 @@ std::string BarChart(const std::string& title, const std::vector<Bar>& bars, con
   const int label_w = 250, chart_w = 520, row = 22, head = opt.lines.empty() ? 4 : 20;
   // Log axis: from a decade under the smallest value's to the decade above the largest, so the
   // smallest bar is still a bar.
-  double lo = opt.log ? std::floor(std::log10(bottom > 0 ? bottom : 1)) - 1 : 0, hi = opt.log ? std::ceil(std::log10(top)) : 0;
+  double lo = opt.log ? std::floor(std::log10(bottom > 0 ? bottom : 1)) - 1 : 0,
+         hi = opt.log ? std::ceil(std::log10(top)) : 0;
   if (opt.log && hi <= lo) hi = lo + 1;
   auto x_of = [&](double v) {
     if (!opt.log) return v / top * chart_w;
@@ -176,8 +193,8 @@ std::string BarChart(const std::string& title, const std::vector<Bar>& bars, con
     return std::clamp((std::log10(v) - lo) / (hi - lo), 0.0, 1.0) * chart_w;
   };
   int h = static_cast<int>(bars.size()) * row + 30 + head;
-  std::string svg = fmt::format("<svg role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">", Escape(title),
-                                label_w + chart_w + 120, h, label_w + chart_w + 120, h);
+  std::string svg = fmt::format("<svg role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\">",
+                                Escape(title), label_w + chart_w + 120, h, label_w + chart_w + 120, h);
   for (size_t i = 0; i < bars.size(); ++i) {
     const Bar& b = bars[i];
     int y = static_cast<int>(i) * row + head;
@@ -185,44 +202,55 @@ std::string BarChart(const std::string& title, const std::vector<Bar>& bars, con
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>", label_w - 6, y + 14, Escape(b.label));
     if (!b.absent.empty()) {
       // No value is not a zero: a dashed outline across the chart, the reason written inside.
-      svg += fmt::format("<g class=\"absent\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"none\" stroke=\"#8a939c\" stroke-dasharray=\"4 3\">"
-                         "<title>{}</title></rect><text x=\"{}\" y=\"{}\" font-style=\"italic\" fill=\"#5f6b76\">{}</text></g>",
-                         label_w, y, chart_w, Escape(b.label + ": " + b.absent + (b.note.empty() ? "" : " (" + b.note + ")")), label_w + 8, y + 13,
-                         Escape(b.absent));
+      svg += fmt::format(
+          "<g class=\"absent\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"16\" fill=\"none\" stroke=\"#8a939c\" stroke-dasharray=\"4 3\">"
+          "<title>{}</title></rect><text x=\"{}\" y=\"{}\" font-style=\"italic\" fill=\"#5f6b76\">{}</text></g>",
+          label_w, y, chart_w, Escape(b.label + ": " + b.absent + (b.note.empty() ? "" : " (" + b.note + ")")),
+          label_w + 8, y + 13, Escape(b.absent));
       continue;
     }
-    svg += fmt::format("<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\"><title>{}</title></rect>", label_w, y, w, Colour(b.css),
-                       Escape(fmt::format("{}: {:.1f} {}{}", b.label, b.value, unit, b.note.empty() ? "" : " (" + b.note + ")")));
+    svg += fmt::format(
+        "<rect class=\"bar\" x=\"{}\" y=\"{}\" width=\"{:.1f}\" height=\"16\" fill=\"{}\"><title>{}</title></rect>",
+        label_w, y, w, Colour(b.css),
+        Escape(fmt::format("{}: {:.1f} {}{}", b.label, b.value, unit, b.note.empty() ? "" : " (" + b.note + ")")));
     if (b.ref) {
       double x = label_w + x_of(*b.ref);
-      svg += fmt::format("<line class=\"mark pass\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"2\"/>", x, x, y - 2, y + 18);
+      svg += fmt::format(
+          "<line class=\"mark pass\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"2\"/>",
+          x, x, y - 2, y + 18);
     }
     if (b.warn_ref) {
       double x = label_w + x_of(*b.warn_ref);
-      svg += fmt::format("<line class=\"mark warn\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#b26a00\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>",
-                         x, x, y - 2, y + 18);
+      svg += fmt::format(
+          "<line class=\"mark warn\" x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#b26a00\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>",
+          x, x, y - 2, y + 18);
     }
-    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", label_w + w + 4, y + 14, b.value >= 1000 ? fmt::format("{:.0f}", b.value) : fmt::format("{:.1f}", b.value));
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\">{}</text>", label_w + w + 4, y + 14,
+                       b.value >= 1000 ? fmt::format("{:.0f}", b.value) : fmt::format("{:.1f}", b.value));
   }
   for (const auto& l : opt.lines) {
     double x = label_w + x_of(l.at);
-    svg += fmt::format("<g class=\"cutoff\"><line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>"
-                       "<text x=\"{:.1f}\" y=\"12\" text-anchor=\"middle\">{}</text></g>",
-                       x, x, head - 4, h - 26, x, Escape(l.label));
+    svg += fmt::format(
+        "<g class=\"cutoff\"><line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{}\" y2=\"{}\" stroke=\"#10243e\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>"
+        "<text x=\"{:.1f}\" y=\"12\" text-anchor=\"middle\">{}</text></g>",
+        x, x, head - 4, h - 26, x, Escape(l.label));
   }
   if (opt.log) {
     for (double d = lo; d <= hi; d += 1) {
       double x = label_w + (d - lo) / (hi - lo) * chart_w;
-      svg += fmt::format("<text class=\"axis\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#5f6b76\">{}</text>", x, h - 18,
-                         d >= 3 ? fmt::format("{:.0f}k", std::pow(10, d) / 1000) : fmt::format("{:.0f}", std::pow(10, d)));
+      svg += fmt::format(
+          "<text class=\"axis\" x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\" fill=\"#5f6b76\">{}</text>", x, h - 18,
+          d >= 3 ? fmt::format("{:.0f}k", std::pow(10, d) / 1000) : fmt::format("{:.0f}", std::pow(10, d)));
     }
   }
-  svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"muted\">{}</text></svg>", label_w, h - 4, Escape(unit + (opt.log ? " (log scale)" : "")));
+  svg += fmt::format("<text x=\"{}\" y=\"{}\" class=\"muted\">{}</text></svg>", label_w, h - 4,
+                     Escape(unit + (opt.log ? " (log scale)" : "")));
   return fmt::format("<h3>{}</h3>{}", Escape(title), svg);
 }
 
 // Lines over categorical x values (e.g. tokens per expert), one per series.
-std::string LineChart(const std::string& title, const std::vector<std::string>& xs, const std::map<std::string, std::vector<std::optional<double>>>& series,
+std::string LineChart(const std::string& title, const std::vector<std::string>& xs,
+                      const std::map<std::string, std::vector<std::optional<double>>>& series,
                       const std::string& unit) {
   if (xs.empty() || series.empty()) return "";
   double top = 0;
@@ -231,17 +259,23 @@ std::string LineChart(const std::string& title, const std::vector<std::string>& 
   }
   if (top <= 0) top = 1;
   const int left = 60, w = 560, h = 240, legend = 300;
-  static const char* palette[] = {"#1565c0", "#c62828", "#2e7d32", "#b26a00", "#6a1b9a", "#00838f", "#ad1457", "#4e342e"};
-  std::string svg = fmt::format("<svg role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\">", Escape(title), left + w + legend, h + 40);
-  svg += fmt::format("<line x1=\"{}\" y1=\"10\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/>", left, left,
-                     h + 10, left, h + 10, left + w, h + 10);
+  static const char* palette[] = {"#1565c0", "#c62828", "#2e7d32", "#b26a00",
+                                  "#6a1b9a", "#00838f", "#ad1457", "#4e342e"};
+  std::string svg = fmt::format("<svg role=\"img\" aria-label=\"{}\" width=\"{}\" height=\"{}\">", Escape(title),
+                                left + w + legend, h + 40);
+  svg += fmt::format(
+      "<line x1=\"{}\" y1=\"10\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/>",
+      left, left, h + 10, left, h + 10, left + w, h + 10);
   for (int t = 0; t <= 4; ++t) {
     double v = top * t / 4;
     int y = h + 10 - static_cast<int>(h * t / 4.0);
     svg += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:.0f}</text>", left - 4, y + 4, v);
   }
-  auto xpos = [&](size_t i) { return left + (xs.size() == 1 ? w / 2.0 : w * static_cast<double>(i) / (xs.size() - 1)); };
-  for (size_t i = 0; i < xs.size(); ++i) svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", xpos(i), h + 28, Escape(xs[i]));
+  auto xpos = [&](size_t i) {
+    return left + (xs.size() == 1 ? w / 2.0 : w * static_cast<double>(i) / (xs.size() - 1));
+  };
+  for (size_t i = 0; i < xs.size(); ++i)
+    svg += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{}</text>", xpos(i), h + 28, Escape(xs[i]));
   int k = 0;
   for (const auto& [name, ys] : series) {
     const char* c = palette[k % 8];
@@ -250,12 +284,13 @@ std::string LineChart(const std::string& title, const std::vector<std::string>& 
       if (!ys[i]) continue;
       double y = h + 10 - *ys[i] / top * h;
       pts += fmt::format("{:.1f},{:.1f} ", xpos(i), y);
-      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}</title></circle>", xpos(i), y, c,
-                         Escape(fmt::format("{} at {}: {:.1f} {}", name, xs[i], *ys[i], unit)));
+      svg += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}</title></circle>", xpos(i),
+                         y, c, Escape(fmt::format("{} at {}: {:.1f} {}", name, xs[i], *ys[i], unit)));
     }
     svg += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>", pts, c);
-    svg += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>", left + w + 20, 12 + k * 16, c,
-                       left + w + 34, 21 + k * 16, Escape(name));
+    svg +=
+        fmt::format("<rect x=\"{}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{}\" y=\"{}\">{}</text>",
+                    left + w + 20, 12 + k * 16, c, left + w + 34, 21 + k * 16, Escape(name));
     ++k;
   }
   svg += "</svg>";
@@ -264,13 +299,17 @@ std::string LineChart(const std::string& title, const std::vector<std::string>& 
 
 std::string GradesTable(const json& grades) {
   if (!grades.is_array() || grades.empty()) return "";
-  std::string t = "<table><thead><tr><th>verdict</th><th>metric</th><th class=\"num\">value</th><th>bar</th><th>detail</th></tr></thead><tbody>";
+  std::string t =
+      "<table><thead><tr><th>verdict</th><th>metric</th><th class=\"num\">value</th><th>bar</th><th>detail</th></tr></thead><tbody>";
   for (const auto& g : grades) {
-    std::string bar = g.contains("value") ? fmt::format("{} {} {}, warn {}", g.value("better", "") == "lower" ? "&lt;=" : "&gt;=", E(g["pass"]),
-                                                        E(g["unit"]), E(g["warn"]))
-                                          : "";
-    t += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"small\">{}</td></tr>", Status(g.value("verdict", "")),
-                     E(g["metric"]), g.contains("value") ? E(g["value"]) + " " + E(g["unit"]) : "", bar,
+    std::string bar =
+        g.contains("value")
+            ? fmt::format("{} {} {}, warn {}", g.value("better", "") == "lower" ? "&lt;=" : "&gt;=", E(g["pass"]),
+                          E(g["unit"]), E(g["warn"]))
+            : "";
+    t += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"small\">{}</td></tr>",
+                     Status(g.value("verdict", "")), E(g["metric"]),
+                     g.contains("value") ? E(g["value"]) + " " + E(g["unit"]) : "", bar,
                      E(g.contains("detail") ? g["detail"] : g.value("reason", json(""))));
   }
   return t + "</tbody></table>";
@@ -279,20 +318,26 @@ std::string GradesTable(const json& grades) {
 std::string GpuCharts(const json& b) {
   std::string out;
   const json& suites = b.value("suites", json::object());
-  json model = b.contains("gpus") && !b["gpus"].empty() ? bench::MatchGpuModel(b["gpus"][0].value("name", ""), bench::EmbeddedGpuPeaks()) : json(nullptr);
+  json model = b.contains("gpus") && !b["gpus"].empty()
+                   ? bench::MatchGpuModel(b["gpus"][0].value("name", ""), bench::EmbeddedGpuPeaks())
+                   : json(nullptr);
   if (suites.contains("gemm")) {
     std::vector<Bar> bars;
     for (const auto& row : suites["gemm"]["items"]) {
       if (!row.contains("summary")) continue;
       std::string p = row.value("dtype", "");
       std::optional<double> peak;
-      if (!model.is_null() && model["tflops"].contains(p) && model["tflops"][p].is_number()) peak = model["tflops"][p].get<double>();
+      if (!model.is_null() && model["tflops"].contains(p) && model["tflops"][p].is_number())
+        peak = model["tflops"][p].get<double>();
       bool wrong = false;
       for (const auto& g : row["gpus"]) wrong |= g.value("status", "") == "wrong";
-      bars.push_back({fmt::format("{} {}x{}x{}", p, S(row["m"]), S(row["n"]), S(row["k"])), row["summary"]["slowest"].get<double>(), peak,
-                      wrong ? "FAIL" : "", peak ? fmt::format("{:.0f} % of peak", row["summary"]["slowest"].get<double>() / *peak * 100) : ""});
+      bars.push_back(
+          {fmt::format("{} {}x{}x{}", p, S(row["m"]), S(row["n"]), S(row["k"])),
+           row["summary"]["slowest"].get<double>(), peak, wrong ? "FAIL" : "",
+           peak ? fmt::format("{:.0f} % of peak", row["summary"]["slowest"].get<double>() / *peak * 100) : ""});
     }
-    out += BarChart("Dense GEMM per precision (slowest GPU, TFLOPS)", bars, "TFLOPS; tick: dense peak of the GPU model");
+    out +=
+        BarChart("Dense GEMM per precision (slowest GPU, TFLOPS)", bars, "TFLOPS; tick: dense peak of the GPU model");
   }
   if (suites.contains("mamf")) {
     std::vector<Bar> bars;
@@ -302,7 +347,8 @@ std::string GpuCharts(const json& b) {
       if (!model.is_null() && model["mamf_tflops"].contains(p)) ref = model["mamf_tflops"][p].get<double>();
       for (const auto& g : per) {
         const json& sh = g["best_mean"]["shape"];
-        bars.push_back({fmt::format("{} GPU {} ({}x{}x{})", p, S(g["gpu"]), S(sh["m"]), S(sh["n"]), S(sh["k"])), g["best_mean"]["tflops"].get<double>(), ref, "", ""});
+        bars.push_back({fmt::format("{} GPU {} ({}x{}x{})", p, S(g["gpu"]), S(sh["m"]), S(sh["n"]), S(sh["k"])),
+                        g["best_mean"]["tflops"].get<double>(), ref, "", ""});
       }
     }
     out += BarChart("MAMF, best mean (TFLOPS)", bars, "TFLOPS; tick: published MAMF");
@@ -326,14 +372,16 @@ std::string GpuCharts(const json& b) {
       if (row.contains("summary")) ys[i] = row["summary"]["slowest"].get<double>();
     }
     for (const auto& [dtype, series] : charts) {
-      out += LineChart("Grouped MoE GEMM " + dtype + ", uniform routing: useful TFLOPS by tokens per expert", xs, series, "TFLOPS (slowest GPU)");
+      out += LineChart("Grouped MoE GEMM " + dtype + ", uniform routing: useful TFLOPS by tokens per expert", xs,
+                       series, "TFLOPS (slowest GPU)");
     }
   }
   std::vector<Bar> bw;
   for (const char* suite : {"gemv", "membw", "pcie", "p2p"}) {
     if (!suites.contains(suite)) continue;
     for (const auto& row : suites[suite]["items"]) {
-      if (row.contains("summary")) bw.push_back({row.value("id", ""), row["summary"]["slowest"].get<double>(), std::nullopt, "", ""});
+      if (row.contains("summary"))
+        bw.push_back({row.value("id", ""), row["summary"]["slowest"].get<double>(), std::nullopt, "", ""});
     }
   }
   out += BarChart("Memory and link bandwidth (GB/s, bytes read plus written)", bw, "GB/s");
@@ -354,7 +402,8 @@ std::string ScalingTable(const json& b) {
   for (const auto& m : metrics) out += fmt::format("<th>{} (sum / worst node / eff.)</th>", Escape(m));
   out += "</tr></thead><tbody>";
   for (const auto& s : b.value("steps", json::array())) {
-    out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td>", E(s.value("nodes", json())), E(s.value("returned", json())));
+    out += fmt::format("<tr><td class=\"num\">{}</td><td class=\"num\">{}</td>", E(s.value("nodes", json())),
+                       E(s.value("returned", json())));
     const json agg = s.value("aggregate", json::object());
     for (const auto& m : metrics) {
       if (!agg.contains(m)) {
@@ -363,8 +412,10 @@ std::string ScalingTable(const json& b) {
       }
       const json& a = agg[m];
       std::string ratio = a.contains("efficiency") ? fmt::format("{:.2f}", a["efficiency"].get<double>())
-                          : a.contains("slowdown") ? fmt::format("x{:.2f}", a["slowdown"].get<double>()) : "-";
-      out += fmt::format("<td>{} / {} ({}) / {}</td>", a.contains("sum") ? fmt::format("{:.3g}", a["sum"].get<double>()) : "-",
+                          : a.contains("slowdown") ? fmt::format("x{:.2f}", a["slowdown"].get<double>())
+                                                   : "-";
+      out += fmt::format("<td>{} / {} ({}) / {}</td>",
+                         a.contains("sum") ? fmt::format("{:.3g}", a["sum"].get<double>()) : "-",
                          fmt::format("{:.3g}", a.value("worst_value", 0.0)), E(a.value("worst_node", json())), ratio);
     }
     out += "</tr>";
@@ -378,24 +429,29 @@ std::string StorageCharts(const json& b) {
   std::vector<Bar> bars;
   for (const auto& w : b.value("workloads", json::array())) {
     if (w.contains("bw_bytes_per_s") && w["bw_bytes_per_s"].is_number()) {
-      bars.push_back({w.value("id", ""), w["bw_bytes_per_s"].get<double>() / 1e9, std::nullopt, "", fmt::format("{} threads", S(w["threads"]))});
+      bars.push_back({w.value("id", ""), w["bw_bytes_per_s"].get<double>() / 1e9, std::nullopt, "",
+                      fmt::format("{} threads", S(w["threads"]))});
     }
   }
   if (b.contains("checkpoint") && b["checkpoint"].is_object()) {
     const json& c = b["checkpoint"];
-    if (c.contains("write_gbps_mean") && c["write_gbps_mean"].is_number()) bars.push_back({"checkpoint save (fsync)", c["write_gbps_mean"].get<double>(), std::nullopt, "", ""});
-    if (c.contains("read_gbps_mean") && c["read_gbps_mean"].is_number()) bars.push_back({"checkpoint load", c["read_gbps_mean"].get<double>(), std::nullopt, "", ""});
+    if (c.contains("write_gbps_mean") && c["write_gbps_mean"].is_number())
+      bars.push_back({"checkpoint save (fsync)", c["write_gbps_mean"].get<double>(), std::nullopt, "", ""});
+    if (c.contains("read_gbps_mean") && c["read_gbps_mean"].is_number())
+      bars.push_back({"checkpoint load", c["read_gbps_mean"].get<double>(), std::nullopt, "", ""});
   }
   for (const auto& t : b.value("transfers", json::array())) {
     if (t.contains("aggregate_gbps") && t["aggregate_gbps"].is_number()) {
-      bars.push_back({fmt::format("{} {} x{}", S(t["op"]), S(t["object"]), S(t["concurrency"])), t["aggregate_gbps"].get<double>(), std::nullopt, "", ""});
+      bars.push_back({fmt::format("{} {} x{}", S(t["op"]), S(t["object"]), S(t["concurrency"])),
+                      t["aggregate_gbps"].get<double>(), std::nullopt, "", ""});
     }
   }
   std::string out = BarChart("Throughput (GB/s)", bars, "GB/s");
   std::vector<Bar> meta;
   if (b.contains("metadata") && b["metadata"].is_object()) {
     for (const auto& p : b["metadata"].value("phases", json::array())) {
-      if (p.contains("ops_per_s") && p["ops_per_s"].is_number()) meta.push_back({p.value("id", ""), p["ops_per_s"].get<double>(), std::nullopt, "", ""});
+      if (p.contains("ops_per_s") && p["ops_per_s"].is_number())
+        meta.push_back({p.value("id", ""), p["ops_per_s"].get<double>(), std::nullopt, "", ""});
     }
   }
   // Rates from hundreds to hundreds of thousands per second: a log axis keeps the slow ones visible.
@@ -407,8 +463,10 @@ std::string StorageCharts(const json& b) {
     std::optional<double> warn;
     if (g.contains("warn") && g["warn"].is_number()) warn = g["warn"].get<double>();
     std::string cmp = g.value("better", "") == "lower" ? "<=" : ">=";
-    by_unit[g.value("unit", "")].push_back({g.value("metric", ""), g["value"].get<double>(), g["pass"].get<double>(), g.value("verdict", ""),
-                                            fmt::format("pass {} {}{}", cmp, S(g["pass"]), warn ? fmt::format(", warn {} {}", cmp, *warn) : ""), "", warn});
+    by_unit[g.value("unit", "")].push_back(
+        {g.value("metric", ""), g["value"].get<double>(), g["pass"].get<double>(), g.value("verdict", ""),
+         fmt::format("pass {} {}{}", cmp, S(g["pass"]), warn ? fmt::format(", warn {} {}", cmp, *warn) : ""), "",
+         warn});
   }
   for (const auto& [unit, bars] : by_unit) {
     double lo = 0, hi = 0;
@@ -416,7 +474,8 @@ std::string StorageCharts(const json& b) {
       if (x.value > 0) lo = lo == 0 ? x.value : std::min(lo, x.value);
       hi = std::max(hi, x.value);
     }
-    out += BarChart(fmt::format("Graded metrics ({})", unit), bars, unit + "; solid tick: pass bar, dashed tick: warn bar", {.log = lo > 0 && hi / lo > 100});
+    out += BarChart(fmt::format("Graded metrics ({})", unit), bars,
+                    unit + "; solid tick: pass bar, dashed tick: warn bar", {.log = lo > 0 && hi / lo > 100});
   }
   return out;
 }
@@ -432,7 +491,9 @@ std::string Document(const std::string& title, const std::string& body, const st
 
 std::string Leaderboard(const json& board, const LinkFn& link) {
   std::string out = "<section id=\"leaderboard\"><h2>Leaderboard</h2>";
-  if (board.empty()) return out + "<p class=\"muted\">No rating stored yet (clustermax rate ... --out r.json; clustermax db ingest r.json).</p></section>";
+  if (board.empty())
+    return out +
+           "<p class=\"muted\">No rating stored yet (clustermax rate ... --out r.json; clustermax db ingest r.json).</p></section>";
   auto mean = [](const json& r) -> std::string {
     if (!r["summary"].is_object() || !r["summary"].contains("score") || !r["summary"]["score"].is_number()) return "-";
     return fmt::format("{:.2f}", r["summary"]["score"].get<double>());
@@ -443,17 +504,20 @@ std::string Leaderboard(const json& board, const LinkFn& link) {
   static const char* ordinals[] = {"1st", "2nd", "3rd"};
   for (size_t i = 0; i < board.size() && i < 3; ++i) {
     const json& r = board[i];
-    out += fmt::format("<div class=\"{}\"><div class=\"place\">{}</div><div><b>{}</b></div><div class=\"small\">{}</div>{}<div class=\"score\">mean category score {}</div></div>",
-                       places[i], ordinals[i], E(r["provider"]), E(r["cluster"]), TierBadge(r["tier"]), mean(r));
+    out += fmt::format(
+        "<div class=\"{}\"><div class=\"place\">{}</div><div><b>{}</b></div><div class=\"small\">{}</div>{}<div class=\"score\">mean category score {}</div></div>",
+        places[i], ordinals[i], E(r["provider"]), E(r["cluster"]), TierBadge(r["tier"]), mean(r));
   }
-  out += "</div><table><thead><tr><th>#</th><th>provider</th><th>cluster</th><th>tier</th><th class=\"num\">mean category score</th><th>edition</th><th>rated</th></tr></thead><tbody>";
+  out +=
+      "</div><table><thead><tr><th>#</th><th>provider</th><th>cluster</th><th>tier</th><th class=\"num\">mean category score</th><th>edition</th><th>rated</th></tr></thead><tbody>";
   for (size_t i = 0; i < board.size(); ++i) {
     const json& r = board[i];
     std::string name = E(r["provider"]);
     std::string href = link ? link("rating", std::to_string(r["id"].get<int64_t>())) : "";
     if (!href.empty()) name = fmt::format("<a href=\"{}\">{}</a>", Escape(href), name);
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"small\">{}</td></tr>", i + 1, name,
-                       E(r["cluster"]), TierBadge(r["tier"], "st"), mean(r), E(r["edition"]), E(r["ingested_at"]));
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"small\">{}</td></tr>",
+        i + 1, name, E(r["cluster"]), TierBadge(r["tier"], "st"), mean(r), E(r["edition"]), E(r["ingested_at"]));
   }
   return out + "</tbody></table></section>";
 }
@@ -461,16 +525,20 @@ std::string Leaderboard(const json& board, const LinkFn& link) {
 std::string Scorecard(const json& r) {
   std::string who = E(At(r, "provider").is_string() ? At(r, "provider") : json("(unnamed provider)"));
   if (At(r, "cluster").is_string()) who += " / " + E(At(r, "cluster"));
-  std::string out = fmt::format("<section class=\"scorecard\"><h2>Scorecard: {}</h2><p>{}</p>", who, TierBadge(At(r, "tier")));
+  std::string out =
+      fmt::format("<section class=\"scorecard\"><h2>Scorecard: {}</h2><p>{}</p>", who, TierBadge(At(r, "tier")));
   if (At(r, "decided_by").is_string()) out += fmt::format("<p>Decided by {}</p>", E(At(r, "decided_by")));
   if (At(r, "tier_by_scores").is_string() && At(r, "tier") != At(r, "tier_by_scores")) {
-    out += fmt::format("<p class=\"muted\">The category scores alone would give {}.</p>", Escape(TierName(S(At(r, "tier_by_scores")))));
+    out += fmt::format("<p class=\"muted\">The category scores alone would give {}.</p>",
+                       Escape(TierName(S(At(r, "tier_by_scores")))));
   }
   if (r.contains("evidence") && At(r, "evidence").is_object()) {
     const json& e = At(r, "evidence");
-    out += fmt::format("<p class=\"small\">Evidence: {:.0f} % of the applicable criteria, {} of {} categories rated{}{}</p>", e.value("coverage", 0.0) * 100,
-                       E(e["rated_categories"]), At(r, "categories").size(), e.value("machine_evidence", false) ? "" : ", nothing read from the machine",
-                       e.value("meets_minimum", false) ? "" : " <b>(short of the minimum for any tier)</b>");
+    out += fmt::format(
+        "<p class=\"small\">Evidence: {:.0f} % of the applicable criteria, {} of {} categories rated{}{}</p>",
+        e.value("coverage", 0.0) * 100, E(e["rated_categories"]), At(r, "categories").size(),
+        e.value("machine_evidence", false) ? "" : ", nothing read from the machine",
+        e.value("meets_minimum", false) ? "" : " <b>(short of the minimum for any tier)</b>");
   }
   // Lead with what failed: criteria not met and the evidence that failed them (a FAIL, a WARN, a "no").
   std::string failed;
@@ -487,23 +555,26 @@ std::string Scorecard(const json& r) {
         }
       }
       ++n_failed;
-      failed += fmt::format("<li>{} {}{} <span class=\"muted\">({})</span><ul>{}</ul></li>", Status(v), E(k["title"]), k.value("critical", false) ? " <b>(critical)</b>" : "",
-                            E(c["title"]), items);
+      failed += fmt::format("<li>{} {}{} <span class=\"muted\">({})</span><ul>{}</ul></li>", Status(v), E(k["title"]),
+                            k.value("critical", false) ? " <b>(critical)</b>" : "", E(c["title"]), items);
     }
   }
-  if (n_failed) out += fmt::format("<div class=\"lead\"><h3>What failed ({} criteria)</h3><ul>{}</ul></div>", n_failed, failed);
+  if (n_failed)
+    out += fmt::format("<div class=\"lead\"><h3>What failed ({} criteria)</h3><ul>{}</ul></div>", n_failed, failed);
   const json& n = At(r, "next_tier");
   if (n.is_object()) {
     std::string target = S(n["tier"]);
     out += fmt::format("<div class=\"lead raise\"><h3>To reach {}</h3>", Escape(TierName(target)));
-    if (n.contains("about") && n["about"].is_string()) out += fmt::format("<p class=\"small muted\">{}</p>", E(n["about"]));
+    if (n.contains("about") && n["about"].is_string())
+      out += fmt::format("<p class=\"small muted\">{}</p>", E(n["about"]));
     out += "<ol>";
     for (const auto& f : n["fixes"]) {
       out += fmt::format("<li>{} <span class=\"muted\">{}{}</span>", E(f["title"]), E(f["criterion"]),
                          f.contains("gain") ? fmt::format(" (+{:.2f})", f["gain"].get<double>()) : "");
       const json& items = f.contains("items") ? f["items"] : f.value("evidence", json::array());
       out += "<ul>";
-      for (const auto& x : items) out += fmt::format("<li class=\"small\">{} {}: {}</li>", E(x["source"]), E(x["status"]), E(x["detail"]));
+      for (const auto& x : items)
+        out += fmt::format("<li class=\"small\">{} {}: {}</li>", E(x["source"]), E(x["status"]), E(x["detail"]));
       out += "</ul></li>";
     }
     out += "</ol></div>";
@@ -513,31 +584,39 @@ std::string Scorecard(const json& r) {
   for (const auto& c : At(r, "categories")) {
     if (!c.contains("score") || !c["score"].is_number()) {
       // Not rated: no evidence for any criterion. Shown as such, never as a score of 0.
-      bars.push_back({c.value("title", S(At(c, "id"))), 0, std::nullopt, "SKIP", c.value("not_rated", std::string("no evidence")), "not rated"});
+      bars.push_back({c.value("title", S(At(c, "id"))), 0, std::nullopt, "SKIP",
+                      c.value("not_rated", std::string("no evidence")), "not rated"});
       continue;
     }
     double sc = c["score"].get<double>();
-    bars.push_back({c.value("title", S(At(c, "id"))), sc * 100, std::nullopt, sc >= 0.8 ? "PASS" : sc >= 0.5 ? "WARN" : "FAIL",
+    bars.push_back({c.value("title", S(At(c, "id"))), sc * 100, std::nullopt,
+                    sc >= 0.8   ? "PASS"
+                    : sc >= 0.5 ? "WARN"
+                                : "FAIL",
                     fmt::format("coverage {:.0f} %", c.value("coverage", 0.0) * 100)});
   }
   ChartOptions lines;
   for (const auto& co : r.value("cut_offs", json::array())) {
     std::string t = S(co["tier"]);
     bool given = t == S(At(r, "tier")), next = n.is_object() && t == S(n["tier"]);
-    if (given || next) lines.lines.push_back({co["min_score"].get<double>() * 100, fmt::format("{} {:.0f} %", TierName(t), co["min_score"].get<double>() * 100)});
+    if (given || next)
+      lines.lines.push_back({co["min_score"].get<double>() * 100,
+                             fmt::format("{} {:.0f} %", TierName(t), co["min_score"].get<double>() * 100)});
   }
   out += BarChart("Category scores (%)", bars, "% of the attainable credit; dashed: tier cut-offs", lines);
   // Every criterion and its evidence, collapsed: what is not applicable folds further still.
   size_t n_criteria = 0;
   for (const auto& c : At(r, "categories")) n_criteria += At(c, "criteria").size();
   out += fmt::format("<details class=\"criteria\"><summary>All {} criteria and their evidence</summary>", n_criteria);
-  out += "<table><thead><tr><th>category</th><th>criterion</th><th>verdict</th><th class=\"num\">credit</th><th>evidence</th></tr></thead><tbody>";
+  out +=
+      "<table><thead><tr><th>category</th><th>criterion</th><th>verdict</th><th class=\"num\">credit</th><th>evidence</th></tr></thead><tbody>";
   for (const auto& c : At(r, "categories")) {
     for (const auto& k : At(c, "criteria")) {
       std::string ev, na;
       int n_na = 0;
       for (const auto& x : At(k, "items")) {
-        std::string line = fmt::format("<div class=\"small\">{} {} <span class=\"muted\">{}</span></div>", E(x["source"]), E(x["status"]), E(x["detail"]));
+        std::string line = fmt::format("<div class=\"small\">{} {} <span class=\"muted\">{}</span></div>",
+                                       E(x["source"]), E(x["status"]), E(x["detail"]));
         if (x.value("state", "") == "excluded") {
           na += line;
           ++n_na;
@@ -545,10 +624,12 @@ std::string Scorecard(const json& r) {
           ev += line;
         }
       }
-      if (n_na) ev += fmt::format("<details class=\"na small\"><summary>{} not applicable</summary>{}</details>", n_na, na);
+      if (n_na)
+        ev += fmt::format("<details class=\"na small\"><summary>{} not applicable</summary>{}</details>", n_na, na);
       out += fmt::format("<tr><td>{}</td><td>{}{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td></tr>",
-                         E(c["id"]) + (c.value("rated", true) ? "" : " <span class=\"muted\">(not rated)</span>"), E(k["title"]),
-                         k.value("critical", false) ? " <b>(critical)</b>" : "", Status(k.value("verdict", "")), E(k["credit"]), ev);
+                         E(c["id"]) + (c.value("rated", true) ? "" : " <span class=\"muted\">(not rated)</span>"),
+                         E(k["title"]), k.value("critical", false) ? " <b>(critical)</b>" : "",
+                         Status(k.value("verdict", "")), E(k["credit"]), ev);
     }
   }
   out += "</tbody></table></details>";
@@ -565,28 +646,32 @@ std::string Findings(const json& report, const std::string& anchor) {
   std::string nodes;
   for (const auto& n : report.value("nodes", json::array())) nodes += (nodes.empty() ? "" : ", ") + S(n);
   std::string out = fmt::format(
-      "<section id=\"{}\"><h2>Audit findings</h2><p>{} target, {} node(s){}, collected {}: {} checks, {} PASS, {} WARN, {} FAIL, {} SKIP</p>", Escape(anchor),
-      E(report["target"]), report.value("nodes", json::array()).size(), nodes.size() < 200 ? " (" + Escape(nodes) + ")" : "", E(report["collected_at"]),
-      s.value("checks", 0), s.value("pass", 0), s.value("warn", 0), s.value("fail", 0), s.value("skip", 0));
+      "<section id=\"{}\"><h2>Audit findings</h2><p>{} target, {} node(s){}, collected {}: {} checks, {} PASS, {} WARN, {} FAIL, {} SKIP</p>",
+      Escape(anchor), E(report["target"]), report.value("nodes", json::array()).size(),
+      nodes.size() < 200 ? " (" + Escape(nodes) + ")" : "", E(report["collected_at"]), s.value("checks", 0),
+      s.value("pass", 0), s.value("warn", 0), s.value("fail", 0), s.value("skip", 0));
   std::set<std::string> cats;
   for (const auto& r : report["results"]) cats.insert(r.value("category", ""));
   std::string table_id = anchor + "-table";
   out += fmt::format("<div class=\"filter\" data-table=\"{}\">", Escape(table_id));
   for (const char* st : {"FAIL", "WARN", "PASS", "SKIP"}) {
-    out += fmt::format("<label><input type=\"checkbox\" value=\"{}\"{}> {}</label>", st, std::string(st) == "SKIP" || std::string(st) == "PASS" ? "" : " checked", Status(st));
+    out += fmt::format("<label><input type=\"checkbox\" value=\"{}\"{}> {}</label>", st,
+                       std::string(st) == "SKIP" || std::string(st) == "PASS" ? "" : " checked", Status(st));
   }
   out += "<select><option value=\"\">all categories</option>";
   for (const auto& c : cats) out += fmt::format("<option value=\"{}\">{}</option>", Escape(c), Escape(c));
   out += "</select><input type=\"search\" placeholder=\"search\"><span class=\"count muted\"></span></div>";
-  out += fmt::format("<table id=\"{}\"><thead><tr><th>status</th><th>check</th><th>category</th><th>finding</th><th>observed / expected</th></tr></thead><tbody>",
-                     Escape(table_id));
+  out += fmt::format(
+      "<table id=\"{}\"><thead><tr><th>status</th><th>check</th><th>category</th><th>finding</th><th>observed / expected</th></tr></thead><tbody>",
+      Escape(table_id));
   for (const auto& r : report["results"]) {
     std::string details;
     for (const auto& d : r.value("details", json::array())) details += "<div class=\"small muted\">" + E(d) + "</div>";
     out += fmt::format(
         "<tr data-status=\"{}\" data-category=\"{}\"><td>{}</td><td>{}<div class=\"small muted\">{}</div></td><td>{}</td><td>{}{}{}</td><td class=\"small\">{}<br>{}</td></tr>",
-        E(r["status"]), E(r["category"]), Status(r.value("status", "")), E(r["id"]), E(r["title"]), E(r["category"]), E(r["message"]),
-        r["reason"].is_string() ? " <span class=\"muted\">(" + E(r["reason"]) + ")</span>" : "", details, E(r["observed"]), E(r["expected"]));
+        E(r["status"]), E(r["category"]), Status(r.value("status", "")), E(r["id"]), E(r["title"]), E(r["category"]),
+        E(r["message"]), r["reason"].is_string() ? " <span class=\"muted\">(" + E(r["reason"]) + ")</span>" : "",
+        details, E(r["observed"]), E(r["expected"]));
   }
   return out + "</tbody></table></section>";
 }
@@ -602,17 +687,20 @@ std::string FleetMatrix(const json& report) {
     }
   }
   std::sort(nodes.begin(), nodes.end());
-  std::string out = fmt::format("<section id=\"matrix\"><h2>Fleet: node by check</h2><p class=\"muted\">{} nodes returned of {} expected. Hover a cell for the node and check.</p>",
-                                E(report["fleet"]["nodes_returned"]), E(report["fleet"]["nodes_expected"]));
+  std::string out = fmt::format(
+      "<section id=\"matrix\"><h2>Fleet: node by check</h2><p class=\"muted\">{} nodes returned of {} expected. Hover a cell for the node and check.</p>",
+      E(report["fleet"]["nodes_returned"]), E(report["fleet"]["nodes_expected"]));
   out += "<table class=\"matrix\"><thead><tr><th>check</th>";
-  for (size_t i = 0; i < nodes.size(); ++i) out += fmt::format("<th title=\"{}\">{}</th>", Escape(nodes[i]), i % 8 == 0 ? std::to_string(i) : "");
+  for (size_t i = 0; i < nodes.size(); ++i)
+    out += fmt::format("<th title=\"{}\">{}</th>", Escape(nodes[i]), i % 8 == 0 ? std::to_string(i) : "");
   out += "</tr></thead><tbody>";
   for (const auto& row : m) {
     out += fmt::format("<tr><th>{}</th>", E(row["check"]));
     const json& v = row.value("verdicts", json::object());
     for (const auto& n : nodes) {
       std::string st = v.contains(n) ? S(v[n]) : "";
-      out += fmt::format("<td class=\"{}\" title=\"{} {}: {}\"></td>", st.empty() ? "" : Escape(st), Escape(n), E(row["check"]), st.empty() ? "not judged" : Escape(st));
+      out += fmt::format("<td class=\"{}\" title=\"{} {}: {}\"></td>", st.empty() ? "" : Escape(st), Escape(n),
+                         E(row["check"]), st.empty() ? "not judged" : Escape(st));
     }
     out += "</tr>";
   }
@@ -622,12 +710,15 @@ std::string FleetMatrix(const json& report) {
 std::string Benchmark(const json& b) {
   std::string kind = b.value("kind", "");
   std::string out = fmt::format("<section class=\"bench\"><h2>Benchmark: {}</h2>", Escape(BenchTitle(kind)));
-  if (b.value("status", "ok") == "skip") return out + fmt::format("<p>{} {}</p></section>", Status("SKIP"), E(b["reason"]));
-  out += fmt::format("<p>host {}, started {}, {} s; verdict {}</p>", E(b.value("host", json())), E(b.value("started", json())), E(b.value("seconds", json())),
-                     Status(b.value("verdict", "SKIP")));
+  if (b.value("status", "ok") == "skip")
+    return out + fmt::format("<p>{} {}</p></section>", Status("SKIP"), E(b["reason"]));
+  out += fmt::format("<p>host {}, started {}, {} s; verdict {}</p>", E(b.value("host", json())),
+                     E(b.value("started", json())), E(b.value("seconds", json())), Status(b.value("verdict", "SKIP")));
   if (kind == "clustermax.bench.gpu") {
     std::string gpus;
-    for (const auto& g : b.value("gpus", json::array())) gpus += fmt::format("<li>GPU {}: {} ({}), sm_{}</li>", E(g["index"]), E(g["name"]), E(g["uuid"]), E(g["compute_capability"]));
+    for (const auto& g : b.value("gpus", json::array()))
+      gpus += fmt::format("<li>GPU {}: {} ({}), sm_{}</li>", E(g["index"]), E(g["name"]), E(g["uuid"]),
+                          E(g["compute_capability"]));
     out += "<ul class=\"small\">" + gpus + "</ul>" + GpuCharts(b);
   } else if (kind == "clustermax.bench.storage-scaling") {
     out += ScalingTable(b);
@@ -654,7 +745,8 @@ std::vector<std::pair<int64_t, int64_t>> DiffPairs(const json& runs) {
 }
 
 std::string History(const json& runs, const LinkFn& link) {
-  std::string out = "<section id=\"history\"><h2>Runs</h2><table><thead><tr><th>id</th><th>kind</th><th>provider</th><th>cluster</th><th>target</th><th>collected</th><th class=\"num\">nodes</th><th>summary</th><th>diff</th></tr></thead><tbody>";
+  std::string out =
+      "<section id=\"history\"><h2>Runs</h2><table><thead><tr><th>id</th><th>kind</th><th>provider</th><th>cluster</th><th>target</th><th>collected</th><th class=\"num\">nodes</th><th>summary</th><th>diff</th></tr></thead><tbody>";
   std::map<int64_t, int64_t> previous;
   for (const auto& [a, b] : DiffPairs(runs)) previous[b] = a;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -675,36 +767,53 @@ std::string History(const json& runs, const LinkFn& link) {
     } else if (r["kind"] == "run") {
       summary = "benchmarks only";
     }
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>", name,
-                       E(r["kind"]), E(r["provider"]), E(r["cluster"]), E(r["target"]), E(r["collected_at"]), E(r["nodes"]), summary, diff);
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td></tr>",
+        name, E(r["kind"]), E(r["provider"]), E(r["cluster"]), E(r["target"]), E(r["collected_at"]), E(r["nodes"]),
+        summary, diff);
   }
   return out + "</tbody></table></section>";
 }
 
 std::string DiffView(const json& d, const std::string& anchor) {
-  std::string out = fmt::format("<section id=\"{}\"><h2>{} {} → {}</h2><p class=\"muted\">{} / {}: {} → {}; {} regression(s)</p>", Escape(anchor),
-                                d["from"].value("kind", "") == "rating" ? "Rating" : "Run", E(d["from"]["id"]), E(d["to"]["id"]), E(d["to"]["provider"]),
-                                E(d["to"]["cluster"]), E(d["from"]["collected_at"]), E(d["to"]["collected_at"]), E(d.value("regressions", json(0))));
+  std::string out =
+      fmt::format("<section id=\"{}\"><h2>{} {} → {}</h2><p class=\"muted\">{} / {}: {} → {}; {} regression(s)</p>",
+                  Escape(anchor), d["from"].value("kind", "") == "rating" ? "Rating" : "Run", E(d["from"]["id"]),
+                  E(d["to"]["id"]), E(d["to"]["provider"]), E(d["to"]["cluster"]), E(d["from"]["collected_at"]),
+                  E(d["to"]["collected_at"]), E(d.value("regressions", json(0))));
   bool tier = d.contains("tier") && d["tier"].is_object();
   const json cats = d.value("categories", json::array());
   if (d["checks"].empty() && d["metrics"].empty() && !tier && cats.empty()) return out + "<p>No change.</p></section>";
-  out += "<table><thead><tr><th>change</th><th>check, metric or category</th><th>before</th><th>after</th><th>now</th></tr></thead><tbody>";
-  auto dir = [](const json& x) { return Status(x.value("direction", "") == "worse" ? "FAIL" : x.value("direction", "") == "better" ? "PASS" : "SKIP", x.value("direction", "changed")); };
+  out +=
+      "<table><thead><tr><th>change</th><th>check, metric or category</th><th>before</th><th>after</th><th>now</th></tr></thead><tbody>";
+  auto dir = [](const json& x) {
+    return Status(x.value("direction", "") == "worse"    ? "FAIL"
+                  : x.value("direction", "") == "better" ? "PASS"
+                                                         : "SKIP",
+                  x.value("direction", "changed"));
+  };
   if (tier) {
-    out += fmt::format("<tr><td>{}</td><td>tier</td><td>{}</td><td>{}</td><td></td></tr>", dir(d["tier"]), TierBadge(d["tier"]["from"], "st"),
-                       TierBadge(d["tier"]["to"], "st"));
+    out += fmt::format("<tr><td>{}</td><td>tier</td><td>{}</td><td>{}</td><td></td></tr>", dir(d["tier"]),
+                       TierBadge(d["tier"]["from"], "st"), TierBadge(d["tier"]["to"], "st"));
   }
   for (const auto& c : cats) {
-    auto cell = [](const json& v) { return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("not rated"); };
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", dir(c), E(c["category"]), cell(c["from"]), cell(c["to"]));
+    auto cell = [](const json& v) {
+      return v.is_number() ? fmt::format("{:.2f}", v.get<double>()) : std::string("not rated");
+    };
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", dir(c), E(c["category"]),
+                       cell(c["from"]), cell(c["to"]));
   }
   for (const auto& c : d["checks"]) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td></tr>", dir(c), E(c["check"]),
-                       c["from"].is_null() ? "-" : Status(S(c["from"])), c["to"].is_null() ? "-" : Status(S(c["to"])), E(c["message"]));
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td></tr>", dir(c),
+                       E(c["check"]), c["from"].is_null() ? "-" : Status(S(c["from"])),
+                       c["to"].is_null() ? "-" : Status(S(c["to"])), E(c["message"]));
   }
   for (const auto& m : d["metrics"]) {
-    auto cell = [&](const json& x) { return x.is_null() ? std::string("-") : Status(S(x["verdict"])) + " " + E(x["value"]) + " " + E(m["unit"]); };
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", dir(m), E(m["metric"]), cell(m["from"]), cell(m["to"]));
+    auto cell = [&](const json& x) {
+      return x.is_null() ? std::string("-") : Status(S(x["verdict"])) + " " + E(x["value"]) + " " + E(m["unit"]);
+    };
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td></td></tr>", dir(m), E(m["metric"]),
+                       cell(m["from"]), cell(m["to"]));
   }
   return out + "</tbody></table></section>";
 }

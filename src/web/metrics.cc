@@ -19,7 +19,8 @@ std::string MetricsFromRuns(const json& latest, const json& ratings, size_t stor
   report::PromWriter w;
   w.Family("clustermax_store_runs", "Runs and ratings in the results store.");
   w.Add("clustermax_store_runs", {}, static_cast<double>(stored_runs));
-  w.Family("clustermax_store_runs_exported", "Stored runs whose series this page holds (the newest run of each provider and cluster, bounded).");
+  w.Family("clustermax_store_runs_exported",
+           "Stored runs whose series this page holds (the newest run of each provider and cluster, bounded).");
   w.Add("clustermax_store_runs_exported", {}, static_cast<double>(latest.size()));
   for (const auto& run : latest) {
     report::PromOptions o;
@@ -41,7 +42,8 @@ std::string MetricsFromRuns(const json& latest, const json& ratings, size_t stor
     report::PromLabels tl = l;
     tl.emplace_back("tier", Text(r, "tier"));
     w.Add("clustermax_rating_tier", tl, 1);
-    if (r.contains("summary") && r["summary"].is_object() && r["summary"].contains("score") && r["summary"]["score"].is_number()) {
+    if (r.contains("summary") && r["summary"].is_object() && r["summary"].contains("score") &&
+        r["summary"]["score"].is_number()) {
       w.Add("clustermax_rating_score_ratio", l, r["summary"]["score"].get<double>());
     }
   }

@@ -48,10 +48,14 @@ nvmlReturn_t nvmlInit_v2() {
 nvmlReturn_t nvmlShutdown() { return kSuccess; }
 const char* nvmlErrorString(nvmlReturn_t r) {
   switch (r) {
-    case kDriverNotLoaded: return "Driver Not Loaded";
-    case kNotSupported: return "Not Supported";
-    case kInvalidArgument: return "Invalid Argument";
-    default: return "Unknown Error";
+    case kDriverNotLoaded:
+      return "Driver Not Loaded";
+    case kNotSupported:
+      return "Not Supported";
+    case kInvalidArgument:
+      return "Invalid Argument";
+    default:
+      return "Unknown Error";
   }
 }
 nvmlReturn_t nvmlSystemGetDriverVersion(char* v, unsigned len) {
@@ -116,11 +120,26 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t, int* major, int* m
   *minor = 0;
   return kSuccess;
 }
-nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g = 5; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t, unsigned* g) { *g = 5; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned* w) { *w = Faulty() && Index(d) == 5 ? 8 : 16; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t, unsigned* w) { *w = 16; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t, unsigned* m) { *m = 1; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t, unsigned* g) {
+  *g = 5;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t, unsigned* g) {
+  *g = 5;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned* w) {
+  *w = Faulty() && Index(d) == 5 ? 8 : 16;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t, unsigned* w) {
+  *w = 16;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t, unsigned* m) {
+  *m = 1;
+  return kSuccess;
+}
 // FAKE_NVML_VIRT: the virtualization mode (0 none, 1 pass-through, 2 vGPU).
 nvmlReturn_t nvmlDeviceGetVirtualizationMode(nvmlDevice_t, unsigned* m) {
   const char* v = std::getenv("FAKE_NVML_VIRT");
@@ -136,7 +155,8 @@ nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int cou
   *n = (Faulty() && Index(d) == 3 && error_type == 1) ? (counter_type == 0 ? 4 : 9) : 0;
   return kSuccess;
 }
-nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned* corr, unsigned* unc, unsigned* pending, unsigned* failure) {
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned* corr, unsigned* unc, unsigned* pending,
+                                       unsigned* failure) {
   *corr = 0;
   *unc = 0;
   *pending = 0;
@@ -151,11 +171,26 @@ nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, unsigned* pe
   *pending = Faulty() && Index(d) == 6 ? 1 : 0;
   return kSuccess;
 }
-nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t, unsigned* mw) { *mw = 71250; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, unsigned* mw) { *mw = 700000; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int, unsigned* t) { *t = 30 + Index(d); return kSuccess; }
-nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t, int type, unsigned* c) { *c = type == 2 ? 2619 : 345; return kSuccess; }
-nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t, int type, unsigned* c) { *c = type == 2 ? 2619 : 1980; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t, unsigned* mw) {
+  *mw = 71250;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t, unsigned* mw) {
+  *mw = 700000;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int, unsigned* t) {
+  *t = 30 + Index(d);
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t, int type, unsigned* c) {
+  *c = type == 2 ? 2619 : 345;
+  return kSuccess;
+}
+nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t, int type, unsigned* c) {
+  *c = type == 2 ? 2619 : 1980;
+  return kSuccess;
+}
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t, nvmlUtilization_t* u) {
   u->gpu = 0;
   u->memory = 0;
@@ -167,6 +202,9 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, unsigned* a
   *active = (Faulty() && Index(d) == 2 && link == 7) ? 0 : 1;
   return kSuccess;
 }
-nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) { *r = 0x1; return kSuccess; }
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) {
+  *r = 0x1;
+  return kSuccess;
+}
 // nvmlDeviceGetSerial may be unsupported on some boards; the real library then returns 3.
 }

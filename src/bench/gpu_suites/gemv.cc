@@ -13,7 +13,8 @@ json Plan(const GpuPlanOptions& o) {
   json items = json::array();
   for (const auto& p : PickPrecisions(o.precisions, {"bf16", "fp8"})) {
     for (int64_t batch : {int64_t{1}, int64_t{16}}) {
-      json item = GemmPlanItem(fmt::format("mem.gemv.{}.n{}", p, batch), p, 32768, batch, 16384, 10, o.full ? 100 : 30, 4, o);
+      json item =
+          GemmPlanItem(fmt::format("mem.gemv.{}.n{}", p, batch), p, 32768, batch, 16384, 10, o.full ? 100 : 30, 4, o);
       item["kind"] = "gemm";
       items.push_back(std::move(item));
     }
@@ -25,8 +26,10 @@ bool IsGemv(const json& row) { return row.value("id", "").rfind("mem.gemv", 0) =
 
 void Metrics(const json& r, std::vector<MetricValue>& out) {
   for (const auto& p : PrecisionsIn(r, "gemv")) {
-    out.push_back(NodeValue("gpu.gemv." + p, BestPerGpu(r, "gemv", "gbps", [&](const json& row) { return row["dtype"] == p && IsGemv(row); }),
-                            true, "GEMV " + p));
+    out.push_back(
+        NodeValue("gpu.gemv." + p,
+                  BestPerGpu(r, "gemv", "gbps", [&](const json& row) { return row["dtype"] == p && IsGemv(row); }),
+                  true, "GEMV " + p));
   }
 }
 
@@ -39,7 +42,8 @@ void Bars(GpuBars& b) {
 }
 
 void Render(std::string& out, const json& suite, const GpuRenderContext& ctx) {
-  RenderGpuTable(out, "gemv", suite, "decode-shaped GEMV, GB/s counted as weight + vectors, L2 flushed", "GB/s", true, ctx);
+  RenderGpuTable(out, "gemv", suite, "decode-shaped GEMV, GB/s counted as weight + vectors, L2 flushed", "GB/s", true,
+                 ctx);
 }
 
 }  // namespace

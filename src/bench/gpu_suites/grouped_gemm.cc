@@ -23,7 +23,8 @@ json Plan(const GpuPlanOptions& o) {
   std::set<std::string> known;
   for (const auto& m : MoeModels()) known.insert(m.id);
   for (const auto& id : o.models) {
-    if (!known.count(id)) throw std::invalid_argument(fmt::format("unknown model '{}' (known: {})", id, fmt::join(known, ", ")));
+    if (!known.count(id))
+      throw std::invalid_argument(fmt::format("unknown model '{}' (known: {})", id, fmt::join(known, ", ")));
   }
   for (const auto& model : MoeModels()) {
     if (!o.models.empty() && std::find(o.models.begin(), o.models.end(), model.id) == o.models.end()) continue;
@@ -37,11 +38,23 @@ json Plan(const GpuPlanOptions& o) {
           for (int64_t t : tokens) {
             for (bool skewed : {false, true}) {
               std::vector<int64_t> m = RouteTokens(groups, t, skewed);
-              json item = {{"id", fmt::format("gemm.grouped.{}.{}.{}.ep{}.t{}.{}", model.id, proj, p, ep, t, skewed ? "skewed" : "uniform")},
-                           {"kind", "grouped"}, {"dtype", p}, {"model", model.id}, {"proj", proj}, {"ep", ep},
-                           {"groups", groups}, {"tokens_per_expert", t}, {"routing", skewed ? "skewed" : "uniform"},
-                           {"n", n}, {"k", k}, {"m", m}, {"warmup", full ? 5 : 3}, {"iters", full ? 30 : 10},
-                           {"flops", GroupedFlops(m, n, k)}, {"bytes", GroupedBytes(p, m, n, k)},
+              json item = {{"id", fmt::format("gemm.grouped.{}.{}.{}.ep{}.t{}.{}", model.id, proj, p, ep, t,
+                                              skewed ? "skewed" : "uniform")},
+                           {"kind", "grouped"},
+                           {"dtype", p},
+                           {"model", model.id},
+                           {"proj", proj},
+                           {"ep", ep},
+                           {"groups", groups},
+                           {"tokens_per_expert", t},
+                           {"routing", skewed ? "skewed" : "uniform"},
+                           {"n", n},
+                           {"k", k},
+                           {"m", m},
+                           {"warmup", full ? 5 : 3},
+                           {"iters", full ? 30 : 10},
+                           {"flops", GroupedFlops(m, n, k)},
+                           {"bytes", GroupedBytes(p, m, n, k)},
                            // cuBLAS grouped batched GEMM takes FP32/TF32/FP16/BF16 (auto: it and the
                            // CUDA-graph path are both timed, the faster kept); scaled FP8 runs as
                            // per-expert cuBLASLt calls captured in one CUDA graph, its segments
@@ -51,7 +64,8 @@ json Plan(const GpuPlanOptions& o) {
               if (ScaledPrecision(p)) item["fast_accum"] = o.fp8_fast_accum;
               if (auto why = PrecisionUnavailable(p, o.compute_capability)) item["na"] = *why;
               double rows = std::accumulate(m.begin(), m.end(), 0.0);
-              double need = InputElementBytes(p) * (rows * k + static_cast<double>(groups) * n * k) + OutputElementBytes(p) * rows * n;
+              double need = InputElementBytes(p) * (rows * k + static_cast<double>(groups) * n * k) +
+                            OutputElementBytes(p) * rows * n;
               if (!item.contains("na") && need + (uint64_t{1} << 30) > 0.9 * static_cast<double>(o.memory_bytes)) {
                 item["na"] = fmt::format("needs {:.1f} GiB, more than 90 % of the GPU's memory", need / (1u << 30));
               }
@@ -67,17 +81,18 @@ json Plan(const GpuPlanOptions& o) {
 
 void Metrics(const json& r, std::vector<MetricValue>& out) {
   for (const auto& p : PrecisionsIn(r, "grouped-gemm")) {
-    out.push_back(NodeValue("gpu.grouped." + p,
-                            BestPerGpu(r, "grouped-gemm", "tflops",
-                                       [&](const json& row) { return row["dtype"] == p && row.value("tokens_per_expert", 0) >= 512; }),
-                            true, "grouped GEMM " + p));
+    out.push_back(NodeValue(
+        "gpu.grouped." + p,
+        BestPerGpu(r, "grouped-gemm", "tflops",
+                   [&](const json& row) { return row["dtype"] == p && row.value("tokens_per_expert", 0) >= 512; }),
+        true, "grouped GEMM " + p));
   }
 }
 
 void Bars(GpuBars& b) {
   for (const auto& p : GpuPrecisions()) {
-    b.Add("gpu.grouped." + p, "Grouped MoE GEMM " + p + " (>= 512 tokens/expert), slowest GPU", "TFLOPS", "grouped", b.Peak("tflops", p),
-          "dense " + p + " peak");
+    b.Add("gpu.grouped." + p, "Grouped MoE GEMM " + p + " (>= 512 tokens/expert), slowest GPU", "TFLOPS", "grouped",
+          b.Peak("tflops", p), "dense " + p + " peak");
   }
 }
 
@@ -88,15 +103,17 @@ void Render(std::string& out, const json& suite, const GpuRenderContext& ctx) {
     int64_t t = row.value("tokens_per_expert", int64_t{0});
     if (std::find(ts.begin(), ts.end(), t) == ts.end()) ts.push_back(t);
   }
-  out += fmt::format("\n  grouped-gemm: MoE experts, useful TFLOPS by tokens per expert{} (GB/s in the JSON)\n", ctx.multi ? ", slowest GPU" : "");
+  out += fmt::format("\n  grouped-gemm: MoE experts, useful TFLOPS by tokens per expert{} (GB/s in the JSON)\n",
+                     ctx.multi ? ", slowest GPU" : "");
   std::string head = fmt::format("    {:<38}", "model proj dtype EP routing");
   for (int64_t t : ts) head += fmt::format(" {:>8}", fmt::format("T={}", t));
   out += head + "  check\n";
   std::map<std::string, std::vector<const json*>> lines;
   std::vector<std::string> order;
   for (const auto& row : suite["items"]) {
-    std::string key = fmt::format("{} {} {} ep{} {}", row["model"].get<std::string>(), row["proj"].get<std::string>(), row["dtype"].get<std::string>(),
-                                  row["ep"].get<int>(), row["routing"].get<std::string>());
+    std::string key =
+        fmt::format("{} {} {} ep{} {}", row["model"].get<std::string>(), row["proj"].get<std::string>(),
+                    row["dtype"].get<std::string>(), row["ep"].get<int>(), row["routing"].get<std::string>());
     if (!lines.count(key)) order.push_back(key);
     lines[key].push_back(&row);
   }
@@ -121,7 +138,8 @@ void Render(std::string& out, const json& suite, const GpuRenderContext& ctx) {
 GpuSuite GroupedGemmSuite() {
   GpuSuite s;
   s.key = "grouped-gemm";
-  s.description = "MoE expert GEMMs (gate_up, down) of real models, tokens per expert from decode to prefill, uniform and skewed";
+  s.description =
+      "MoE expert GEMMs (gate_up, down) of real models, tokens per expert from decode to prefill, uniform and skewed";
   s.shapes = "quick T in {1, 8, 64, 512, 4096} at EP 8; full T = 1, 2, 4, ..., 4096 at EP 8 and EP 32";
   s.helper_kind = "grouped";
   s.plan = Plan;

@@ -33,7 +33,8 @@ json Plan(const GpuPlanOptions& o) {
     for (int64_t m : mn) {
       for (int64_t n : mn) {
         for (int64_t k : kk) {
-          json it = GemmPlanItem(fmt::format("mamf.{}.{}", p, ShapeName(m, n, k)), p, m, n, k, full ? 50 : 5, full ? 100 : 20, 1, o);
+          json it = GemmPlanItem(fmt::format("mamf.{}.{}", p, ShapeName(m, n, k)), p, m, n, k, full ? 50 : 5,
+                                 full ? 100 : 20, 1, o);
           it["precision"] = p;
           items.push_back(std::move(it));
         }
@@ -68,7 +69,8 @@ json MamfSummary(const json& rows, const std::string& precision, int gpu) {
         continue;
       }
       auto better = [&](json& slot, const char* key) {
-        if (slot.is_null() || rec[key].get<double>() > slot["tflops"].get<double>()) slot = {{"tflops", rec[key]}, {"shape", shape}, {"id", row["id"]}};
+        if (slot.is_null() || rec[key].get<double>() > slot["tflops"].get<double>())
+          slot = {{"tflops", rec[key]}, {"shape", shape}, {"id", row["id"]}};
       };
       better(best_mean, "tflops_mean");
       better(best_median, "tflops");
@@ -82,8 +84,12 @@ json MamfSummary(const json& rows, const std::string& precision, int gpu) {
     }
   }
   if (best_mean.is_null()) return nullptr;
-  return {{"gpu", gpu}, {"best_mean", best_mean}, {"best_median", best_median}, {"best_max", best_max},
-          {"stage1_shapes", n}, {"arithmetic_mean_tflops", n ? RoundTo(s / n, 2) : 0.0},
+  return {{"gpu", gpu},
+          {"best_mean", best_mean},
+          {"best_median", best_median},
+          {"best_max", best_max},
+          {"stage1_shapes", n},
+          {"arithmetic_mean_tflops", n ? RoundTo(s / n, 2) : 0.0},
           {"geometric_mean_tflops", n ? RoundTo(std::exp(logs / n), 2) : 0.0}};
 }
 
@@ -101,7 +107,11 @@ void Run(GpuSuiteRunner& runner, const GpuSuite& self, json& rows, json& suite_o
     for (const auto& r : rows) {
       for (const auto& rec : r["gpus"]) {
         if (rec["gpu"] == gpus[g] && rec.value("status", "") == "ok") {
-          json x = {{"precision", r["precision"]}, {"m", r["m"]}, {"n", r["n"]}, {"k", r["k"]}, {"tflops_mean", rec["tflops_mean"]}};
+          json x = {{"precision", r["precision"]},
+                    {"m", r["m"]},
+                    {"n", r["n"]},
+                    {"k", r["k"]},
+                    {"tflops_mean", rec["tflops_mean"]}};
           mine.push_back(x);
         }
       }
@@ -158,15 +168,18 @@ void Bars(GpuBars& b) {
     } else {
       std::optional<double> pk = b.Peak("tflops", p);
       if (pk) *pk *= 0.65;
-      b.Add("gpu.mamf." + p, "MAMF " + p + " (best mean), slowest GPU", "TFLOPS", "mamf", pk, "0.65 x dense " + p + " peak");
+      b.Add("gpu.mamf." + p, "MAMF " + p + " (best mean), slowest GPU", "TFLOPS", "mamf", pk,
+            "0.65 x dense " + p + " peak");
     }
   }
 }
 
 void Render(std::string& out, const json& suite, const GpuRenderContext& ctx) {
   const json& model = ctx.model;
-  out += "\n  mamf: best mean TFLOPS over the sweep (the published statistic), stage 2 = re-measured best shapes, 50 warm-ups + 100 timed\n";
-  out += fmt::format("    {:<6} {:>4} {:>10} {:<20} {:>10} {:>10} {:>9} {:>9} {:>7}\n", "dtype", "GPU", "best mean", "shape", "best med", "best max", "amean", "gmean", "% peak");
+  out +=
+      "\n  mamf: best mean TFLOPS over the sweep (the published statistic), stage 2 = re-measured best shapes, 50 warm-ups + 100 timed\n";
+  out += fmt::format("    {:<6} {:>4} {:>10} {:<20} {:>10} {:>10} {:>9} {:>9} {:>7}\n", "dtype", "GPU", "best mean",
+                     "shape", "best med", "best max", "amean", "gmean", "% peak");
   const json summary = suite.value("summary", json::object());
   for (const auto& [p, per] : summary.items()) {
     for (const auto& g : per) {
@@ -175,11 +188,12 @@ void Render(std::string& out, const json& suite, const GpuRenderContext& ctx) {
       if (!model.is_null() && model["tflops"].contains(p) && model["tflops"][p].is_number()) {
         pct = fmt::format("{:.1f}%", g["best_mean"]["tflops"].get<double>() / model["tflops"][p].get<double>() * 100);
       }
-      out += fmt::format("    {:<6} {:>4} {:>10.1f} {:<20} {:>10.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>7}\n", p, g["gpu"].get<int>(),
-                         g["best_mean"]["tflops"].get<double>(),
-                         fmt::format("{}x{}x{}", sh["m"].get<int64_t>(), sh["n"].get<int64_t>(), sh["k"].get<int64_t>()),
-                         g["best_median"]["tflops"].get<double>(), g["best_max"]["tflops"].get<double>(), g["arithmetic_mean_tflops"].get<double>(),
-                         g["geometric_mean_tflops"].get<double>(), pct);
+      out +=
+          fmt::format("    {:<6} {:>4} {:>10.1f} {:<20} {:>10.1f} {:>10.1f} {:>9.1f} {:>9.1f} {:>7}\n", p,
+                      g["gpu"].get<int>(), g["best_mean"]["tflops"].get<double>(),
+                      fmt::format("{}x{}x{}", sh["m"].get<int64_t>(), sh["n"].get<int64_t>(), sh["k"].get<int64_t>()),
+                      g["best_median"]["tflops"].get<double>(), g["best_max"]["tflops"].get<double>(),
+                      g["arithmetic_mean_tflops"].get<double>(), g["geometric_mean_tflops"].get<double>(), pct);
     }
   }
   uint64_t bad = 0;
@@ -200,7 +214,8 @@ json PlanMamfRefine(const json& rows, const std::string& precision, const GpuPla
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   auto add = [&](int64_t m, int64_t n, int64_t k) {
     if (m <= 0 || n <= 0 || k <= 0 || !seen.insert({m, n, k}).second) return;
-    json it = GemmPlanItem(fmt::format("mamf.{}.{}.stage2", precision, ShapeName(m, n, k)), precision, m, n, k, 50, 100, 4, o);
+    json it = GemmPlanItem(fmt::format("mamf.{}.{}.stage2", precision, ShapeName(m, n, k)), precision, m, n, k, 50, 100,
+                           4, o);
     it["precision"] = precision;
     it["stage"] = 2;
     items.push_back(std::move(it));
@@ -222,8 +237,10 @@ json PlanMamfRefine(const json& rows, const std::string& precision, const GpuPla
 GpuSuite MamfSuite() {
   GpuSuite s;
   s.key = "mamf";
-  s.description = "maximum achievable matmul FLOPS: sweep, then the best shapes and their neighbours re-measured (50 + 100)";
-  s.shapes = "quick m, n in {1024..16384 (x2)}, k in {2048, 4096, 8192, 12288, 16384}; full 1024..16384 step 1024 (FP8 to 20480)";
+  s.description =
+      "maximum achievable matmul FLOPS: sweep, then the best shapes and their neighbours re-measured (50 + 100)";
+  s.shapes =
+      "quick m, n in {1024..16384 (x2)}, k in {2048, 4096, 8192, 12288, 16384}; full 1024..16384 step 1024 (FP8 to 20480)";
   s.helper_kind = "gemm";
   s.plan = Plan;
   s.run = Run;

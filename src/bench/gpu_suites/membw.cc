@@ -14,7 +14,11 @@ json Plan(const GpuPlanOptions& o) {
   for (const char* op : {"copy", "read", "triad", "memcpy"}) {
     std::string s(op);
     double moved = static_cast<double>(bytes) * (s == "read" ? 1 : s == "triad" ? 3 : 2);
-    items.push_back({{"id", "mem.stream." + s}, {"kind", "membw"}, {"op", s}, {"bytes", bytes}, {"iters", o.full ? 100 : 20},
+    items.push_back({{"id", "mem.stream." + s},
+                     {"kind", "membw"},
+                     {"op", s},
+                     {"bytes", bytes},
+                     {"iters", o.full ? 100 : 20},
                      {"bytes_moved", moved}});
   }
   return items;
@@ -22,7 +26,8 @@ json Plan(const GpuPlanOptions& o) {
 
 void Metrics(const json& r, std::vector<MetricValue>& out) {
   if (!r["suites"].contains("membw")) return;
-  out.push_back(NodeValue("gpu.hbm", BestPerGpu(r, "membw", "gbps", [](const json&) { return true; }), true, "HBM bandwidth"));
+  out.push_back(
+      NodeValue("gpu.hbm", BestPerGpu(r, "membw", "gbps", [](const json&) { return true; }), true, "HBM bandwidth"));
 }
 
 void Bars(GpuBars& b) {

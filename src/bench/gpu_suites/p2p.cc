@@ -12,14 +12,20 @@ json Plan(const GpuPlanOptions& o) {
   json items = json::array();
   uint64_t bytes = o.full ? uint64_t{512} << 20 : uint64_t{256} << 20;
   if (o.gpu_count < 2) {
-    items.push_back({{"id", "bw.device-device"}, {"kind", "p2p"}, {"na", "peer copies need two or more GPUs; this node has one"}});
+    items.push_back(
+        {{"id", "bw.device-device"}, {"kind", "p2p"}, {"na", "peer copies need two or more GPUs; this node has one"}});
   }
   for (bool bidir : {false, true}) {
     for (int s = 0; s < o.gpu_count; ++s) {
       for (int d = 0; d < o.gpu_count; ++d) {
         if (s == d) continue;
-        items.push_back({{"id", fmt::format("bw.device-device.{}-{}{}", s, d, bidir ? ".bidir" : "")}, {"kind", "p2p"}, {"src", s}, {"dst", d},
-                         {"bidir", bidir}, {"bytes", bytes}, {"iters", o.full ? 20 : 5},
+        items.push_back({{"id", fmt::format("bw.device-device.{}-{}{}", s, d, bidir ? ".bidir" : "")},
+                         {"kind", "p2p"},
+                         {"src", s},
+                         {"dst", d},
+                         {"bidir", bidir},
+                         {"bytes", bytes},
+                         {"iters", o.full ? 20 : 5},
                          {"bytes_moved", static_cast<double>(bytes) * (bidir ? 2 : 1)}});
       }
     }
@@ -30,7 +36,8 @@ json Plan(const GpuPlanOptions& o) {
 // The weakest pair decides: per source GPU the slowest of its outgoing unidirectional copies.
 void Metrics(const json& r, std::vector<MetricValue>& out) {
   if (!r["suites"].contains("p2p")) return;
-  PerGpuBest worst = BestPerGpu(r, "p2p", "gbps", [](const json& row) { return !row.value("bidir", false); }, false);
+  PerGpuBest worst = BestPerGpu(
+      r, "p2p", "gbps", [](const json& row) { return !row.value("bidir", false); }, false);
   PerGpuBest pairs;
   pairs.na_reason = worst.na_reason;
   if (!worst.value.empty()) {

@@ -13,7 +13,8 @@ json RunGemm(Context& c, const json& item) {
   const Precision& p = LookupPrecision(dtype);
   int64_t m = item.at("m"), n = item.at("n"), k = item.at("k");
   int warmup = item.value("warmup", 10), iters = item.value("iters", 50), samples = item.value("samples", 256);
-  DevPtr a = Alloc(ElementBytes(p.ab, m * k)), b = Alloc(ElementBytes(p.ab, n * k)), d = Alloc(ElementBytes(p.d, m * n));
+  DevPtr a = Alloc(ElementBytes(p.ab, m * k)), b = Alloc(ElementBytes(p.ab, n * k)),
+         d = Alloc(ElementBytes(p.d, m * n));
   CK(LaunchFill(a.get(), p.ab, m * k, c.seed ^ 0xA, p.range, c.stream));
   CK(LaunchFill(b.get(), p.ab, n * k, c.seed ^ 0xB, p.range, c.stream));
   LtGemm g(c.lt, p, m, n, k, item.value("fast_accum", false), c.ws_bytes, item.value("candidates", 4), c.stream);
@@ -30,7 +31,8 @@ json RunGemm(Context& c, const json& item) {
     bo.push_back(j * k);
     di.push_back(j * m + i);
   }
-  json out = {{"times_ms", times}, {"samples", SampleCheck(c, a.get(), p.ab, b.get(), p.ab, d.get(), p.d, k, ao, bo, di)},
+  json out = {{"times_ms", times},
+              {"samples", SampleCheck(c, a.get(), p.ab, b.get(), p.ab, d.get(), p.d, k, ao, bo, di)},
               {"algo", {{"candidates", g.algo_count()}, {"chosen", algo}, {"candidate_ms", tried}}}};
   return out;
 }

@@ -91,7 +91,8 @@ json RunGrouped(Context& c, const json& item) {
     blas_op = [&, pa, count, gc] {
       CK(cublasGemmGroupedBatchedEx(c.blas, ta.data(), tb.data(), gm.data(), gn.data(), gk.data(), alpha.data(), pa,
                                     p.ab_cuda, glda.data(), pa + count, p.ab_cuda, gldb.data(), beta.data(),
-                                    pa + 2 * count, p.d_cuda, gldc.data(), static_cast<int>(gc), gsize.data(), p.compute));
+                                    pa + 2 * count, p.d_cuda, gldc.data(), static_cast<int>(gc), gsize.data(),
+                                    p.compute));
     };
   }
   // lt-graph: one cuBLASLt plan per distinct row count, every expert's call captured once.
@@ -111,7 +112,8 @@ json RunGrouped(Context& c, const json& item) {
   if (want_graph) {
     for (int64_t g : live) {
       if (!by_m.count(pm[g])) {
-        gemms.push_back(std::make_unique<LtGemm>(c.lt, p, pm[g], n, k, item.value("fast_accum", false), c.ws_bytes, 1, c.stream));
+        gemms.push_back(
+            std::make_unique<LtGemm>(c.lt, p, pm[g], n, k, item.value("fast_accum", false), c.ws_bytes, 1, c.stream));
         by_m[pm[g]] = gemms.back().get();
       }
     }
@@ -158,7 +160,10 @@ json RunGrouped(Context& c, const json& item) {
     bo.push_back(g * n * k + j * k);
     di.push_back(row_off[g] * n + j * pm[g] + i);
   }
-  return {{"times_ms", times}, {"backend", chosen}, {"backend_ms", tried}, {"row_align", align},
+  return {{"times_ms", times},
+          {"backend", chosen},
+          {"backend_ms", tried},
+          {"row_align", align},
           {"samples", SampleCheck(c, a.get(), p.ab, w.get(), p.ab, d.get(), p.d, k, ao, bo, di)}};
 }
 

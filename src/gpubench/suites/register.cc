@@ -8,7 +8,8 @@ namespace clustermax::gpubench {
 extern const HelperSuite kGemmSuite, kGroupedSuite, kMembwSuite, kPcieSuite, kP2pSuite, kLaunchSuite;
 
 const std::vector<HelperSuite>& HelperSuites() {
-  static const std::vector<HelperSuite> s = {kGemmSuite, kGroupedSuite, kMembwSuite, kPcieSuite, kP2pSuite, kLaunchSuite};
+  static const std::vector<HelperSuite> s = {kGemmSuite, kGroupedSuite, kMembwSuite,
+                                             kPcieSuite, kP2pSuite,     kLaunchSuite};
   return s;
 }
 
