@@ -20,6 +20,7 @@
 #include "bench/workspace.h"
 #include "util/curl.h"
 #include "util/files.h"
+#include "util/url.h"
 
 namespace clustermax::bench {
 
@@ -142,17 +143,7 @@ void RedactSecrets(nlohmann::json& doc, const S3Config& config) {
   }
 }
 
-std::string AwsEscape(const std::string& s, bool keep_slash) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~' || (keep_slash && ch == '/')) {
-      out += static_cast<char>(ch);
-    } else {
-      out += fmt::format("%{:02X}", ch);
-    }
-  }
-  return out;
-}
+std::string AwsEscape(const std::string& s, bool keep_slash) { return util::PercentEncode(s, keep_slash); }
 
 void ParseS3Error(const std::string& body, std::string& code, std::string& message) {
   pugi::xml_document doc;
