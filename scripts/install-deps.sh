@@ -25,6 +25,9 @@ pkgs=(
   # node_exporter's textfile collector reads --textfile
   prometheus prometheus-node-exporter
 )
+# Kubernetes: the k8s.* collectors run kubectl; the tests drive it against a recorded API server.
+# Any kubectl on PATH will do (cloud images ship one); otherwise Debian's client.
+command -v kubectl >/dev/null 2>&1 || pkgs+=(kubernetes-client)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

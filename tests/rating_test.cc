@@ -417,7 +417,11 @@ TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
   EXPECT_NE(words["decided_by"].get<std::string>().find("nothing read from the machine"), std::string::npos)
       << words["decided_by"];
   // Mutation: one result read from the machine, and the same answers give a tier.
-  json with = Rate(Cat(), {Report({Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS")})}, Answers(Cat(), all));
+  // A Slurm audit's report lists the Kubernetes-only rows as not in scope: left out, not unknown.
+  std::vector<json> results = {Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS")};
+  for (const auto& check : checks::DefaultRegistry().all())
+    if (check.info.targets == core::kK) results.push_back(Result(check.info.id, "SKIP", "not-in-scope"));
+  json with = Rate(Cat(), {Report(results)}, Answers(Cat(), all));
   EXPECT_TRUE(with["evidence"]["machine_evidence"].get<bool>());
   EXPECT_NE(with["tier"], kInsufficientEvidence) << with["decided_by"];
 }

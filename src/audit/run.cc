@@ -38,6 +38,8 @@ collect::CollectOptions MakeCollectOptions(const CollectSettings& s, const Selec
   set("CLUSTERMAX_S3_BUCKET", s.s3_bucket);
   set("CLUSTERMAX_S3_REGION", s.s3_region);
   set("CLUSTERMAX_S3_ADDRESSING", s.s3_addressing);
+  set("KUBECONFIG", s.kubeconfig);
+  set("CLUSTERMAX_KUBE_CONTEXT", s.kube_context);
   for (const auto& t : s.timeouts) {
     size_t eq = t.find('=');
     double secs = 0;

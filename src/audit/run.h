@@ -27,6 +27,9 @@ struct CollectSettings {
   std::string probe_image, enroot_image;
   // The s3-probe's endpoint (read from the environment through the host, so a replay sees it).
   std::string s3_endpoint, s3_bucket, s3_region, s3_addressing;
+  // The Kubernetes API the k8s.* collectors ask through kubectl: a kubeconfig file (KUBECONFIG)
+  // and a context of it (read through the host, so a replay asks as the recording did).
+  std::string kubeconfig, kube_context;
 };
 // Throws UsageError for a malformed --timeout or an unknown evidence id.
 collect::CollectOptions MakeCollectOptions(const CollectSettings& s, const Selection& sel);

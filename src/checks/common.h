@@ -81,5 +81,6 @@ void RegisterNodeChecks(core::Registry& r);
 void RegisterFabricChecks(core::Registry& r);
 void RegisterServiceChecks(core::Registry& r);
 void RegisterSlurmChecks(core::Registry& r);
+void RegisterKubernetesChecks(core::Registry& r);
 
 }  // namespace clustermax::checks

@@ -17,6 +17,7 @@ void RegisterAll(core::Registry& r) {
   RegisterFabricChecks(r);
   RegisterServiceChecks(r);
   RegisterSlurmChecks(r);
+  RegisterKubernetesChecks(r);
 }
 
 const core::Registry& DefaultRegistry() {

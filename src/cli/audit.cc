@@ -91,8 +91,11 @@ void PrintTargetBlock(const audit::AuditPreview& p, const AuditCli& a) {
                          : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
   for (const auto& m : p.weighed) std::cerr << "  weighed:  " << util::EscapeControls(m) << "\n";
   if (p.target == core::Target::kK8s || (p.target == core::Target::kSlurm && !p.fleet)) {
-    std::cerr << "  note:     this audits the local node only"
-              << (p.target == core::Target::kK8s ? "; Kubernetes fan-out is not part of this build" : "") << "\n";
+    std::cerr << (p.target == core::Target::kK8s
+                      ? "  note:     this node, and the cluster through its API (kubectl); the fan-out to every node is "
+                        "not part of this build"
+                      : "  note:     this audits the local node only")
+              << "\n";
   }
 }
 
@@ -177,7 +180,7 @@ void AddAuditOptions(CLI::App* cmd, AuditCli& a) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bcast", r.slurm.bcast,
                   "Copy this binary to PATH on every node first (srun --bcast), for nodes without the shared path");
-  cmd->add_flag("--k8s", a.k8s, "Target: a Kubernetes node (this node only)");
+  cmd->add_flag("--k8s", a.k8s, "Target: Kubernetes: this node, and the cluster through its API (kubectl)");
   cmd->add_flag("-y,--yes", a.yes, "Do not ask for confirmation");
   cmd->add_option("-p,--profile", r.profiles,
                   "Profile(s): security, versions, isolation, hardware, software, containers, "
@@ -195,6 +198,9 @@ void AddAuditInputOutputOptions(CLI::App* cmd, AuditCli& a) {
   cmd->add_option("--probe-image", c.probe_image, "Container image for the container-launch probe (docker and pyxis)");
   cmd->add_option("--enroot-image", c.enroot_image,
                   "Image the enroot-import probe pulls (default docker://busybox:1.36)");
+  cmd->add_option("--kubeconfig", c.kubeconfig, "kubeconfig for the Kubernetes API (default: KUBECONFIG, ~/.kube/config, "
+                                                 "or the pod's service account)");
+  cmd->add_option("--context", c.kube_context, "Context of the kubeconfig to audit (default: its current context)");
   cmd->add_option("--s3-endpoint", c.s3_endpoint,
                   "Object storage endpoint for the s3-probe (or CLUSTERMAX_S3_ENDPOINT)");
   cmd->add_option("--s3-bucket", c.s3_bucket,

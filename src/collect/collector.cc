@@ -22,6 +22,7 @@ const std::vector<Collector>& Collectors() {
     RegisterServiceCollectors(v);
     RegisterAmdCollectors(v);
     RegisterSlurmCollectors(v);
+    RegisterK8sCollectors(v);
     return v;
   }();
   return all;

@@ -112,5 +112,6 @@ void RegisterNodeCollectors(std::vector<Collector>& out);
 void RegisterServiceCollectors(std::vector<Collector>& out);
 void RegisterAmdCollectors(std::vector<Collector>& out);
 void RegisterSlurmCollectors(std::vector<Collector>& out);
+void RegisterK8sCollectors(std::vector<Collector>& out);
 
 }  // namespace clustermax::collect

@@ -1,0 +1,705 @@
+// Collectors of a Kubernetes cluster's API view (the cluster checks of `audit --k8s`, run where the
+// operator's kubeconfig is, or in a pod with its service account): every request is
+// `kubectl get --raw PATH` or `kubectl auth can-i` through the host, so a bundle records the API's
+// answers and a replay judges them again. Lists are read page by page (limit/continue); each
+// object is reduced to the facts the checks read (collect/k8s_objects.*).
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "collect/collector.h"
+#include "collect/k8s_objects.h"
+#include "util/strings.h"
+#include "util/url.h"
+
+namespace clustermax::collect {
+namespace {
+
+using core::Evidence;
+using core::EvidenceStatus;
+using nlohmann::json;
+
+constexpr int kPageLimit = 250;  // objects per request (a node object with its image list is ~20-40 KB)
+constexpr int kMaxPages = 400;   // 100,000 objects of one kind; beyond it the list is reported incomplete
+
+// The API as one collector asks it: kubectl with the audit's context, every request bounded.
+class Api {
+ public:
+  Api(host::Host& h, const CollectOptions& o, std::string id, Evidence& e) : h_(h), o_(o), id_(std::move(id)), e_(e) {
+    // The context is read through the host, so a replay asks with the context it was recorded with.
+    if (auto c = h_.GetEnv("CLUSTERMAX_KUBE_CONTEXT"); c && !c->empty()) context_ = *c;
+  }
+
+  std::vector<std::string> Argv(std::vector<std::string> args) const {
+    auto t = std::chrono::duration_cast<std::chrono::seconds>(TimeoutFor(o_, id_)).count();
+    std::vector<std::string> argv = {"kubectl"};
+    if (!context_.empty()) argv.push_back("--context=" + context_);
+    argv.push_back(fmt::format("--request-timeout={}s", std::max<long long>(1, t - 1)));
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
+
+  // GET path: the body, or nullopt with the evidence marked (forbidden, not found, timeout ...).
+  // With `absent_ok`, a NotFound answer sets *absent and marks nothing (a resource its group does
+  // not serve in that version).
+  std::optional<std::string> GetText(const std::string& path, bool absent_ok = false, bool* absent = nullptr) {
+    auto spec = Command(Argv({"get", "--raw", path}), o_, id_);
+    spec.max_output = 64u << 20;
+    e_.sources.push_back(Source(spec));
+    auto r = h_.Run(spec);
+    if (r.status != host::IoStatus::kOk) {
+      FailFromCommand(e_, r);
+      return std::nullopt;
+    }
+    if (r.exit_code != 0) {
+      if (absent_ok && k8s::ErrorReason(r.err) == "NotFound") {
+        *absent = true;
+        return std::nullopt;
+      }
+      Fail(path, r);
+      return std::nullopt;
+    }
+    if (r.truncated) {
+      Mark(EvidenceStatus::kError, fmt::format("GET {}: the answer is larger than 64 MiB", path));
+      return std::nullopt;
+    }
+    return std::move(r.out);
+  }
+
+  std::optional<json> Get(const std::string& path, bool* absent = nullptr) {
+    auto text = GetText(path, absent != nullptr, absent);
+    if (!text) return std::nullopt;
+    json doc = json::parse(*text, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object()) {
+      Mark(EvidenceStatus::kParseError,
+           fmt::format("GET {}: not a JSON object: {}", path, util::Ellipsize(std::string(util::Trim(*text)), 200)));
+      return std::nullopt;
+    }
+    return doc;
+  }
+
+  // Every item of a list, page by page; `each` sees each item. False when a page failed (the
+  // evidence is marked) or the list did not end within kMaxPages.
+  // With `absent` (a custom resource), a NotFound first page is an absent resource: true, *absent set.
+  bool List(const std::string& path, const std::function<void(const json&)>& each, bool* absent = nullptr) {
+    std::string next;
+    for (int page = 0; page < kMaxPages; ++page) {
+      std::string url = fmt::format("{}?limit={}", path, kPageLimit);
+      if (!next.empty()) url += "&continue=" + util::PercentEncode(next);
+      bool missing = false;
+      auto text = GetText(url, absent != nullptr && page == 0, &missing);
+      if (missing) {
+        *absent = true;
+        return true;
+      }
+      if (!text) return false;
+      std::string error;
+      auto p = k8s::ParseListPage(*text, &error);
+      if (!p) {
+        Mark(EvidenceStatus::kParseError, fmt::format("GET {}: {}", url, error));
+        return false;
+      }
+      malformed_ += p->malformed;
+      for (const auto& item : p->items) each(item);
+      if (p->next.empty()) return true;
+      next = p->next;
+    }
+    Mark(EvidenceStatus::kError, fmt::format("GET {}: the list did not end within {} pages", path, kMaxPages));
+    return false;
+  }
+
+  // The served API groups: group -> preferred version ("nvidia.com" -> "v1").
+  std::optional<std::map<std::string, std::string>> Groups() {
+    auto doc = Get("/apis");
+    if (!doc) return std::nullopt;
+    std::map<std::string, std::string> out;
+    const json& groups = doc->value("groups", json::array());
+    if (!groups.is_array()) {
+      Mark(EvidenceStatus::kParseError, "GET /apis: no groups array");
+      return std::nullopt;
+    }
+    for (const auto& g : groups) {
+      if (!g.is_object() || !g.contains("name") || !g["name"].is_string()) continue;
+      std::string v;
+      if (g.contains("preferredVersion") && g["preferredVersion"].is_object())
+        v = g["preferredVersion"].value("version", "");
+      out[g["name"].get<std::string>()] = v;
+    }
+    return out;
+  }
+
+  size_t malformed() const { return malformed_; }
+
+ private:
+  void Mark(EvidenceStatus s, std::string error) {
+    if (e_.status == EvidenceStatus::kOk || e_.status == EvidenceStatus::kNotCollected) {
+      e_.status = s;
+      e_.error = std::move(error);
+    }
+  }
+  void Fail(const std::string& path, const host::CommandResult& r) {
+    std::string reason = k8s::ErrorReason(r.err);
+    EvidenceStatus s = reason == "Forbidden" || reason == "Unauthorized" ? EvidenceStatus::kPermissionDenied
+                       : reason == "NotFound"                            ? EvidenceStatus::kNotFound
+                                                                         : EvidenceStatus::kError;
+    Mark(s, fmt::format("GET {}: kubectl exit {}: {}", path, r.exit_code, util::Ellipsize(util::Trim(r.err), 300)));
+  }
+
+  host::Host& h_;
+  const CollectOptions& o_;
+  std::string id_;
+  Evidence& e_;
+  std::string context_;
+  size_t malformed_ = 0;
+};
+
+// Runs `body` with a fresh evidence item marked ok; a failed request inside leaves its status.
+Evidence Collect(host::Host& h, const CollectOptions& o, const std::string& id,
+                 const std::function<void(Api&, Evidence&)>& body) {
+  Evidence e;
+  e.status = EvidenceStatus::kOk;
+  Api api(h, o, id, e);
+  body(api, e);
+  if (e.status == EvidenceStatus::kOk) e.data["malformed"] = api.malformed();
+  return e;
+}
+
+json Reduce(Api& api, const std::string& path, json (*fn)(const json&)) {
+  json out = json::array();
+  if (!api.List(path, [&](const json& item) { out.push_back(fn(item)); })) return nullptr;
+  return out;
+}
+
+Evidence Version(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.version", [](Api& api, Evidence& e) {
+    auto v = api.Get("/version");
+    if (!v) return;
+    e.data = {{"git_version", v->value("gitVersion", "")},
+              {"major", v->value("major", "")},
+              {"minor", v->value("minor", "")},
+              {"platform", v->value("platform", "")}};
+  });
+}
+
+// Groups whose resources the checks look for (operators, schedulers, networking, monitoring).
+const std::vector<std::string>& GroupsOfInterest() {
+  static const std::vector<std::string> g = {"nvidia.com",
+                                             "amd.com",
+                                             "mellanox.com",
+                                             "kueue.x-k8s.io",
+                                             "scheduling.volcano.sh",
+                                             "batch.volcano.sh",
+                                             "kubeflow.org",
+                                             "trainer.kubeflow.org",
+                                             "jobset.x-k8s.io",
+                                             "scheduling.x-k8s.io",
+                                             "scheduling.run.ai",
+                                             "monitoring.coreos.com",
+                                             "metallb.io",
+                                             "gateway.networking.k8s.io",
+                                             "k8s.cni.cncf.io",
+                                             "metrics.k8s.io",
+                                             "resource.k8s.io",
+                                             "nfd.k8s-sigs.io",
+                                             "route.openshift.io"};
+  return g;
+}
+
+Evidence ApiGroups(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.api-groups", [](Api& api, Evidence& e) {
+    auto groups = api.Groups();
+    if (!groups) return;
+    json gs = json::object(), resources = json::array();
+    for (const auto& [g, v] : *groups) gs[g] = v;
+    for (const auto& g : GroupsOfInterest()) {
+      auto it = groups->find(g);
+      if (it == groups->end() || it->second.empty()) continue;
+      bool absent = false;  // listed in /apis, but its version not served (an aggregated API that is down)
+      auto list = api.Get(fmt::format("/apis/{}/{}", g, it->second), &absent);
+      if (absent) continue;
+      if (!list) return;
+      for (const auto& r : list->value("resources", json::array())) {
+        if (!r.is_object() || !r.contains("name") || !r["name"].is_string()) continue;
+        std::string name = r["name"].get<std::string>();
+        if (name.find('/') == std::string::npos) resources.push_back(name + "." + g);  // not a subresource
+      }
+    }
+    e.data = {{"groups", gs}, {"resources", resources}};
+  });
+}
+
+Evidence Nodes(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.nodes", [](Api& api, Evidence& e) {
+    json nodes = Reduce(api, "/api/v1/nodes", k8s::Node);
+    if (!nodes.is_null()) e.data["nodes"] = std::move(nodes);
+  });
+}
+
+Evidence Workloads(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.workloads", [](Api& api, Evidence& e) {
+    json all = json::array();
+    for (const char* kind : {"DaemonSet", "Deployment", "StatefulSet"}) {
+      std::string path = fmt::format("/apis/apps/v1/{}s", util::ToLower(kind));
+      if (!api.List(path, [&](const json& item) { all.push_back(k8s::Workload(item, kind)); })) return;
+    }
+    e.data["workloads"] = std::move(all);
+  });
+}
+
+Evidence Pods(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.pods", [](Api& api, Evidence& e) {
+    json pods = Reduce(api, "/api/v1/pods", k8s::Pod);
+    if (!pods.is_null()) e.data["pods"] = std::move(pods);
+  });
+}
+
+Evidence Namespaces(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.namespaces", [](Api& api, Evidence& e) {
+    json ns = Reduce(api, "/api/v1/namespaces", k8s::Namespace);
+    if (!ns.is_null()) e.data["namespaces"] = std::move(ns);
+  });
+}
+
+Evidence Storage(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.storage", [](Api& api, Evidence& e) {
+    json classes = Reduce(api, "/apis/storage.k8s.io/v1/storageclasses", k8s::StorageClass);
+    if (classes.is_null()) return;
+    json claims = Reduce(api, "/api/v1/persistentvolumeclaims", k8s::Claim);
+    if (claims.is_null()) return;
+    e.data["classes"] = std::move(classes);
+    e.data["claims"] = std::move(claims);
+  });
+}
+
+// Lists `path` only when its group is served (a missing CRD is a fact, not an error).
+bool ListIfServed(Api& api, const std::map<std::string, std::string>& groups, const std::string& group,
+                  const std::string& resource, json& out, json (*fn)(const json&)) {
+  auto it = groups.find(group);
+  if (it == groups.end() || it->second.empty()) {
+    out = json::array();
+    return true;
+  }
+  // Served group, resource not in its preferred version: absent too.
+  json items = json::array();
+  bool absent = false;
+  if (!api.List(fmt::format("/apis/{}/{}/{}", group, it->second, resource), [&](const json& x) { items.push_back(fn(x)); },
+                &absent))
+    return false;
+  out = std::move(items);
+  return true;
+}
+
+json Pool(const json& p) {
+  json addresses = json::array();
+  if (p.contains("spec") && p["spec"].is_object() && p["spec"].contains("addresses") &&
+      p["spec"]["addresses"].is_array()) {
+    for (const auto& a : p["spec"]["addresses"])
+      if (a.is_string()) addresses.push_back(a);
+  }
+  return {{"name", p.contains("metadata") ? p["metadata"].value("name", "") : ""}, {"addresses", addresses}};
+}
+
+json NameOnly(const json& obj) {
+  const json& m = obj.contains("metadata") && obj["metadata"].is_object() ? obj["metadata"] : json::object();
+  return {{"namespace", m.value("namespace", "")}, {"name", m.value("name", "")}};
+}
+
+Evidence Network(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.network", [](Api& api, Evidence& e) {
+    auto groups = api.Groups();
+    if (!groups) return;
+    json services = json::array();
+    bool ok = api.List("/api/v1/services", [&](const json& s) {
+      json v = k8s::Service(s);
+      if (v["type"] == "LoadBalancer") services.push_back(std::move(v));
+    });
+    if (!ok) return;
+    json ingress = Reduce(api, "/apis/networking.k8s.io/v1/ingressclasses", k8s::IngressClass);
+    if (ingress.is_null()) return;
+    json gateways, pools, nads;
+    if (!ListIfServed(api, *groups, "gateway.networking.k8s.io", "gatewayclasses", gateways, k8s::GatewayClass) ||
+        !ListIfServed(api, *groups, "metallb.io", "ipaddresspools", pools, Pool) ||
+        !ListIfServed(api, *groups, "k8s.cni.cncf.io", "network-attachment-definitions", nads, NameOnly))
+      return;
+    e.data = {{"load_balancers", services},
+              {"ingress_classes", ingress},
+              {"gateway_classes", gateways},
+              {"address_pools", pools},
+              {"network_attachments", nads.size()}};
+  });
+}
+
+Evidence Operators(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.operators", [](Api& api, Evidence& e) {
+    auto groups = api.Groups();
+    if (!groups) return;
+    json cp, ncp, amd, queues, monitors, slices;
+    if (!ListIfServed(api, *groups, "nvidia.com", "clusterpolicies", cp, k8s::StatefulResource) ||
+        !ListIfServed(api, *groups, "mellanox.com", "nicclusterpolicies", ncp, k8s::StatefulResource) ||
+        !ListIfServed(api, *groups, "amd.com", "deviceconfigs", amd, k8s::StatefulResource) ||
+        !ListIfServed(api, *groups, "kueue.x-k8s.io", "clusterqueues", queues, NameOnly) ||
+        !ListIfServed(api, *groups, "monitoring.coreos.com", "servicemonitors", monitors, NameOnly))
+      return;
+    // DRA: the drivers publishing ResourceSlices (gpu.nvidia.com, an RDMA driver ...).
+    std::set<std::string> drivers;
+    if (auto it = groups->find("resource.k8s.io"); it != groups->end() && !it->second.empty()) {
+      bool ok = api.List(fmt::format("/apis/resource.k8s.io/{}/resourceslices", it->second), [&](const json& s) {
+        if (s.contains("spec") && s["spec"].is_object() && s["spec"].contains("driver") &&
+            s["spec"]["driver"].is_string())
+          drivers.insert(s["spec"]["driver"].get<std::string>());
+      });
+      if (!ok) return;
+    }
+    json apis = Reduce(api, "/apis/apiregistration.k8s.io/v1/apiservices", k8s::ApiService);
+    if (apis.is_null()) return;
+    // Volcano's scheduler configuration (its actions and plugins: gang, binpack).
+    std::string volcano;
+    if (groups->count("scheduling.volcano.sh")) {
+      for (const char* ns : {"volcano-system", "kube-system"}) {
+        bool absent = false;
+        auto cm = api.Get(fmt::format("/api/v1/namespaces/{}/configmaps/volcano-scheduler-configmap", ns), &absent);
+        if (absent) continue;  // not in this namespace: try the next
+        if (!cm) return;
+        if (cm->contains("data") && (*cm)["data"].is_object())
+          for (const auto& [k, v] : (*cm)["data"].items())
+            if (v.is_string()) volcano += v.get<std::string>() + "\n";
+        break;
+      }
+    }
+    e.data = {
+        {"cluster_policies", cp},       {"nic_cluster_policies", ncp},
+        {"amd_device_configs", amd},    {"cluster_queues", queues},
+        {"service_monitors", monitors}, {"dra_drivers", json(std::vector<std::string>(drivers.begin(), drivers.end()))},
+        {"api_services", apis},         {"volcano_scheduler_config", util::Ellipsize(volcano, 20000)}};
+  });
+}
+
+Evidence Rbac(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.rbac", [](Api& api, Evidence& e) {
+    // Roles granting nodes/proxy: "ClusterRole/name" or "Role/ns/name" -> verbs.
+    std::map<std::string, std::vector<std::string>> granting;
+    size_t roles = 0, bindings = 0;
+    auto scan = [&](const std::string& path, const char* kind) {
+      return api.List(path, [&](const json& r) {
+        ++roles;
+        auto verbs = k8s::NodesProxyVerbs(r);
+        if (verbs.empty()) return;
+        std::string ns = r["metadata"].value("namespace", "");
+        granting[ns.empty() ? fmt::format("{}/{}", kind, r["metadata"].value("name", ""))
+                            : fmt::format("{}/{}/{}", kind, ns, r["metadata"].value("name", ""))] = verbs;
+      });
+    };
+    if (!scan("/apis/rbac.authorization.k8s.io/v1/clusterroles", "ClusterRole") ||
+        !scan("/apis/rbac.authorization.k8s.io/v1/roles", "Role"))
+      return;
+    json grants = json::array();
+    auto bind = [&](const std::string& path, const char* kind) {
+      return api.List(path, [&](const json& b) {
+        ++bindings;
+        if (!b.contains("roleRef") || !b["roleRef"].is_object()) return;
+        std::string rk = b["roleRef"].value("kind", ""), rn = b["roleRef"].value("name", "");
+        std::string ns = b["metadata"].value("namespace", "");
+        // A RoleBinding may grant a ClusterRole's rules within its namespace.
+        std::string key = rk == "Role" ? fmt::format("Role/{}/{}", ns, rn) : fmt::format("ClusterRole/{}", rn);
+        auto it = granting.find(key);
+        if (it == granting.end()) return;
+        for (auto& s : k8s::Subjects(b)) {
+          grants.push_back(
+              {{"role", key},
+               {"binding", fmt::format("{}/{}{}", kind, ns.empty() ? "" : ns + "/", b["metadata"].value("name", ""))},
+               {"binding_namespace", ns},
+               {"subject_kind", s["kind"]},
+               {"subject", s["name"]},
+               {"subject_namespace", s["namespace"]},
+               {"verbs", it->second}});
+        }
+      });
+    };
+    if (!bind("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "ClusterRoleBinding") ||
+        !bind("/apis/rbac.authorization.k8s.io/v1/rolebindings", "RoleBinding"))
+      return;
+    e.data = {{"grants", grants}, {"roles", roles}, {"bindings", bindings}};
+  });
+}
+
+// What the audit identity may do (SelfSubjectAccessReview through `kubectl auth can-i`).
+struct Review {
+  const char* verb;
+  const char* resource;
+  const char* scope;  // "all": --all-namespaces; "": the context's namespace; "cluster": cluster-scoped
+  const char* subresource = "";
+};
+const std::vector<Review>& Reviews() {
+  static const std::vector<Review> r = {
+      {"get", "nodes", "cluster", "proxy"},
+      {"list", "nodes", "cluster"},
+      {"list", "pods", "all"},
+      {"create", "pods", "all"},
+      {"create", "jobs.batch", "all"},
+      {"create", "persistentvolumeclaims", "all"},
+      {"create", "services", "all"},
+      {"create", "deployments.apps", "all"},
+      {"create", "pods", ""},
+      {"create", "jobs.batch", ""},
+      {"create", "deployments.apps", ""},
+      {"create", "secrets", ""},
+      {"create", "serviceaccounts", ""},
+      {"create", "roles.rbac.authorization.k8s.io", ""},
+      {"create", "rolebindings.rbac.authorization.k8s.io", ""},
+      {"create", "customresourcedefinitions.apiextensions.k8s.io", "cluster"},
+      {"create", "clusterroles.rbac.authorization.k8s.io", "cluster"},
+      {"create", "clusterrolebindings.rbac.authorization.k8s.io", "cluster"},
+      {"create", "namespaces", "cluster"},
+  };
+  return r;
+}
+
+Evidence Access(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.access", [&](Api& api, Evidence& e) {
+    json reviews = json::array();
+    size_t answered = 0;
+    for (const auto& rv : Reviews()) {
+      std::vector<std::string> args = {"auth", "can-i", rv.verb, rv.resource};
+      if (*rv.subresource) args.push_back(fmt::format("--subresource={}", rv.subresource));
+      if (std::string_view(rv.scope) == "all") args.push_back("--all-namespaces");
+      auto spec = Command(api.Argv(args), o, "k8s.access");
+      e.sources.push_back(Source(spec));
+      auto r = h.Run(spec);
+      json item = {{"verb", rv.verb}, {"resource", rv.resource}, {"subresource", rv.subresource}, {"scope", rv.scope}};
+      std::string out(util::Trim(r.out));
+      if (r.status == host::IoStatus::kOk && out.starts_with("yes")) {
+        item["allowed"] = true;
+      } else if (r.status == host::IoStatus::kOk && out.starts_with("no")) {
+        item["allowed"] = false;
+      } else {
+        item["allowed"] = nullptr;  // the review itself failed: unknown, not denied
+        item["error"] = r.status != host::IoStatus::kOk
+                            ? r.error
+                            : fmt::format("exit {}: {}", r.exit_code, util::Ellipsize(util::Trim(r.err), 200));
+      }
+      if (!item["allowed"].is_null()) ++answered;
+      reviews.push_back(std::move(item));
+    }
+    if (answered == 0) {
+      e.status = EvidenceStatus::kError;
+      e.error = "no access review was answered: " + reviews[0].value("error", "");
+      return;
+    }
+    e.data = {{"reviews", reviews}};
+  });
+}
+
+// The kubelet's CPU manager on this node (read by the node collector, `P (NC)`).
+Evidence KubeletCpuManager(host::Host& h, const CollectOptions&) {
+  Evidence e;
+  auto state = h.ReadFile("/var/lib/kubelet/cpu_manager_state");
+  auto config = h.ReadFile("/var/lib/kubelet/config.yaml");
+  e.sources = {"file:/var/lib/kubelet/cpu_manager_state", "file:/var/lib/kubelet/config.yaml"};
+  json d = {{"state_policy", nullptr}, {"config_policy", nullptr}, {"kubelet", false}};
+  if (state.status == host::IoStatus::kOk) {
+    json s = json::parse(state.content, nullptr, false);
+    if (s.is_object() && s.contains("policyName") && s["policyName"].is_string()) d["state_policy"] = s["policyName"];
+    d["kubelet"] = true;
+  }
+  if (config.status == host::IoStatus::kOk) {
+    d["kubelet"] = true;
+    d["config_policy"] = "none";  // the kubelet's default when the file does not set it
+    for (auto line : util::SplitLines(config.content)) {
+      auto t = util::Trim(line);
+      if (!t.starts_with("cpuManagerPolicy:")) continue;
+      std::string v(
+          util::Trim(t.substr(17, t.find('#') == std::string_view::npos ? std::string_view::npos : t.find('#') - 17)));
+      if (v.size() >= 2 && (v.front() == '"' || v.front() == '\'') && v.back() == v.front())
+        v = v.substr(1, v.size() - 2);
+      d["config_policy"] = v;
+    }
+  }
+  if (state.status != host::IoStatus::kOk && config.status != host::IoStatus::kOk &&
+      state.status != host::IoStatus::kNotFound) {
+    MarkFailed(e, state.status, state.error);
+    return e;
+  }
+  if (state.status == host::IoStatus::kNotFound && config.status != host::IoStatus::kOk &&
+      config.status != host::IoStatus::kNotFound) {
+    MarkFailed(e, config.status, config.error);
+    return e;
+  }
+  e.status = EvidenceStatus::kOk;
+  e.data = d;
+  return e;
+}
+
+}  // namespace
+
+void RegisterK8sCollectors(std::vector<Collector>& out) {
+  const std::string raw = "cmd:kubectl [--context=CTX] --request-timeout=Ns get --raw ";
+  out.push_back({{"k8s.version", "The API server's version", {raw + "/version"}, ""}, Version});
+  out.push_back({{"k8s.api-groups",
+                  "Served API groups, and the resources of the operator, scheduler and networking groups",
+                  {raw + "/apis", raw + "/apis/GROUP/VERSION"},
+                  ""},
+                 ApiGroups});
+  out.push_back(
+      {{"k8s.nodes", "Every node: labels, taints, capacity, node info, readiness", {raw + "/api/v1/nodes"}, ""},
+       Nodes});
+  out.push_back({{"k8s.workloads",
+                  "DaemonSets, Deployments and StatefulSets of every namespace: ready of desired, images",
+                  {raw + "/apis/apps/v1/{daemonsets,deployments,statefulsets}"},
+                  ""},
+                 Workloads});
+  out.push_back({{"k8s.pods", "Every pod: namespace, node, phase, owner", {raw + "/api/v1/pods"}, ""}, Pods});
+  out.push_back({{"k8s.namespaces", "Namespaces with their labels", {raw + "/api/v1/namespaces"}, ""}, Namespaces});
+  out.push_back({{"k8s.storage",
+                  "StorageClasses (provisioner, default) and PersistentVolumeClaims (access modes, phase)",
+                  {raw + "/apis/storage.k8s.io/v1/storageclasses", raw + "/api/v1/persistentvolumeclaims"},
+                  ""},
+                 Storage});
+  out.push_back({{"k8s.network",
+                  "LoadBalancer Services, IngressClasses, GatewayClasses, MetalLB pools, Multus attachments",
+                  {raw + "/api/v1/services", raw + "/apis/networking.k8s.io/v1/ingressclasses",
+                   raw + "/apis/{gateway.networking.k8s.io,metallb.io,k8s.cni.cncf.io}/..."},
+                  ""},
+                 Network});
+  out.push_back(
+      {{"k8s.operators",
+        "GPU and network operator policies, Kueue queues, ServiceMonitors, DRA drivers, APIServices, "
+        "Volcano's scheduler configuration",
+        {raw + "/apis/{nvidia.com,mellanox.com,amd.com,kueue.x-k8s.io,monitoring.coreos.com,resource.k8s.io}/...",
+         raw + "/apis/apiregistration.k8s.io/v1/apiservices",
+         raw + "/api/v1/namespaces/volcano-system/configmaps/volcano-scheduler-configmap"},
+        ""},
+       Operators});
+  out.push_back({{"k8s.rbac",
+                  "Cluster roles, roles and their bindings: every subject granted nodes/proxy",
+                  {raw + "/apis/rbac.authorization.k8s.io/v1/{clusterroles,roles,clusterrolebindings,rolebindings}"},
+                  ""},
+                 Rbac});
+  out.push_back({{"k8s.access",
+                  "What the audit identity may do: kubectl auth can-i (SelfSubjectAccessReview) per verb",
+                  {"cmd:kubectl auth can-i VERB RESOURCE [--all-namespaces] [--subresource=proxy]"},
+                  ""},
+                 Access});
+  out.push_back({{"kubelet.cpu-manager",
+                  "The kubelet's CPU manager policy on this node",
+                  {"file:/var/lib/kubelet/cpu_manager_state", "file:/var/lib/kubelet/config.yaml"},
+                  ""},
+                 KubeletCpuManager});
+
+  using namespace field;
+  const core::FieldSpec malformed = {"malformed", Int, "objects", "list items without metadata.name, skipped"};
+  auto with = [&](std::vector<core::FieldSpec> f) {
+    f.push_back(malformed);
+    return f;
+  };
+  DeclareFields(out, "k8s.version",
+                with({{"git_version", Str, "", "gitVersion, \"v1.31.4\""},
+                      {"major", Str, "", "major version"},
+                      {"minor", Str, "", "minor version (\"31\", \"31+\")"},
+                      {"platform", Str, "", "linux/amd64 ..."}}));
+  DeclareFields(
+      out, "k8s.api-groups",
+      with({{"groups{}", Str, "", "served API group -> preferred version"},
+            {"resources[]", Str, "", "resources of the groups of interest, \"clusterpolicies.nvidia.com\""}}));
+  DeclareFields(out, "k8s.nodes",
+                with({{"nodes[].name", Str, "", "node name"},
+                      {"nodes[].labels{}", Str, "", "label -> value"},
+                      {"nodes[].markers{}", Str, "", "vCluster labels and annotations -> value"},
+                      {"nodes[].taints[]", Str, "", "\"key=value:Effect\""},
+                      {"nodes[].capacity{}", Str, "", "resource -> quantity (\"nvidia.com/gpu\" -> \"8\")"},
+                      {"nodes[].allocatable{}", Str, "", "resource -> allocatable quantity"},
+                      {"nodes[].kernel", Str, "", "status.nodeInfo.kernelVersion"},
+                      {"nodes[].os_image", Str, "", "status.nodeInfo.osImage"},
+                      {"nodes[].kubelet", Str, "", "status.nodeInfo.kubeletVersion"},
+                      {"nodes[].runtime", Str, "", "status.nodeInfo.containerRuntimeVersion"},
+                      {"nodes[].ready", Bool, "", "the Ready condition; null when absent or Unknown", kNull},
+                      {"nodes[].unschedulable", Bool, "", "spec.unschedulable (cordoned)"}}));
+  DeclareFields(out, "k8s.workloads",
+                with({{"workloads[].kind", Str, "", "DaemonSet, Deployment or StatefulSet"},
+                      {"workloads[].namespace", Str, "", "namespace"},
+                      {"workloads[].name", Str, "", "name"},
+                      {"workloads[].desired", Int, "pods", "desiredNumberScheduled or spec.replicas"},
+                      {"workloads[].ready", Int, "pods", "numberReady or readyReplicas"},
+                      {"workloads[].images[]", Str, "", "container images of the pod template"}}));
+  DeclareFields(out, "k8s.pods",
+                with({{"pods[].namespace", Str, "", "namespace"},
+                      {"pods[].name", Str, "", "name"},
+                      {"pods[].node", Str, "", "spec.nodeName; empty while unscheduled"},
+                      {"pods[].phase", Str, "", "Pending, Running, Succeeded, Failed, Unknown"},
+                      {"pods[].owner_kind", Str, "", "first owner's kind (ReplicaSet, DaemonSet, Job ...)"},
+                      {"pods[].owner_name", Str, "", "first owner's name"},
+                      {"pods[].images[]", Str, "", "container images"}}));
+  DeclareFields(out, "k8s.namespaces",
+                with({{"namespaces[].name", Str, "", "namespace"},
+                      {"namespaces[].labels{}", Str, "", "label -> value"},
+                      {"namespaces[].markers{}", Str, "", "vCluster labels and annotations -> value"}}));
+  DeclareFields(out, "k8s.storage",
+                with({{"classes[].name", Str, "", "StorageClass"},
+                      {"classes[].provisioner", Str, "", "its provisioner (CSI driver)"},
+                      {"classes[].default", Bool, "", "annotated as the default class"},
+                      {"classes[].binding_mode", Str, "", "Immediate or WaitForFirstConsumer"},
+                      {"claims[].namespace", Str, "", "namespace"},
+                      {"claims[].name", Str, "", "PVC"},
+                      {"claims[].class", Str, "", "storageClassName"},
+                      {"claims[].access_modes[]", Str, "", "ReadWriteOnce, ReadWriteMany ..."},
+                      {"claims[].phase", Str, "", "Bound, Pending, Lost"}}));
+  DeclareFields(out, "k8s.network",
+                with({{"load_balancers[].namespace", Str, "", "namespace"},
+                      {"load_balancers[].name", Str, "", "Service of type LoadBalancer"},
+                      {"load_balancers[].type", Str, "", "LoadBalancer"},
+                      {"load_balancers[].ingress[]", Str, "", "assigned addresses (IP or hostname)"},
+                      {"ingress_classes[].name", Str, "", "IngressClass"},
+                      {"ingress_classes[].controller", Str, "", "spec.controller"},
+                      {"ingress_classes[].default", Bool, "", "annotated as the default class"},
+                      {"gateway_classes[].name", Str, "", "GatewayClass"},
+                      {"gateway_classes[].controller", Str, "", "spec.controllerName"},
+                      {"gateway_classes[].accepted", Bool, "", "the Accepted condition; null when absent", kNull},
+                      {"address_pools[].name", Str, "", "MetalLB IPAddressPool"},
+                      {"address_pools[].addresses[]", Str, "", "its address ranges"},
+                      {"network_attachments", Int, "objects", "Multus NetworkAttachmentDefinitions"}}));
+  DeclareFields(
+      out, "k8s.operators",
+      with({{"cluster_policies[].name", Str, "", "NVIDIA GPU Operator ClusterPolicy"},
+            {"cluster_policies[].namespace", Str, "", "empty (cluster-scoped)"},
+            {"cluster_policies[].state", Str, "", "status.state (ready, notReady ...)"},
+            {"nic_cluster_policies[].name", Str, "", "NVIDIA Network Operator NicClusterPolicy"},
+            {"nic_cluster_policies[].namespace", Str, "", "empty (cluster-scoped)"},
+            {"nic_cluster_policies[].state", Str, "", "status.state"},
+            {"amd_device_configs[].name", Str, "", "AMD GPU Operator DeviceConfig"},
+            {"amd_device_configs[].namespace", Str, "", "namespace"},
+            {"amd_device_configs[].state", Str, "", "status.state when set"},
+            {"cluster_queues[].name", Str, "", "Kueue ClusterQueue"},
+            {"cluster_queues[].namespace", Str, "", "empty (cluster-scoped)"},
+            {"service_monitors[].name", Str, "", "Prometheus Operator ServiceMonitor"},
+            {"service_monitors[].namespace", Str, "", "namespace"},
+            {"dra_drivers[]", Str, "", "drivers publishing DRA ResourceSlices"},
+            {"api_services[].name", Str, "", "APIService (\"v1beta1.metrics.k8s.io\")"},
+            {"api_services[].available", Bool, "", "the Available condition; null when absent", kNull},
+            {"api_services[].message", Str, "", "the condition's message, cut"},
+            {"volcano_scheduler_config", Str, "", "volcano-scheduler-configmap's data, cut; empty when none"}}));
+  DeclareFields(out, "k8s.rbac",
+                {{"grants[].role", Str, "", "\"ClusterRole/name\" or \"Role/namespace/name\" granting nodes/proxy"},
+                 {"grants[].binding", Str, "", "\"ClusterRoleBinding/name\" or \"RoleBinding/namespace/name\""},
+                 {"grants[].binding_namespace", Str, "", "the RoleBinding's namespace; empty for cluster bindings"},
+                 {"grants[].subject_kind", Str, "", "User, Group or ServiceAccount"},
+                 {"grants[].subject", Str, "", "subject name"},
+                 {"grants[].subject_namespace", Str, "", "a ServiceAccount's namespace"},
+                 {"grants[].verbs[]", Str, "", "get, create or * on nodes/proxy"},
+                 {"roles", Int, "objects", "roles and cluster roles read"},
+                 {"bindings", Int, "objects", "bindings read"},
+                 malformed});
+  DeclareFields(
+      out, "k8s.access",
+      with({{"reviews[].verb", Str, "", "verb asked"},
+            {"reviews[].resource", Str, "", "resource asked (\"jobs.batch\")"},
+            {"reviews[].subresource", Str, "", "\"proxy\" or empty"},
+            {"reviews[].scope", Str, "", "all (every namespace), cluster, or empty (the context's namespace)"},
+            {"reviews[].allowed", Bool, "", "the answer; null when the review failed", kNull},
+            {"reviews[].error", Str, "", "why the review failed"}}));
+  DeclareFields(out, "kubelet.cpu-manager",
+                {{"state_policy", Str, "", "policyName of cpu_manager_state; null when unread", kNull},
+                 {"config_policy", Str, "", "cpuManagerPolicy of config.yaml (default none); null when unread", kNull},
+                 {"kubelet", Bool, "", "either kubelet file was read"}});
+}
+
+}  // namespace clustermax::collect

@@ -1,0 +1,298 @@
+#include "collect/k8s_objects.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "util/strings.h"
+
+namespace clustermax::collect::k8s {
+namespace {
+
+using nlohmann::json;
+
+const json& Empty() {
+  static const json e = json::object();
+  return e;
+}
+
+// obj[a][b]... when every step is an object holding the key; else an empty object.
+const json& At(const json& obj, std::initializer_list<const char*> path) {
+  const json* cur = &obj;
+  for (const char* k : path) {
+    if (!cur->is_object()) return Empty();
+    auto it = cur->find(k);
+    if (it == cur->end()) return Empty();
+    cur = &*it;
+  }
+  return *cur;
+}
+
+std::string Str(const json& obj, std::initializer_list<const char*> path) {
+  const json& v = At(obj, path);
+  return v.is_string() ? v.get<std::string>() : "";
+}
+
+long long Int(const json& obj, std::initializer_list<const char*> path, long long def) {
+  const json& v = At(obj, path);
+  return v.is_number_integer() ? v.get<long long>() : def;
+}
+
+// A map of strings (labels, capacity): the string-valued entries only, values cut at 256 bytes.
+json StringMap(const json& m) {
+  json out = json::object();
+  if (!m.is_object()) return out;
+  for (const auto& [k, v] : m.items()) {
+    if (v.is_string()) out[k] = util::Ellipsize(v.get<std::string>(), 256);
+  }
+  return out;
+}
+
+// The vCluster labels and annotations of an object's metadata: key -> value.
+json VclusterMarkers(const json& metadata) {
+  json out = json::object();
+  for (const char* part : {"labels", "annotations"}) {
+    if (!metadata.is_object() || !metadata.contains(part) || !metadata[part].is_object()) continue;
+    for (const auto& [k, v] : metadata[part].items()) {
+      if (IsVclusterMarker(k) && v.is_string()) out[k] = util::Ellipsize(v.get<std::string>(), 256);
+    }
+  }
+  return out;
+}
+
+std::string Name(const json& obj) { return Str(obj, {"metadata", "name"}); }
+std::string Ns(const json& obj) { return Str(obj, {"metadata", "namespace"}); }
+
+// The condition of `type` in status.conditions: true/false, null when absent or unknown.
+json Condition(const json& obj, const char* type, std::string* message = nullptr) {
+  const json& conds = At(obj, {"status", "conditions"});
+  if (!conds.is_array()) return nullptr;
+  for (const auto& c : conds) {
+    if (!c.is_object() || c.value("type", "") != type) continue;
+    if (message) *message = util::Ellipsize(c.value("message", ""), 200);
+    std::string s = c.value("status", "");
+    if (s == "True") return true;
+    if (s == "False") return false;
+    return nullptr;
+  }
+  return nullptr;
+}
+
+json Images(const json& pod_spec) {
+  json out = json::array();
+  for (const char* list : {"initContainers", "containers"}) {
+    const json& cs = At(pod_spec, {list});
+    if (!cs.is_array()) continue;
+    for (const auto& c : cs) {
+      if (c.is_object() && c.contains("image") && c["image"].is_string()) out.push_back(c["image"]);
+    }
+  }
+  return out;
+}
+
+bool Has(const json& list, std::initializer_list<const char*> values) {
+  if (!list.is_array()) return false;
+  for (const auto& v : list) {
+    if (!v.is_string()) continue;
+    for (const char* want : values)
+      if (v.get<std::string>() == want) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<ListPage> ParseListPage(std::string_view text, std::string* error) {
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    if (error) *error = "not JSON: " + util::Ellipsize(std::string(util::Trim(text)), 200);
+    return std::nullopt;
+  }
+  if (!doc.is_object() || !doc.contains("items") || !doc["items"].is_array()) {
+    if (error) *error = fmt::format("not a list (kind '{}')", doc.is_object() ? doc.value("kind", "") : "");
+    return std::nullopt;
+  }
+  ListPage p;
+  p.kind = doc.value("kind", "");
+  p.next = Str(doc, {"metadata", "continue"});
+  p.remaining_items = Int(doc, {"metadata", "remainingItemCount"}, -1);
+  for (auto& it : doc["items"]) {
+    if (!it.is_object() || Name(it).empty()) {
+      ++p.malformed;
+      continue;
+    }
+    p.items.push_back(std::move(it));
+  }
+  return p;
+}
+
+std::string ErrorReason(std::string_view err) {
+  // kubectl: "Error from server (Forbidden): nodes is forbidden: User ..."
+  size_t at = err.find("Error from server (");
+  if (at != std::string_view::npos) {
+    size_t start = at + 19, end = err.find(')', start);
+    if (end != std::string_view::npos) return std::string(err.substr(start, end - start));
+  }
+  // A Status object printed as the body.
+  json doc = json::parse(err, nullptr, false);
+  if (doc.is_object() && doc.value("kind", "") == "Status") return doc.value("reason", "");
+  return "";
+}
+
+json Node(const json& n) {
+  json taints = json::array();
+  const json& ts = At(n, {"spec", "taints"});
+  if (ts.is_array()) {
+    for (const auto& t : ts) {
+      if (!t.is_object()) continue;
+      std::string v = t.value("value", "");
+      taints.push_back(fmt::format("{}{}{}:{}", t.value("key", ""), v.empty() ? "" : "=", v, t.value("effect", "")));
+    }
+  }
+  const json& info = At(n, {"status", "nodeInfo"});
+  return {{"name", Name(n)},
+          {"labels", StringMap(At(n, {"metadata", "labels"}))},
+          {"markers", VclusterMarkers(At(n, {"metadata"}))},
+          {"taints", taints},
+          {"capacity", StringMap(At(n, {"status", "capacity"}))},
+          {"allocatable", StringMap(At(n, {"status", "allocatable"}))},
+          {"kernel", Str(info, {"kernelVersion"})},
+          {"os_image", Str(info, {"osImage"})},
+          {"kubelet", Str(info, {"kubeletVersion"})},
+          {"runtime", Str(info, {"containerRuntimeVersion"})},
+          {"ready", Condition(n, "Ready")},
+          {"unschedulable", At(n, {"spec", "unschedulable"}).is_boolean() && n["spec"]["unschedulable"].get<bool>()}};
+}
+
+json Workload(const json& o, std::string_view kind) {
+  long long desired = 0, ready = 0;
+  if (kind == "DaemonSet") {
+    desired = Int(o, {"status", "desiredNumberScheduled"}, 0);
+    ready = Int(o, {"status", "numberReady"}, 0);
+  } else {
+    desired = Int(o, {"spec", "replicas"}, 1);
+    ready = Int(o, {"status", "readyReplicas"}, 0);
+  }
+  return {{"kind", kind},       {"namespace", Ns(o)}, {"name", Name(o)},
+          {"desired", desired}, {"ready", ready},     {"images", Images(At(o, {"spec", "template", "spec"}))}};
+}
+
+json Pod(const json& p) {
+  std::string owner_kind, owner_name;
+  const json& owners = At(p, {"metadata", "ownerReferences"});
+  if (owners.is_array() && !owners.empty() && owners[0].is_object()) {
+    owner_kind = owners[0].value("kind", "");
+    owner_name = owners[0].value("name", "");
+  }
+  return {{"namespace", Ns(p)},
+          {"name", Name(p)},
+          {"node", Str(p, {"spec", "nodeName"})},
+          {"phase", Str(p, {"status", "phase"})},
+          {"owner_kind", owner_kind},
+          {"owner_name", owner_name},
+          {"images", Images(At(p, {"spec"}))}};
+}
+
+json Namespace(const json& ns) {
+  return {{"name", Name(ns)},
+          {"labels", StringMap(At(ns, {"metadata", "labels"}))},
+          {"markers", VclusterMarkers(At(ns, {"metadata"}))}};
+}
+
+json StorageClass(const json& sc) {
+  const json& ann = At(sc, {"metadata", "annotations"});
+  auto flag = [&](const char* key) {
+    return ann.is_object() && ann.contains(key) && ann[key].is_string() && ann[key].get<std::string>() == "true";
+  };
+  return {{"name", Name(sc)},
+          {"provisioner", sc.value("provisioner", "")},
+          {"default", flag("storageclass.kubernetes.io/is-default-class") ||
+                          flag("storageclass.beta.kubernetes.io/is-default-class")},
+          {"binding_mode", sc.value("volumeBindingMode", "")}};
+}
+
+json Claim(const json& pvc) {
+  const json& modes = At(pvc, {"spec", "accessModes"});
+  json m = json::array();
+  if (modes.is_array())
+    for (const auto& x : modes)
+      if (x.is_string()) m.push_back(x);
+  return {{"namespace", Ns(pvc)},
+          {"name", Name(pvc)},
+          {"class", Str(pvc, {"spec", "storageClassName"})},
+          {"access_modes", m},
+          {"phase", Str(pvc, {"status", "phase"})}};
+}
+
+json Service(const json& svc) {
+  json ingress = json::array();
+  const json& ing = At(svc, {"status", "loadBalancer", "ingress"});
+  if (ing.is_array()) {
+    for (const auto& i : ing) {
+      if (!i.is_object()) continue;
+      std::string a = i.value("ip", "");
+      if (a.empty()) a = i.value("hostname", "");
+      if (!a.empty()) ingress.push_back(a);
+    }
+  }
+  return {{"namespace", Ns(svc)}, {"name", Name(svc)}, {"type", Str(svc, {"spec", "type"})}, {"ingress", ingress}};
+}
+
+json IngressClass(const json& ic) {
+  const json& ann = At(ic, {"metadata", "annotations"});
+  bool def = ann.is_object() && ann.value("ingressclass.kubernetes.io/is-default-class", "") == "true";
+  return {{"name", Name(ic)}, {"controller", Str(ic, {"spec", "controller"})}, {"default", def}};
+}
+
+json GatewayClass(const json& gc) {
+  return {
+      {"name", Name(gc)}, {"controller", Str(gc, {"spec", "controllerName"})}, {"accepted", Condition(gc, "Accepted")}};
+}
+
+json ApiService(const json& as) {
+  std::string message;
+  json available = Condition(as, "Available", &message);
+  return {{"name", Name(as)}, {"available", available}, {"message", message}};
+}
+
+json StatefulResource(const json& cr) {
+  return {{"name", Name(cr)}, {"namespace", Ns(cr)}, {"state", Str(cr, {"status", "state"})}};
+}
+
+std::vector<std::string> NodesProxyVerbs(const json& role) {
+  std::set<std::string> verbs;
+  const json& rules = At(role, {"rules"});
+  if (!rules.is_array()) return {};
+  for (const auto& r : rules) {
+    if (!r.is_object()) continue;
+    if (!Has(At(r, {"apiGroups"}), {"", "*"})) continue;
+    if (!Has(At(r, {"resources"}), {"nodes/proxy", "nodes/*", "*"})) continue;
+    const json& vs = At(r, {"verbs"});
+    if (!vs.is_array()) continue;
+    for (const auto& v : vs) {
+      if (!v.is_string()) continue;
+      std::string s = v.get<std::string>();
+      if (s == "get" || s == "create" || s == "*") verbs.insert(s);
+    }
+  }
+  return {verbs.begin(), verbs.end()};
+}
+
+std::vector<json> Subjects(const json& binding) {
+  std::vector<json> out;
+  const json& subs = At(binding, {"subjects"});
+  if (!subs.is_array()) return out;
+  for (const auto& s : subs) {
+    if (!s.is_object()) continue;
+    out.push_back(
+        {{"kind", s.value("kind", "")}, {"name", s.value("name", "")}, {"namespace", s.value("namespace", "")}});
+  }
+  return out;
+}
+
+bool IsVclusterMarker(std::string_view key) {
+  return key.starts_with("vcluster.loft.sh/") || key.starts_with("loft.sh/") || key.find("vcluster") != key.npos;
+}
+
+}  // namespace clustermax::collect::k8s

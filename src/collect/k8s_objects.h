@@ -1,0 +1,53 @@
+// Pure readers of Kubernetes API responses (the bodies `kubectl get --raw PATH` prints): one page of
+// a list, and each object kind reduced to the facts the Kubernetes checks judge. Tested on objects
+// captured on real clusters (tests/fixtures/k8s/, sources in SOURCES.md).
+#pragma once
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace clustermax::collect::k8s {
+
+// One page of a list response ("NodeList", "List" ...): its items and the continue token.
+struct ListPage {
+  std::string kind;
+  std::vector<nlohmann::json> items;
+  std::string next;                // metadata.continue; empty on the last page
+  long long remaining_items = -1;  // metadata.remainingItemCount, -1 when absent
+  size_t malformed = 0;            // items that are not objects with metadata.name
+};
+// nullopt (and *error) when the text is not JSON or not a list (no "items" array).
+std::optional<ListPage> ParseListPage(std::string_view text, std::string* error);
+
+// A Kubernetes error ("kind": "Status", "status": "Failure") or kubectl's "Error from server
+// (Forbidden): ..." line: the reason ("Forbidden", "NotFound", "Unauthorized" ...), empty if none.
+std::string ErrorReason(std::string_view kubectl_stderr);
+
+// Each object reduced to the facts the checks read (the keys are the collectors' declared fields,
+// src/collect/k8s.cc). Fields the object lacks are absent or empty, never invented.
+nlohmann::json Node(const nlohmann::json& node);
+nlohmann::json Workload(const nlohmann::json& obj, std::string_view kind);  // DaemonSet, Deployment, StatefulSet
+nlohmann::json Pod(const nlohmann::json& pod);
+nlohmann::json Namespace(const nlohmann::json& ns);
+nlohmann::json StorageClass(const nlohmann::json& sc);
+nlohmann::json Claim(const nlohmann::json& pvc);
+nlohmann::json Service(const nlohmann::json& svc);
+nlohmann::json IngressClass(const nlohmann::json& ic);
+nlohmann::json GatewayClass(const nlohmann::json& gc);
+nlohmann::json ApiService(const nlohmann::json& as);
+// A custom resource's name, namespace and status.state (ClusterPolicy, NicClusterPolicy ...).
+nlohmann::json StatefulResource(const nlohmann::json& cr);
+
+// RBAC: the verbs of a role's rules that reach the kubelet API through nodes/proxy (apiGroups ""
+// or "*", resources nodes/proxy, nodes/* or *, verbs get, create or *). Empty when none.
+std::vector<std::string> NodesProxyVerbs(const nlohmann::json& role);
+// One line per subject of a binding: {"kind","name","namespace"}.
+std::vector<nlohmann::json> Subjects(const nlohmann::json& binding);
+
+// "a/b" label and annotation keys of vCluster and its tenants ("vcluster.loft.sh/...").
+bool IsVclusterMarker(std::string_view key);
+
+}  // namespace clustermax::collect::k8s

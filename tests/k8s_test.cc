@@ -1,0 +1,456 @@
+// The Kubernetes cluster checks, end to end through the real kubectl: no API server can run on
+// these machines, so tests/k8s_api_server.h serves recorded API responses (tests/fixtures/k8s/,
+// sources in SOURCES.md; what is real and what was assembled is said there) on loopback, paginated
+// as the API server does, with 403s, garbage and denied access reviews on demand. The collectors
+// run on the local host (kubectl with a kubeconfig for that server), the checks judge what came
+// back; mutation tests then flip one fact of the collected evidence and expect the verdict to move.
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "audit/engine.h"
+#include "audit/render.h"
+#include "checks/register.h"
+#include "collect/collector.h"
+#include "collect/k8s_objects.h"
+#include "host/bundle.h"
+#include "host/local_host.h"
+#include "k8s_api_server.h"
+#include "testutil.h"
+#include "util/files.h"
+#include "util/time.h"
+
+using namespace clustermax;
+using clustermax::testing::Fixture;
+using clustermax::testing::ReadFixture;
+using nlohmann::json;
+
+namespace {
+
+const std::vector<std::string> kClusterChecks = {"security-kubernetes-nodes-proxy",
+                                                 "gpu-operator",
+                                                 "network-operator",
+                                                 "mpi-operator",
+                                                 "workload-schedulers",
+                                                 "gang-scheduling",
+                                                 "bin-packing",
+                                                 "ingress-controller",
+                                                 "load-balancer",
+                                                 "csi-rwx",
+                                                 "default-storage-class",
+                                                 "node-problem-detector",
+                                                 "metrics-server",
+                                                 "helm-access",
+                                                 "vcluster-tenancy",
+                                                 "rbac-access"};
+
+bool HaveKubectl() { return clustermax::testing::RunShell("command -v kubectl >/dev/null").code == 0; }
+
+// A fake API server for one fixture cluster, with KUBECONFIG and kubectl's cache pointed at it.
+class Cluster {
+ public:
+  explicit Cluster(const std::string& name)
+      : server_(Fixture("k8s/" + name), Fixture("k8s/common")), dir_(clustermax::testing::ScratchDir("k8s-" + name)) {
+    std::ofstream(dir_ / "kubeconfig") << server_.Kubeconfig();
+    ::setenv("KUBECONFIG", (dir_ / "kubeconfig").c_str(), 1);
+    ::setenv("KUBECACHEDIR", (dir_ / "cache").c_str(), 1);
+    ::unsetenv("CLUSTERMAX_KUBE_CONTEXT");
+  }
+  ~Cluster() {
+    ::unsetenv("KUBECONFIG");
+    ::unsetenv("KUBECACHEDIR");
+  }
+  testing_server::KubeApiServer& server() { return server_; }
+  const std::filesystem::path& dir() const { return dir_; }
+
+  core::EvidenceSet Collect() {
+    std::vector<std::string> ids;
+    for (const auto& c : collect::Collectors())
+      if (c.info.id.starts_with("k8s.")) ids.push_back(c.info.id);
+    host::LocalHost local;
+    collect::CollectOptions o;
+    o.command_timeout = std::chrono::seconds(20);
+    return collect::CollectEvidence(local, ids, o);
+  }
+
+ private:
+  testing_server::KubeApiServer server_;
+  std::filesystem::path dir_;
+};
+
+core::Finding Judge(const std::string& id, const core::EvidenceSet& ev) {
+  const core::Check* c = checks::DefaultRegistry().Find(id);
+  EXPECT_NE(c, nullptr) << id;
+  core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), core::Target::kK8s,
+                         *util::ParseRfc3339("2026-12-01T00:00:00Z"));
+  return c->judge(ctx);
+}
+
+std::string V(const core::Finding& f) { return std::string(core::ToString(f.verdict)); }
+
+std::string All(const core::Finding& f) {
+  std::string s = f.message;
+  for (const auto& d : f.details) s += "\n" + d;
+  return s;
+}
+
+std::map<std::string, std::string> Verdicts(const core::EvidenceSet& ev) {
+  std::map<std::string, std::string> out;
+  for (const auto& id : kClusterChecks) out[id] = V(Judge(id, ev));
+  return out;
+}
+
+json& Item(core::EvidenceSet& ev, const char* id, const char* list, const std::string& name) {
+  for (auto& x : ev.at(id).data[list])
+    if (x.value("name", "") == name) return x;
+  throw std::runtime_error(fmt::format("{} {} has no {}", id, list, name));
+}
+
+}  // namespace
+
+TEST(K8sObjects, ReadsRecordedObjects) {
+  std::string error;
+  auto page = collect::k8s::ParseListPage(ReadFixture("k8s/gpu-operator/api/v1/nodes.json"), &error);
+  ASSERT_TRUE(page) << error;
+  EXPECT_EQ(page->kind, "NodeList");
+  ASSERT_EQ(page->items.size(), 4u);
+  EXPECT_TRUE(page->next.empty());
+  json n = collect::k8s::Node(page->items[1]);
+  EXPECT_EQ(n["allocatable"]["nvidia.com/gpu"], "8");
+  EXPECT_EQ(n["labels"]["nvidia.com/gpu.product"], "NVIDIA-H100-80GB-HBM3");
+  EXPECT_EQ(n["ready"], true);
+  EXPECT_FALSE(n["kernel"].get<std::string>().empty());
+  json cp = collect::k8s::Node(page->items[0]);
+  EXPECT_EQ(cp["taints"][0], "node-role.kubernetes.io/control-plane:NoSchedule");
+
+  // Not a list, not JSON, items without names.
+  EXPECT_FALSE(collect::k8s::ParseListPage(ReadFixture("k8s/gpu-operator/version.json"), &error));
+  EXPECT_NE(error.find("not a list"), std::string::npos);
+  EXPECT_FALSE(collect::k8s::ParseListPage("<html>502</html>", &error));
+  auto bad = collect::k8s::ParseListPage(R"({"kind":"PodList","items":[{"metadata":{}},7,{"metadata":{"name":"a"}}],
+      "metadata":{"continue":"abc","remainingItemCount":12}})",
+                                         &error);
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->malformed, 2u);
+  EXPECT_EQ(bad->next, "abc");
+  EXPECT_EQ(bad->remaining_items, 12);
+
+  EXPECT_EQ(collect::k8s::ErrorReason("Error from server (Forbidden): nodes is forbidden: User \"x\" cannot list"),
+            "Forbidden");
+  EXPECT_EQ(collect::k8s::ErrorReason(R"({"kind":"Status","reason":"NotFound"})"), "NotFound");
+  EXPECT_EQ(collect::k8s::ErrorReason("dial tcp 127.0.0.1:1: connect: connection refused"), "");
+
+  // RBAC: kubeadm's system:kubelet-api-admin reaches nodes/proxy; a read-only role does not.
+  auto roles = collect::k8s::ParseListPage(
+      ReadFixture("k8s/gpu-operator/apis/rbac.authorization.k8s.io/v1/clusterroles.json"), &error);
+  ASSERT_TRUE(roles) << error;
+  bool kubelet_admin = false;
+  for (const auto& r : *&roles->items) {
+    if (r["metadata"]["name"] == "system:kubelet-api-admin") {
+      kubelet_admin = true;
+      EXPECT_FALSE(collect::k8s::NodesProxyVerbs(r).empty());
+    }
+    if (r["metadata"]["name"] == "view") EXPECT_TRUE(collect::k8s::NodesProxyVerbs(r).empty());
+  }
+  EXPECT_TRUE(kubelet_admin);
+  EXPECT_EQ(
+      collect::k8s::NodesProxyVerbs(json::parse(
+          R"({"rules":[{"apiGroups":["*"],"resources":["*"],"verbs":["*"]},{"apiGroups":["apps"],"resources":["nodes/proxy"],"verbs":["get"]}]})")),
+      std::vector<std::string>{"*"});
+  EXPECT_TRUE(collect::k8s::NodesProxyVerbs(
+                  json::parse(R"({"rules":[{"apiGroups":[""],"resources":["nodes/proxy"],"verbs":["list","watch"]}]})"))
+                  .empty());
+}
+
+TEST(K8sApi, WellEquippedClusterThroughKubectl) {
+  ASSERT_TRUE(HaveKubectl()) << "kubectl is part of the test dependencies (scripts/install-deps.sh)";
+  Cluster c("gpu-operator");
+  c.server().MaxPage(2);  // every list of more than two objects takes several requests
+  auto ev = c.Collect();
+  for (const auto& [id, e] : ev) EXPECT_TRUE(e.ok()) << id << ": " << e.error;
+  EXPECT_EQ(ev.at("k8s.nodes").data["nodes"].size(), 4u);
+  EXPECT_EQ(ev.at("k8s.version").data["git_version"], "v1.31.12+k3s1");
+  // Pagination was followed to the end: the continue tokens of the server were sent back.
+  auto log = c.server().Requests();
+  EXPECT_NE(std::find(log.begin(), log.end(), "GET /api/v1/nodes?continue=page-2&limit=250&timeout=19s"), log.end());
+  EXPECT_NE(std::find(log.begin(), log.end(), "GET /api/v1/nodes?limit=250&timeout=19s"), log.end());
+  // Nothing was written to the cluster: reads and access reviews only.
+  for (const auto& r : log)
+    EXPECT_TRUE(r.starts_with("GET ") || r.starts_with("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"))
+        << r;
+
+  auto v = Verdicts(ev);
+  std::map<std::string, std::string> want = {{"security-kubernetes-nodes-proxy", "PASS"},
+                                             {"gpu-operator", "PASS"},
+                                             {"network-operator", "PASS"},
+                                             {"mpi-operator", "PASS"},
+                                             {"workload-schedulers", "PASS"},
+                                             {"gang-scheduling", "PASS"},
+                                             {"bin-packing", "WARN"},
+                                             {"ingress-controller", "PASS"},
+                                             {"load-balancer", "PASS"},
+                                             {"csi-rwx", "PASS"},
+                                             {"default-storage-class", "PASS"},
+                                             {"node-problem-detector", "PASS"},
+                                             {"metrics-server", "PASS"},
+                                             {"helm-access", "PASS"},
+                                             {"vcluster-tenancy", "PASS"},
+                                             {"rbac-access", "PASS"}};
+  for (const auto& [id, verdict] : want) EXPECT_EQ(v[id], verdict) << id << ": " << All(Judge(id, ev));
+  EXPECT_NE(All(Judge("gpu-operator", ev)).find("3 GPU node(s) advertise 24 GPUs"), std::string::npos);
+  EXPECT_NE(Judge("default-storage-class", ev).message.find("ceph-rbd"), std::string::npos);
+
+  // One fact flipped at a time.
+  {
+    auto m = ev;
+    Item(m, "k8s.operators", "cluster_policies", "cluster-policy")["state"] = "notReady";
+    EXPECT_EQ(V(Judge("gpu-operator", m)), "WARN");
+  }
+  {
+    auto m = ev;
+    Item(m, "k8s.nodes", "nodes", "gpu-h100-02")["allocatable"].erase("nvidia.com/gpu");
+    auto f = Judge("gpu-operator", m);
+    EXPECT_EQ(V(f), "FAIL");
+    EXPECT_NE(f.message.find("gpu-h100-02"), std::string::npos);
+    EXPECT_EQ(V(Judge("network-operator", m)), "PASS");  // still labelled a GPU node, RDMA still there
+  }
+  {
+    auto m = ev;
+    Item(m, "k8s.nodes", "nodes", "gpu-h100-03")["allocatable"].erase("rdma/rdma_shared_device_a");
+    EXPECT_EQ(V(Judge("network-operator", m)), "WARN");
+  }
+  {
+    auto m = ev;
+    for (auto& s : m.at("k8s.network").data["load_balancers"]) s["ingress"] = json::array();
+    EXPECT_EQ(V(Judge("load-balancer", m)), "WARN");
+  }
+  {
+    auto m = ev;
+    for (auto& s : m.at("k8s.storage").data["classes"]) s["default"] = true;
+    EXPECT_EQ(V(Judge("default-storage-class", m)), "WARN");
+    for (auto& s : m.at("k8s.storage").data["classes"]) s["provisioner"] = "ebs.csi.aws.com";
+    EXPECT_EQ(V(Judge("csi-rwx", m)), "PASS");  // the bound RWX claims still show it
+    m.at("k8s.storage").data["claims"] = json::array();
+    EXPECT_EQ(V(Judge("csi-rwx", m)), "WARN");
+  }
+  {
+    auto m = ev;
+    Item(m, "k8s.operators", "api_services", "v1beta1.metrics.k8s.io")["available"] = false;
+    EXPECT_EQ(V(Judge("metrics-server", m)), "WARN");
+  }
+  {
+    auto m = ev;
+    m.at("k8s.rbac")
+        .data["grants"]
+        .push_back({{"role", "ClusterRole/debug"},
+                    {"binding", "RoleBinding/team-a/debug"},
+                    {"binding_namespace", "team-a"},
+                    {"subject_kind", "ServiceAccount"},
+                    {"subject", "default"},
+                    {"subject_namespace", "team-a"},
+                    {"verbs", {"get"}}});
+    EXPECT_EQ(V(Judge("security-kubernetes-nodes-proxy", m)), "FAIL");
+  }
+  {
+    auto m = ev;
+    for (auto& w : m.at("k8s.workloads").data["workloads"])
+      if (w["name"] == "kueue-controller-manager") w["ready"] = 0;
+    EXPECT_EQ(V(Judge("workload-schedulers", m)), "WARN");
+  }
+  {
+    auto m = ev;  // the DaemonSet short of its nodes, then a pod list that shows one GPU node without it
+    for (auto& w : m.at("k8s.workloads").data["workloads"])
+      if (w["name"] == "node-problem-detector") w["ready"] = 3;
+    EXPECT_EQ(V(Judge("node-problem-detector", m)), "WARN");
+    for (const char* node : {"gpu-h100-01", "gpu-h100-02"})
+      m.at("k8s.pods")
+          .data["pods"]
+          .push_back({{"namespace", "kube-system"},
+                      {"name", std::string("node-problem-detector-") + node},
+                      {"node", node},
+                      {"phase", "Running"},
+                      {"owner_kind", "DaemonSet"},
+                      {"owner_name", "node-problem-detector"},
+                      {"images", json::array()}});
+    auto f = Judge("node-problem-detector", m);
+    EXPECT_EQ(V(f), "WARN");
+    EXPECT_NE(f.message.find("gpu-h100-03"), std::string::npos);
+  }
+  {
+    auto m = ev;
+    m.at("k8s.nodes").data["nodes"] = json::array();
+    EXPECT_EQ(V(Judge("vcluster-tenancy", m)), "WARN");
+    EXPECT_EQ(V(Judge("gpu-operator", m)), "SKIP");
+  }
+}
+
+TEST(K8sApi, ClusterWithoutOperators) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("bare");
+  auto ev = c.Collect();
+  for (const auto& [id, e] : ev) EXPECT_TRUE(e.ok()) << id << ": " << e.error;
+  auto v = Verdicts(ev);
+  std::map<std::string, std::string> want = {{"security-kubernetes-nodes-proxy", "FAIL"},
+                                             {"gpu-operator", "WARN"},
+                                             {"network-operator", "SKIP"},
+                                             {"mpi-operator", "WARN"},
+                                             {"workload-schedulers", "WARN"},
+                                             {"gang-scheduling", "WARN"},
+                                             {"bin-packing", "WARN"},
+                                             {"ingress-controller", "WARN"},
+                                             {"load-balancer", "WARN"},
+                                             {"csi-rwx", "WARN"},
+                                             {"default-storage-class", "WARN"},
+                                             {"node-problem-detector", "WARN"},
+                                             {"metrics-server", "WARN"},
+                                             {"helm-access", "PASS"},
+                                             {"vcluster-tenancy", "PASS"},
+                                             {"rbac-access", "PASS"}};
+  for (const auto& [id, verdict] : want) EXPECT_EQ(v[id], verdict) << id << ": " << All(Judge(id, ev));
+  EXPECT_NE(All(Judge("security-kubernetes-nodes-proxy", ev)).find("ServiceAccount ml-team/trainer"),
+            std::string::npos);
+  EXPECT_NE(Judge("default-storage-class", ev).message.find("2 StorageClasses are marked default"), std::string::npos);
+  EXPECT_NE(Judge("gpu-operator", ev).message.find("no GPU operator"), std::string::npos);
+}
+
+TEST(K8sApi, ForbiddenMalformedAndDeniedAreNeverPassed) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  c.server().Forbid("/apis/rbac.authorization.k8s.io/");
+  c.server().Override("/apis/storage.k8s.io/v1/storageclasses", "<html>502 Bad Gateway</html>");
+  c.server().Override("/api/v1/nodes", R"({"kind":"Status","status":"Success"})");
+  c.server().Deny("create pods");
+  c.server().Deny("create jobs.batch");
+  c.server().Deny("create customresourcedefinitions.apiextensions.k8s.io");
+  auto ev = c.Collect();
+  EXPECT_EQ(ev.at("k8s.rbac").status, core::EvidenceStatus::kPermissionDenied) << ev.at("k8s.rbac").error;
+  EXPECT_EQ(ev.at("k8s.storage").status, core::EvidenceStatus::kParseError);
+  EXPECT_EQ(ev.at("k8s.nodes").status, core::EvidenceStatus::kParseError);
+  auto rbac = Judge("security-kubernetes-nodes-proxy", ev);
+  EXPECT_EQ(V(rbac), "WARN");
+  EXPECT_EQ(rbac.reason, core::Reason::kEvidenceError);
+  for (const char* id :
+       {"default-storage-class", "csi-rwx", "gpu-operator", "network-operator", "node-problem-detector"})
+    EXPECT_EQ(V(Judge(id, ev)), "WARN") << id << ": " << All(Judge(id, ev));
+  EXPECT_EQ(V(Judge("rbac-access", ev)), "FAIL") << All(Judge("rbac-access", ev));
+  EXPECT_EQ(V(Judge("helm-access", ev)), "WARN") << All(Judge("helm-access", ev));
+  EXPECT_NE(Judge("helm-access", ev).message.find("only namespaced"), std::string::npos);
+  c.server().Deny("create deployments.apps");
+  EXPECT_EQ(V(Judge("helm-access", c.Collect())), "FAIL");
+}
+
+TEST(K8sApi, UnreachableServerIsAnEvidenceErrorForEveryCheck) {
+  ASSERT_TRUE(HaveKubectl());
+  auto dir = clustermax::testing::ScratchDir("k8s-down");
+  std::ofstream(dir / "kubeconfig")
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster:\n    server: "
+         "http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: x\n    user: "
+         "x\ncurrent-context: x\nusers:\n- name: x\n  user: {}\n";
+  ::setenv("KUBECONFIG", (dir / "kubeconfig").c_str(), 1);
+  std::vector<std::string> ids;
+  for (const auto& col : collect::Collectors())
+    if (col.info.id.starts_with("k8s.")) ids.push_back(col.info.id);
+  host::LocalHost local;
+  auto ev = collect::CollectEvidence(local, ids, {});
+  ::unsetenv("KUBECONFIG");
+  for (const auto& id : kClusterChecks) {
+    auto f = Judge(id, ev);
+    EXPECT_EQ(V(f), "WARN") << id << ": " << All(f);
+    EXPECT_EQ(f.reason, core::Reason::kEvidenceError) << id;
+  }
+}
+
+TEST(K8sNode, KubeletCpuManagerPolicy) {
+  auto judge = [](const std::optional<std::string>& state, const std::optional<std::string>& config,
+                  bool gpu_node = true) {
+    host::Bundle b;
+    auto put = [&](const char* path, const std::optional<std::string>& text) {
+      host::FileResult r;
+      r.status = text ? host::IoStatus::kOk : host::IoStatus::kNotFound;
+      if (text) r.content = *text;
+      b.PutFile(path, r);
+    };
+    put("/var/lib/kubelet/cpu_manager_state", state);
+    put("/var/lib/kubelet/config.yaml", config);
+    host::ReplayHost replay(b);
+    auto ev = collect::CollectEvidence(replay, {"kubelet.cpu-manager"}, {});
+    // A GPU node (NVML sees 8 GPUs), or a CPU node (a complete PCI inventory without a GPU).
+    ev["gpu.inventory"] = clustermax::testing::Ok("gpu.inventory", {{"device_count", gpu_node ? 8 : 0}});
+    ev["pci.devices"] = clustermax::testing::Ok("pci.devices", {{"complete", true}, {"devices", json::array()}});
+    return Judge("kubelet-cpu-manager-static", ev);
+  };
+  EXPECT_EQ(V(judge(R"({"policyName":"static","defaultCpuSet":"0-3","checksum":1})", "cpuManagerPolicy: static\n")),
+            "PASS");
+  EXPECT_EQ(V(judge(std::nullopt, "kind: KubeletConfiguration\ncpuManagerPolicy: \"static\" # pinned\n")), "PASS");
+  auto none = judge(R"({"policyName":"none","defaultCpuSet":"","checksum":1})", std::nullopt);
+  EXPECT_EQ(V(none), "WARN");
+  EXPECT_EQ(none.observed, "none");
+  EXPECT_EQ(V(judge(std::nullopt, "kind: KubeletConfiguration\n")), "WARN");  // the default policy is none
+  auto unread = judge(std::nullopt, std::nullopt);
+  EXPECT_EQ(V(unread), "WARN");
+  EXPECT_EQ(unread.reason, core::Reason::kUnverified);
+  EXPECT_EQ(V(judge(std::nullopt, std::nullopt, /*gpu_node=*/false)), "SKIP");
+}
+
+// The binary, as an operator runs it: `audit --k8s --yes --kubeconfig FILE` grades every
+// Kubernetes row from the API, replays to the same verdicts, and leaves nothing in the cluster.
+TEST(K8sAudit, CliGradesEveryKubernetesRowAndReplays) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("bare");
+  ::unsetenv("KUBECONFIG");  // the option, not the environment, points at the server
+  auto out = c.dir() / "run";
+  auto r = clustermax::testing::RunBinary(fmt::format("audit --k8s --yes --kubeconfig {} --out {} --exit-zero",
+                                                      (c.dir() / "kubeconfig").string(), out.string()),
+                                          "KUBECACHEDIR=" + (c.dir() / "cache").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("the cluster through its API"), std::string::npos) << r.out;
+  json report = json::parse(util::ReadLocalFile(out / "report.json").value_or("{}"));
+  std::map<std::string, json> rows;
+  for (const auto& x : report["results"]) rows[x["id"]] = x;
+  for (const auto& id : kClusterChecks) {
+    ASSERT_TRUE(rows.count(id)) << id;
+    EXPECT_NE(rows[id]["reason"], "not-in-scope") << id;
+    EXPECT_NE(rows[id]["reason"], "evidence-error") << id << ": " << rows[id]["message"];
+  }
+  EXPECT_EQ(rows["security-kubernetes-nodes-proxy"]["status"], "FAIL");
+  EXPECT_EQ(rows["default-storage-class"]["status"], "WARN");
+  for (const auto& req : c.server().Requests())
+    EXPECT_TRUE(req.starts_with("GET ") ||
+                req.starts_with("POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews"))
+        << req;
+
+  // The bundle holds the API's answers: a replay with no server judges the same.
+  auto again = clustermax::testing::RunBinary(fmt::format("audit --replay {} --json --exit-zero", out.string()));
+  json replayed = json::parse(again.out.substr(again.out.find('{')));
+  for (const auto& x : replayed["results"])
+    if (rows.count(x["id"]) && std::find(kClusterChecks.begin(), kClusterChecks.end(), x["id"]) != kClusterChecks.end())
+      EXPECT_EQ(x["status"], rows[x["id"]]["status"]) << x["id"];
+}
+
+// The Kubernetes report as a golden: the bundle `audit --k8s --record` wrote against the
+// gpu-operator fixture cluster (tests/fixtures/bundles/k8s-gpu-operator.json), replayed with the
+// cluster checks selected. Regenerate with CLUSTERMAX_UPDATE_GOLDEN=1.
+TEST(K8sAudit, GoldenReportOfTheRecordedCluster) {
+  host::Bundle b = host::Bundle::Load(Fixture("bundles/k8s-gpu-operator.json"));
+  audit::Selection sel;
+  sel.target = core::Target::kK8s;
+  sel.checks = kClusterChecks;
+  audit::Plan plan = audit::BuildPlan(checks::DefaultRegistry(), sel);
+  auto node = audit::ReplayNode(b, plan, {});
+  EXPECT_TRUE(node.replay_misses.empty()) << node.replay_misses.front();
+  auto r = audit::Judge(plan, {node}, core::EmbeddedMinimumTable());
+  r.mode = "replay";
+  r.git_sha = "golden";
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"k8s-gpu-operator.json", audit::ToJson(r).dump(2) + "\n"},
+           {"k8s-gpu-operator.v1.txt", audit::RenderText(r, {.verbosity = 1, .color = false})}}) {
+    auto path = clustermax::testing::SourceDir() / "tests" / "golden" / name;
+    if (std::getenv("CLUSTERMAX_UPDATE_GOLDEN")) {
+      util::WriteFileAtomic(path, text);
+      continue;
+    }
+    EXPECT_EQ(util::ReadLocalFile(path).value_or("(missing)"), text) << name << " differs from the golden";
+  }
+}
