@@ -164,23 +164,7 @@ class KubeApiServer {
   }
 
   void Serve(int c) {
-    std::string req;
-    char buf[65536];
-    size_t want = std::string::npos;
-    while (true) {
-      ssize_t n = ::recv(c, buf, sizeof buf, 0);
-      if (n <= 0) break;
-      req.append(buf, static_cast<size_t>(n));
-      size_t end = req.find("\r\n\r\n");
-      if (end != std::string::npos && want == std::string::npos) {
-        want = end + 4;
-        for (const char* h : {"Content-Length: ", "content-length: "}) {
-          size_t cl = req.find(h);
-          if (cl != std::string::npos && cl < end) want += std::stoul(req.substr(cl + 16));
-        }
-      }
-      if (want != std::string::npos && req.size() >= want) break;
-    }
+    std::string req = ReadRequest(c);
     std::string line = req.substr(0, req.find("\r\n"));
     std::istringstream ls(line);
     std::string method, target;

@@ -323,20 +323,7 @@ class CutGetServer {
     while (true) {
       int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) return;
-      std::string req;
-      char buf[65536];
-      size_t want = std::string::npos;
-      while (want == std::string::npos || req.size() < want) {
-        ssize_t n = ::recv(c, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        req.append(buf, static_cast<size_t>(n));
-        size_t end = req.find("\r\n\r\n");
-        if (end != std::string::npos && want == std::string::npos) {
-          want = end + 4;
-          size_t cl = req.find("Content-Length: ");
-          if (cl != std::string::npos && cl < end) want += std::stoul(req.substr(cl + 16));
-        }
-      }
+      std::string req = testing_server::ReadRequest(c);
       std::string method = req.substr(0, req.find(' '));
       std::string target = req.substr(method.size() + 1, req.find(' ', method.size() + 1) - method.size() - 1);
       std::string resp;

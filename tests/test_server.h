@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,27 @@ inline int ListenLoopback(int backlog, int* port) {
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   *port = ntohs(a.sin_port);
   return fd;
+}
+
+// Reads one HTTP/1.1 request from `c`: the head and a body of Content-Length bytes (the header
+// name in any case), or what arrived before the peer closed.
+inline std::string ReadRequest(int c) {
+  std::string req;
+  char buf[65536];
+  size_t want = std::string::npos;
+  while (want == std::string::npos || req.size() < want) {
+    ssize_t n = ::recv(c, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    req.append(buf, static_cast<size_t>(n));
+    size_t end = req.find("\r\n\r\n");
+    if (end == std::string::npos || want != std::string::npos) continue;
+    want = end + 4;
+    std::string head = req.substr(0, end);
+    for (char& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    size_t cl = head.find("\r\ncontent-length:");
+    if (cl != std::string::npos) want += std::stoul(head.substr(cl + 17));
+  }
+  return req;
 }
 
 class RecordingServer {
@@ -53,21 +75,7 @@ class RecordingServer {
     while (!stop_) {
       int c = ::accept(fd_, nullptr, nullptr);
       if (c < 0) return;
-      std::string req;
-      char buf[65536];
-      size_t want = std::string::npos;
-      while (true) {
-        ssize_t n = ::recv(c, buf, sizeof buf, 0);
-        if (n <= 0) break;
-        req.append(buf, static_cast<size_t>(n));
-        size_t end = req.find("\r\n\r\n");
-        if (end != std::string::npos && want == std::string::npos) {
-          want = end + 4;
-          size_t cl = req.find("Content-Length: ");
-          if (cl != std::string::npos && cl < end) want += std::stoul(req.substr(cl + 16));
-        }
-        if (want != std::string::npos && req.size() >= want) break;
-      }
+      std::string req = ReadRequest(c);
       {
         std::lock_guard lock(mu_);
         requests_.push_back(req);
