@@ -46,6 +46,14 @@ const std::vector<std::string> kClusterChecks = {"security-kubernetes-nodes-prox
                                                  "vcluster-tenancy",
                                                  "rbac-access"};
 
+// Every collector of the cluster's API view.
+std::vector<std::string> K8sCollectors() {
+  std::vector<std::string> ids;
+  for (const auto& c : collect::Collectors())
+    if (c.info.id.starts_with("k8s.")) ids.push_back(c.info.id);
+  return ids;
+}
+
 bool HaveKubectl() { return clustermax::testing::RunShell("command -v kubectl >/dev/null").code == 0; }
 
 // A fake API server for one fixture cluster, with KUBECONFIG and kubectl's cache pointed at it.
@@ -66,13 +74,10 @@ class Cluster {
   const std::filesystem::path& dir() const { return dir_; }
 
   core::EvidenceSet Collect() {
-    std::vector<std::string> ids;
-    for (const auto& c : collect::Collectors())
-      if (c.info.id.starts_with("k8s.")) ids.push_back(c.info.id);
     host::LocalHost local;
     collect::CollectOptions o;
     o.command_timeout = std::chrono::seconds(20);
-    return collect::CollectEvidence(local, ids, o);
+    return collect::CollectEvidence(local, K8sCollectors(), o);
   }
 
  private:
@@ -349,11 +354,8 @@ TEST(K8sApi, UnreachableServerIsAnEvidenceErrorForEveryCheck) {
          "http://127.0.0.1:1\ncontexts:\n- name: x\n  context:\n    cluster: x\n    user: "
          "x\ncurrent-context: x\nusers:\n- name: x\n  user: {}\n";
   ::setenv("KUBECONFIG", (dir / "kubeconfig").c_str(), 1);
-  std::vector<std::string> ids;
-  for (const auto& col : collect::Collectors())
-    if (col.info.id.starts_with("k8s.")) ids.push_back(col.info.id);
   host::LocalHost local;
-  auto ev = collect::CollectEvidence(local, ids, {});
+  auto ev = collect::CollectEvidence(local, K8sCollectors(), {});
   ::unsetenv("KUBECONFIG");
   for (const auto& id : kClusterChecks) {
     auto f = Judge(id, ev);
@@ -368,8 +370,11 @@ TEST(K8sNode, KubeletCpuManagerPolicy) {
     host::Bundle b;
     auto put = [&](const char* path, const std::optional<std::string>& text) {
       host::FileResult r;
-      r.status = text ? host::IoStatus::kOk : host::IoStatus::kNotFound;
-      if (text) r.content = *text;
+      // "<denied>" stands for a file the audit may not read.
+      r.status = !text                 ? host::IoStatus::kNotFound
+                 : *text == "<denied>" ? host::IoStatus::kPermissionDenied
+                                       : host::IoStatus::kOk;
+      if (r.status == host::IoStatus::kOk) r.content = *text;
       b.PutFile(path, r);
     };
     put("/var/lib/kubelet/cpu_manager_state", state);
@@ -392,6 +397,15 @@ TEST(K8sNode, KubeletCpuManagerPolicy) {
   EXPECT_EQ(V(unread), "WARN");
   EXPECT_EQ(unread.reason, core::Reason::kUnverified);
   EXPECT_EQ(V(judge(std::nullopt, std::nullopt, /*gpu_node=*/false)), "SKIP");
+  // Unreadable (not absent) and nothing else read: an evidence error, from either file.
+  for (auto [state, config] : std::vector<std::pair<std::optional<std::string>, std::optional<std::string>>>{
+           {"<denied>", std::nullopt}, {std::nullopt, "<denied>"}, {"<denied>", "<denied>"}}) {
+    auto f = judge(state, config);
+    EXPECT_EQ(V(f), "WARN") << f.message;
+    EXPECT_EQ(f.reason, core::Reason::kEvidenceError) << f.message;
+  }
+  // One readable file is enough.
+  EXPECT_EQ(V(judge("<denied>", "cpuManagerPolicy: static\n")), "PASS");
 }
 
 // The binary, as an operator runs it: `audit --k8s --yes --kubeconfig FILE` grades every

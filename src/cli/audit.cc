@@ -91,11 +91,12 @@ void PrintTargetBlock(const audit::AuditPreview& p, const AuditCli& a) {
                          : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
   for (const auto& m : p.weighed) std::cerr << "  weighed:  " << util::EscapeControls(m) << "\n";
   if (p.target == core::Target::kK8s || (p.target == core::Target::kSlurm && !p.fleet)) {
-    std::cerr << (p.target == core::Target::kK8s
-                      ? "  note:     this node, and the cluster through its API (kubectl); the fan-out to every node is "
-                        "not part of this build"
-                      : "  note:     this audits the local node only")
-              << "\n";
+    std::cerr
+        << (p.target == core::Target::kK8s
+                ? "  note:     this node, and the cluster through its API (kubectl); the fan-out to every node is "
+                  "not part of this build"
+                : "  note:     this audits the local node only")
+        << "\n";
   }
 }
 
@@ -198,8 +199,9 @@ void AddAuditInputOutputOptions(CLI::App* cmd, AuditCli& a) {
   cmd->add_option("--probe-image", c.probe_image, "Container image for the container-launch probe (docker and pyxis)");
   cmd->add_option("--enroot-image", c.enroot_image,
                   "Image the enroot-import probe pulls (default docker://busybox:1.36)");
-  cmd->add_option("--kubeconfig", c.kubeconfig, "kubeconfig for the Kubernetes API (default: KUBECONFIG, ~/.kube/config, "
-                                                 "or the pod's service account)");
+  cmd->add_option("--kubeconfig", c.kubeconfig,
+                  "kubeconfig for the Kubernetes API (default: KUBECONFIG, ~/.kube/config, "
+                  "or the pod's service account)");
   cmd->add_option("--context", c.kube_context, "Context of the kubeconfig to audit (default: its current context)");
   cmd->add_option("--s3-endpoint", c.s3_endpoint,
                   "Object storage endpoint for the s3-probe (or CLUSTERMAX_S3_ENDPOINT)");

@@ -283,8 +283,9 @@ bool ListIfServed(Api& api, const std::map<std::string, std::string>& groups, co
   // Served group, resource not in its preferred version: absent too.
   json items = json::array();
   bool absent = false;
-  if (!api.List(fmt::format("/apis/{}/{}/{}", group, it->second, resource), [&](const json& x) { items.push_back(fn(x)); },
-                &absent))
+  if (!api.List(
+          fmt::format("/apis/{}/{}/{}", group, it->second, resource), [&](const json& x) { items.push_back(fn(x)); },
+          &absent))
     return false;
   out = std::move(items);
   return true;
@@ -515,15 +516,10 @@ Evidence KubeletCpuManager(host::Host& h, const CollectOptions&) {
       d["config_policy"] = v;
     }
   }
-  if (state.status != host::IoStatus::kOk && config.status != host::IoStatus::kOk &&
-      state.status != host::IoStatus::kNotFound) {
-    MarkFailed(e, state.status, state.error);
-    return e;
-  }
-  if (state.status == host::IoStatus::kNotFound && config.status != host::IoStatus::kOk &&
-      config.status != host::IoStatus::kNotFound) {
-    MarkFailed(e, config.status, config.error);
-    return e;
+  // Neither file read, and one of them for another reason than its absence: that failure.
+  if (!d["kubelet"].get<bool>()) {
+    for (const auto* r : {&state, &config})
+      if (r->status != host::IoStatus::kNotFound && MarkFailed(e, r->status, r->error)) return e;
   }
   e.status = EvidenceStatus::kOk;
   e.data = d;
