@@ -69,6 +69,18 @@ set -e
 [ $rc -eq 1 ] && grep -q "no such file" <<<"$msg" || fail "with the glibc stand-ins forced, an error exited $rc: $msg"
 echo "minimal root: glibc stand-ins forced: exceptions unwind ($msg)"
 
+# A Kubernetes fan-out pod's view (collect --host-root): the node's files under the root, and its
+# commands run inside it. A dpkg-query that exists only in the root answers for the node here.
+mkdir -p "$root/usr/local/sbin"
+printf '#!/bin/sh\necho "linux-image-6.1.0-99-hostroot 6.1.99-1 ii "\n' >"$root/usr/local/sbin/dpkg-query"
+chmod 755 "$root/usr/local/sbin/dpkg-query"
+CLUSTERMAX_NODE_NAME=node-in-root "$bin" collect --role=compute --target=k8s --host-root "$root" \
+  --out "$work/hostroot.json" >"$work/hostroot.log" 2>&1 || { cat "$work/hostroot.log" >&2; fail "collect --host-root"; }
+grep -q 'linux-image-6.1.0-99-hostroot' "$work/hostroot.json" || fail "collect --host-root did not run the root's own dpkg-query"
+grep -q '"hostname": *"node-in-root"' "$work/hostroot.json" || fail "collect --host-root did not name the node CLUSTERMAX_NODE_NAME"
+rm -f "$root/usr/local/sbin/dpkg-query"
+echo "minimal root: collect --host-root ran the root's own commands inside it"
+
 # The package: built with CPack, installed with dpkg in the root, working from /usr/bin.
 (cd "$build" && cpack -G DEB -B "$work/packages" >"$work/cpack.log" 2>&1) || { cat "$work/cpack.log" >&2; fail "cpack"; }
 deb=$(ls "$work"/packages/clustermax_*.deb | head -1)

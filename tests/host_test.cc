@@ -83,6 +83,39 @@ TEST(LocalHost, SysrootReRootsFileReads) {
   fs::remove_all(root);
 }
 
+// A host root (a fan-out pod's view of its node): files under it as with a sysroot, but commands
+// are looked up in the node's own directories and taken, and the environment is the pod's. (That
+// they run chrooted there is proven by scripts/portable-test.sh, which has root and a real root.)
+TEST(LocalHost, HostRootFindsTheNodesOwnTools) {
+  fs::path root = fs::temp_directory_path() / ("cm-hostroot-test-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "usr/bin");
+  fs::create_directories(root / "etc");
+  std::ofstream(root / "etc/os-release") << "ID=node\n";
+  std::ofstream(root / "usr/bin/nvidia-smi") << "#!/bin/sh\n";
+  fs::permissions(root / "usr/bin/nvidia-smi", fs::perms::owner_all);
+  std::ofstream(root / "usr/bin/not-executable") << "x";
+  fs::create_symlink("/etc/alternatives/editor", root / "usr/bin/editor");  // resolved inside the root, later
+  LocalHost h = LocalHost::HostRoot(root.string());
+  EXPECT_EQ(h.NotTakenReason(), "");
+  EXPECT_EQ(h.ReadFile("/etc/os-release", 100).content, "ID=node\n");
+  auto w = h.Which("nvidia-smi");
+  ASSERT_EQ(w.status, IoStatus::kOk);
+  EXPECT_EQ(w.path, "/usr/bin/nvidia-smi");  // its path inside the node
+  EXPECT_EQ(h.Which("editor").path, "/usr/bin/editor");
+  EXPECT_NE(h.Which("not-executable").status, IoStatus::kOk);
+  EXPECT_NE(h.Which("sh").status, IoStatus::kOk);  // this machine's /bin/sh is not the node's
+  ::setenv("CLUSTERMAX_NODE_NAME", "gpu-7", 1);
+  EXPECT_EQ(h.GetEnv("CLUSTERMAX_NODE_NAME").value_or(""), "gpu-7");
+  ::unsetenv("CLUSTERMAX_NODE_NAME");
+  // A command that is not the node's is not run from this machine.
+  CommandSpec spec{{"sh", "-c", "echo here"}, std::chrono::seconds(5)};
+  EXPECT_EQ(h.Run(spec).status, IoStatus::kNotFound);
+  // An image (--sysroot) takes no command at all.
+  EXPECT_EQ(LocalHost(root.string()).Which("nvidia-smi").status, IoStatus::kNotTaken);
+  fs::remove_all(root);
+}
+
 TEST(LocalHost, UnreadableFileIsPermissionDenied) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads everything";
   LocalHost h;

@@ -4,6 +4,10 @@
 // real kubectl can be driven against it. Lists are paginated as the API server does (limit,
 // continue, remainingItemCount); paths can be made to answer 403 or garbage; SelfSubjectAccessReviews
 // are answered from a deny list; every request is logged ("GET /api/v1/nodes?limit=250").
+// Objects can be created (POST) and deleted (DELETE) and are then served like the recorded ones. A
+// DaemonSet stands for its pods: one per node its affinity pins, each answering as the test set
+// that node's kubelet to (SetNodePod: finished with a log, unschedulable, image pull failure,
+// evicted, still collecting, or no pod at all with the controller's FailedCreate event).
 #pragma once
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -66,6 +71,23 @@ class KubeApiServer {
   }
   // Pages hold at most `n` items whatever the client's limit (as a server under load may answer).
   void MaxPage(size_t n) { max_page_ = n; }
+
+  // How the pod of a DaemonSet on `node` stands (nodes not set: still collecting).
+  enum class PodFate { kCollected, kUnschedulable, kImagePull, kEvicted, kCollecting, kNoPod, kCrashing };
+  void SetNodePod(std::string node, PodFate fate, std::string log = "") {
+    std::lock_guard lock(mu_);
+    fates_[node] = {fate, std::move(log)};
+  }
+  // An object that exists before the test (served and refused for creation like a created one).
+  void Put(const std::string& path, nlohmann::json obj) {
+    std::lock_guard lock(mu_);
+    created_[path] = std::move(obj);
+  }
+  // The objects created (or put) and not deleted, by path.
+  std::map<std::string, nlohmann::json> Created() {
+    std::lock_guard lock(mu_);
+    return created_;
+  }
   std::vector<std::string> Requests() {
     std::lock_guard lock(mu_);
     return log_;
@@ -79,10 +101,14 @@ class KubeApiServer {
   }
 
  private:
-  static std::string Response(int code, const std::string& body) {
-    const char* text = code == 200 ? "OK" : code == 201 ? "Created" : code == 403 ? "Forbidden" : "Not Found";
+  static std::string Response(int code, const std::string& body, const char* type = "application/json") {
+    const char* text = code == 200   ? "OK"
+                       : code == 201 ? "Created"
+                       : code == 403 ? "Forbidden"
+                       : code == 409 ? "Conflict"
+                                     : "Not Found";
     std::ostringstream o;
-    o << "HTTP/1.1 " << code << " " << text << "\r\nContent-Type: application/json\r\nContent-Length: " << body.size()
+    o << "HTTP/1.1 " << code << " " << text << "\r\nContent-Type: " << type << "\r\nContent-Length: " << body.size()
       << "\r\nConnection: close\r\n\r\n"
       << body;
     return o.str();
@@ -112,6 +138,9 @@ class KubeApiServer {
         if (path.rfind(p, 0) == 0)
           return Status(403, "Forbidden", "forbidden: User \"test\" cannot list resource at " + path);
       if (auto it = overrides_.find(path); it != overrides_.end()) return Response(200, it->second);
+      if (auto it = created_.find(path); it != created_.end()) return Response(200, it->second.dump());
+      if (auto pods = PodsOf(path); pods) return Page(std::move(*pods), query);
+      if (auto log = LogOf(path); log) return Response(200, *log, "text/plain");
     }
     std::string rel = path == "/" ? "index" : path.substr(1);
     std::filesystem::path file;
@@ -125,11 +154,16 @@ class KubeApiServer {
     if (file.empty()) return Status(404, "NotFound", "the server could not find the requested resource");
     std::ifstream in(file);
     std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto q = Query(query);
-    if (!q.count("limit")) return Response(200, body);
-    // Pagination: items [offset, offset + limit), the continue token names the next offset.
     auto doc = nlohmann::json::parse(body, nullptr, false);
     if (!doc.is_object() || !doc.contains("items")) return Response(200, body);
+    return Page(std::move(doc), query);
+  }
+
+  // A list answered as the API server pages it: items [offset, offset + limit), the continue token
+  // names the next offset; without a limit, whole.
+  std::string Page(nlohmann::json doc, const std::string& query) {
+    auto q = Query(query);
+    if (!q.count("limit")) return Response(200, doc.dump());
     size_t limit = std::min<size_t>(std::stoul(q["limit"]), max_page_), offset = 0;
     if (q.count("continue")) offset = std::stoul(q["continue"].substr(q["continue"].rfind('-') + 1));
     nlohmann::json items = std::move(doc["items"]);
@@ -143,6 +177,181 @@ class KubeApiServer {
       doc["metadata"]["remainingItemCount"] = items.size() - next;
     }
     return Response(200, doc.dump());
+  }
+
+  static std::string Label(const nlohmann::json& obj, const std::string& key) {
+    if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object()) return "";
+    const auto& l = obj["metadata"].value("labels", nlohmann::json::object());
+    return l.is_object() && l.contains(key) && l[key].is_string() ? l[key].get<std::string>() : "";
+  }
+  // "/api/v1/namespaces/NS/..." or "/apis/G/V/namespaces/NS/..." -> NS.
+  static std::string NamespaceOf(const std::string& path) {
+    size_t at = path.find("/namespaces/");
+    if (at == std::string::npos) return "";
+    std::string rest = path.substr(at + 12);
+    return rest.substr(0, rest.find('/'));
+  }
+
+  std::string Create(const std::string& path, const std::string& body) {
+    auto obj = nlohmann::json::parse(body, nullptr, false);
+    if (!obj.is_object() || !obj.contains("metadata") || !obj["metadata"].is_object() ||
+        !obj["metadata"].contains("name"))
+      return Status(400, "BadRequest", "the object has no metadata.name");
+    std::string name = obj["metadata"]["name"].get<std::string>();
+    std::string at = path + "/" + name;
+    std::lock_guard lock(mu_);
+    for (const auto& p : forbidden_)
+      if (path.rfind(p, 0) == 0)
+        return Status(403, "Forbidden", "forbidden: User \"test\" cannot create resource at " + path);
+    bool recorded = false;
+    for (const auto& root : {cluster_, common_})
+      recorded = recorded || std::filesystem::is_regular_file(root / (at.substr(1) + ".json"));
+    if (created_.count(at) || recorded) return Status(409, "AlreadyExists", "\"" + name + "\" already exists");
+    obj["metadata"]["uid"] = "uid-" + name;
+    created_[at] = obj;
+    return Response(201, obj.dump());
+  }
+
+  std::string Delete(const std::string& path) {
+    std::lock_guard lock(mu_);
+    if (!created_.erase(path)) return Status(404, "NotFound", "not found: " + path);
+    // A namespace takes everything in it along.
+    if (path.rfind("/api/v1/namespaces/", 0) == 0 && path.find('/', 19) == std::string::npos) {
+      std::string ns = path.substr(19);
+      for (auto it = created_.begin(); it != created_.end();)
+        it = NamespaceOf(it->first) == ns ? created_.erase(it) : std::next(it);
+    }
+    return Response(200, nlohmann::json{{"kind", "Status"}, {"status", "Success"}}.dump());
+  }
+
+  // The nodes a DaemonSet's pods are pinned to (matchFields metadata.name In [...]).
+  static std::vector<std::string> PinnedNodes(const nlohmann::json& ds) {
+    std::vector<std::string> out;
+    try {
+      const auto& terms = ds["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]
+                            ["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+      for (const auto& t : terms)
+        for (const auto& f : t.value("matchFields", nlohmann::json::array()))
+          if (f.value("key", "") == "metadata.name")
+            for (const auto& v : f["values"]) out.push_back(v.get<std::string>());
+    } catch (const std::exception&) {
+    }
+    return out;
+  }
+
+  // A pod as the API shows it for each fate (the shapes of real pod objects: status.phase,
+  // conditions, initContainerStatuses with state.waiting/running/terminated).
+  nlohmann::json PodFor(const nlohmann::json& ds, const std::string& node, PodFate fate) {
+    nlohmann::json pod = {{"apiVersion", "v1"},
+                          {"kind", "Pod"},
+                          {"metadata",
+                           {{"name", ds["metadata"]["name"].get<std::string>() + "-" + node},
+                            {"namespace", ds["metadata"].value("namespace", "")},
+                            {"labels", ds["spec"]["template"]["metadata"]["labels"]}}}};
+    // The DaemonSet controller pins each pod to its node by name.
+    nlohmann::json field = {{"key", "metadata.name"}, {"operator", "In"}, {"values", nlohmann::json::array({node})}};
+    pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
+        nlohmann::json::array({{{"matchFields", nlohmann::json::array({field})}}});
+    auto init = [&](nlohmann::json state) {
+      return nlohmann::json::array({{{"name", "collect"}, {"ready", false}, {"restartCount", 0}, {"state", state}}});
+    };
+    switch (fate) {
+      case PodFate::kUnschedulable:
+        pod["status"] = {{"phase", "Pending"},
+                         {"conditions",
+                          {{{"type", "PodScheduled"},
+                            {"status", "False"},
+                            {"reason", "Unschedulable"},
+                            {"message",
+                             "0/4 nodes are available: 1 Insufficient nvidia.com/gpu, 3 node(s) didn't "
+                             "match Pod's node affinity/selector. preemption: 0/4 nodes are available: 1 "
+                             "No preemption victims found for incoming pod, 3 Preemption is not helpful "
+                             "for scheduling."}}}}};
+        break;
+      case PodFate::kImagePull:
+        pod["spec"]["nodeName"] = node;
+        pod["status"] = {{"phase", "Pending"},
+                         {"initContainerStatuses",
+                          init({{"waiting",
+                                 {{"reason", "ImagePullBackOff"},
+                                  {"message", "Back-off pulling image \"registry.example/clustermax:1\""}}}})}};
+        break;
+      case PodFate::kEvicted:
+        pod["spec"]["nodeName"] = node;
+        pod["status"] = {{"phase", "Failed"},
+                         {"reason", "Evicted"},
+                         {"message",
+                          "The node was low on resource: ephemeral-storage. Threshold quantity: "
+                          "10181869868, available: 9012236Ki. "}};
+        break;
+      case PodFate::kCollecting:
+        pod["spec"]["nodeName"] = node;
+        pod["status"] = {{"phase", "Pending"},
+                         {"initContainerStatuses", init({{"running", {{"startedAt", "2026-12-02T10:00:00Z"}}}})}};
+        break;
+      case PodFate::kCrashing:
+        pod["spec"]["nodeName"] = node;
+        pod["status"] = {
+            {"phase", "Pending"},
+            {"initContainerStatuses",
+             {{{"name", "collect"},
+               {"restartCount", 3},
+               {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off 40s restarting"}}}}},
+               {"lastState", {{"terminated", {{"exitCode", 70}, {"reason", "Error"}}}}}}}}};
+        break;
+      case PodFate::kCollected:
+      case PodFate::kNoPod:
+        pod["spec"]["nodeName"] = node;
+        pod["status"] = {{"phase", "Running"},
+                         {"initContainerStatuses", init({{"terminated", {{"exitCode", 0}, {"reason", "Completed"}}}})},
+                         {"containerStatuses",
+                          {{{"name", "hold"}, {"ready", true}, {"state", {{"running", nlohmann::json::object()}}}}}}};
+        break;
+    }
+    return pod;
+  }
+
+  // GET .../namespaces/NS/pods (the pods of the DaemonSets there) or .../events (their FailedCreate).
+  std::optional<nlohmann::json> PodsOf(const std::string& path) {
+    std::string ns = NamespaceOf(path);
+    bool pods = path == "/api/v1/namespaces/" + ns + "/pods", events = path == "/api/v1/namespaces/" + ns + "/events";
+    if (ns.empty() || (!pods && !events)) return std::nullopt;
+    bool ours = created_.count("/api/v1/namespaces/" + ns) > 0;
+    for (const auto& [at, obj] : created_) ours = ours || NamespaceOf(at) == ns;
+    if (!ours) return std::nullopt;  // a recorded namespace: its fixture answers
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& [at, obj] : created_) {
+      if (obj.value("kind", "") != "DaemonSet" || NamespaceOf(at) != ns) continue;
+      for (const auto& node : PinnedNodes(obj)) {
+        auto f = fates_.find(node);
+        PodFate fate = f == fates_.end() ? PodFate::kCollecting : f->second.first;
+        if (pods && fate != PodFate::kNoPod) items.push_back(PodFor(obj, node, fate));
+        if (events && fate == PodFate::kNoPod)
+          items.push_back({{"metadata", {{"name", "ev-" + node}}},
+                           {"involvedObject", {{"kind", "DaemonSet"}, {"name", obj["metadata"]["name"]}}},
+                           {"reason", "FailedCreate"},
+                           {"message",
+                            "Error creating: pods \"x\" is forbidden: violates PodSecurity "
+                            "\"baseline:latest\": hostPath volumes (volume \"host\")"}});
+      }
+    }
+    return nlohmann::json{{"kind", pods ? "PodList" : "EventList"}, {"apiVersion", "v1"}, {"items", items}};
+  }
+
+  // GET .../pods/NAME/log: the log of a finished pod's collect container.
+  std::optional<std::string> LogOf(const std::string& path) {
+    if (!path.ends_with("/log")) return std::nullopt;
+    std::string ns = NamespaceOf(path);
+    for (const auto& [at, obj] : created_) {
+      if (obj.value("kind", "") != "DaemonSet" || NamespaceOf(at) != ns) continue;
+      for (const auto& node : PinnedNodes(obj)) {
+        std::string name = obj["metadata"]["name"].get<std::string>() + "-" + node;
+        if (path != "/api/v1/namespaces/" + ns + "/pods/" + name + "/log") continue;
+        auto f = fates_.find(node);
+        return f == fates_.end() ? "" : f->second.second;
+      }
+    }
+    return std::nullopt;
   }
 
   std::string Review(const std::string& body) {
@@ -176,10 +385,11 @@ class KubeApiServer {
     size_t qm = target.find('?');
     std::string path = target.substr(0, qm), query = qm == std::string::npos ? "" : target.substr(qm + 1);
     std::string body = req.find("\r\n\r\n") == std::string::npos ? "" : req.substr(req.find("\r\n\r\n") + 4);
-    std::string resp = method == "GET" ? Get(path, query)
-                       : method == "POST" && path.ends_with("/selfsubjectaccessreviews")
-                           ? Review(body)
-                           : Status(404, "NotFound", "not served");
+    std::string resp = method == "GET"                                                   ? Get(path, query)
+                       : method == "POST" && path.ends_with("/selfsubjectaccessreviews") ? Review(body)
+                       : method == "POST"                                                ? Create(path, body)
+                       : method == "DELETE"                                              ? Delete(path)
+                                            : Status(404, "NotFound", "not served");
     ::send(c, resp.data(), resp.size(), MSG_NOSIGNAL);
     ::close(c);
   }
@@ -203,6 +413,8 @@ class KubeApiServer {
   std::vector<std::string> forbidden_, log_;
   std::map<std::string, std::string> overrides_;
   std::set<std::string> denied_;
+  std::map<std::string, nlohmann::json> created_;
+  std::map<std::string, std::pair<PodFate, std::string>> fates_;
 };
 
 }  // namespace testing_server

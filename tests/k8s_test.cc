@@ -6,11 +6,14 @@
 // back; mutation tests then flip one fact of the collected evidence and expect the verdict to move.
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "audit/engine.h"
+#include "audit/k8s_fanout.h"
 #include "audit/render.h"
 #include "checks/register.h"
 #include "collect/collector.h"
@@ -19,6 +22,7 @@
 #include "host/local_host.h"
 #include "k8s_api_server.h"
 #include "testutil.h"
+#include "util/cancel.h"
 #include "util/files.h"
 #include "util/time.h"
 
@@ -467,4 +471,320 @@ TEST(K8sAudit, GoldenReportOfTheRecordedCluster) {
     }
     EXPECT_EQ(util::ReadLocalFile(path).value_or("(missing)"), text) << name << " differs from the golden";
   }
+}
+
+// ---- The node fan-out: one DaemonSet, pods reporting through their logs ----
+
+namespace {
+
+// What `clustermax collect` prints in a fan-out pod on `node` (the pod's init container log):
+// the real binary, collecting this machine as that node.
+std::string CollectLog(const std::string& node) {
+  auto r = clustermax::testing::RunBinary("collect --role=compute --target=k8s --node-timeout=60",
+                                          "CLUSTERMAX_NODE_NAME=" + node);
+  EXPECT_EQ(r.code, 0) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("CLUSTERMAX-BUNDLE " + node + " "), std::string::npos);
+  return r.out;
+}
+
+audit::K8sFanOutOptions FanOutOptions() {
+  audit::K8sFanOutOptions o;
+  o.image = "registry.example/clustermax:1";
+  o.run_id = "clustermax-test-run";
+  o.timeout_s = 30;
+  o.stuck_s = 0.5;
+  o.poll_s = 0.2;
+  o.collect_args = {"--target=k8s"};
+  return o;
+}
+
+struct Collected {
+  audit::FanOutResult result;
+  std::map<std::string, host::Bundle> bundles;  // node -> bundle
+  std::map<std::string, std::string> unreachable;
+};
+
+Collected FanOut(const audit::K8sFanOutOptions& o) {
+  host::LocalHost local;
+  Collected c;
+  std::vector<std::string> targets;
+  std::mutex mu;
+  audit::BundleStream s;
+  s.workers = 2;
+  s.on_targets = [&](const std::vector<std::string>& t) { targets = t; };
+  s.on_bundle = [&](size_t i, host::Bundle b, const std::string& text) {
+    EXPECT_FALSE(text.empty());
+    std::lock_guard lock(mu);
+    c.bundles[targets.at(i)] = std::move(b);
+  };
+  c.result = audit::FanOutThroughKubernetes(local, o, s);
+  for (const auto& u : c.result.unreachable) c.unreachable[u.node] = u.reason;
+  return c;
+}
+
+bool Logged(const std::vector<std::string>& log, const std::string& prefix) {
+  return std::any_of(log.begin(), log.end(), [&](const std::string& l) { return l.starts_with(prefix); });
+}
+
+}  // namespace
+
+// The DaemonSet: pinned to exactly the targets, tolerating NoSchedule and GPU taints, the host's
+// root read-only, nothing privileged, the GPUs asked for, labelled for the cleanup.
+TEST(K8sFanOut, DaemonSetIsPinnedTolerantReadOnlyAndNotPrivileged) {
+  auto o = FanOutOptions();
+  o.collect_args = {"--target=k8s", "--check=gpu-driver-version"};
+  json ds = audit::FanOutDaemonSet(o, "clustermax-x", {"gpu-1", "gpu-2"}, "nvidia.com/gpu", 8);
+  const json& pod = ds["spec"]["template"]["spec"];
+  EXPECT_EQ(ds["metadata"]["labels"]["app.kubernetes.io/managed-by"], "clustermax");
+  EXPECT_EQ(ds["spec"]["template"]["metadata"]["labels"]["clustermax.io/run"], "clustermax-x");
+  const json& term = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                        ["nodeSelectorTerms"][0]["matchFields"][0];
+  EXPECT_EQ(term["key"], "metadata.name");
+  EXPECT_EQ(term["values"], json({"gpu-1", "gpu-2"}));
+  EXPECT_TRUE(std::any_of(pod["tolerations"].begin(), pod["tolerations"].end(), [](const json& t) {
+    return t.value("operator", "") == "Exists" && t.value("effect", "") == "NoSchedule" && !t.contains("key");
+  }));
+  EXPECT_TRUE(std::any_of(pod["tolerations"].begin(), pod["tolerations"].end(),
+                          [](const json& t) { return t.value("key", "") == "nvidia.com/gpu"; }));
+  EXPECT_EQ(pod["volumes"][0]["hostPath"]["path"], "/");
+  const json& collect = pod["initContainers"][0];
+  EXPECT_EQ(collect["volumeMounts"][0], json({{"name", "host"}, {"mountPath", "/host"}, {"readOnly", true}}));
+  EXPECT_EQ(collect["resources"]["limits"]["nvidia.com/gpu"], "8");
+  EXPECT_EQ(collect["command"], json({"/usr/local/bin/clustermax"}));
+  std::vector<std::string> args = collect["args"];
+  EXPECT_EQ(args[0], "collect");
+  EXPECT_NE(std::find(args.begin(), args.end(), "--host-root=/host"), args.end());
+  EXPECT_NE(std::find(args.begin(), args.end(), "--check=gpu-driver-version"), args.end());
+  for (const json& c : {collect, pod["containers"][0]}) {
+    EXPECT_EQ(c["securityContext"]["privileged"], false);
+    EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
+    EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json({"ALL"}));
+  }
+  EXPECT_EQ(collect["securityContext"]["capabilities"]["add"], json({"SYS_CHROOT", "DAC_READ_SEARCH"}));
+  EXPECT_FALSE(pod["containers"][0]["securityContext"]["capabilities"].contains("add"));
+  EXPECT_EQ(pod["automountServiceAccountToken"], false);
+  // No GPUs asked for: no GPU limit.
+  json none = audit::FanOutDaemonSet(o, "clustermax-x", {"gpu-1"}, "nvidia.com/gpu", 0);
+  EXPECT_FALSE(none["spec"]["template"]["spec"]["initContainers"][0]["resources"]["limits"].contains("nvidia.com/gpu"));
+}
+
+// Three GPU nodes: one returns its bundle, one stays Pending (the scheduler's reason), one cannot
+// pull the image. "1 of 3", each reason named, and the namespace and DaemonSet deleted.
+TEST(K8sFanOut, CollectsThroughPodLogsAndNamesWhyTheOthersDidNot) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto& s = c.server();
+  using F = testing_server::KubeApiServer::PodFate;
+  s.SetNodePod("gpu-h100-01", F::kCollected, CollectLog("gpu-h100-01"));
+  s.SetNodePod("gpu-h100-02", F::kUnschedulable);
+  s.SetNodePod("gpu-h100-03", F::kImagePull);
+  Collected got = FanOut(FanOutOptions());
+  // The GPU nodes only (cp-0 has none), the fewest GPUs any offers asked for.
+  EXPECT_EQ(got.result.in_scope, (std::vector<std::string>{"gpu-h100-01", "gpu-h100-02", "gpu-h100-03"}));
+  EXPECT_EQ(got.result.gpus_per_node, 8);
+  ASSERT_EQ(got.bundles.size(), 1u);
+  const host::Bundle& b = got.bundles.at("gpu-h100-01");
+  EXPECT_EQ(b.manifest.hostname, "gpu-h100-01");  // the Kubernetes node name, not this machine's
+  EXPECT_EQ(b.manifest.role, "compute");
+  EXPECT_TRUE(b.File("/proc/cpuinfo").has_value());  // what the node read, recorded
+  EXPECT_NE(got.unreachable["gpu-h100-02"].find("Pending (Unschedulable): 0/4 nodes are available: 1 Insufficient "
+                                                "nvidia.com/gpu"),
+            std::string::npos)
+      << got.unreachable["gpu-h100-02"];
+  EXPECT_NE(got.unreachable["gpu-h100-03"].find("image pull failed (ImagePullBackOff): Back-off pulling image"),
+            std::string::npos)
+      << got.unreachable["gpu-h100-03"];
+
+  auto log = s.Requests();
+  EXPECT_TRUE(Logged(log, "POST /api/v1/namespaces"));
+  EXPECT_TRUE(Logged(log, "POST /apis/apps/v1/namespaces/clustermax/daemonsets"));
+  EXPECT_TRUE(Logged(log, "GET /api/v1/namespaces/clustermax/pods/clustermax-test-run-gpu-h100-01/log"));
+  EXPECT_FALSE(Logged(log, "GET /api/v1/namespaces/clustermax/pods/clustermax-test-run-gpu-h100-02/log"));
+  EXPECT_TRUE(Logged(log, "DELETE /apis/apps/v1/namespaces/clustermax/daemonsets/clustermax-test-run"));
+  EXPECT_TRUE(Logged(log, "DELETE /api/v1/namespaces/clustermax"));
+  EXPECT_TRUE(s.Created().empty()) << s.Created().begin()->first;  // nothing left behind
+  // The pods were listed by our label, page by page.
+  EXPECT_TRUE(
+      Logged(log, "GET /api/v1/namespaces/clustermax/pods?labelSelector=clustermax.io%2Frun%3Dclustermax-test-run"));
+}
+
+// Evicted, crash-looping, never created (the controller's FailedCreate event), still collecting at
+// the timeout: each node with its reason; a namespace that existed is kept, our DaemonSet is not.
+TEST(K8sFanOut, EvictedCrashingRefusedAndTimedOut) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto& s = c.server();
+  using F = testing_server::KubeApiServer::PodFate;
+  s.SetNodePod("gpu-h100-01", F::kEvicted);
+  s.SetNodePod("gpu-h100-02", F::kCrashing);
+  s.SetNodePod("gpu-h100-03", F::kNoPod);
+  s.Put("/api/v1/namespaces/clustermax",
+        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "clustermax"}}}});
+  Collected got = FanOut(FanOutOptions());
+  EXPECT_TRUE(got.bundles.empty());
+  EXPECT_NE(got.unreachable["gpu-h100-01"].find("evicted: The node was low on resource: ephemeral-storage"),
+            std::string::npos)
+      << got.unreachable["gpu-h100-01"];
+  EXPECT_NE(got.unreachable["gpu-h100-02"].find("collect failed: exit 70, restarted (CrashLoopBackOff)"),
+            std::string::npos)
+      << got.unreachable["gpu-h100-02"];
+  EXPECT_NE(got.unreachable["gpu-h100-03"].find("no pod was created on the node (FailedCreate: Error creating"),
+            std::string::npos)
+      << got.unreachable["gpu-h100-03"];
+  auto created = s.Created();
+  EXPECT_EQ(created.size(), 1u);
+  EXPECT_TRUE(created.count("/api/v1/namespaces/clustermax"));  // not ours: kept
+  EXPECT_FALSE(Logged(s.Requests(), "DELETE /api/v1/namespaces/clustermax"));
+
+  // Still collecting when the fan-out's time is up.
+  s.SetNodePod("gpu-h100-01", F::kCollecting);
+  auto o = FanOutOptions();
+  o.timeout_s = 1;
+  o.nodes = 1;
+  Collected late = FanOut(o);
+  EXPECT_EQ(late.result.in_scope, std::vector<std::string>{"gpu-h100-01"});
+  EXPECT_NE(late.unreachable["gpu-h100-01"].find("timed out (1 s): still collecting"), std::string::npos)
+      << late.unreachable["gpu-h100-01"];
+  EXPECT_EQ(s.Created().size(), 1u);
+}
+
+// Ctrl-C while the pods collect: the loop stops, the objects are deleted, every node says why.
+// --keep leaves them, and says how to remove them.
+TEST(K8sFanOut, CtrlCCleansUpAndKeepLeavesThem) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto& s = c.server();
+  std::thread ctrl_c([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    util::CancelFlag().store(true);
+  });
+  Collected got = FanOut(FanOutOptions());
+  ctrl_c.join();
+  EXPECT_FALSE(util::Cancelled());  // the scope restored the handlers and the flag
+  ASSERT_EQ(got.unreachable.size(), 3u);
+  for (const auto& [node, why] : got.unreachable) EXPECT_TRUE(why.starts_with("interrupted (Ctrl-C)")) << why;
+  EXPECT_TRUE(s.Created().empty());
+
+  auto o = FanOutOptions();
+  o.keep = true;
+  o.timeout_s = 1;
+  size_t before = s.Requests().size();
+  Collected kept = FanOut(o);
+  EXPECT_EQ(s.Created().size(), 2u);  // the namespace and the DaemonSet
+  auto log = s.Requests();
+  for (size_t i = before; i < log.size(); ++i) EXPECT_FALSE(log[i].starts_with("DELETE")) << log[i];
+  ASSERT_FALSE(kept.result.notes.empty());
+  EXPECT_NE(kept.result.notes.back().find("kept (--keep)"), std::string::npos) << kept.result.notes.back();
+}
+
+// A DaemonSet the API refuses: nothing collected, the reason on every node, the namespace made for
+// it deleted; without an image, the nodes are listed and nothing is created.
+TEST(K8sFanOut, RefusedOrWithoutImageCreatesNothingThatStays) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto& s = c.server();
+  s.Forbid("/apis/apps/v1/namespaces/clustermax/daemonsets");
+  Collected got = FanOut(FanOutOptions());
+  ASSERT_EQ(got.unreachable.size(), 3u);
+  EXPECT_NE(got.unreachable["gpu-h100-01"].find("not collected: cannot create the DaemonSet in namespace clustermax"),
+            std::string::npos)
+      << got.unreachable["gpu-h100-01"];
+  EXPECT_NE(got.unreachable["gpu-h100-01"].find("Forbidden"), std::string::npos) << got.unreachable["gpu-h100-01"];
+  EXPECT_TRUE(s.Created().empty());
+
+  auto before = s.Requests().size();
+  auto o = FanOutOptions();
+  o.image.clear();
+  Collected listed = FanOut(o);
+  EXPECT_EQ(listed.unreachable.size(), 3u);
+  EXPECT_NE(listed.unreachable["gpu-h100-02"].find("no --k8s-image"), std::string::npos);
+  auto log = s.Requests();
+  for (size_t i = before; i < log.size(); ++i)
+    EXPECT_FALSE(log[i].starts_with("POST") || log[i].starts_with("DELETE")) << log[i];  // nothing created
+  EXPECT_TRUE(Logged(log, "GET /api/v1/nodes?"));
+}
+
+// Pod objects captured on real clusters (tests/fixtures/k8s/pods/, sources in SOURCES.md there),
+// each read to the state the fan-out acts on. The fan-out reads the status of its own init
+// container ("collect"): a captured container status is put there under that name, as it is.
+TEST(K8sFanOut, ReadsPodStates) {
+  using S = audit::FanOutPod::State;
+  auto pod = [](const char* name) { return json::parse(ReadFixture(std::string("k8s/pods/") + name + ".json")); };
+  auto ours = [](json p, const char* list) {  // the first status of `list` as our collect container's
+    json c = p["status"][list][0];
+    c["name"] = "collect";
+    p["status"]["initContainerStatuses"] = json::array({c});
+    p["spec"]["nodeName"] = "gpu-7";
+    return p;
+  };
+  auto p = audit::ReadFanOutPod(pod("pending-unschedulable"));
+  EXPECT_EQ(p.state, S::kStuck);
+  EXPECT_TRUE(p.reason.starts_with("Pending (Unschedulable): 0/5 nodes are available: 1 Insufficient cpu")) << p.reason;
+  p = audit::ReadFanOutPod(pod("evicted"));
+  EXPECT_EQ(p.state, S::kStuck);
+  EXPECT_TRUE(p.reason.starts_with("evicted: The node was low on resource: memory")) << p.reason;
+  p = audit::ReadFanOutPod(ours(pod("image-pull-backoff"), "containerStatuses"));
+  EXPECT_EQ(p.state, S::kStuck);
+  EXPECT_TRUE(p.reason.starts_with("image pull failed (ImagePullBackOff): Back-off pulling image")) << p.reason;
+  p = audit::ReadFanOutPod(ours(pod("crashloop-init"), "initContainerStatuses"));
+  EXPECT_EQ(p.state, S::kStuck);
+  EXPECT_EQ(p.reason, "collect failed: exit 2, restarted (CrashLoopBackOff)");
+  json done = ours(pod("init-completed"), "initContainerStatuses");
+  p = audit::ReadFanOutPod(done);
+  EXPECT_EQ(p.state, S::kCollected) << p.reason;
+  EXPECT_EQ(p.node, "gpu-7");
+  // As captured, the statuses are another container's: not ours, so not collected.
+  EXPECT_NE(audit::ReadFanOutPod(pod("init-completed")).state, S::kCollected);
+  // Mutations: the init container's exit code, a waiting reason, the unscheduled pod's pin.
+  json failed = done;
+  failed["status"]["initContainerStatuses"][0]["state"] = {{"terminated", {{"exitCode", 2}, {"reason", "Error"}}}};
+  p = audit::ReadFanOutPod(failed);
+  EXPECT_EQ(p.state, S::kStuck);
+  EXPECT_EQ(p.reason, "collect exited 2 (Error)");
+  json pulling = done;
+  pulling["status"]["initContainerStatuses"][0]["state"] = {{"waiting", {{"reason", "PodInitializing"}}}};
+  EXPECT_EQ(audit::ReadFanOutPod(pulling).state, S::kStarting);
+  json pinned = pod("pending-unschedulable");
+  pinned["spec"]["affinity"] = {
+      {"nodeAffinity",
+       {{"requiredDuringSchedulingIgnoredDuringExecution",
+         {{"nodeSelectorTerms",
+           {{{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", {"gpu-9"}}}}}}}}}}}}};
+  EXPECT_EQ(audit::ReadFanOutPod(pinned).node, "gpu-9");  // not scheduled: the DaemonSet's pin names it
+  // Hostile: not an object, wrong types everywhere.
+  for (const char* text : {"null", "[]", "{\"status\":7}", "{\"status\":{\"initContainerStatuses\":\"x\"}}",
+                           "{\"spec\":{\"affinity\":[]},\"status\":{\"phase\":5}}"}) {
+    p = audit::ReadFanOutPod(json::parse(text));
+    EXPECT_EQ(p.state, S::kStarting) << text;
+  }
+}
+
+// The operator's command: `audit --k8s --yes --k8s-image IMAGE` grades the cluster rows from the
+// API and the node rows on every GPU node through the DaemonSet ("3 of 3"), saves each node's bundle
+// in the run directory, and leaves nothing in the cluster.
+TEST(K8sAudit, CliFansOutOverEveryGpuNode) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto& s = c.server();
+  using F = testing_server::KubeApiServer::PodFate;
+  for (const char* n : {"gpu-h100-01", "gpu-h100-02", "gpu-h100-03"}) s.SetNodePod(n, F::kCollected, CollectLog(n));
+  auto out = c.dir() / "run";
+  auto r = clustermax::testing::RunBinary(
+      fmt::format("audit --k8s --yes --k8s-image registry.example/clustermax:1 --out {} --exit-zero --fleet-timeout 60",
+                  out.string()),
+      fmt::format("KUBECONFIG={} KUBECACHEDIR={}", (c.dir() / "kubeconfig").string(), (c.dir() / "cache").string()));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("3 of 3 nodes returned evidence"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("deleted daemonset clustermax-"), std::string::npos) << r.out;
+  EXPECT_TRUE(s.Created().empty());
+  json report = json::parse(util::ReadLocalFile(out / "report.json").value_or("{}"));
+  EXPECT_EQ(report["fleet"]["nodes_returned"], 3);
+  EXPECT_EQ(report["fleet"]["nodes_expected"], 3);
+  std::map<std::string, json> rows;
+  for (const auto& x : report["results"]) rows[x["id"]] = x;
+  // A node check judged on the three nodes, a cluster check once.
+  EXPECT_EQ(rows["kubelet-cpu-manager-static"]["nodes_total"], 3) << rows["kubelet-cpu-manager-static"].dump();
+  EXPECT_EQ(rows["gpu-operator"]["nodes_total"], 1);
+  for (const char* n : {"gpu-h100-01", "gpu-h100-02", "gpu-h100-03"})
+    EXPECT_TRUE(std::filesystem::exists(out / "evidence" / (std::string(n) + ".json"))) << n;
 }

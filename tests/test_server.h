@@ -30,24 +30,46 @@ inline int ListenLoopback(int backlog, int* port) {
 }
 
 // Reads one HTTP/1.1 request from `c`: the head and a body of Content-Length bytes (the header
-// name in any case), or what arrived before the peer closed.
+// name in any case) or in chunks (Transfer-Encoding: chunked, as kubectl sends a file; returned
+// decoded, with the head as it came), or what arrived before the peer closed.
 inline std::string ReadRequest(int c) {
   std::string req;
   char buf[65536];
-  size_t want = std::string::npos;
+  size_t want = std::string::npos, body = std::string::npos;
+  bool chunked = false;
   while (want == std::string::npos || req.size() < want) {
     ssize_t n = ::recv(c, buf, sizeof buf, 0);
     if (n <= 0) break;
     req.append(buf, static_cast<size_t>(n));
+    if (chunked) {
+      if (req.find("\r\n0\r\n\r\n", body - 2) != std::string::npos) break;  // the last chunk
+      continue;
+    }
     size_t end = req.find("\r\n\r\n");
     if (end == std::string::npos || want != std::string::npos) continue;
-    want = end + 4;
+    want = body = end + 4;
     std::string head = req.substr(0, end);
     for (char& ch : head) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     size_t cl = head.find("\r\ncontent-length:");
     if (cl != std::string::npos) want += std::stoul(head.substr(cl + 17));
+    if (head.find("\r\ntransfer-encoding: chunked") != std::string::npos) {
+      chunked = true;
+      want = std::string::npos;
+      if (req.find("\r\n0\r\n\r\n", body - 2) != std::string::npos) break;
+    }
   }
-  return req;
+  if (!chunked || body == std::string::npos) return req;
+  // Decode: "<hex size>\r\n<data>\r\n" ... "0\r\n\r\n".
+  std::string decoded = req.substr(0, body);
+  for (size_t at = body; at < req.size();) {
+    size_t eol = req.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    size_t size = std::stoul(req.substr(at, eol - at), nullptr, 16);
+    if (size == 0) break;
+    decoded += req.substr(eol + 2, size);
+    at = eol + 2 + size + 2;
+  }
+  return decoded;
 }
 
 class RecordingServer {

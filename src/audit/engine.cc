@@ -241,13 +241,19 @@ NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::Coll
   n.evidence = collect::CollectEvidence(rec, CollectorsFor(plan, role), opts);
   n.node = bundle.manifest.sysroot.empty() ? HostnameFrom(n.evidence, rec)
                                            : ImageName(n.evidence, rec, bundle.manifest.sysroot);
-  // In a Slurm step the node's name is Slurm's (several slurmd may share one host).
-  if (auto sn = live.GetEnv("SLURMD_NODENAME"); sn && !sn->empty() && role == "compute")
-    n.node = util::SanitizeUtf8(*sn);
+  // In a fleet the node's name is its scheduler's (several slurmd may share one host).
+  if (auto sn = SchedulerNodeName(live); sn && role == "compute") n.node = *sn;
   bundle.manifest.hostname = n.node;
   bundle.manifest.finished_at = util::FormatRfc3339(std::chrono::system_clock::now());
   n.manifest = bundle.manifest;
   return n;
+}
+
+std::optional<std::string> SchedulerNodeName(host::Host& h) {
+  for (const char* var : {"SLURMD_NODENAME", "CLUSTERMAX_NODE_NAME"}) {
+    if (auto v = h.GetEnv(var); v && !v->empty()) return util::SanitizeUtf8(*v);
+  }
+  return std::nullopt;
 }
 
 NodeEvidence ReplayNode(const host::Bundle& bundle, const Plan& plan, const collect::CollectOptions& opts,

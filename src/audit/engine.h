@@ -2,6 +2,7 @@
 // then judge every planned check on every node, purely, and roll the findings up.
 #pragma once
 #include <map>
+#include <optional>
 #include <cstdint>
 #include <iterator>
 #include <memory>
@@ -138,8 +139,13 @@ struct Report {
 };
 
 // Collects the plan's evidence on one node through `live` and records every answer into `bundle`.
+// The node's name as its scheduler knows it, for a fleet's compute node: SLURMD_NODENAME in a Slurm
+// step (several slurmd may share one host), CLUSTERMAX_NODE_NAME in a Kubernetes fan-out pod (the
+// pod's spec.nodeName); nullopt elsewhere.
+std::optional<std::string> SchedulerNodeName(host::Host& h);
+
 // `role` (stored in the manifest) picks the collectors: "" all of the plan's, "login" the cluster
-// checks', "compute" the node checks'. A Slurm fleet node names itself by SLURMD_NODENAME.
+// checks', "compute" the node checks'. A fleet's compute node names itself by SchedulerNodeName.
 NodeEvidence CollectNode(host::Host& live, const Plan& plan, const collect::CollectOptions& opts, host::Bundle& bundle,
                          const std::string& role = "");
 

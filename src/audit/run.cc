@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "audit/k8s_fanout.h"
 #include "audit/run_dir.h"
 #include "audit/slurm_fanout.h"
 #include "checks/register.h"
@@ -155,7 +156,7 @@ core::TargetDetection DetectTarget(host::Host& h) {
 }
 
 // One line: what a live run audits.
-std::string ScopeLine(const AuditRequest& r, bool fleet) {
+std::string ScopeLine(const AuditRequest& r, core::Target target, bool fleet) {
   std::string hn = util::Hostname();
   if (!r.sysroot.empty()) {
     return fmt::format(
@@ -163,6 +164,19 @@ std::string ScopeLine(const AuditRequest& r, bool fleet) {
         r.sysroot);
   }
   if (!fleet) return fmt::format("this node: {}", hn);
+  if (target == core::Target::kK8s) {
+    std::string nodes = r.k8s.node_selector.empty() ? "the GPU nodes (every node if none has GPUs)"
+                                                    : "the nodes matching " + r.k8s.node_selector;
+    if (r.k8s.image.empty())
+      return fmt::format(
+          "Kubernetes cluster: {}, listed but not collected (no --k8s-image); cluster checks through "
+          "the API from {}",
+          nodes, hn);
+    return fmt::format(
+        "Kubernetes cluster: {} (one DaemonSet in namespace {}, image {}, deleted afterwards{}; cluster "
+        "checks through the API from {})",
+        nodes, r.k8s.ns, r.k8s.image, r.k8s.keep ? " unless --keep: kept" : "", hn);
+  }
   const char* job = std::getenv("SLURM_JOB_ID");
   std::string nodes = !r.slurm.nodelist.empty()    ? "nodes " + r.slurm.nodelist
                       : !r.slurm.partition.empty() ? "partition " + r.slurm.partition
@@ -171,13 +185,29 @@ std::string ScopeLine(const AuditRequest& r, bool fleet) {
   return fmt::format("Slurm fleet: {} (one srun step, node checks on every node; scheduler checks from {})", nodes, hn);
 }
 
-// The scheduler's view here, the node checks on every node through one srun step. Each node's
-// bundle is saved, replayed and judged on one of the cores as it arrives, then dropped: memory
-// holds compact findings, not the fleet's evidence.
-Report FanOut(const AuditRequest& r, const Plan& plan, const collect::CollectOptions& opts, host::LocalHost& local,
-              host::Bundle& bundle, RunDir& run, const AuditHooks& hooks) {
-  NodeEvidence login = CollectNode(local, plan, opts, bundle, "login");
-  run.SaveBundle(bundle.manifest.hostname, bundle);
+// The fleet's bundles through Slurm (one srun step) or Kubernetes (one DaemonSet).
+FanOutResult Launch(const AuditRequest& r, core::Target target, const Plan& plan, host::LocalHost& local,
+                    const BundleStream& stream, const AuditHooks& hooks) {
+  std::vector<std::string> collect_args = CollectArgs(r.collect, r.slurm.node_timeout_s, plan.selection);
+  if (target == core::Target::kK8s) {
+    K8sFanOutOptions ko;
+    ko.image = r.k8s.image;
+    ko.binary = r.k8s.binary;
+    ko.ns = r.k8s.ns;
+    ko.node_selector = r.k8s.node_selector;
+    ko.nodes = r.slurm.nodes;
+    ko.gpus = r.k8s.gpus;
+    ko.keep = r.k8s.keep;
+    ko.timeout_s = r.slurm.fleet_timeout_s;
+    // A pod that makes no progress (unschedulable, no image, crashing) for a fifth of the fan-out's
+    // time, at most a minute, is given up: the audit does not wait out nodes that will not answer.
+    ko.stuck_s = std::clamp(r.slurm.fleet_timeout_s / 5, 1.0, 60.0);
+    ko.context = r.collect.kube_context;
+    ko.collect_args = collect_args;
+    Note(hooks, r.k8s.image.empty() ? "  fan-out:  listing the nodes (no --k8s-image: none is collected)..."
+                                    : "  fan-out:  one DaemonSet over the nodes in scope...");
+    return FanOutThroughKubernetes(local, ko, stream);
+  }
   SlurmFanOutOptions fo;
   fo.partition = r.slurm.partition;
   fo.nodelist = r.slurm.nodelist;
@@ -186,7 +216,18 @@ Report FanOut(const AuditRequest& r, const Plan& plan, const collect::CollectOpt
   fo.timeout_s = r.slurm.fleet_timeout_s;
   fo.bcast = r.slurm.bcast;
   fo.self_exe = util::SelfExe();
-  fo.collect_args = CollectArgs(r.collect, r.slurm.node_timeout_s, plan.selection);
+  fo.collect_args = collect_args;
+  Note(hooks, "  fan-out:  sinfo, then one srun step over the nodes in scope...");
+  return FanOutThroughSlurm(local, fo, stream);
+}
+
+// The cluster's view here (scheduler or API), the node checks on every node through the fan-out.
+// Each node's bundle is saved, replayed and judged on one of the cores as it arrives, then dropped:
+// memory holds compact findings, not the fleet's evidence.
+Report FanOut(const AuditRequest& r, core::Target target, const Plan& plan, const collect::CollectOptions& opts,
+              host::LocalHost& local, host::Bundle& bundle, RunDir& run, const AuditHooks& hooks) {
+  NodeEvidence login = CollectNode(local, plan, opts, bundle, "login");
+  run.SaveBundle(bundle.manifest.hostname, bundle);
   std::optional<FleetStream> judged;
   std::vector<std::string> targets;
   BundleStream stream;
@@ -196,27 +237,33 @@ Report FanOut(const AuditRequest& r, const Plan& plan, const collect::CollectOpt
     judged.emplace(std::move(login), t.size(), plan, opts, *r.minimums);
   };
   stream.on_bundle = [&](size_t i, host::Bundle b, const std::string& text) {
-    run.SaveEvidence(targets[i], text);  // as the node sent it, under its Slurm name (unique, unlike host names)
+    run.SaveEvidence(targets[i], text);  // as the node sent it, under its scheduler's name (unique, unlike host names)
     judged->Add(i, b);
   };
-  Note(hooks, "  fan-out:  sinfo, then one srun step over the nodes in scope...");
-  FanOutResult fr = FanOutThroughSlurm(local, fo, stream);
+  FanOutResult fr = Launch(r, target, plan, local, stream, hooks);
   size_t returned = fr.in_scope.size() - std::min(fr.in_scope.size(), fr.unreachable.size());
   Note(hooks, fmt::format("  fan-out:  {} of {} nodes returned evidence in {:.1f} s", returned, fr.in_scope.size(),
                           fr.seconds));
-  if (!fr.srun_error.empty()) Note(hooks, "  srun:     " + fr.srun_error, 1);
+  for (const auto& n : fr.notes) Note(hooks, "  fan-out:  " + n);
+  if (!fr.srun_error.empty())
+    Note(hooks, (target == core::Target::kK8s ? "  kubectl:  " : "  srun:     ") + fr.srun_error, 1);
   if (fr.strangers > 0)
     Note(hooks,
          fmt::format("clustermax: warning: {} document(s) under names that are not nodes of the step were ignored",
                      fr.strangers));
-  if (fr.in_scope.empty()) Note(hooks, "clustermax: warning: no node in scope (check --partition / --nodelist)");
+  if (fr.in_scope.empty())
+    Note(hooks, target == core::Target::kK8s
+                    ? "clustermax: warning: no node in scope (check --k8s-nodes)"
+                    : "clustermax: warning: no node in scope (check --partition / --nodelist)");
+  if (!judged) judged.emplace(std::move(login), 0, plan, opts, *r.minimums);  // the fan-out stopped before its targets
   return judged->Finish(fr.unreachable);
 }
 
 // This node (or the image under --sysroot), or the Slurm fleet from here.
 AuditOutcome Live(const AuditRequest& r, const AuditHooks& hooks) {
-  if (!r.sysroot.empty() && r.target == core::Target::kSlurm && !r.slurm.local_only) {
-    throw UsageError("--sysroot audits an image's files; it cannot fan out over a Slurm fleet (use --local-only)");
+  if (!r.sysroot.empty() && (r.target == core::Target::kSlurm || r.target == core::Target::kK8s) &&
+      !r.slurm.local_only) {
+    throw UsageError("--sysroot audits an image's files; it cannot fan out over a fleet (use --local)");
   }
   host::LocalHost local(r.sysroot);
   host::Bundle bundle;  // the detection's answers are recorded with the node's evidence
@@ -234,8 +281,10 @@ AuditOutcome Live(const AuditRequest& r, const AuditHooks& hooks) {
     detection["by"] = how;
   }
   Plan plan = BuildPlan(checks::DefaultRegistry(), sel);
-  bool fleet = sel.target == core::Target::kSlurm && r.target == core::Target::kSlurm && !r.slurm.local_only;
-  AuditPreview preview{sel.target, how, &plan, detected.weighed, fleet, ScopeLine(r, fleet)};
+  // A fleet when asked for by name (--slurm, --k8s), not when detected: a detected target audits this node.
+  bool fleet = (sel.target == core::Target::kSlurm || sel.target == core::Target::kK8s) && r.target == sel.target &&
+               !r.slurm.local_only;
+  AuditPreview preview{sel.target, how, &plan, detected.weighed, fleet, ScopeLine(r, sel.target, fleet)};
   if (hooks.proceed && !hooks.proceed(preview)) return {};
 
   // Refuse an occupied --out before collecting anything (a fleet collection is not free).
@@ -252,7 +301,7 @@ AuditOutcome Live(const AuditRequest& r, const AuditHooks& hooks) {
   RunDir run(out, /*unique_name=*/r.out_dir.empty());
   AuditOutcome outcome;
   if (fleet) {
-    outcome.report = FanOut(r, plan, opts, local, bundle, run, hooks);
+    outcome.report = FanOut(r, sel.target, plan, opts, local, bundle, run, hooks);
   } else {
     std::vector<NodeEvidence> nodes;
     nodes.push_back(CollectNode(local, plan, opts, bundle));

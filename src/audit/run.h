@@ -43,6 +43,18 @@ struct SlurmScope {
   double node_timeout_s = 120;
 };
 
+// The Kubernetes fan-out (--k8s): one DaemonSet whose pods run this binary from an image the
+// operator names (audit/k8s_fanout.h). Scope and timeouts are SlurmScope's (--nodes, --local,
+// --fleet-timeout, --node-timeout).
+struct K8sScope {
+  std::string image;  // --k8s-image; empty: the nodes are listed, none is collected
+  std::string binary = "/usr/local/bin/clustermax";
+  std::string ns = "clustermax";
+  std::string node_selector;
+  int gpus = -1;
+  bool keep = false;
+};
+
 struct AuditRequest {
   std::optional<core::Target> target;  // explicit; nullopt: detected (live) or the bundle's (replay)
   std::string target_flag;             // the option that chose it ("--slurm"), for the report
@@ -54,6 +66,7 @@ struct AuditRequest {
   const core::MinimumTable* minimums = nullptr;  // required
   CollectSettings collect;
   SlurmScope slurm;
+  K8sScope k8s;
   std::vector<std::string> argv;  // stamped into the bundle's manifest
 };
 
@@ -64,7 +77,7 @@ struct AuditPreview {
   std::string how;  // "detected: ..." or the option that chose the target
   const Plan* plan = nullptr;
   std::vector<std::string> weighed;  // the detection's markers
-  bool fleet = false;                // one srun step over the fleet
+  bool fleet = false;                // one srun step, or one DaemonSet, over the fleet
   std::string scope;                 // one line: what is audited
 };
 

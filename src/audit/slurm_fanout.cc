@@ -51,6 +51,10 @@ std::string BundleText(std::string document) {
   return util::Inflate(*raw, util::kMaxDocumentBytes);
 }
 
+std::map<std::string, std::string> BundleDocuments(std::string_view text, std::map<std::string, std::string>& errors) {
+  return util::UnframeLines(kMarker, text, errors);
+}
+
 std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors) {
   std::map<std::string, std::string> frame_errors;
   std::vector<host::Bundle> out;
@@ -64,6 +68,23 @@ std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std
   }
   for (const auto& [node, why] : frame_errors) errors[node] = "bundle " + why;
   return out;
+}
+
+bool ReadNodeDocument(const std::string& node, std::string document, host::Bundle& bundle, std::string& text,
+                      std::string& error) {
+  try {
+    text = BundleText(std::move(document));
+    bundle = host::Bundle::Parse(std::string(text));  // the reader parses in place: a copy
+  } catch (const std::exception& e) {
+    error = std::string("bundle unreadable: ") + e.what();
+    return false;
+  }
+  if (bundle.manifest.hostname.empty() || bundle.manifest.role != "compute") {
+    if (bundle.manifest.hostname.empty()) bundle.manifest.hostname = node;
+    bundle.manifest.role = "compute";
+    text = bundle.ToJson().dump(-1, ' ', /*ensure_ascii=*/true);
+  }
+  return true;
 }
 
 NodeScope SelectNodes(host::Host& login, const SlurmFanOutOptions& o) {
@@ -252,20 +273,12 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
     std::mutex mu;
     util::WorkQueue workers(stream.workers, 2 * static_cast<size_t>(std::max(1u, stream.workers)));
     auto read = [&](const std::string& node, std::string doc) {
-      std::string text;
+      std::string text, error;
       host::Bundle b;
-      try {
-        text = BundleText(std::move(doc));
-        b = host::Bundle::Parse(std::string(text));  // the reader parses in place: a copy
-      } catch (const std::exception& e) {
+      if (!ReadNodeDocument(node, std::move(doc), b, text, error)) {
         std::lock_guard lock(mu);
-        res.unreachable.push_back({node, std::string("bundle unreadable: ") + e.what()});
+        res.unreachable.push_back({node, error});
         return;
-      }
-      if (b.manifest.hostname.empty() || b.manifest.role != "compute") {
-        if (b.manifest.hostname.empty()) b.manifest.hostname = node;
-        b.manifest.role = "compute";
-        text = b.ToJson().dump(-1, ' ', /*ensure_ascii=*/true);
       }
       stream.on_bundle(index.at(node), std::move(b), text);
     };

@@ -37,6 +37,7 @@ struct FanOutResult {
   int gpus_per_node = 0;  // GPUs the step requested per node
   size_t strangers = 0;   // documents under names that are not nodes of the step (ignored)
   double seconds = 0;
+  std::vector<std::string> notes;  // for the operator: what was created and removed (Kubernetes)
 };
 
 // The nodes a fleet step can run on now: sinfo once over the scope (partition, nodelist, or the
@@ -78,9 +79,17 @@ std::vector<std::string> BundleLines(const std::string& node, const host::Bundle
 // A received document's JSON text: inflated when deflated (at most util::kMaxDocumentBytes), as
 // it came otherwise. Throws std::runtime_error naming what is wrong.
 std::string BundleText(std::string document);
+// The framed documents in any mix of lines, by key (a node's name); incomplete ones in `errors`.
+std::map<std::string, std::string> BundleDocuments(std::string_view text, std::map<std::string, std::string>& errors);
 // Reassembles bundles from any mix of lines (other output, and srun's "N: " labels, are ignored).
 // Incomplete or corrupt bundles are reported in `errors` as node -> reason.
 std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors);
+
+// A node's document (as framed) read into its bundle and the text a run directory keeps: the
+// document as sent, or the bundle written anew where its manifest had to be completed (no host
+// name, or not marked a compute node). False, with the reason in `error`, when it cannot be read.
+bool ReadNodeDocument(const std::string& node, std::string document, host::Bundle& bundle, std::string& text,
+                      std::string& error);
 
 // The fleet's bundles as they arrive: `on_targets` is told the nodes the step runs on (sorted by
 // name; a node's index is its place there) before it starts; each node's bundle is read on one of

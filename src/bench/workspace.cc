@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <random>
 #include <stdexcept>
@@ -18,16 +17,6 @@ namespace clustermax::bench {
 namespace fs = std::filesystem;
 
 namespace {
-// Constant-initialised at namespace scope: the signal handler touches no function-local static
-// (whose first use takes a guard lock, which is not async-signal-safe) and only a lock-free atomic.
-std::atomic<bool> g_cancel{false};
-static_assert(std::atomic<bool>::is_always_lock_free);
-}  // namespace
-
-std::atomic<bool>& CancelFlag() { return g_cancel; }
-
-namespace {
-extern "C" void OnCancelSignal(int) { g_cancel.store(true); }
 
 std::string FsTypeName(long magic) {
   switch (static_cast<unsigned long>(magic)) {
@@ -80,16 +69,6 @@ std::string HumanBytes(uint64_t b) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 }  // namespace
-
-void InstallCancelHandlers() {
-  struct sigaction sa {};
-  sa.sa_handler = OnCancelSignal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-}
-
-bool Cancelled() { return CancelFlag().load(std::memory_order_relaxed); }
 
 SpaceInfo QuerySpace(const fs::path& path) {
   struct statvfs v {};

@@ -15,12 +15,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "util/cancel.h"
+
 namespace clustermax::bench {
 
-// Set by SIGINT/SIGTERM once InstallCancelHandlers() ran; tests may set it directly.
-std::atomic<bool>& CancelFlag();
-void InstallCancelHandlers();
-bool Cancelled();
+// Cancellation is the process-wide flag of util/cancel.h.
+using util::CancelFlag;
+using util::Cancelled;
+using util::InstallCancelHandlers;
 
 // A progress callback that also reports how far a run of `steps` steps is: each line announces the
 // start of the next step, so the fraction done before it is (steps announced so far) / steps.

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -90,13 +91,11 @@ void PrintTargetBlock(const audit::AuditPreview& p, const AuditCli& a) {
       sel.probes.empty() ? "none (passive: reads state only)"
                          : fmt::format("{} (ACTIVE: may change state or load the node)", fmt::join(sel.probes, ", ")));
   for (const auto& m : p.weighed) std::cerr << "  weighed:  " << util::EscapeControls(m) << "\n";
-  if (p.target == core::Target::kK8s || (p.target == core::Target::kSlurm && !p.fleet)) {
-    std::cerr
-        << (p.target == core::Target::kK8s
-                ? "  note:     this node, and the cluster through its API (kubectl); the fan-out to every node is "
-                  "not part of this build"
-                : "  note:     this audits the local node only")
-        << "\n";
+  if (p.target == core::Target::kK8s && p.fleet && a.request.k8s.image.empty()) {
+    std::cerr << "  note:     the cluster through its API (kubectl); the nodes are listed, not collected: name an "
+                 "image holding clustermax with --k8s-image (docs/kubernetes.md)\n";
+  } else if ((p.target == core::Target::kSlurm || p.target == core::Target::kK8s) && !p.fleet) {
+    std::cerr << "  note:     this audits the local node only\n";
   }
 }
 
@@ -168,20 +167,34 @@ void AddAuditOptions(CLI::App* cmd, AuditCli& a) {
   cmd->add_flag("--container", a.container, "Target: inside a container");
   cmd->add_flag("--slurm", a.slurm,
                 "Target: a Slurm cluster: every node through one srun step, plus the scheduler checks");
-  cmd->add_flag("--local", r.slurm.local_only, "With --slurm: this node only, no fan-out");
+  cmd->add_flag("--local", r.slurm.local_only, "With --slurm or --k8s: this node only, no fan-out");
   cmd->add_option("--partition", r.slurm.partition, "Fleet scope: nodes of this partition");
   cmd->add_option("--nodelist", r.slurm.nodelist, "Fleet scope: these nodes (Slurm hostlist, e.g. gpu[01-16])");
-  cmd->add_option("--nodes", r.slurm.nodes, "Fleet scope: at most N nodes")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--nodes", r.slurm.nodes, "Fleet scope: at most N nodes (Slurm or Kubernetes)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--time", r.slurm.time_limit, "srun --time when the audit asks for an allocation (minutes)");
   cmd->add_option("--fleet-timeout", r.slurm.fleet_timeout_s,
-                  "Seconds for the whole srun step; nodes silent by then are reported")
+                  "Seconds for the whole fan-out (srun step or DaemonSet); nodes silent by then are reported")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--node-timeout", r.slurm.node_timeout_s,
                   "Seconds each node collects before it sends what it has (0: no deadline)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--bcast", r.slurm.bcast,
                   "Copy this binary to PATH on every node first (srun --bcast), for nodes without the shared path");
-  cmd->add_flag("--k8s", a.k8s, "Target: Kubernetes: this node, and the cluster through its API (kubectl)");
+  cmd->add_flag("--k8s", a.k8s,
+                "Target: Kubernetes: the cluster through its API (kubectl), every node through one DaemonSet");
+  cmd->add_option("--k8s-image", r.k8s.image,
+                  "Image holding clustermax that the node pods run (your registry; docs/kubernetes.md)");
+  cmd->add_option("--k8s-binary", r.k8s.binary, "Path of clustermax in that image (default /usr/local/bin/clustermax)");
+  cmd->add_option("--k8s-namespace", r.k8s.ns,
+                  "Namespace of the node pods (default clustermax: created and deleted unless it exists)");
+  cmd->add_option("--k8s-nodes", r.k8s.node_selector,
+                  "Label selector of the nodes to collect (default: the GPU nodes, or every node when none has GPUs)");
+  cmd->add_option("--k8s-gpus", r.k8s.gpus,
+                  "GPUs each node pod asks for (default: the fewest any node offers; 0: none, so busy nodes are "
+                  "collected without GPU access)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--keep", r.k8s.keep, "Leave the namespace and DaemonSet of a Kubernetes fan-out (for debugging)");
   cmd->add_flag("-y,--yes", a.yes, "Do not ask for confirmation");
   cmd->add_option("-p,--profile", r.profiles,
                   "Profile(s): security, versions, isolation, hardware, software, containers, "
@@ -240,7 +253,7 @@ void AddAuditInputOutputOptions(CLI::App* cmd, AuditCli& a) {
 // `collect`: this node's evidence for a fleet audit, run by srun on every node. The bundle goes to
 // stdout as CLUSTERMAX-BUNDLE lines (or to --out FILE).
 struct CollectCli {
-  std::string role = "compute", target = "slurm", out;
+  std::string role = "compute", target = "slurm", out, host_root;
   std::vector<std::string> profiles, checks, probes;
   audit::CollectSettings settings;
   double node_timeout_s = 0;  // > 0: send what was collected by then and stop
@@ -290,7 +303,7 @@ int RunCollect(const CollectCli& c, const std::vector<std::string>& argv) {
   auto opts = audit::MakeCollectOptions(c.settings, sel);
   // The GPU count the step asked for, read back by the slurm.step-env collector (through the host).
   ::setenv("CLUSTERMAX_STEP_GPUS", std::to_string(c.step_gpus).c_str(), 1);
-  host::LocalHost local;
+  host::LocalHost local = c.host_root.empty() ? host::LocalHost() : host::LocalHost::HostRoot(c.host_root);
   host::Bundle bundle;
   audit::StampManifest(bundle.manifest, argv);
   // The per-node deadline: whatever was collected by then is sent, marked partial (the requests it
@@ -298,8 +311,7 @@ int RunCollect(const CollectCli& c, const std::vector<std::string>& argv) {
   // hung collector. Shared with the watchdog, which may outlive this function (it then sends nothing).
   auto sender = std::make_shared<BundleSender>(bundle, c.out);
   if (c.node_timeout_s > 0) {
-    std::string name = std::getenv("SLURMD_NODENAME") ? std::getenv("SLURMD_NODENAME") : "";
-    if (name.empty()) name = util::Hostname();
+    std::string name = audit::SchedulerNodeName(local).value_or(util::Hostname());
     std::thread([sender, name, secs = c.node_timeout_s] {
       std::this_thread::sleep_for(std::chrono::duration<double>(secs));
       if (sender->Send(name, fmt::format("node deadline: sent after {} s with the evidence collected by then", secs)))
@@ -351,7 +363,25 @@ void AddCollectCommands(CLI::App& app, Commands& table) {
   cmd->add_option("--node-timeout", c->node_timeout_s,
                   "Send what was collected after this many seconds (0: no deadline)");
   cmd->add_option("--out", c->out, "Write the bundle to FILE instead of stdout lines");
+  cmd->add_option("--host-root", c->host_root,
+                  "The node's / mounted here (a Kubernetes pod): files read under it, commands run inside it")
+      ->check(CLI::ExistingDirectory);
   table.Add(cmd, [c, &table] { return RunCollect(*c, table.argv()); });
+
+  // The main container of a Kubernetes fan-out pod: its collect (init) container is done, and the
+  // pod must not end (a DaemonSet would start it again) until the audit deletes it.
+  auto* hold = app.add_subcommand("hold", "Wait until stopped (the idle container of a Kubernetes fan-out pod)");
+  hold->group("");  // not for people
+  table.Add(hold, [] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigprocmask(SIG_BLOCK, &set, nullptr);
+    int sig = 0;
+    sigwait(&set, &sig);
+    return kExitOk;
+  });
 }
 
 }  // namespace clustermax::cli

@@ -10,6 +10,7 @@
 
 #include "collect/collector.h"
 #include "collect/k8s_objects.h"
+#include "collect/kubectl.h"
 #include "util/strings.h"
 #include "util/url.h"
 
@@ -31,13 +32,9 @@ class Api {
     if (auto c = h_.GetEnv("CLUSTERMAX_KUBE_CONTEXT"); c && !c->empty()) context_ = *c;
   }
 
-  std::vector<std::string> Argv(std::vector<std::string> args) const {
-    auto t = std::chrono::duration_cast<std::chrono::seconds>(TimeoutFor(o_, id_)).count();
-    std::vector<std::string> argv = {"kubectl"};
-    if (!context_.empty()) argv.push_back("--context=" + context_);
-    argv.push_back(fmt::format("--request-timeout={}s", std::max<long long>(1, t - 1)));
-    argv.insert(argv.end(), args.begin(), args.end());
-    return argv;
+  std::vector<std::string> Argv(const std::vector<std::string>& args) const {
+    return k8s::KubectlArgv(context_, std::chrono::duration_cast<std::chrono::seconds>(TimeoutFor(o_, id_)).count(),
+                            args);
   }
 
   // GET path: the body, or nullopt with the evidence marked (forbidden, not found, timeout ...).

@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 
 #include "gpu/nvml.h"
 #include "host/process.h"
 #include "host/redact.h"
+#include "util/files.h"
 #include "util/strings.h"
 
 namespace clustermax::host {
@@ -50,6 +52,26 @@ char TypeOf(mode_t m) {
 LocalHost::LocalHost(std::string sysroot) : sysroot_(std::move(sysroot)) {
   while (sysroot_.size() > 1 && sysroot_.back() == '/') sysroot_.pop_back();
   if (sysroot_ == "/") sysroot_.clear();
+}
+
+LocalHost LocalHost::HostRoot(std::string root) {
+  LocalHost h(std::move(root));
+  h.in_root_ = !h.sysroot_.empty();
+  return h;
+}
+
+int RunInRoot(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s ROOT PROGRAM [ARGS...]\n", kInRootCommand);
+    return 127;
+  }
+  if (::chroot(argv[2]) != 0 || ::chdir("/") != 0) {
+    std::fprintf(stderr, "clustermax: cannot enter the host root %s: %s\n", argv[2], std::strerror(errno));
+    return 127;
+  }
+  ::execv(argv[3], argv + 3);
+  std::fprintf(stderr, "clustermax: cannot execute %s in the host root: %s\n", argv[3], std::strerror(errno));
+  return 127;
 }
 
 std::string LocalHost::Rooted(const std::string& path) const {
@@ -162,13 +184,30 @@ StatResult LocalHost::Stat(const std::string& path) {
 }
 
 std::string LocalHost::NotTakenReason() const {
-  return sysroot_.empty() ? std::string() : std::string(kNotTakenFromImage);
+  return sysroot_.empty() || in_root_ ? std::string() : std::string(kNotTakenFromImage);
 }
 
 WhichResult LocalHost::Which(const std::string& name) {
   WhichResult r;
-  if (!sysroot_.empty()) {
+  if (!sysroot_.empty() && !in_root_) {
     r.status = IoStatus::kNotTaken;
+    return r;
+  }
+  if (in_root_) {
+    // The node's PATH is not ours: the usual system directories, looked up under the root. A link
+    // (/usr/bin/x -> /etc/alternatives/x) names a path inside the root: taken as it is, exec follows it there.
+    std::vector<std::string> dirs = {"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"};
+    if (name.find('/') != std::string::npos) dirs = {""};
+    for (const auto& dir : dirs) {
+      std::string inside = dir.empty() ? name : dir + "/" + name;
+      struct stat st {};
+      if (::lstat(Rooted(inside).c_str(), &st) == 0 &&
+          (S_ISLNK(st.st_mode) || (S_ISREG(st.st_mode) && (st.st_mode & 0111)))) {
+        r.status = IoStatus::kOk;
+        r.path = inside;
+        return r;
+      }
+    }
     return r;
   }
   if (name.find('/') != std::string::npos) {
@@ -199,7 +238,7 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     r.error = "empty argv";
     return r;
   }
-  if (!sysroot_.empty()) {
+  if (!sysroot_.empty() && !in_root_) {
     CommandResult r;
     r.status = IoStatus::kNotTaken;
     r.error = std::string(kNotTakenFromImage);
@@ -213,8 +252,16 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     return r;
   }
   // A fixed locale keeps the output of the tools we parse stable.
-  CommandResult r = RunProcess(w.path, spec.argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout,
+  std::string program = w.path;
+  std::vector<std::string> argv = spec.argv;
+  if (in_root_) {
+    program = util::SelfExe();
+    argv.insert(argv.begin(), {program, kInRootCommand, sysroot_, w.path});
+    argv.erase(argv.begin() + 4);  // argv[0] of the command: exec is given its path inside the root
+  }
+  CommandResult r = RunProcess(program, argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout,
                                spec.keep_stdout);
+  if (in_root_) r.resolved = w.path;
   if (spec.redact) {
     r.out = RedactText(std::move(r.out));
     r.err = RedactText(std::move(r.err));
@@ -223,7 +270,7 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
 }
 
 std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
-  if (!sysroot_.empty()) return std::nullopt;  // an image has no environment; ours is not its
+  if (!sysroot_.empty() && !in_root_) return std::nullopt;  // an image has no environment; ours is not its
   const char* v = std::getenv(name.c_str());
   if (!v) return std::nullopt;
   return RedactEnv(name, v);
@@ -232,7 +279,7 @@ std::optional<std::string> LocalHost::GetEnv(const std::string& name) {
 void LocalHost::Sleep(std::chrono::milliseconds d) { std::this_thread::sleep_for(d); }
 
 NvmlResult LocalHost::QueryNvml(std::chrono::milliseconds timeout) {
-  if (!sysroot_.empty()) {
+  if (!sysroot_.empty() && !in_root_) {
     NvmlResult r;
     r.status = IoStatus::kNotTaken;
     r.error = std::string(kNotTakenFromImage);

@@ -1,0 +1,44 @@
+#include "util/cancel.h"
+
+#include <csignal>
+
+namespace clustermax::util {
+
+namespace {
+// Constant-initialised at namespace scope: the signal handler touches no function-local static
+// (whose first use takes a guard lock, which is not async-signal-safe) and only a lock-free atomic.
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void OnCancelSignal(int) { g_cancel.store(true); }
+
+void Install(struct sigaction* old_int, struct sigaction* old_term) {
+  struct sigaction sa {};
+  sa.sa_handler = OnCancelSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, old_int);
+  sigaction(SIGTERM, &sa, old_term);
+}
+}  // namespace
+
+std::atomic<bool>& CancelFlag() { return g_cancel; }
+
+void InstallCancelHandlers() { Install(nullptr, nullptr); }
+
+bool Cancelled() { return g_cancel.load(std::memory_order_relaxed); }
+
+struct CancelScope::Saved {
+  struct sigaction old_int {
+  }, old_term{};
+};
+
+CancelScope::CancelScope() : saved_(new Saved) { Install(&saved_->old_int, &saved_->old_term); }
+
+CancelScope::~CancelScope() {
+  sigaction(SIGINT, &saved_->old_int, nullptr);
+  sigaction(SIGTERM, &saved_->old_term, nullptr);
+  g_cancel.store(false);
+  delete saved_;
+}
+
+}  // namespace clustermax::util
