@@ -165,7 +165,17 @@ def serve(api):
             self.answer(*api.get(u.path, parse_qs(u.query)))
 
         def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":  # how kubectl sends a file
+                body = b""
+                while True:
+                    size = int(self.rfile.readline().strip() or b"0", 16)
+                    if size == 0:
+                        self.rfile.readline()
+                        break
+                    body += self.rfile.read(size)
+                    self.rfile.readline()
+            else:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             self.answer(*api.post(urlsplit(self.path).path, body))
 
         def do_DELETE(self):

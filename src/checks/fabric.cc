@@ -566,7 +566,7 @@ void RegisterFabricChecks(core::Registry& r) {
                "NCCL, UCX and rail-aware launch scripts assume mlx5_N; custom names need NCCL_IB_HCA or NCCL may use the wrong ports.",
            .remediation = "Keep the kernel's mlx5_N names, or set NCCL_IB_HCA in /etc/nccl.conf to the custom names.",
            .criterion = "hca-naming",
-           .targets = kS,
+           .targets = kS | kK,  // K: on every node through the fan-out's node collector
            .needs = {"rdma.devices", "nccl.config"},
            .reproduce = "ls /sys/class/infiniband; grep NCCL_IB_HCA /etc/nccl.conf"},
        HcaNaming});
