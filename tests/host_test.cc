@@ -96,8 +96,15 @@ TEST(LocalHost, HostRootFindsTheNodesOwnTools) {
   fs::permissions(root / "usr/bin/nvidia-smi", fs::perms::owner_all);
   std::ofstream(root / "usr/bin/not-executable") << "x";
   fs::create_symlink("/etc/alternatives/editor", root / "usr/bin/editor");  // resolved inside the root, later
+  fs::create_directories(root / "proc/1/net");
+  std::ofstream(root / "proc/1/mountinfo") << "node's mounts\n";
+  std::ofstream(root / "proc/1/net/tcp") << "node's sockets\n";
   LocalHost h = LocalHost::HostRoot(root.string());
   EXPECT_EQ(h.NotTakenReason(), "");
+  // "self" in the node's /proc would be this collector in its pod: the node's own view is PID 1's.
+  EXPECT_EQ(h.ReadFile("/proc/self/mountinfo", 100).content, "node's mounts\n");
+  EXPECT_EQ(h.ReadFile("/proc/net/tcp", 100).content, "node's sockets\n");
+  EXPECT_EQ(LocalHost(root.string()).ReadFile("/proc/self/mountinfo", 100).status, IoStatus::kNotFound);  // an image
   EXPECT_EQ(h.ReadFile("/etc/os-release", 100).content, "ID=node\n");
   auto w = h.Which("nvidia-smi");
   ASSERT_EQ(w.status, IoStatus::kOk);

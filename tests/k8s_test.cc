@@ -473,6 +473,60 @@ TEST(K8sAudit, GoldenReportOfTheRecordedCluster) {
   }
 }
 
+// The Kubernetes half of rows judged on both schedulers, from the API view; the Slurm half never
+// asks the API (k8s.* evidence is planned on the Kubernetes target only).
+TEST(K8sApi, SlurmAndKubernetesRowsJudgeTheirOwnEvidence) {
+  for (const char* id : {"monitoring-readiness", "auto-remediation"}) {
+    audit::Selection sel;
+    sel.checks = {id};
+    sel.target = core::Target::kSlurm;
+    auto slurm = audit::BuildPlan(checks::DefaultRegistry(), sel);
+    for (const auto& c : slurm.collectors) EXPECT_FALSE(c.starts_with("k8s.")) << id << ": " << c;
+    sel.target = core::Target::kK8s;
+    auto k8s = audit::BuildPlan(checks::DefaultRegistry(), sel);
+    EXPECT_EQ(k8s.checks[0].state, audit::PlanState::kRun) << id;
+    EXPECT_NE(std::find(k8s.collectors.begin(), k8s.collectors.end(), "k8s.workloads"), k8s.collectors.end()) << id;
+  }
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto ev = c.Collect();
+  // dcgm-exporter with its ServiceMonitor, Prometheus, Grafana, Alertmanager, kube-state-metrics,
+  // node-exporter and GFD run; no log aggregation, and the alert rules are not read: 8 of 10.
+  auto f = Judge("monitoring-readiness", ev);
+  EXPECT_EQ(V(f), "PASS") << All(f);
+  EXPECT_NE(f.message.find("8/10"), std::string::npos) << f.message;
+  auto fewer = ev;
+  auto& w = fewer.at("k8s.workloads").data["workloads"];
+  w.erase(std::remove_if(w.begin(), w.end(),
+                         [](const json& x) {
+                           std::string n = x.value("name", "");
+                           return n == "grafana" || n == "alertmanager-main";
+                         }),
+          w.end());
+  f = Judge("monitoring-readiness", fewer);
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_NE(f.message.find("6/10 (partial): missing"), std::string::npos) << f.message;
+  // node-problem-detector detects; nothing acts on it. A remediation controller makes it PASS.
+  f = Judge("auto-remediation", ev);
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_NE(f.message.find("detected (node conditions) but nothing cordons"), std::string::npos) << f.message;
+  auto healed = ev;
+  healed.at("k8s.workloads")
+      .data["workloads"]
+      .push_back({{"kind", "Deployment"},
+                  {"namespace", "nvsentinel"},
+                  {"name", "fault-remediation-module"},
+                  {"desired", 1},
+                  {"ready", 1},
+                  {"images", json::array()}});
+  EXPECT_EQ(V(Judge("auto-remediation", healed)), "PASS");
+  // The workload list unread: never a PASS.
+  auto unread = ev;
+  unread.at("k8s.workloads").status = core::EvidenceStatus::kPermissionDenied;
+  unread.at("k8s.workloads").error = "GET /apis/apps/v1/daemonsets: Forbidden";
+  for (const char* id : {"monitoring-readiness", "auto-remediation"}) EXPECT_EQ(V(Judge(id, unread)), "WARN") << id;
+}
+
 // ---- The node fan-out: one DaemonSet, pods reporting through their logs ----
 
 namespace {
@@ -548,7 +602,8 @@ TEST(K8sFanOut, DaemonSetIsPinnedTolerantReadOnlyAndNotPrivileged) {
                           [](const json& t) { return t.value("key", "") == "nvidia.com/gpu"; }));
   EXPECT_EQ(pod["volumes"][0]["hostPath"]["path"], "/");
   const json& collect = pod["initContainers"][0];
-  EXPECT_EQ(collect["volumeMounts"][0], json({{"name", "host"}, {"mountPath", "/host"}, {"readOnly", true}}));
+  EXPECT_EQ(collect["volumeMounts"][0]["mountPath"], "/host");
+  EXPECT_EQ(collect["volumeMounts"][0]["readOnly"], true);
   EXPECT_EQ(collect["resources"]["limits"]["nvidia.com/gpu"], "8");
   EXPECT_EQ(collect["command"], json({"/usr/local/bin/clustermax"}));
   std::vector<std::string> args = collect["args"];
@@ -560,9 +615,21 @@ TEST(K8sFanOut, DaemonSetIsPinnedTolerantReadOnlyAndNotPrivileged) {
     EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
     EXPECT_EQ(c["securityContext"]["capabilities"]["drop"], json({"ALL"}));
   }
-  EXPECT_EQ(collect["securityContext"]["capabilities"]["add"], json({"SYS_CHROOT", "DAC_READ_SEARCH"}));
-  EXPECT_FALSE(pod["containers"][0]["securityContext"]["capabilities"].contains("add"));
+  // One capability, to enter the node's root; none for the idle container, which runs as nobody.
+  EXPECT_EQ(collect["securityContext"]["capabilities"]["add"], json::array({"SYS_CHROOT"}));
+  EXPECT_EQ(collect["securityContext"]["runAsUser"], 0);
+  EXPECT_EQ(collect["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+  EXPECT_EQ(collect["volumeMounts"][0].value("recursiveReadOnly", ""), "IfPossible");
+  const json& hold = pod["containers"][0];
+  EXPECT_FALSE(hold["securityContext"]["capabilities"].contains("add"));
+  EXPECT_EQ(hold["securityContext"]["runAsUser"], 65534);
+  EXPECT_EQ(hold["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(hold["args"], json::array({"hold"}));
+  // The node's processes, interfaces and ports; no API token; scratch space in memory.
+  EXPECT_EQ(pod["hostPID"], true);
+  EXPECT_EQ(pod["hostNetwork"], true);
   EXPECT_EQ(pod["automountServiceAccountToken"], false);
+  EXPECT_EQ(pod["volumes"][1]["emptyDir"]["medium"], "Memory");
   // No GPUs asked for: no GPU limit.
   json none = audit::FanOutDaemonSet(o, "clustermax-x", {"gpu-1"}, "nvidia.com/gpu", 0);
   EXPECT_FALSE(none["spec"]["template"]["spec"]["initContainers"][0]["resources"]["limits"].contains("nvidia.com/gpu"));
@@ -692,6 +759,16 @@ TEST(K8sFanOut, RefusedOrWithoutImageCreatesNothingThatStays) {
   EXPECT_NE(got.unreachable["gpu-h100-01"].find("Forbidden"), std::string::npos) << got.unreachable["gpu-h100-01"];
   EXPECT_TRUE(s.Created().empty());
 
+  // A namespace still being deleted (an earlier run's): said so, nothing created in it.
+  s.Put("/api/v1/namespaces/clustermax", {{"apiVersion", "v1"},
+                                          {"kind", "Namespace"},
+                                          {"metadata", {{"name", "clustermax"}}},
+                                          {"status", {{"phase", "Terminating"}}}});
+  Collected terminating = FanOut(FanOutOptions());
+  EXPECT_NE(terminating.unreachable["gpu-h100-02"].find("namespace clustermax is being deleted"), std::string::npos)
+      << terminating.unreachable["gpu-h100-02"];
+  EXPECT_EQ(s.Created().size(), 1u);
+
   auto before = s.Requests().size();
   auto o = FanOutOptions();
   o.image.clear();
@@ -757,6 +834,21 @@ TEST(K8sFanOut, ReadsPodStates) {
     p = audit::ReadFanOutPod(json::parse(text));
     EXPECT_EQ(p.state, S::kStarting) << text;
   }
+}
+
+// A node's bundle is named by the node the scheduler ran it on, whatever its manifest says: one
+// node cannot report as another.
+TEST(K8sFanOut, ABundleCannotNameItselfAnotherNode) {
+  std::map<std::string, std::string> errors;
+  auto docs = audit::BundleDocuments(CollectLog("gpu-h100-01"), errors);
+  ASSERT_EQ(docs.count("gpu-h100-01"), 1u);
+  host::Bundle b;
+  std::string text, error;
+  ASSERT_TRUE(audit::ReadNodeDocument("gpu-h100-03", docs["gpu-h100-01"], b, text, error)) << error;
+  EXPECT_EQ(b.manifest.hostname, "gpu-h100-03");
+  EXPECT_EQ(host::Bundle::Parse(text).manifest.hostname, "gpu-h100-03");  // the text a run directory keeps
+  EXPECT_FALSE(audit::ReadNodeDocument("gpu-h100-03", "z1:not base64!", b, text, error));
+  EXPECT_TRUE(error.starts_with("bundle unreadable")) << error;
 }
 
 // The operator's command: `audit --k8s --yes --k8s-image IMAGE` grades the cluster rows from the

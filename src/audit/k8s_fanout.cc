@@ -9,6 +9,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "collect/k8s_objects.h"
 #include "collect/kubectl.h"
@@ -149,13 +150,12 @@ K8sNode ReadNode(const json& n) {
   k.not_ready = "no Ready condition";
   if (conds.is_array()) {
     for (const auto& c : conds) {
-      if (!c.is_object() || c.value("type", "") != "Ready") continue;
-      k.ready = c.value("status", "") == "True";
-      k.not_ready =
-          k.ready
-              ? ""
-              : fmt::format("Ready={}{}", c.value("status", "?"),
-                            c.value("message", "").empty() ? "" : ": " + util::Ellipsize(c.value("message", ""), 200));
+      if (Str(c, {"type"}) != "Ready") continue;
+      std::string status = Str(c, {"status"}), message = Str(c, {"message"});
+      k.ready = status == "True";
+      k.not_ready = k.ready ? ""
+                            : fmt::format("Ready={}{}", status.empty() ? "?" : status,
+                                          message.empty() ? "" : ": " + util::Ellipsize(message, 200));
     }
   }
   const json& alloc = At(n, {"status", "allocatable"});
@@ -184,14 +184,18 @@ bool IsGpuNode(const json& n, const K8sNode& k) {
   return false;
 }
 
+// The collect container runs as root (the node's files are root's) with one capability, to enter
+// the node's root; the idle container runs as nobody with none. (No DAC_READ_SEARCH: with the
+// default seccomp profile it would allow open_by_handle_at, a way out of the container.)
 json SecurityContext(bool collect) {
   json caps = {{"drop", {"ALL"}}};
-  if (collect) caps["add"] = {"SYS_CHROOT", "DAC_READ_SEARCH"};
+  if (collect) caps["add"] = {"SYS_CHROOT"};
   return {{"privileged", false},
           {"allowPrivilegeEscalation", false},
           {"readOnlyRootFilesystem", true},
-          {"runAsUser", 0},
-          {"runAsNonRoot", false},
+          {"runAsUser", collect ? 0 : 65534},
+          {"runAsGroup", collect ? 0 : 65534},
+          {"runAsNonRoot", !collect},
           {"capabilities", caps},
           {"seccompProfile", {{"type", "RuntimeDefault"}}}};
 }
@@ -213,8 +217,11 @@ json FanOutDaemonSet(const K8sFanOutOptions& o, const std::string& run_id, const
       {"env", {{{"name", "CLUSTERMAX_NODE_NAME"}, {"valueFrom", {{"fieldRef", {{"fieldPath", "spec.nodeName"}}}}}}}},
       {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}, {"limits", {{"memory", "4Gi"}}}}},
       {"securityContext", SecurityContext(true)},
+      // Read-only all the way down where the node supports it (Kubernetes 1.30+): /host/proc/sys,
+      // /host/run and the other mounts below /host too.
       {"volumeMounts",
-       {{{"name", "host"}, {"mountPath", kHostRoot}, {"readOnly", true}}, {{"name", "tmp"}, {"mountPath", "/tmp"}}}}};
+       {{{"name", "host"}, {"mountPath", kHostRoot}, {"readOnly", true}, {"recursiveReadOnly", "IfPossible"}},
+        {{"name", "tmp"}, {"mountPath", "/tmp"}}}}};
   if (gpus > 0 && !gpu_resource.empty()) collect["resources"]["limits"][gpu_resource] = std::to_string(gpus);
   json hold = {{"name", "hold"},
                {"image", o.image},
@@ -242,7 +249,7 @@ json FanOutDaemonSet(const K8sFanOutOptions& o, const std::string& run_id, const
                {"containers", {hold}},
                {"volumes",
                 {{{"name", "host"}, {"hostPath", {{"path", "/"}, {"type", "Directory"}}}},
-                 {{"name", "tmp"}, {"emptyDir", {{"sizeLimit", "64Mi"}}}}}}};
+                 {{"name", "tmp"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "64Mi"}}}}}}};
   return {{"apiVersion", "apps/v1"},
           {"kind", "DaemonSet"},
           {"metadata", {{"name", run_id}, {"namespace", o.ns}, {"labels", labels}}},
@@ -369,14 +376,38 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
     targets.push_back(k.name);
     for (const auto& r : kGpuResources) {
       long long c = k.gpus.count(r) ? k.gpus.at(r) : 0;
-      fewest[r] = fewest.count(r) ? std::min(fewest[r], c) : c;
+      if (c > 0) fewest[r] = fewest.count(r) ? std::min(fewest[r], c) : c;
     }
   }
+  // One request for every pod: the fewest GPUs a node offers, among the nodes that offer any (a
+  // node offering none, its device plugin down, stays Pending for them and is reported so).
   std::string gpu_resource;
   for (const auto& r : kGpuResources) {
-    if (fewest[r] > 0 && gpu_resource.empty()) gpu_resource = r;
+    if (fewest.count(r) && gpu_resource.empty()) gpu_resource = r;
   }
-  res.gpus_per_node = o.gpus >= 0 ? o.gpus : (gpu_resource.empty() ? 0 : static_cast<int>(fewest[gpu_resource]));
+  res.gpus_per_node = gpu_resource.empty() ? 0 : o.gpus >= 0 ? o.gpus : static_cast<int>(fewest[gpu_resource]);
+  if (res.gpus_per_node > 0) {
+    std::vector<std::string> none, more;
+    for (const auto& k : scope) {
+      long long c = k.gpus.count(gpu_resource) ? k.gpus.at(gpu_resource) : 0;
+      if (!k.ready) continue;
+      if (c == 0) none.push_back(k.name);
+      if (c > res.gpus_per_node) more.push_back(k.name);
+    }
+    if (!none.empty())
+      res.notes.push_back(
+          fmt::format("{} node(s) offer no {} (a device plugin down?), so their pods stay Pending: {}; "
+                      "--k8s-gpus 0 collects them without GPU access",
+                      none.size(), gpu_resource, util::Ellipsize(fmt::format("{}", fmt::join(none, ", ")), 200)));
+    if (!more.empty())
+      res.notes.push_back(
+          fmt::format("{} node(s) offer more than the {} {} each pod asks for (one request for every "
+                      "pod): their other GPUs are not seen",
+                      more.size(), res.gpus_per_node, gpu_resource));
+  } else if (o.gpus > 0) {
+    res.notes.push_back(
+        fmt::format("--k8s-gpus {}: no node offers nvidia.com/gpu or amd.com/gpu; the pods ask for none", o.gpus));
+  }
   if (stream.on_targets) stream.on_targets(targets);
   // Every target not collected, for one reason (no image, the DaemonSet refused).
   auto finish = [&] {  // the nodes not collected in the order of the scope
@@ -406,12 +437,13 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
   const std::string ds_path = fmt::format("/apis/apps/v1/namespaces/{}/daemonsets", o.ns);
   auto cleanup = [&] {
     if (o.keep) {
-      if (made_daemonset)
-        res.notes.push_back(
-            fmt::format("kept (--keep): daemonset {} in namespace {}{}; remove with: kubectl delete "
-                        "{} -l {}={}",
-                        run, o.ns, made_namespace ? " (created by this run)" : "",
-                        made_namespace ? "namespace " + o.ns : "daemonset -n " + o.ns, kRunLabel, run));
+      if (made_daemonset || made_namespace)
+        res.notes.push_back(fmt::format(
+            "kept (--keep): {}; remove with: kubectl delete {}",
+            made_daemonset ? fmt::format("daemonset {} in namespace {}{}", run, o.ns,
+                                         made_namespace ? " (created by this run)" : "")
+                           : "namespace " + o.ns + " (created by this run)",
+            made_namespace ? "namespace " + o.ns : fmt::format("daemonset -n {} -l {}={}", o.ns, kRunLabel, run)));
       return;
     }
     if (made_daemonset) {
@@ -446,9 +478,17 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
                  // The node pods mount the host's root (hostPath), which only the privileged level admits.
                  {"pod-security.kubernetes.io/enforce", "privileged"}}}}}};
   Answer made = kube.Create("/api/v1/namespaces", ns);
+  Answer existing;
   if (made.ok) {
     made_namespace = true;
-  } else if (made.reason != "AlreadyExists" && !kube.Get("/api/v1/namespaces/" + o.ns).ok) {
+  } else if ((existing = kube.Get("/api/v1/namespaces/" + o.ns)).ok &&
+             Str(json::parse(existing.body, nullptr, false), {"status", "phase"}) == "Terminating") {
+    none(
+        fmt::format("namespace {} is being deleted (an earlier run's?): wait until it is gone, or name another "
+                    "with --k8s-namespace",
+                    o.ns));
+    return res;
+  } else if (!existing.ok) {
     none(
         fmt::format("cannot create the namespace {} (a right to create namespaces is needed, or name an existing "
                     "one with --k8s-namespace): {}",
@@ -457,6 +497,11 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
   }
   Answer ds = kube.Create(ds_path, FanOutDaemonSet(o, run, targets, gpu_resource, res.gpus_per_node));
   if (!ds.ok) {
+    // A refusal created nothing; any other failure (a timeout, a dropped connection) may have
+    // come after the DaemonSet was stored: delete it by its name, which is this run's alone.
+    if (ds.reason != "Forbidden" && ds.reason != "Invalid" && ds.reason != "AlreadyExists" &&
+        ds.reason != "BadRequest" && !o.keep)
+      kube.Delete(fmt::format("{}/{}?propagationPolicy=Background", ds_path, run));
     guard.fn();  // the namespace, if this run made it (its note kept in the result)
     guard.fn = [] {};
     none(fmt::format("cannot create the DaemonSet in namespace {} (a right to create daemonsets there is needed): {}",
@@ -484,7 +529,10 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
   std::mutex mu;
   std::map<std::string, std::string> failed;  // node -> why its log gave no bundle
   auto fetch = [&](const std::string& node, const std::string& pod) {
-    Answer log = kube.Get(fmt::format("/api/v1/namespaces/{}/pods/{}/log?container={}", o.ns, pod, kCollectContainer));
+    if (util::Cancelled()) return;  // the node is reported with the interruption
+    Answer log = kube.Get(fmt::format("/api/v1/namespaces/{}/pods/{}/log?container={}&limitBytes={}", o.ns, pod,
+                                      kCollectContainer,
+                                      64u << 20));  // what one kubectl answer may hold
     std::string why;
     if (log.ok) {
       std::map<std::string, std::string> errors;
@@ -500,7 +548,7 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
         if (ReadNodeDocument(node, std::move(doc), b, text, why)) {
           stream.on_bundle(index.at(node), std::move(b), text);
           std::lock_guard lock(mu);
-          track[node].done = true;
+          track.at(node).done = true;  // at(): never inserts, so the loop may read the map meanwhile
           return;
         }
       }
@@ -512,7 +560,9 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
     std::lock_guard lock(mu);
     failed[node] = why;
   };
-  util::WorkQueue workers(std::max(1u, std::min(8u, stream.workers * 2)), 16);
+  // Room for every node's job: the loop never waits on the queue, so Ctrl-C and the timeout are
+  // seen at once even when a thousand pods finish together.
+  util::WorkQueue workers(std::max(1u, std::min(8u, stream.workers * 2)), targets.size() + 1);
   util::Progress progress;
   std::string list_error;
   bool interrupted = false, timed_out = false;

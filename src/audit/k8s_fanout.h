@@ -9,10 +9,10 @@
 // The binary comes from an image the operator names (--image): the cluster's own registry or a
 // mirror, pulled once per node by the kubelet like every workload image (docs/kubernetes.md says
 // why, and how to build one). Everything created is labelled app.kubernetes.io/managed-by=clustermax
-// and clustermax.io/run=<run>, and deleted at the end: also on timeout and Ctrl-C; --keep leaves it.
-// No pod is privileged: it runs as root with every capability dropped but SYS_CHROOT (to enter the
-// host root) and DAC_READ_SEARCH (to read the node's files), and the host's PID and network
-// namespaces so that processes, interfaces and ports are the node's.
+// and clustermax.io/run=<run>, and deleted at the end: also on timeout, Ctrl-C, SIGTERM and SIGHUP;
+// --keep leaves it. No pod is privileged: the collect container runs as root with every capability
+// dropped but SYS_CHROOT (to enter the host root), the idle one as nobody with none, both in the
+// host's PID and network namespaces so that processes, interfaces and ports are the node's.
 #pragma once
 #include <map>
 #include <string>

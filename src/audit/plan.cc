@@ -58,8 +58,14 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
       pc.state = PlanState::kProbeDisabled;
     }
     if (pc.state == PlanState::kRun) {
-      collectors.insert(c.info.needs.begin(), c.info.needs.end());
-      (c.info.cluster ? cluster_collectors : node_collectors).insert(c.info.needs.begin(), c.info.needs.end());
+      // The Kubernetes API view (k8s.*) is asked for on the Kubernetes target only: a row judged on
+      // both schedulers reads it there and the scheduler's evidence on Slurm, and a Slurm audit
+      // never calls kubectl.
+      std::vector<std::string> needs;
+      for (const auto& n : c.info.needs)
+        if (sel.target == core::Target::kK8s || !n.starts_with("k8s.")) needs.push_back(n);
+      collectors.insert(needs.begin(), needs.end());
+      (c.info.cluster ? cluster_collectors : node_collectors).insert(needs.begin(), needs.end());
       collectors.insert(c.info.node_needs.begin(), c.info.node_needs.end());
       node_collectors.insert(c.info.node_needs.begin(), c.info.node_needs.end());
     }

@@ -79,8 +79,9 @@ bool ReadNodeDocument(const std::string& node, std::string document, host::Bundl
     error = std::string("bundle unreadable: ") + e.what();
     return false;
   }
-  if (bundle.manifest.hostname.empty() || bundle.manifest.role != "compute") {
-    if (bundle.manifest.hostname.empty()) bundle.manifest.hostname = node;
+  // The node is the one the scheduler ran the collector on: a bundle cannot name itself another.
+  if (bundle.manifest.hostname != node || bundle.manifest.role != "compute") {
+    bundle.manifest.hostname = node;
     bundle.manifest.role = "compute";
     text = bundle.ToJson().dump(-1, ' ', /*ensure_ascii=*/true);
   }

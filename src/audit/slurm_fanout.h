@@ -86,8 +86,9 @@ std::map<std::string, std::string> BundleDocuments(std::string_view text, std::m
 std::vector<host::Bundle> ParseBundleLines(const std::string& text, std::map<std::string, std::string>& errors);
 
 // A node's document (as framed) read into its bundle and the text a run directory keeps: the
-// document as sent, or the bundle written anew where its manifest had to be completed (no host
-// name, or not marked a compute node). False, with the reason in `error`, when it cannot be read.
+// document as sent, or the bundle written anew where its manifest had to be set right (its host
+// name is always `node`, the scheduler's name for where it ran; its role "compute"). False, with the reason in `error`,
+// when it cannot be read.
 bool ReadNodeDocument(const std::string& node, std::string document, host::Bundle& bundle, std::string& text,
                       std::string& error);
 

@@ -69,6 +69,11 @@ std::vector<RdmaPortClass> ClassifyRdmaPorts(const nlohmann::json& rdma_devices_
 // "not counted as rails: mlx5_bond_0/1 (RDMA over bond0 ...)" lines, one per non-rail port.
 std::vector<std::string> NotRailLines(const std::vector<RdmaPortClass>& ports);
 
+// The Kubernetes half of rows judged on both schedulers (the Slurm half is in slurm.cc, which
+// calls these on the Kubernetes target): from the API view only.
+Finding AutoRemediationOnKubernetes(const core::JudgeContext& ctx);
+Finding MonitoringReadinessOnKubernetes(const core::JudgeContext& ctx);
+
 void RegisterVersionChecks(core::Registry& r);
 void RegisterIsolationChecks(core::Registry& r);
 void RegisterHardwareChecks(core::Registry& r);

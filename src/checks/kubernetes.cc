@@ -905,6 +905,91 @@ Finding KubeletCpuManager(const JudgeContext& ctx) {
 
 }  // namespace
 
+// ---- the Kubernetes half of Slurm+Kubernetes rows ----
+
+// auto-remediation: something detects failing nodes (node-problem-detector or a GPU health agent)
+// and something acts on it (cordon, drain, reboot or replace): NVSentinel, IBM Autopilot, gpud,
+// medik8s (node-healthcheck, self-node-remediation), the machine-health-check of Cluster API.
+Finding AutoRemediationOnKubernetes(const JudgeContext& ctx) {
+  if (auto p = Unread(ctx, {{"k8s.workloads", "workload list"}})) return *p;
+  const Evidence& w = ctx.Get("k8s.workloads");
+  auto detect = Workloads(w, {"node-problem-detector", "nvsentinel", "autopilot", "gpud", "dcgm-health"});
+  auto act = Workloads(w, {"nvsentinel", "autopilot", "gpud", "node-healthcheck", "self-node-remediation",
+                           "machine-health", "fault-remediation", "draino", "node-remediation"});
+  std::vector<std::string> lines;
+  for (const json* d : detect) lines.push_back("detects: " + Describe(*d));
+  for (const json* a : act) lines.push_back("remediates: " + Describe(*a));
+  bool detects = AnyReady(detect), acts = AnyReady(act);
+  Finding f = detects && acts ? core::Pass("failing nodes are detected and remediated automatically")
+              : detects       ? core::Warn(Reason::kConfig,
+                                           "failing nodes are detected (node conditions) but nothing cordons, drains or "
+                                                 "replaces them")
+              : acts          ? core::Warn(Reason::kConfig,
+                                           "a remediation controller runs, but no node problem detector "
+                                                    "feeds it")
+                              : core::Warn(Reason::kConfig,
+                                           "no automated remediation: no node problem detector, no remediation "
+                                                    "controller");
+  return f.Details(lines)
+      .Observed(fmt::format("detection {}, remediation {}", detects ? "running" : "none", acts ? "running" : "none"))
+      .Expected(
+          "node-problem-detector (or a GPU health agent) and a remediation controller (NVSentinel, Autopilot, "
+          "gpud, medik8s)");
+}
+
+// monitoring-readiness on Kubernetes: ten parts, one point each, from the workloads, the
+// ServiceMonitors and the pods of the cluster. Alerting rules (PrometheusRule objects) are not read
+// by this version: that part is not given.
+Finding MonitoringReadinessOnKubernetes(const JudgeContext& ctx) {
+  if (auto p = Unread(ctx, {{"k8s.workloads", "workload list"}, {"k8s.operators", "operators"}})) return *p;
+  const Evidence& w = ctx.Get("k8s.workloads");
+  struct Part {
+    std::string name;
+    bool ok;
+    std::string where;
+  };
+  std::vector<Part> parts;
+  auto running = [&](const char* title, std::initializer_list<std::string_view> needles) {
+    auto found = Workloads(w, needles);
+    std::vector<std::string> seen;
+    for (const json* x : found) seen.push_back(Describe(*x));
+    parts.push_back({title, AnyReady(found), seen.empty() ? "none" : Names(seen, 2)});
+  };
+  running("GPU exporter (dcgm-exporter, AMD device-metrics-exporter)", {"dcgm-exporter", "device-metrics-exporter"});
+  {
+    std::vector<std::string> monitors;
+    for (const auto& m : Arr(ctx.Get("k8s.operators"), "service_monitors")) {
+      std::string n = S(m, "name");
+      if (Contains(n, "dcgm") || Contains(n, "gpu")) monitors.push_back(n);
+    }
+    parts.push_back({"GPU ServiceMonitor", !monitors.empty(), monitors.empty() ? "none" : Names(monitors, 3)});
+  }
+  // The server, not its operator: by the names kube-prometheus and the Helm charts give it, or its image.
+  running("Prometheus (or VictoriaMetrics)", {"prometheus-k8s", "prometheus-server", "prometheus/prometheus:",
+                                              "vmagent", "vmsingle", "victoria-metrics-single"});
+  running("Grafana", {"grafana"});
+  running("Alertmanager", {"alertmanager"});
+  parts.push_back({"alerting rules", false, "PrometheusRule objects are not read by this version"});
+  running("kube-state-metrics", {"kube-state-metrics"});
+  running("node-exporter", {"node-exporter"});
+  running("GPU Feature Discovery", {"gpu-feature-discovery"});
+  running("log aggregation (Loki, Elasticsearch, Promtail, Fluent Bit, Vector)",
+          {"loki", "elasticsearch", "opensearch", "promtail", "fluent-bit", "fluentbit", "fluentd", "vector"});
+  int score = 0;
+  std::vector<std::string> lines, absent;
+  for (const auto& p : parts) {
+    score += p.ok;
+    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : " ", p.name, p.where));
+    if (!p.ok) absent.push_back(p.name);
+  }
+  std::string summary = fmt::format("monitoring readiness {}/10", score);
+  std::string missing = util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240);
+  Finding f = score >= 8   ? core::Pass(summary + " (production)")
+              : score >= 5 ? core::Warn(Reason::kConfig, fmt::format("{} (partial): missing {}", summary, missing))
+                           : core::Fail(Severity::kMissing, fmt::format("{} (minimal): missing {}", summary, missing));
+  return f.Observed(summary).Expected(">= 8 of 10 parts running in the cluster").Details(lines);
+}
+
 void RegisterKubernetesChecks(core::Registry& r) {
   auto cluster = [](CheckInfo i) {
     i.targets = kK;

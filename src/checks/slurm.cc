@@ -360,6 +360,7 @@ Finding DcgmHealthSlurm(const JudgeContext& ctx) {
 // auto-remediation: a bad node is drained automatically, and comes back (or is replaced) without
 // a person: ReturnToService=2, a RebootProgram or a ResumeProgram.
 Finding AutoRemediation(const JudgeContext& ctx) {
+  if (ctx.target() == core::Target::kK8s) return AutoRemediationOnKubernetes(ctx);
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
   const Evidence& nhc = ctx.Get("nhc.install");
@@ -949,6 +950,7 @@ Finding MnnvlComputeDomain(const JudgeContext& ctx) {
 // monitoring-readiness: ten parts of a production monitoring stack, seen from the login node and
 // every compute node: >= 8 production, 5-7 partial, < 5 minimal.
 Finding MonitoringReadiness(const JudgeContext& ctx) {
+  if (ctx.target() == core::Target::kK8s) return MonitoringReadinessOnKubernetes(ctx);
   const Evidence& fleet = ctx.Get("fleet.summary");
   if (auto p = NotAFleet(fleet)) return *p;
   auto agents = FleetFact(fleet, "monitoring agents");
@@ -1086,9 +1088,10 @@ void RegisterSlurmChecks(core::Registry& r) {
                "dcgm-exporter and node-exporter on every node, Prometheus with alert rules and Alertmanager, Grafana, a Slurm exporter, "
                "a log shipper, accounting, and --hpc-job-mapping-dir for per-job GPU series.",
            .criterion = "monitoring-stack",
-           .targets = kS,
+           .targets = kS | kK,
+           // k8s.* evidence is collected on the Kubernetes target only (audit/plan.cc).
            .needs = {"fleet.summary", "os.processes", "net.listeners", "gpu-exporter.config", "prometheus.rules",
-                     "slurm.sacct"},
+                     "slurm.sacct", "k8s.workloads", "k8s.operators"},
            .cluster = true,
            .node_needs = {"os.processes", "net.listeners", "gpu-exporter.config", "gpu.inventory"},
            .reproduce = "ss -ltn | grep -E ':(9400|9100|9090|3000|9093) '; grep -rc 'alert:' /etc/prometheus"},
@@ -1194,8 +1197,8 @@ void RegisterSlurmChecks(core::Registry& r) {
            .remediation =
                "HealthCheckProgram (NHC with MARK_OFFLINE) to drain; ReturnToService=2, RebootProgram or ResumeProgram to return.",
            .criterion = "auto-remediation",
-           .targets = kS,
-           .needs = {"slurm.config", "nhc.install"},
+           .targets = kS | kK,
+           .needs = {"slurm.config", "nhc.install", "k8s.workloads"},
            .cluster = true,
            .reproduce = "scontrol show config | grep -Ei 'HealthCheck|ReturnToService|RebootProgram|ResumeProgram'"},
        AutoRemediation});

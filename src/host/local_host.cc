@@ -76,6 +76,14 @@ int RunInRoot(int argc, char** argv) {
 
 std::string LocalHost::Rooted(const std::string& path) const {
   if (sysroot_.empty() || path.empty() || path[0] != '/') return path;
+  if (in_root_) {
+    // The node's /proc is the host's, but "self" there is this collector in its pod (its mounts,
+    // its namespaces): the node's own view is its init's, PID 1 (the pod shares the host's PIDs).
+    for (const char* self : {"/proc/self/", "/proc/thread-self/"}) {
+      if (path.rfind(self, 0) == 0) return sysroot_ + "/proc/1/" + path.substr(std::strlen(self));
+    }
+    if (path == "/proc/mounts" || path.rfind("/proc/net/", 0) == 0) return sysroot_ + "/proc/1" + path.substr(5);
+  }
   return sysroot_ + path;
 }
 

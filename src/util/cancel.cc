@@ -12,31 +12,32 @@ static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void OnCancelSignal(int) { g_cancel.store(true); }
 
-void Install(struct sigaction* old_int, struct sigaction* old_term) {
+void Install(struct sigaction* old_int, struct sigaction* old_term, struct sigaction* old_hup) {
   struct sigaction sa {};
   sa.sa_handler = OnCancelSignal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, old_int);
   sigaction(SIGTERM, &sa, old_term);
+  sigaction(SIGHUP, &sa, old_hup);  // the operator's ssh session dropped
 }
 }  // namespace
 
 std::atomic<bool>& CancelFlag() { return g_cancel; }
 
-void InstallCancelHandlers() { Install(nullptr, nullptr); }
+void InstallCancelHandlers() { Install(nullptr, nullptr, nullptr); }
 
 bool Cancelled() { return g_cancel.load(std::memory_order_relaxed); }
 
 struct CancelScope::Saved {
-  struct sigaction old_int {
-  }, old_term{};
+  struct sigaction old_int = {}, old_term = {}, old_hup = {};
 };
 
-CancelScope::CancelScope() : saved_(new Saved) { Install(&saved_->old_int, &saved_->old_term); }
+CancelScope::CancelScope() : saved_(new Saved) { Install(&saved_->old_int, &saved_->old_term, &saved_->old_hup); }
 
 CancelScope::~CancelScope() {
   sigaction(SIGINT, &saved_->old_int, nullptr);
   sigaction(SIGTERM, &saved_->old_term, nullptr);
+  sigaction(SIGHUP, &saved_->old_hup, nullptr);
   g_cancel.store(false);
   delete saved_;
 }

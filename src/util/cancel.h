@@ -1,4 +1,4 @@
-// Cancellation by the operator: one process-wide flag that SIGINT and SIGTERM set once the handlers
+// Cancellation by the operator: one process-wide flag that SIGINT, SIGTERM and SIGHUP set once the handlers
 // are installed. Long loops (a benchmark's workers, a fan-out waiting for its pods) poll it between
 // operations and then clean up what they created instead of dying half-way.
 #pragma once
@@ -8,7 +8,7 @@ namespace clustermax::util {
 
 // The flag itself; tests may set it directly.
 std::atomic<bool>& CancelFlag();
-// SIGINT and SIGTERM set the flag instead of ending the process (for the rest of the process).
+// SIGINT, SIGTERM and SIGHUP set the flag instead of ending the process (for the rest of the process).
 void InstallCancelHandlers();
 bool Cancelled();
 
