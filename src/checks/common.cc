@@ -181,6 +181,23 @@ std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::
   return out;
 }
 
+Finding ReadinessScore(const std::vector<ReadinessPart>& parts, const std::string& expected) {
+  int score = 0;
+  std::vector<std::string> lines, absent;
+  for (const auto& p : parts) {
+    score += p.ok;
+    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : " ", p.name, p.where));
+    if (!p.ok) absent.push_back(p.name);
+  }
+  std::string summary = fmt::format("monitoring readiness {}/{}", score, parts.size());
+  std::string missing = util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240);
+  Finding f = score >= 8 ? core::Pass(summary + " (production)")
+              : score >= 5
+                  ? core::Warn(core::Reason::kConfig, fmt::format("{} (partial): missing {}", summary, missing))
+                  : core::Fail(core::Severity::kMissing, fmt::format("{} (minimal): missing {}", summary, missing));
+  return f.Observed(summary).Expected(expected).Details(lines);
+}
+
 std::optional<double> PortRateGbps(const json& rate) {
   if (!rate.is_string()) return std::nullopt;
   const std::string& s = rate.get_ref<const std::string&>();

@@ -46,6 +46,15 @@ std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slu
 // "node exporter", "log shipper", "slurm exporter", "prometheus", "grafana", "alertmanager",
 // "log store".
 std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::Evidence& listeners);
+
+// monitoring-readiness, on either scheduler: ten parts, one point each; >= 8 PASS (production),
+// 5-7 WARN (partial), < 5 FAIL (minimal), each part listed with where it was seen.
+struct ReadinessPart {
+  std::string name;
+  bool ok = false;
+  std::string where;
+};
+Finding ReadinessScore(const std::vector<ReadinessPart>& parts, const std::string& expected);
 // The first number of a sysfs RDMA port rate ("400 Gb/sec (4X NDR)" -> 400); nullopt if none.
 std::optional<double> PortRateGbps(const nlohmann::json& rate);
 

@@ -943,12 +943,7 @@ Finding AutoRemediationOnKubernetes(const JudgeContext& ctx) {
 Finding MonitoringReadinessOnKubernetes(const JudgeContext& ctx) {
   if (auto p = Unread(ctx, {{"k8s.workloads", "workload list"}, {"k8s.operators", "operators"}})) return *p;
   const Evidence& w = ctx.Get("k8s.workloads");
-  struct Part {
-    std::string name;
-    bool ok;
-    std::string where;
-  };
-  std::vector<Part> parts;
+  std::vector<ReadinessPart> parts;
   auto running = [&](const char* title, std::initializer_list<std::string_view> needles) {
     auto found = Workloads(w, needles);
     std::vector<std::string> seen;
@@ -975,19 +970,7 @@ Finding MonitoringReadinessOnKubernetes(const JudgeContext& ctx) {
   running("GPU Feature Discovery", {"gpu-feature-discovery"});
   running("log aggregation (Loki, Elasticsearch, Promtail, Fluent Bit, Vector)",
           {"loki", "elasticsearch", "opensearch", "promtail", "fluent-bit", "fluentbit", "fluentd", "vector"});
-  int score = 0;
-  std::vector<std::string> lines, absent;
-  for (const auto& p : parts) {
-    score += p.ok;
-    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : " ", p.name, p.where));
-    if (!p.ok) absent.push_back(p.name);
-  }
-  std::string summary = fmt::format("monitoring readiness {}/10", score);
-  std::string missing = util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240);
-  Finding f = score >= 8   ? core::Pass(summary + " (production)")
-              : score >= 5 ? core::Warn(Reason::kConfig, fmt::format("{} (partial): missing {}", summary, missing))
-                           : core::Fail(Severity::kMissing, fmt::format("{} (minimal): missing {}", summary, missing));
-  return f.Observed(summary).Expected(">= 8 of 10 parts running in the cluster").Details(lines);
+  return ReadinessScore(parts, ">= 8 of 10 parts running in the cluster");
 }
 
 void RegisterKubernetesChecks(core::Registry& r) {

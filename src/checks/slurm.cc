@@ -980,12 +980,7 @@ Finding MonitoringReadiness(const JudgeContext& ctx) {
   };
   std::vector<std::string> all_nodes;
   for (const auto& [node, v] : agents) all_nodes.push_back(node);
-  struct Part {
-    std::string name;
-    bool ok;
-    std::string where;
-  };
-  std::vector<Part> parts;
+  std::vector<ReadinessPart> parts;
   auto names = [](const std::vector<std::string>& v) {
     return util::Ellipsize(fmt::format("{}", fmt::join(v, ", ")), 120);
   };
@@ -1037,24 +1032,8 @@ Finding MonitoringReadiness(const JudgeContext& ctx) {
                      : gpu_nodes.empty() ? "no GPU node"
                                          : "not on " + names(missing)});
   }
-  int score = 0;
-  std::vector<std::string> lines, absent;
-  for (const auto& p : parts) {
-    score += p.ok;
-    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : " ", p.name, p.where));
-    if (!p.ok) absent.push_back(p.name);
-  }
-  std::string summary = fmt::format("monitoring readiness {}/10", score);
-  Finding f = score >= 8   ? core::Pass(summary + " (production)")
-              : score >= 5 ? core::Warn(Reason::kConfig,
-                                        fmt::format("{} (partial): missing {}", summary,
-                                                    util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240)))
-                           : core::Fail(Severity::kMissing,
-                                        fmt::format("{} (minimal): missing {}", summary,
-                                                    util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240)));
-  return f.Observed(summary)
-      .Expected(">= 8 of 10; a stack on a separate monitoring host is not visible from the cluster's nodes")
-      .Details(lines);
+  return ReadinessScore(parts,
+                        ">= 8 of 10; a stack on a separate monitoring host is not visible from the cluster's nodes");
 }
 
 }  // namespace
