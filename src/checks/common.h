@@ -82,6 +82,16 @@ std::vector<std::string> NotRailLines(const std::vector<RdmaPortClass>& ports);
 // calls these on the Kubernetes target): from the API view only.
 Finding AutoRemediationOnKubernetes(const core::JudgeContext& ctx);
 Finding MonitoringReadinessOnKubernetes(const core::JudgeContext& ctx);
+Finding TopologyConfOnKubernetes(const core::JudgeContext& ctx);
+Finding MnnvlComputeDomainOnKubernetes(const core::JudgeContext& ctx);
+// The network tiers the scheduler's topology describes (nccl-ib-qps-entropy): levels -1 when it
+// tells nothing; `why` says where the number came from.
+struct FabricTiers {
+  int levels = -1;
+  std::string why;
+  size_t gpu_nodes = 0;
+};
+FabricTiers FabricTiersOnKubernetes(const core::JudgeContext& ctx);
 
 void RegisterVersionChecks(core::Registry& r);
 void RegisterIsolationChecks(core::Registry& r);

@@ -1,6 +1,8 @@
 // Kubernetes checks: the cluster as its API shows it to the audit identity (cluster checks, judged
 // once from the evidence "k8s.*"), and the kubelet's CPU manager on each node. Pure functions of
 // evidence; a list that could not be read is WARN evidence-error, never a PASS.
+#include <regex.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -163,6 +165,13 @@ const std::map<std::string, std::vector<Shape>, std::less<>>& Shapes() {
         {"dra_drivers", 'a', {}},
         {"api_services", 'a', {{"name", 's'}, {"message", 's'}}},
         {"volcano_scheduler_config", 's', {}}}},
+      {"k8s.topology",
+       {{"kueue_topologies", 'a', {{"name", 's'}, {"levels", 'a'}}},
+        {"resource_flavors", 'a', {{"name", 's'}, {"topology", 's'}, {"node_labels", 'o'}}},
+        {"hypernodes", 'a', {{"name", 's'}, {"tier", 'i'}, {"members", 'a'}}},
+        {"compute_domain_crd", 'b', {}},
+        {"compute_domains", 'a', {{"namespace", 's'}, {"name", 's'}, {"status", 's'}}},
+        {"jobset", 'b', {}}}},
       {"k8s.rbac",
        {{"grants",
          'a',
@@ -971,6 +980,389 @@ Finding MonitoringReadinessOnKubernetes(const JudgeContext& ctx) {
   running("log aggregation (Loki, Elasticsearch, Promtail, Fluent Bit, Vector)",
           {"loki", "elasticsearch", "opensearch", "promtail", "fluent-bit", "fluentbit", "fluentd", "vector"});
   return ReadinessScore(parts, ">= 8 of 10 parts running in the cluster");
+}
+
+// ---- topology-aware scheduling ----
+
+namespace {
+
+const json& Labels(const GpuNode& g) {
+  static const json empty = json::object();
+  auto it = g.node->find("labels");
+  return it != g.node->end() && it->is_object() ? *it : empty;
+}
+
+std::string Label(const GpuNode& g, const std::string& key) { return S(Labels(g), key.c_str()); }
+
+// A node of a GB200/GB300 NVL72 rack: GFD labels its NVLink clique on multi-node NVLink systems,
+// and names the product.
+bool Nvl72(const GpuNode& g) {
+  std::string product = Label(g, "nvidia.com/gpu.product");
+  return !Label(g, "nvidia.com/gpu.clique").empty() || Contains(product, "GB200") || Contains(product, "GB300");
+}
+
+// Node labels that place a node in the network (not zone or region): the providers' (GKE
+// gce-topology-*, AWS network-node-layer-N), NVIDIA topograph's, the NVLink clique, and any key
+// naming a block, rack, switch, leaf or spine.
+bool NetworkTopologyLabel(std::string_view key) {
+  if (key.starts_with("cloud.google.com/gce-topology-") || key.starts_with("topology.k8s.aws/network-node-layer-") ||
+      key.starts_with("network.topology.nvidia.com/") || key == "nvidia.com/gpu.clique")
+    return true;
+  auto slash = key.rfind('/');
+  std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
+  for (std::string_view w : {"block", "rack", "switch", "leaf", "spine"})
+    if (Contains(name, w)) return true;
+  return false;
+}
+
+// A level that groups nodes by NVLink domain rather than by switch.
+bool NvlinkLevel(std::string_view key) {
+  return key == "nvidia.com/gpu.clique" || key == "network.topology.nvidia.com/accelerator";
+}
+// A level NVL72 placement can use: the NVLink domain, or a block (Slurm's topology/block, the
+// providers' rack-scale blocks).
+bool BlockLevel(std::string_view key) { return NvlinkLevel(key) || Contains(key, "block"); }
+
+// A Volcano regexMatch pattern (Go RE2 syntax) as POSIX extended, matched by glibc's regex, which
+// has no exponential backtracking for patterns without back-references; nullopt when the pattern
+// uses what ERE lacks (back-references, lookaround, classes other than \d \w \s).
+std::optional<bool> RegexMatches(const std::string& pattern, const std::string& name) {
+  std::string ere;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] != '\\') {
+      ere += pattern[i];
+      continue;
+    }
+    if (++i == pattern.size()) return std::nullopt;
+    switch (char c = pattern[i]) {
+      case 'd':
+        ere += "[0-9]";
+        break;
+      case 'w':
+        ere += "[0-9A-Za-z_]";
+        break;
+      case 's':
+        ere += "[[:space:]]";
+        break;
+      case '.':
+      case '-':
+      case '[':
+      case ']':
+      case '(':
+      case ')':
+      case '{':
+      case '}':
+      case '*':
+      case '+':
+      case '?':
+      case '^':
+      case '$':
+      case '|':
+      case '\\':
+      case '/':
+        ere += '\\';
+        ere += c;
+        break;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (Contains(ere, "(?")) return std::nullopt;
+  regex_t re;
+  if (regcomp(&re, ere.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return std::nullopt;
+  bool match = regexec(&re, name.c_str(), 0, nullptr, 0) == 0;
+  regfree(&re);
+  return match;
+}
+
+// Which Node members of HyperNodes hold each GPU node: node -> the tier-lowest HyperNode's name.
+struct HyperNodeCover {
+  std::map<std::string, std::string> leaf;               // node -> HyperNode (lowest tier) holding it
+  std::map<std::string, std::set<std::string>> members;  // HyperNode -> its GPU nodes
+  std::vector<std::string> unread;                       // members whose selector could not be applied
+  int max_tier = -1;
+};
+
+HyperNodeCover CoverByHyperNodes(const Evidence& topo, const std::vector<GpuNode>& gpus) {
+  HyperNodeCover c;
+  std::map<std::string, int> tier_of_leaf;
+  for (const auto& h : Arr(topo, "hypernodes")) {
+    int tier = h.value("tier", -1);
+    c.max_tier = std::max(c.max_tier, tier);
+    for (const auto& m : h.value("members", json::array())) {
+      if (!m.is_object() || S(m, "type") != "Node") continue;
+      std::string exact = S(m, "exact"), regex = S(m, "regex");
+      const json& labels = m.contains("labels") && m["labels"].is_object() ? m["labels"] : json::object();
+      bool unread = m.value("unread", false) || (exact.empty() && regex.empty() && labels.empty());
+      if (unread) {
+        c.unread.push_back(S(h, "name"));
+        continue;
+      }
+      for (const auto& g : gpus) {
+        bool in = false;
+        if (!exact.empty()) {
+          in = exact == g.name;
+        } else if (!regex.empty()) {
+          auto r = RegexMatches(regex, g.name);
+          if (!r) {
+            c.unread.push_back(fmt::format("{} (pattern {})", S(h, "name"), regex));
+            break;
+          }
+          in = *r;
+        } else {
+          in = true;
+          for (const auto& [k, v] : labels.items())
+            if (!v.is_string() || Label(g, k) != v.get<std::string>()) in = false;
+        }
+        if (!in) continue;
+        c.members[S(h, "name")].insert(g.name);
+        auto it = tier_of_leaf.find(g.name);
+        if (it == tier_of_leaf.end() || tier < it->second) {
+          tier_of_leaf[g.name] = tier;
+          c.leaf[g.name] = S(h, "name");
+        }
+      }
+    }
+  }
+  return c;
+}
+
+// Kueue: the GPU nodes each Topology reaches, through the ResourceFlavors naming it (a node belongs
+// to a flavor when it carries the flavor's nodeLabels, and to a topology unit when it carries every
+// level's label).
+struct KueueCover {
+  std::map<std::string, std::string> topology_of;  // node -> Topology
+  std::vector<std::string> notes;
+  std::map<std::string, std::vector<std::string>> levels;  // bound Topology -> levels
+};
+
+KueueCover CoverByKueue(const Evidence& topo, const std::vector<GpuNode>& gpus) {
+  KueueCover c;
+  std::map<std::string, std::vector<std::string>> topologies;
+  for (const auto& t : Arr(topo, "kueue_topologies")) {
+    std::vector<std::string> levels;
+    for (const auto& l : t.value("levels", json::array()))
+      if (l.is_string()) levels.push_back(l.get<std::string>());
+    topologies[S(t, "name")] = levels;
+  }
+  std::set<std::string> bound;
+  for (const auto& f : Arr(topo, "resource_flavors")) {
+    std::string name = S(f, "topology");
+    if (name.empty()) continue;
+    auto t = topologies.find(name);
+    if (t == topologies.end()) {
+      c.notes.push_back(fmt::format("ResourceFlavor {} names Topology {}, which does not exist", S(f, "name"), name));
+      continue;
+    }
+    bound.insert(name);
+    c.levels[name] = t->second;
+    const json node_labels = f.value("node_labels", json::object());
+    for (const auto& g : gpus) {
+      bool in = true;
+      for (const auto& [k, v] : node_labels.items())
+        if (!v.is_string() || Label(g, k) != v.get<std::string>()) in = false;
+      for (const auto& level : t->second)
+        if (level != "kubernetes.io/hostname" && Label(g, level).empty()) in = false;
+      if (in) c.topology_of.emplace(g.name, name);
+    }
+  }
+  for (const auto& [name, levels] : topologies)
+    if (!bound.count(name))
+      c.notes.push_back(fmt::format("Topology {} is named by no ResourceFlavor: Kueue does not place by it", name));
+  return c;
+}
+
+// The network label keys the GPU nodes carry, with how many nodes carry each.
+std::map<std::string, size_t> NetworkLabels(const std::vector<GpuNode>& gpus) {
+  std::map<std::string, size_t> keys;
+  for (const auto& g : gpus)
+    for (const auto& [k, v] : Labels(g).items())
+      if (NetworkTopologyLabel(k) && v.is_string() && !v.get<std::string>().empty()) ++keys[k];
+  return keys;
+}
+
+std::string Join(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, ", ")); }
+
+}  // namespace
+
+// topology-conf on Kubernetes: a scheduler that places by network topology (Kueue TAS through a
+// ResourceFlavor, Volcano HyperNodes, JobSet exclusive placement on a topology label), covering
+// every GPU node; NVL72 nodes need a level that groups them by NVLink domain.
+Finding TopologyConfOnKubernetes(const JudgeContext& ctx) {
+  if (auto p = Unread(ctx, {{"k8s.nodes", "node list"}})) return *p;
+  auto gpus = GpuNodes(ctx.Get("k8s.nodes"));
+  if (gpus.empty()) return core::Skip(Reason::kNotApplicable, "no node advertises or is labelled with GPUs");
+  if (auto p = Unread(ctx, {{"k8s.topology", "topology-aware scheduling objects"}})) return *p;
+  const Evidence& topo = ctx.Get("k8s.topology");
+  auto kueue = CoverByKueue(topo, gpus);
+  auto volcano = CoverByHyperNodes(topo, gpus);
+  auto labels = NetworkLabels(gpus);
+  std::vector<std::string> lines = kueue.notes, mechanisms;
+  for (const auto& [name, levels] : kueue.levels)
+    mechanisms.push_back(fmt::format("Kueue Topology {} ({})", name, Join(levels)));
+  if (!Arr(topo, "hypernodes").empty())
+    mechanisms.push_back(fmt::format("Volcano HyperNodes ({}, {} tiers)", Arr(topo, "hypernodes").size(),
+                                     std::max(volcano.max_tier, 0)));
+  // JobSet places a job's pods exclusively per value of a node label: usable when every GPU node
+  // carries one such label.
+  std::string jobset_key;
+  if (topo.data.value("jobset", false)) {
+    for (const auto& [k, n] : labels)
+      if (n == gpus.size() && (jobset_key.empty() || BlockLevel(k))) jobset_key = k;
+    if (!jobset_key.empty()) mechanisms.push_back("JobSet exclusive placement on " + jobset_key);
+  }
+  for (const auto& [k, n] : labels) lines.push_back(fmt::format("label {} on {} of {} GPU nodes", k, n, gpus.size()));
+  for (const auto& u : volcano.unread) lines.push_back("HyperNode member not understood: " + u);
+  if (mechanisms.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& [k, n] : labels) keys.push_back(k);
+    return core::Warn(Reason::kConfig,
+                      keys.empty() ? "no topology-aware scheduling: no Kueue Topology, no Volcano HyperNode, no "
+                                     "network topology label on the GPU nodes"
+                                   : fmt::format("the GPU nodes carry network topology labels ({}) but no scheduler "
+                                                 "places by them (no Kueue Topology bound to a ResourceFlavor, no "
+                                                 "Volcano HyperNode, no JobSet)",
+                                                 Names(keys, 3)))
+        .Details(lines)
+        .Expected("Kueue TAS, Volcano HyperNodes or JobSet placement covering every GPU node");
+  }
+  std::vector<std::string> outside, nvl72, tree_only;
+  for (const auto& g : gpus) {
+    bool by_kueue = kueue.topology_of.count(g.name) > 0, by_volcano = volcano.leaf.count(g.name) > 0;
+    if (!by_kueue && !by_volcano && jobset_key.empty()) outside.push_back(g.name);
+    if (!Nvl72(g)) continue;
+    nvl72.push_back(g.name);
+    // A block level: Kueue's topology has one; Volcano's leaf HyperNode holds one clique only; or
+    // JobSet places on a block label.
+    bool block = false;
+    if (by_kueue)
+      for (const auto& l : kueue.levels[kueue.topology_of[g.name]]) block = block || BlockLevel(l);
+    if (by_volcano) {
+      std::set<std::string> cliques;
+      for (const auto& peer : volcano.members[volcano.leaf[g.name]])
+        for (const auto& h : gpus)
+          if (h.name == peer) cliques.insert(Label(h, "nvidia.com/gpu.clique"));
+      block = block || (cliques.size() == 1 && !cliques.begin()->empty());
+    }
+    if (!jobset_key.empty() && BlockLevel(jobset_key)) block = true;
+    if (!block) tree_only.push_back(g.name);
+  }
+  lines.insert(lines.begin(), "placement: " + Join(mechanisms));
+  std::string expected = "topology-aware scheduling covering every GPU node (block levels on NVL72)";
+  if (!outside.empty() && !volcano.unread.empty())
+    return core::Warn(Reason::kUnverified,
+                      fmt::format("{} of {} GPU nodes not matched by a topology unit, and HyperNode selectors that "
+                                  "could not be applied: {}",
+                                  outside.size(), gpus.size(), Names(outside)))
+        .Details(lines)
+        .Expected(expected);
+  if (!outside.empty())
+    return core::Warn(Reason::kConfig, fmt::format("{} of {} GPU nodes outside every topology unit: {}", outside.size(),
+                                                   gpus.size(), Names(outside)))
+        .Details(lines)
+        .Expected(expected);
+  if (!tree_only.empty())
+    return core::Warn(Reason::kConfig,
+                      fmt::format("{} of {} NVL72 node(s) placed by switch tiers only: no level groups them by "
+                                  "NVLink domain (nvidia.com/gpu.clique or a block label): {}",
+                                  tree_only.size(), nvl72.size(), Names(tree_only)))
+        .Details(lines)
+        .Expected(expected);
+  return core::Pass(fmt::format("{} covers all {} GPU nodes{}", Join(mechanisms), gpus.size(),
+                                nvl72.empty() ? "" : fmt::format(" (block placement on {} NVL72 nodes)", nvl72.size())))
+      .Details(lines)
+      .Expected(expected);
+}
+
+// mnnvl-compute-domain on Kubernetes: NVL72 nodes share NVLink across nodes through the NVIDIA DRA
+// driver's ComputeDomains (which start IMEX daemons per domain), and GFD labels each node's clique.
+Finding MnnvlComputeDomainOnKubernetes(const JudgeContext& ctx) {
+  if (auto p = Unread(ctx, {{"k8s.nodes", "node list"}})) return *p;
+  std::vector<GpuNode> racks;
+  for (const auto& g : GpuNodes(ctx.Get("k8s.nodes")))
+    if (Nvl72(g)) racks.push_back(g);
+  if (racks.empty()) return core::Skip(Reason::kNotApplicable, "no GB200/GB300 (NVL72) node in the node list");
+  if (auto p = Unread(ctx, {{"k8s.topology", "topology-aware scheduling objects"}, {"k8s.operators", "operators"}}))
+    return *p;
+  const Evidence& topo = ctx.Get("k8s.topology");
+  bool driver = false;
+  for (const auto& d : Arr(ctx.Get("k8s.operators"), "dra_drivers"))
+    if (d == "compute-domain.nvidia.com") driver = true;
+  std::vector<std::string> unlabelled, problems, lines;
+  std::set<std::string> cliques;
+  for (const auto& g : racks) {
+    std::string c = Label(g, "nvidia.com/gpu.clique");
+    if (c.empty())
+      unlabelled.push_back(g.name);
+    else
+      cliques.insert(c);
+  }
+  if (!topo.data.value("compute_domain_crd", false))
+    problems.push_back(
+        "ComputeDomain (computedomains.resource.nvidia.com) is not served: the NVIDIA DRA driver for "
+        "GPUs is not installed");
+  if (!driver)
+    problems.push_back("no ResourceSlice of the compute-domain.nvidia.com DRA driver: no node offers IMEX channels");
+  if (!unlabelled.empty())
+    problems.push_back(fmt::format("{} of {} NVL72 node(s) without an nvidia.com/gpu.clique label: {}",
+                                   unlabelled.size(), racks.size(), Names(unlabelled)));
+  for (const auto& d : Arr(topo, "compute_domains")) {
+    std::string status = S(d, "status");
+    lines.push_back(fmt::format("ComputeDomain {}/{}: {} node(s), {}", S(d, "namespace"), S(d, "name"),
+                                d.value("nodes", -1), status.empty() ? "no status" : status));
+    if (status != "Ready")
+      problems.push_back(fmt::format("ComputeDomain {}/{} is not Ready ({})", S(d, "namespace"), S(d, "name"),
+                                     status.empty() ? "no status" : status));
+  }
+  lines.push_back(fmt::format("NVL72 nodes: {}, NVLink cliques: {}", racks.size(), cliques.size()));
+  Finding f = problems.empty() ? core::Pass(fmt::format("ComputeDomains usable on all {} NVL72 node(s) ({} clique(s), "
+                                                        "DRA driver compute-domain.nvidia.com)",
+                                                        racks.size(), cliques.size()))
+                               : core::Warn(Reason::kConfig, problems.front());
+  return f.Details(problems).Details(lines).Expected(
+      "the NVIDIA DRA driver's ComputeDomains, its compute-domain.nvidia.com slices, and a clique label on "
+      "every NVL72 node");
+}
+
+// How many network tiers the cluster's topology objects describe (nccl-ib-qps-entropy): Kueue
+// Topology levels (hostname and NVLink levels aside), Volcano HyperNode tiers, or the providers'
+// network layer labels. levels -1 when nothing tells.
+FabricTiers FabricTiersOnKubernetes(const JudgeContext& ctx) {
+  FabricTiers t;
+  const Evidence& nodes = ctx.Get("k8s.nodes");
+  if (!nodes.ok() || !Misshapen("k8s.nodes", nodes).empty()) return t;
+  auto gpus = GpuNodes(nodes);
+  t.gpu_nodes = gpus.size();
+  const Evidence& topo = ctx.Get("k8s.topology");
+  if (topo.ok() && Misshapen("k8s.topology", topo).empty()) {
+    for (const auto& [name, levels] : CoverByKueue(topo, gpus).levels) {
+      int n = 0;
+      for (const auto& l : levels) n += l != "kubernetes.io/hostname" && !NvlinkLevel(l);
+      if (n > t.levels) {
+        t.levels = n;
+        t.why = fmt::format("Kueue Topology {} has {} switch level(s)", name, n);
+      }
+    }
+    int tiers = CoverByHyperNodes(topo, gpus).max_tier;
+    if (tiers > t.levels) {
+      t.levels = tiers;
+      t.why = fmt::format("Volcano HyperNodes have {} tier(s)", tiers);
+    }
+  }
+  if (t.levels < 0) {
+    int n = 0;
+    std::vector<std::string> keys;
+    for (const auto& [k, c] : NetworkLabels(gpus)) {
+      if (NvlinkLevel(k) || k.starts_with("cloud.google.com/gce-topology-host")) continue;
+      ++n;
+      keys.push_back(k);
+    }
+    if (n > 0) {
+      t.levels = n;
+      t.why = fmt::format("the GPU nodes carry {} network layer label(s) ({})", n, Names(keys, 3));
+    }
+  }
+  return t;
 }
 
 void RegisterKubernetesChecks(core::Registry& r) {

@@ -509,6 +509,7 @@ Finding PrologFast(const JudgeContext& ctx) {
 }
 
 Finding TopologyConf(const JudgeContext& ctx) {
+  if (ctx.target() == core::Target::kK8s) return TopologyConfOnKubernetes(ctx);
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
   std::string plugin = Cfg(config, "TopologyPlugin");
@@ -847,30 +848,34 @@ Finding NcclIbQps(const JudgeContext& ctx) {
   if (rdma_nodes.empty())
     return core::Skip(Reason::kNotApplicable,
                       fmt::format("no InfiniBand or RoCE rail on any of the {} node(s)", ports.size()));
-  // Tiers: the highest switch Level (0 = leaf) in the topology, else the GPU node count.
-  const Evidence& topo = ctx.Get("slurm.topology");
-  const Evidence& nodes_e = ctx.Get("slurm.nodes");
-  int max_level = -1;
-  if (topo.ok()) {
-    for (const auto& u : topo.data.value("units", json::array())) {
-      if (auto l = util::ParseInt(u.value("Level", ""))) max_level = std::max<int>(max_level, static_cast<int>(*l));
+  // Tiers: the highest switch Level (0 = leaf) in Slurm's topology, the levels of the Kubernetes
+  // scheduler's topology objects, else the GPU node count.
+  FabricTiers tiers;
+  if (ctx.target() == core::Target::kK8s) {
+    tiers = FabricTiersOnKubernetes(ctx);
+  } else {
+    const Evidence& topo = ctx.Get("slurm.topology");
+    const Evidence& nodes_e = ctx.Get("slurm.nodes");
+    int max_level = -1;
+    if (topo.ok()) {
+      for (const auto& u : topo.data.value("units", json::array())) {
+        if (auto l = util::ParseInt(u.value("Level", ""))) max_level = std::max<int>(max_level, static_cast<int>(*l));
+      }
+    }
+    if (max_level >= 0) {
+      tiers.levels = max_level + 1;
+      tiers.why = max_level == 0 ? "topology has one switch level"
+                                 : fmt::format("topology has {} switch levels", max_level + 1);
+    }
+    if (nodes_e.ok()) {
+      for (const auto& n : Nodes(nodes_e)) tiers.gpu_nodes += n.gpus > 0;
     }
   }
   long long threshold = SlurmThresholds().value("multi_tier_node_threshold", 64);
-  size_t gpu_nodes = 0;
-  if (nodes_e.ok()) {
-    for (const auto& n : Nodes(nodes_e)) gpu_nodes += n.gpus > 0;
-  }
-  size_t node_count = std::max(gpu_nodes, ports.size());
-  bool multi_tier;
-  std::string why;
-  if (max_level >= 1) {
-    multi_tier = true;
-    why = fmt::format("topology has {} switch levels", max_level + 1);
-  } else if (max_level == 0) {
-    multi_tier = false;
-    why = "topology has one switch level";
-  } else {
+  size_t node_count = std::max(tiers.gpu_nodes, ports.size());
+  bool multi_tier = tiers.levels >= 2;
+  std::string why = tiers.why;
+  if (tiers.levels < 0) {
     multi_tier = static_cast<long long>(node_count) > threshold;
     why = fmt::format("no switch levels in the topology; {} GPU node(s) {} {}", node_count,
                       multi_tier ? ">" : "<=", threshold);
@@ -903,6 +908,7 @@ Finding NcclIbQps(const JudgeContext& ctx) {
 // mnnvl-compute-domain: GB200/GB300 NVL72 racks share one NVLink domain across nodes only through
 // IMEX (nvidia-imex on every node), and Slurm must place jobs inside a rack (topology/block).
 Finding MnnvlComputeDomain(const JudgeContext& ctx) {
+  if (ctx.target() == core::Target::kK8s) return MnnvlComputeDomainOnKubernetes(ctx);
   const Evidence& fleet = ctx.Get("fleet.summary");
   if (auto p = NotAFleet(fleet)) return *p;
   auto gpus = FleetFact(fleet, "gpus");
@@ -1051,10 +1057,12 @@ void RegisterSlurmChecks(core::Registry& r) {
                "Set NCCL_IB_QPS_PER_CONNECTION=2 (or 4) in /etc/nccl.conf on every node; sweep 2-8 with nccl-tests.",
            .criterion = "nccl-ib-qps-entropy",
            .targets = kS | kK,
-           .needs = {"fleet.summary", "slurm.topology", "slurm.nodes"},
+           // k8s.* evidence is collected on the Kubernetes target only (audit/plan.cc).
+           .needs = {"fleet.summary", "slurm.topology", "slurm.nodes", "k8s.nodes", "k8s.topology"},
            .cluster = true,
            .node_needs = {"nccl.config", "rdma.devices"},
-           .reproduce = "scontrol show topology | grep -o 'Level=[0-9]*' | sort -u; grep QPS /etc/nccl.conf"},
+           .reproduce = "scontrol show topology | grep -o 'Level=[0-9]*' | sort -u; grep QPS /etc/nccl.conf; "
+                        "kubectl get topologies.kueue.x-k8s.io -o yaml"},
        NcclIbQps});
   r.Add(
       {CheckInfo{
@@ -1083,13 +1091,15 @@ void RegisterSlurmChecks(core::Registry& r) {
            .rationale =
                "A GB200/GB300 NVL72 rack shares NVLink across its nodes only through IMEX, and jobs must stay inside a rack to use it.",
            .remediation =
-               "Run nvidia-imex on every NVL72 node (one IMEX domain per rack) and set TopologyPlugin=topology/block with one block per rack.",
+               "Slurm: run nvidia-imex on every NVL72 node (one IMEX domain per rack) and set TopologyPlugin=topology/block with one "
+               "block per rack. Kubernetes: install the NVIDIA DRA driver for GPUs (ComputeDomains) and GPU Feature Discovery.",
            .criterion = "topology-conf",
            .targets = kS | kK,
-           .needs = {"fleet.summary", "slurm.config"},
+           .needs = {"fleet.summary", "slurm.config", "k8s.nodes", "k8s.topology", "k8s.operators"},
            .cluster = true,
            .node_needs = {"gpu.inventory", "os.processes"},
-           .reproduce = "systemctl is-active nvidia-imex; scontrol show config | grep TopologyPlugin"},
+           .reproduce = "systemctl is-active nvidia-imex; scontrol show config | grep TopologyPlugin; "
+                        "kubectl get computedomains -A; kubectl get nodes -L nvidia.com/gpu.clique"},
        MnnvlComputeDomain});
   r.Add(
       {CheckInfo{.id = "slurm-commands",
@@ -1225,18 +1235,22 @@ void RegisterSlurmChecks(core::Registry& r) {
              .cluster = true,
              .reproduce = "time srun -N1 --gres=gpu:1 --time=1 true"},
          PrologFast});
-  r.Add({CheckInfo{.id = "topology-conf",
-                   .category = "networking",
-                   .title = "Topology-aware scheduling covers every GPU node",
-                   .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.",
-                   .remediation =
-                       "TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU nodes.",
-                   .criterion = "topology-conf",
-                   .targets = kS,
-                   .needs = {"slurm.config", "slurm.topology", "slurm.nodes", "fleet.summary"},
-                   .cluster = true,
-                   .node_needs = {"gpu.inventory"},
-                   .reproduce = "scontrol show config | grep TopologyPlugin; scontrol show topology"},
+  r.Add({CheckInfo{
+             .id = "topology-conf",
+             .category = "networking",
+             .title = "Topology-aware scheduling covers every GPU node",
+             .rationale = "Without topology, multi-node jobs straddle switches and collectives slow down.",
+             .remediation =
+                 "Slurm: TopologyPlugin=topology/tree (or block for NVL72) with topology.conf covering the GPU "
+                 "nodes. Kubernetes: a Kueue Topology named by the GPU ResourceFlavor, or Volcano HyperNodes, "
+                 "over labels every GPU node carries (nvidia.com/gpu.clique as a level on NVL72).",
+             .criterion = "topology-conf",
+             .targets = kS | kK,
+             .needs = {"slurm.config", "slurm.topology", "slurm.nodes", "fleet.summary", "k8s.nodes", "k8s.topology"},
+             .cluster = true,
+             .node_needs = {"gpu.inventory"},
+             .reproduce = "scontrol show config | grep TopologyPlugin; scontrol show topology; "
+                          "kubectl get topologies.kueue.x-k8s.io,resourceflavors.kueue.x-k8s.io,hypernodes -o yaml"},
          TopologyConf});
   r.Add({CheckInfo{.id = "pyxis",
                    .category = "orchestration",

@@ -269,22 +269,32 @@ Evidence Storage(host::Host& h, const CollectOptions& o) {
   });
 }
 
-// Lists `path` only when its group is served (a missing CRD is a fact, not an error).
+// Lists `resource` of `group` only when served (a missing CRD is a fact, not an error): in the
+// group's preferred version, else in the first of `fallbacks` that serves it (a kind that is
+// younger or older than the group's preferred version: Kueue's Topology was v1alpha1 while its
+// queues were v1beta1). *served (when given) says whether any version served it.
 bool ListIfServed(Api& api, const std::map<std::string, std::string>& groups, const std::string& group,
-                  const std::string& resource, json& out, json (*fn)(const json&)) {
+                  const std::string& resource, json& out, json (*fn)(const json&),
+                  const std::vector<std::string>& fallbacks = {}, bool* served = nullptr) {
+  out = json::array();
+  if (served) *served = false;
   auto it = groups.find(group);
-  if (it == groups.end() || it->second.empty()) {
-    out = json::array();
+  if (it == groups.end() || it->second.empty()) return true;
+  std::vector<std::string> versions = {it->second};
+  for (const auto& v : fallbacks)
+    if (std::find(versions.begin(), versions.end(), v) == versions.end()) versions.push_back(v);
+  for (const auto& version : versions) {
+    json items = json::array();
+    bool absent = false;  // not served in this version
+    if (!api.List(
+            fmt::format("/apis/{}/{}/{}", group, version, resource), [&](const json& x) { items.push_back(fn(x)); },
+            &absent))
+      return false;
+    if (absent) continue;
+    out = std::move(items);
+    if (served) *served = true;
     return true;
   }
-  // Served group, resource not in its preferred version: absent too.
-  json items = json::array();
-  bool absent = false;
-  if (!api.List(
-          fmt::format("/apis/{}/{}/{}", group, it->second, resource), [&](const json& x) { items.push_back(fn(x)); },
-          &absent))
-    return false;
-  out = std::move(items);
   return true;
 }
 
@@ -370,6 +380,27 @@ Evidence Operators(host::Host& h, const CollectOptions& o) {
         {"amd_device_configs", amd},    {"cluster_queues", queues},
         {"service_monitors", monitors}, {"dra_drivers", json(std::vector<std::string>(drivers.begin(), drivers.end()))},
         {"api_services", apis},         {"volcano_scheduler_config", util::Ellipsize(volcano, 20000)}};
+  });
+}
+
+// What topology-aware scheduling the cluster offers: Kueue Topologies and the ResourceFlavors that
+// bind them, Volcano HyperNodes, NVIDIA ComputeDomains (multi-node NVLink), JobSet served.
+Evidence Topology(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.topology", [](Api& api, Evidence& e) {
+    auto groups = api.Groups();
+    if (!groups) return;
+    json topologies, flavors, hypernodes, domains;
+    bool domains_served = false;
+    if (!ListIfServed(api, *groups, "kueue.x-k8s.io", "topologies", topologies, k8s::KueueTopology,
+                      {"v1beta2", "v1beta1", "v1alpha1"}) ||
+        !ListIfServed(api, *groups, "kueue.x-k8s.io", "resourceflavors", flavors, k8s::ResourceFlavor) ||
+        !ListIfServed(api, *groups, "topology.volcano.sh", "hypernodes", hypernodes, k8s::HyperNode, {"v1alpha1"}) ||
+        !ListIfServed(api, *groups, "resource.nvidia.com", "computedomains", domains, k8s::ComputeDomain, {"v1beta1"},
+                      &domains_served))
+      return;
+    e.data = {{"kueue_topologies", topologies}, {"resource_flavors", flavors},
+              {"hypernodes", hypernodes},       {"compute_domain_crd", domains_served},
+              {"compute_domains", domains},     {"jobset", groups->count("jobset.x-k8s.io") > 0}};
   });
 }
 
@@ -563,6 +594,14 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
          raw + "/api/v1/namespaces/volcano-system/configmaps/volcano-scheduler-configmap"},
         ""},
        Operators});
+  out.push_back({{"k8s.topology",
+                  "Topology-aware scheduling: Kueue Topologies and ResourceFlavors, Volcano HyperNodes, NVIDIA "
+                  "ComputeDomains, JobSet",
+                  {raw + "/apis/kueue.x-k8s.io/VERSION/{topologies,resourceflavors}",
+                   raw + "/apis/topology.volcano.sh/v1alpha1/hypernodes",
+                   raw + "/apis/resource.nvidia.com/v1beta1/computedomains"},
+                  ""},
+                 Topology});
   out.push_back({{"k8s.rbac",
                   "Cluster roles, roles and their bindings: every subject granted nodes/proxy",
                   {raw + "/apis/rbac.authorization.k8s.io/v1/{clusterroles,roles,clusterrolebindings,rolebindings}"},
@@ -670,6 +709,25 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
             {"api_services[].available", Bool, "", "the Available condition; null when absent", kNull},
             {"api_services[].message", Str, "", "the condition's message, cut"},
             {"volcano_scheduler_config", Str, "", "volcano-scheduler-configmap's data, cut; empty when none"}}));
+  DeclareFields(out, "k8s.topology",
+                with({{"kueue_topologies[].name", Str, "", "Kueue Topology"},
+                      {"kueue_topologies[].levels[]", Str, "", "its levels' node label keys, widest first"},
+                      {"resource_flavors[].name", Str, "", "Kueue ResourceFlavor"},
+                      {"resource_flavors[].topology", Str, "", "spec.topologyName; empty when none"},
+                      {"resource_flavors[].node_labels{}", Str, "", "spec.nodeLabels: the nodes of the flavor"},
+                      {"hypernodes[].name", Str, "", "Volcano HyperNode"},
+                      {"hypernodes[].tier", Int, "", "spec.tier (1 = the nodes' switch); -1 when unread"},
+                      {"hypernodes[].members[].type", Str, "", "Node or HyperNode"},
+                      {"hypernodes[].members[].exact", Str, "", "selector.exactMatch.name"},
+                      {"hypernodes[].members[].regex", Str, "", "selector.regexMatch.pattern (Go syntax)"},
+                      {"hypernodes[].members[].labels{}", Str, "", "selector.labelMatch.matchLabels"},
+                      {"hypernodes[].members[].unread", Bool, "", "a selector not understood (matchExpressions ...)"},
+                      {"compute_domain_crd", Bool, "", "computedomains.resource.nvidia.com is served"},
+                      {"compute_domains[].namespace", Str, "", "namespace"},
+                      {"compute_domains[].name", Str, "", "ComputeDomain"},
+                      {"compute_domains[].nodes", Int, "", "spec.numNodes; -1 when unset"},
+                      {"compute_domains[].status", Str, "", "status.status (Ready, NotReady); empty when none"},
+                      {"jobset", Bool, "", "jobset.x-k8s.io is served (exclusive-topology placement)"}}));
   DeclareFields(out, "k8s.rbac",
                 {{"grants[].role", Str, "", "\"ClusterRole/name\" or \"Role/namespace/name\" granting nodes/proxy"},
                  {"grants[].binding", Str, "", "\"ClusterRoleBinding/name\" or \"RoleBinding/namespace/name\""},

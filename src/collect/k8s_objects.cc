@@ -260,6 +260,56 @@ json StatefulResource(const json& cr) {
   return {{"name", Name(cr)}, {"namespace", Ns(cr)}, {"state", Str(cr, {"status", "state"})}};
 }
 
+json KueueTopology(const json& t) {
+  json levels = json::array();
+  const json& ls = At(t, {"spec", "levels"});
+  if (ls.is_array()) {
+    for (const auto& l : ls) {
+      std::string key = Str(l, {"nodeLabel"});
+      if (!key.empty()) levels.push_back(util::Ellipsize(key, 256));
+    }
+  }
+  return {{"name", Name(t)}, {"levels", levels}};
+}
+
+json ResourceFlavor(const json& rf) {
+  return {{"name", Name(rf)},
+          {"topology", Str(rf, {"spec", "topologyName"})},
+          {"node_labels", StringMap(At(rf, {"spec", "nodeLabels"}))}};
+}
+
+json HyperNode(const json& hn) {
+  json members = json::array();
+  const json& ms = At(hn, {"spec", "members"});
+  if (ms.is_array()) {
+    for (const auto& m : ms) {
+      json out = {
+          {"type", Str(m, {"type"})}, {"exact", ""}, {"regex", ""}, {"labels", json::object()}, {"unread", false}};
+      const json& sel = At(m, {"selector"});
+      if (std::string name = Str(sel, {"exactMatch", "name"}); !name.empty()) {
+        out["exact"] = util::Ellipsize(name, 256);
+      } else if (std::string re = Str(sel, {"regexMatch", "pattern"}); !re.empty()) {
+        out["regex"] = util::Ellipsize(re, 256);
+      } else if (const json& labels = At(sel, {"labelMatch", "matchLabels"});
+                 labels.is_object() && !labels.empty() && StringMap(labels).size() == labels.size()) {
+        out["labels"] = StringMap(labels);
+      } else {
+        out["unread"] = true;  // matchExpressions, or a selector of a later API version
+      }
+      if (!At(sel, {"labelMatch", "matchExpressions"}).empty()) out["unread"] = true;
+      members.push_back(std::move(out));
+    }
+  }
+  return {{"name", Name(hn)}, {"tier", Int(hn, {"spec", "tier"}, -1)}, {"members", members}};
+}
+
+json ComputeDomain(const json& cd) {
+  return {{"namespace", Ns(cd)},
+          {"name", Name(cd)},
+          {"nodes", Int(cd, {"spec", "numNodes"}, -1)},
+          {"status", Str(cd, {"status", "status"})}};
+}
+
 std::vector<std::string> NodesProxyVerbs(const json& role) {
   std::set<std::string> verbs;
   const json& rules = At(role, {"rules"});

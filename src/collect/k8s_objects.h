@@ -41,6 +41,18 @@ nlohmann::json ApiService(const nlohmann::json& as);
 // A custom resource's name, namespace and status.state (ClusterPolicy, NicClusterPolicy ...).
 nlohmann::json StatefulResource(const nlohmann::json& cr);
 
+// Topology-aware scheduling objects (k8s.topology):
+// Kueue Topology: {"name", "levels": [node label keys, widest first]}.
+nlohmann::json KueueTopology(const nlohmann::json& topology);
+// Kueue ResourceFlavor: {"name", "topology" (spec.topologyName, empty when none), "node_labels"{}}.
+nlohmann::json ResourceFlavor(const nlohmann::json& flavor);
+// Volcano HyperNode: {"name", "tier" (-1 when unread), "members": [{"type" (Node, HyperNode),
+// "exact", "regex", "labels"{}, "unread" (a selector we do not understand: matchExpressions ...)}]}.
+nlohmann::json HyperNode(const nlohmann::json& hypernode);
+// NVIDIA ComputeDomain (the DRA driver's multi-node NVLink domain): {"namespace", "name",
+// "nodes" (spec.numNodes, -1 when unset), "status" (status.status: Ready, NotReady; empty when none)}.
+nlohmann::json ComputeDomain(const nlohmann::json& domain);
+
 // RBAC: the verbs of a role's rules that reach the kubelet API through nodes/proxy (apiGroups ""
 // or "*", resources nodes/proxy, nodes/* or *, verbs get, create or *). Empty when none.
 std::vector<std::string> NodesProxyVerbs(const nlohmann::json& role);
