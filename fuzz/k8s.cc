@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (json out :
          {k8s::Node(item), k8s::Workload(item, "DaemonSet"), k8s::Workload(item, "Deployment"), k8s::Pod(item),
           k8s::Namespace(item), k8s::StorageClass(item), k8s::Claim(item), k8s::Service(item), k8s::IngressClass(item),
-          k8s::GatewayClass(item), k8s::ApiService(item), k8s::StatefulResource(item)}) {
+          k8s::GatewayClass(item), k8s::ApiService(item), k8s::StatefulResource(item), k8s::KueueTopology(item),
+          k8s::ResourceFlavor(item), k8s::HyperNode(item), k8s::ComputeDomain(item), k8s::PrometheusRule(item)}) {
       if (!out.is_object()) __builtin_trap();
       out.dump(-1, ' ', true, json::error_handler_t::strict);  // valid UTF-8 out, whatever came in
     }

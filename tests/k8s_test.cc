@@ -709,10 +709,19 @@ TEST(K8sApi, SlurmAndKubernetesRowsJudgeTheirOwnEvidence) {
   Cluster c("gpu-operator");
   auto ev = c.Collect();
   // dcgm-exporter with its ServiceMonitor, Prometheus, Grafana, Alertmanager, kube-state-metrics,
-  // node-exporter and GFD run; no log aggregation, and the alert rules are not read: 8 of 10.
+  // node-exporter, GFD and PrometheusRules with alerts; no log aggregation: 9 of 10.
   auto f = Judge("monitoring-readiness", ev);
   EXPECT_EQ(V(f), "PASS") << All(f);
-  EXPECT_NE(f.message.find("8/10"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("9/10"), std::string::npos) << f.message;
+  EXPECT_NE(All(f).find("[x] alerting rules: 2 alert(s) in monitoring/node-exporter-rules (2)"), std::string::npos)
+      << All(f);
+  {
+    auto m = ev;  // rules with recording rules only: that part is absent
+    for (auto& r : m.at("k8s.alert-rules").data["rules"]) r["alerts"] = 0;
+    auto g = Judge("monitoring-readiness", m);
+    EXPECT_NE(g.message.find("8/10"), std::string::npos) << g.message;
+    EXPECT_NE(All(g).find("[ ] alerting rules: PrometheusRules hold no alert"), std::string::npos) << All(g);
+  }
   auto fewer = ev;
   auto& w = fewer.at("k8s.workloads").data["workloads"];
   w.erase(std::remove_if(w.begin(), w.end(),
@@ -723,7 +732,27 @@ TEST(K8sApi, SlurmAndKubernetesRowsJudgeTheirOwnEvidence) {
           w.end());
   f = Judge("monitoring-readiness", fewer);
   EXPECT_EQ(V(f), "WARN") << All(f);
-  EXPECT_NE(f.message.find("6/10 (partial): missing"), std::string::npos) << f.message;
+  EXPECT_NE(f.message.find("7/10 (partial): missing"), std::string::npos) << f.message;
+  // The rules unread (denied, or a bundle of an older version): that part is "?", and when it alone
+  // decides between two bands the finding is unverified, never a PASS or a FAIL.
+  for (auto* m : {&ev, &fewer}) {
+    m->at("k8s.alert-rules").status = core::EvidenceStatus::kPermissionDenied;
+    m->at("k8s.alert-rules").error = "GET /apis/monitoring.coreos.com/v1/prometheusrules: Forbidden";
+  }
+  f = Judge("monitoring-readiness", ev);  // 8 or 9 of 10: production either way
+  EXPECT_EQ(V(f), "PASS") << All(f);
+  EXPECT_NE(All(f).find("[?] alerting rules: PrometheusRules unread"), std::string::npos) << All(f);
+  f = Judge("monitoring-readiness", fewer);  // 6 or 7 of 10: partial either way
+  EXPECT_EQ(f.reason, core::Reason::kConfig) << All(f);
+  auto edge = ev;  // without Grafana: 7 or 8 of 10, partial or production
+  auto& ew = edge.at("k8s.workloads").data["workloads"];
+  ew.erase(std::remove_if(ew.begin(), ew.end(), [](const json& x) { return x.value("name", "") == "grafana"; }),
+           ew.end());
+  f = Judge("monitoring-readiness", edge);
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_EQ(f.reason, core::Reason::kUnverified) << All(f);
+  EXPECT_NE(f.message.find("between 7 and 8"), std::string::npos) << f.message;
+  ev = c.Collect();
   // node-problem-detector detects; nothing acts on it. A remediation controller makes it PASS.
   f = Judge("auto-remediation", ev);
   EXPECT_EQ(V(f), "WARN") << All(f);

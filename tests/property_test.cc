@@ -281,6 +281,9 @@ const Exemption kExemptions[] = {
      "a node record without Gres= is a node without GPUs (see above)"},
     {"topology-conf", "slurm.nodes", "/records/*/Gres",
      "a node record without Gres= is a node without GPUs (see above)"},
+    {"topology-conf", "k8s.nodes", "/nodes/*/labels",
+     "a label removed describes a node without it; the PASS then rests on another placement the check read (JobSet on "
+     "a label every GPU node still carries); a label of the wrong type is misshapen evidence (WARN)"},
     {"gpu-xid-history", "kernel.xid", "/counts_by_day",
      "a count in a map keyed by day and code is a record, not a field: removing it describes a log without that event"},
     {"gpu-xid-history", "kernel.xid", "/source",

@@ -182,16 +182,21 @@ std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::
 }
 
 Finding ReadinessScore(const std::vector<ReadinessPart>& parts, const std::string& expected) {
-  int score = 0;
+  int score = 0, unread = 0;
   std::vector<std::string> lines, absent;
   for (const auto& p : parts) {
     score += p.ok;
-    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : " ", p.name, p.where));
+    unread += !p.ok && p.unread;
+    lines.push_back(fmt::format("[{}] {}: {}", p.ok ? "x" : p.unread ? "?" : " ", p.name, p.where));
     if (!p.ok) absent.push_back(p.name);
   }
+  auto band = [](int s) { return s >= 8 ? 2 : s >= 5 ? 1 : 0; };
   std::string summary = fmt::format("monitoring readiness {}/{}", score, parts.size());
   std::string missing = util::Ellipsize(fmt::format("{}", fmt::join(absent, "; ")), 240);
-  Finding f = score >= 8 ? core::Pass(summary + " (production)")
+  Finding f = band(score) != band(score + unread)
+                  ? core::Warn(core::Reason::kUnverified, fmt::format("{} with {} part(s) unread: between {} and {}",
+                                                                      summary, unread, score, score + unread))
+              : score >= 8 ? core::Pass(summary + " (production)")
               : score >= 5
                   ? core::Warn(core::Reason::kConfig, fmt::format("{} (partial): missing {}", summary, missing))
                   : core::Fail(core::Severity::kMissing, fmt::format("{} (minimal): missing {}", summary, missing));

@@ -48,11 +48,14 @@ std::vector<std::string> ExporterAttribution(const core::Evidence& cfg, bool slu
 std::set<std::string> MonitoringAgents(const core::Evidence& procs, const core::Evidence& listeners);
 
 // monitoring-readiness, on either scheduler: ten parts, one point each; >= 8 PASS (production),
-// 5-7 WARN (partial), < 5 FAIL (minimal), each part listed with where it was seen.
+// 5-7 WARN (partial), < 5 FAIL (minimal), each part listed with where it was seen. A part whose
+// evidence was not read counts as absent, and when counting it present would change the verdict
+// the finding is WARN unverified instead.
 struct ReadinessPart {
   std::string name;
   bool ok = false;
   std::string where;
+  bool unread = false;
 };
 Finding ReadinessScore(const std::vector<ReadinessPart>& parts, const std::string& expected);
 // The first number of a sysfs RDMA port rate ("400 Gb/sec (4X NDR)" -> 400); nullopt if none.

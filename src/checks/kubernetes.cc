@@ -124,7 +124,8 @@ bool HasResource(const Evidence& groups, std::string_view resource) {
 
 // The shape the judges read of each k8s.* evidence item (the collectors' declared fields, see
 // src/collect/k8s.cc): a top-level key with its type, and for arrays the keys every element holds.
-// Types: 's' string, 'i' integer, 'b' bool, 'a' array, 'o' object.
+// Types: 's' string, 'i' integer, 'b' bool, 'a' array, 'o' object, 'S' array of strings, 'm' object
+// of strings (labels).
 struct Shape {
   const char* key;
   char type;
@@ -138,7 +139,7 @@ const std::map<std::string, std::vector<Shape>, std::less<>>& Shapes() {
        {{"nodes",
          'a',
          {{"name", 's'},
-          {"labels", 'o'},
+          {"labels", 'm'},
           {"markers", 'o'},
           {"allocatable", 'o'},
           {"kubelet", 's'},
@@ -162,16 +163,18 @@ const std::map<std::string, std::vector<Shape>, std::less<>>& Shapes() {
        {{"cluster_policies", 'a', {{"name", 's'}, {"state", 's'}}},
         {"nic_cluster_policies", 'a', {{"name", 's'}, {"state", 's'}}},
         {"amd_device_configs", 'a', {{"name", 's'}, {"namespace", 's'}, {"state", 's'}}},
+        {"service_monitors", 'a', {{"name", 's'}, {"namespace", 's'}}},
         {"dra_drivers", 'a', {}},
         {"api_services", 'a', {{"name", 's'}, {"message", 's'}}},
         {"volcano_scheduler_config", 's', {}}}},
       {"k8s.topology",
-       {{"kueue_topologies", 'a', {{"name", 's'}, {"levels", 'a'}}},
-        {"resource_flavors", 'a', {{"name", 's'}, {"topology", 's'}, {"node_labels", 'o'}}},
+       {{"kueue_topologies", 'a', {{"name", 's'}, {"levels", 'S'}}},
+        {"resource_flavors", 'a', {{"name", 's'}, {"topology", 's'}, {"node_labels", 'm'}}},
         {"hypernodes", 'a', {{"name", 's'}, {"tier", 'i'}, {"members", 'a'}}},
         {"compute_domain_crd", 'b', {}},
         {"compute_domains", 'a', {{"namespace", 's'}, {"name", 's'}, {"status", 's'}}},
         {"jobset", 'b', {}}}},
+      {"k8s.alert-rules", {{"served", 'b', {}}, {"rules", 'a', {{"namespace", 's'}, {"name", 's'}, {"alerts", 'i'}}}}},
       {"k8s.rbac",
        {{"grants",
          'a',
@@ -201,6 +204,10 @@ bool OfType(const json& v, char t) {
       return v.is_array();
     case 'o':
       return v.is_object();
+    case 'S':
+      return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); });
+    case 'm':
+      return v.is_object() && std::all_of(v.begin(), v.end(), [](const json& x) { return x.is_string(); });
   }
   return false;
 }
@@ -947,8 +954,7 @@ Finding AutoRemediationOnKubernetes(const JudgeContext& ctx) {
 }
 
 // monitoring-readiness on Kubernetes: ten parts, one point each, from the workloads, the
-// ServiceMonitors and the pods of the cluster. Alerting rules (PrometheusRule objects) are not read
-// by this version: that part is not given.
+// ServiceMonitors, the PrometheusRules and the pods of the cluster.
 Finding MonitoringReadinessOnKubernetes(const JudgeContext& ctx) {
   if (auto p = Unread(ctx, {{"k8s.workloads", "workload list"}, {"k8s.operators", "operators"}})) return *p;
   const Evidence& w = ctx.Get("k8s.workloads");
@@ -973,7 +979,30 @@ Finding MonitoringReadinessOnKubernetes(const JudgeContext& ctx) {
                                               "vmagent", "vmsingle", "victoria-metrics-single"});
   running("Grafana", {"grafana"});
   running("Alertmanager", {"alertmanager"});
-  parts.push_back({"alerting rules", false, "PrometheusRule objects are not read by this version"});
+  {
+    // Alerting rules: PrometheusRule objects holding at least one alert. Unread here (a bundle of
+    // an older version, a denied list) leaves this one part not given, not the whole score.
+    const Evidence& ar = ctx.Get("k8s.alert-rules");
+    if (ar.ok()) {
+      if (auto p = Unread(ctx, {{"k8s.alert-rules", "PrometheusRules"}})) return *p;  // read, but misshapen
+    }
+    if (!ar.ok()) {
+      std::string why = ar.error.empty() ? std::string(core::ToString(ar.status)) : ar.error;
+      parts.push_back({"alerting rules", false, "PrometheusRules unread: " + util::Ellipsize(why, 120), true});
+    } else {
+      long long alerts = 0;
+      std::vector<std::string> named;
+      for (const auto& r : Arr(ar, "rules")) {
+        long long n = r.value("alerts", 0LL);
+        alerts += n;
+        if (n > 0) named.push_back(fmt::format("{}/{} ({})", S(r, "namespace"), S(r, "name"), n));
+      }
+      parts.push_back({"alerting rules", alerts > 0,
+                       alerts > 0                       ? fmt::format("{} alert(s) in {}", alerts, Names(named, 3))
+                       : ar.data.value("served", false) ? "PrometheusRules hold no alert"
+                                                        : "PrometheusRule not served"});
+    }
+  }
   running("kube-state-metrics", {"kube-state-metrics"});
   running("node-exporter", {"node-exporter"});
   running("GPU Feature Discovery", {"gpu-feature-discovery"});

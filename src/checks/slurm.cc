@@ -1078,7 +1078,7 @@ void RegisterSlurmChecks(core::Registry& r) {
            .targets = kS | kK,
            // k8s.* evidence is collected on the Kubernetes target only (audit/plan.cc).
            .needs = {"fleet.summary", "os.processes", "net.listeners", "gpu-exporter.config", "prometheus.rules",
-                     "slurm.sacct", "k8s.workloads", "k8s.operators"},
+                     "slurm.sacct", "k8s.workloads", "k8s.operators", "k8s.alert-rules"},
            .cluster = true,
            .node_needs = {"os.processes", "net.listeners", "gpu-exporter.config", "gpu.inventory"},
            .reproduce = "ss -ltn | grep -E ':(9400|9100|9090|3000|9093) '; grep -rc 'alert:' /etc/prometheus"},

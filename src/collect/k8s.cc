@@ -342,7 +342,7 @@ Evidence Operators(host::Host& h, const CollectOptions& o) {
   return Collect(h, o, "k8s.operators", [](Api& api, Evidence& e) {
     auto groups = api.Groups();
     if (!groups) return;
-    json cp, ncp, amd, queues, monitors, slices;
+    json cp, ncp, amd, queues, monitors;
     if (!ListIfServed(api, *groups, "nvidia.com", "clusterpolicies", cp, k8s::StatefulResource) ||
         !ListIfServed(api, *groups, "mellanox.com", "nicclusterpolicies", ncp, k8s::StatefulResource) ||
         !ListIfServed(api, *groups, "amd.com", "deviceconfigs", amd, k8s::StatefulResource) ||
@@ -401,6 +401,20 @@ Evidence Topology(host::Host& h, const CollectOptions& o) {
     e.data = {{"kueue_topologies", topologies}, {"resource_flavors", flavors},
               {"hypernodes", hypernodes},       {"compute_domain_crd", domains_served},
               {"compute_domains", domains},     {"jobset", groups->count("jobset.x-k8s.io") > 0}};
+  });
+}
+
+// The Prometheus Operator's alerting and recording rules (PrometheusRule objects).
+Evidence AlertRules(host::Host& h, const CollectOptions& o) {
+  return Collect(h, o, "k8s.alert-rules", [](Api& api, Evidence& e) {
+    auto groups = api.Groups();
+    if (!groups) return;
+    json rules;
+    bool served = false;
+    if (!ListIfServed(api, *groups, "monitoring.coreos.com", "prometheusrules", rules, k8s::PrometheusRule, {"v1"},
+                      &served))
+      return;
+    e.data = {{"served", served}, {"rules", rules}};
   });
 }
 
@@ -602,6 +616,11 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                    raw + "/apis/resource.nvidia.com/v1beta1/computedomains"},
                   ""},
                  Topology});
+  out.push_back({{"k8s.alert-rules",
+                  "Prometheus Operator PrometheusRules: alerting and recording rules per object",
+                  {raw + "/apis/monitoring.coreos.com/v1/prometheusrules"},
+                  ""},
+                 AlertRules});
   out.push_back({{"k8s.rbac",
                   "Cluster roles, roles and their bindings: every subject granted nodes/proxy",
                   {raw + "/apis/rbac.authorization.k8s.io/v1/{clusterroles,roles,clusterrolebindings,rolebindings}"},
@@ -728,6 +747,12 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                       {"compute_domains[].nodes", Int, "", "spec.numNodes; -1 when unset"},
                       {"compute_domains[].status", Str, "", "status.status (Ready, NotReady); empty when none"},
                       {"jobset", Bool, "", "jobset.x-k8s.io is served (exclusive-topology placement)"}}));
+  DeclareFields(out, "k8s.alert-rules",
+                with({{"served", Bool, "", "prometheusrules.monitoring.coreos.com is served"},
+                      {"rules[].namespace", Str, "", "namespace"},
+                      {"rules[].name", Str, "", "PrometheusRule"},
+                      {"rules[].alerts", Int, "rules", "alerting rules (spec.groups[].rules[].alert)"},
+                      {"rules[].records", Int, "rules", "recording rules"}}));
   DeclareFields(out, "k8s.rbac",
                 {{"grants[].role", Str, "", "\"ClusterRole/name\" or \"Role/namespace/name\" granting nodes/proxy"},
                  {"grants[].binding", Str, "", "\"ClusterRoleBinding/name\" or \"RoleBinding/namespace/name\""},

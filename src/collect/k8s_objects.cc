@@ -310,6 +310,22 @@ json ComputeDomain(const json& cd) {
           {"status", Str(cd, {"status", "status"})}};
 }
 
+json PrometheusRule(const json& pr) {
+  long long alerts = 0, records = 0;
+  const json& groups = At(pr, {"spec", "groups"});
+  if (groups.is_array()) {
+    for (const auto& g : groups) {
+      const json& rules = At(g, {"rules"});
+      if (!rules.is_array()) continue;
+      for (const auto& r : rules) {
+        if (!Str(r, {"alert"}).empty()) ++alerts;
+        if (!Str(r, {"record"}).empty()) ++records;
+      }
+    }
+  }
+  return {{"namespace", Ns(pr)}, {"name", Name(pr)}, {"alerts", alerts}, {"records", records}};
+}
+
 std::vector<std::string> NodesProxyVerbs(const json& role) {
   std::set<std::string> verbs;
   const json& rules = At(role, {"rules"});

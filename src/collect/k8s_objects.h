@@ -53,6 +53,10 @@ nlohmann::json HyperNode(const nlohmann::json& hypernode);
 // "nodes" (spec.numNodes, -1 when unset), "status" (status.status: Ready, NotReady; empty when none)}.
 nlohmann::json ComputeDomain(const nlohmann::json& domain);
 
+// Prometheus Operator PrometheusRule: {"namespace", "name", "alerts" (rules with `alert`),
+// "records" (rules with `record`)} over spec.groups[].rules[].
+nlohmann::json PrometheusRule(const nlohmann::json& rule);
+
 // RBAC: the verbs of a role's rules that reach the kubelet API through nodes/proxy (apiGroups ""
 // or "*", resources nodes/proxy, nodes/* or *, verbs get, create or *). Empty when none.
 std::vector<std::string> NodesProxyVerbs(const nlohmann::json& role);
