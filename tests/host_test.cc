@@ -17,6 +17,14 @@
 using namespace clustermax::host;
 namespace fs = std::filesystem;
 
+namespace {
+std::string util_trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  while (!s.empty() && s.front() == ' ') s.erase(s.begin());
+  return s;
+}
+}  // namespace
+
 TEST(LocalHost, RunsArgvWithSeparateStreams) {
   LocalHost h;
   auto r = h.Run({{"sh", "-c", "echo out; echo err >&2; exit 3"}});
@@ -25,6 +33,26 @@ TEST(LocalHost, RunsArgvWithSeparateStreams) {
   EXPECT_EQ(r.out, "out\n");
   EXPECT_EQ(r.err, "err\n");
   EXPECT_FALSE(r.resolved.empty());
+}
+
+// stdin is /dev/null, or the bytes given (kubectl create -f -); a child that never reads a large
+// input is not blocked by it, nor are we.
+TEST(LocalHost, StdinIsNullOrTheGivenBytes) {
+  LocalHost h;
+  EXPECT_EQ(h.Run({{"cat"}}).out, "");
+  CommandSpec spec{{"cat"}};
+  spec.stdin_data = "{\"kind\": \"Namespace\"}";
+  auto r = h.Run(spec);
+  ASSERT_EQ(r.status, IoStatus::kOk);
+  EXPECT_EQ(r.out, spec.stdin_data);
+  CommandSpec big{{"true"}, std::chrono::seconds(10)};
+  big.stdin_data.assign(8u << 20, 'x');
+  auto b = h.Run(big);
+  EXPECT_EQ(b.status, IoStatus::kOk);
+  EXPECT_EQ(b.exit_code, 0);
+  CommandSpec all{{"sh", "-c", "cat | wc -c"}, std::chrono::seconds(10)};
+  all.stdin_data.assign(8u << 20, 'x');
+  EXPECT_EQ(util_trim(h.Run(all).out), std::to_string(8u << 20));
 }
 
 TEST(LocalHost, ArgvIsNotAShellString) {

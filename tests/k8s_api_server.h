@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -82,6 +83,12 @@ class KubeApiServer {
   void Put(const std::string& path, nlohmann::json obj) {
     std::lock_guard lock(mu_);
     created_[path] = std::move(obj);
+  }
+  // Called on each object as it is created (a controller's work: a claim bound, a Service given an
+  // address), under the server's lock.
+  void OnCreate(std::function<void(nlohmann::json&)> f) {
+    std::lock_guard lock(mu_);
+    on_create_ = std::move(f);
   }
   // The objects created (or put) and not deleted, by path.
   std::map<std::string, nlohmann::json> Created() {
@@ -208,6 +215,7 @@ class KubeApiServer {
       recorded = recorded || std::filesystem::is_regular_file(root / (at.substr(1) + ".json"));
     if (created_.count(at) || recorded) return Status(409, "AlreadyExists", "\"" + name + "\" already exists");
     obj["metadata"]["uid"] = "uid-" + name;
+    if (on_create_) on_create_(obj);
     created_[at] = obj;
     return Response(201, obj.dump());
   }
@@ -415,6 +423,7 @@ class KubeApiServer {
   std::set<std::string> denied_;
   std::map<std::string, nlohmann::json> created_;
   std::map<std::string, std::pair<PodFate, std::string>> fates_;
+  std::function<void(nlohmann::json&)> on_create_;
 };
 
 }  // namespace testing_server

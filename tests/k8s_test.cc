@@ -497,6 +497,84 @@ TEST(K8sApi, TopologyAwareSchedulingAndMultiNodeNvlink) {
   }
 }
 
+// The opt-in probes k8s-pvc and k8s-lb against the API stand-in: what they create (in namespaces
+// of their own, with a field manager naming each object), that they delete it, and how the
+// storage and load-balancer rows read their answers: bound or given an address (PASS), nothing
+// within the budget (FAIL), refused (WARN, never PASS).
+TEST(K8sApi, StorageAndLoadBalancerProbes) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto collect = [&] {
+    host::LocalHost local;
+    collect::CollectOptions o;
+    o.command_timeout = std::chrono::seconds(20);
+    o.probes = {"k8s-pvc", "k8s-lb"};
+    o.timeouts["probe.k8s-pvc"] = std::chrono::milliseconds(1500);
+    o.timeouts["probe.k8s-lb"] = std::chrono::milliseconds(1500);
+    return collect::CollectEvidence(local, {"k8s.storage", "k8s.network", "probe.k8s-pvc", "probe.k8s-lb"}, o);
+  };
+  // Controllers that work: claims bind, the Service gets an address.
+  c.server().OnCreate([](json& obj) {
+    if (obj["kind"] == "PersistentVolumeClaim") obj["status"] = {{"phase", "Bound"}};
+    if (obj["kind"] == "Service") obj["status"] = {{"loadBalancer", {{"ingress", {{{"ip", "192.0.2.40"}}}}}}};
+  });
+  auto ev = collect();
+  for (const auto& [id, e] : ev) ASSERT_TRUE(e.ok()) << id << ": " << e.error;
+  const json& claims = ev.at("probe.k8s-pvc").data["claims"];
+  ASSERT_EQ(claims.size(), 2u);  // RWO on the default class (ceph-rbd), RWX on cephfs
+  EXPECT_EQ(claims[0]["access_mode"], "ReadWriteOnce");
+  EXPECT_EQ(claims[1]["class"], "cephfs");
+  EXPECT_TRUE(claims[1]["bound"].get<bool>());
+  EXPECT_EQ(ev.at("probe.k8s-lb").data["address"], "192.0.2.40");
+  auto log = c.server().Requests();
+  auto has = [&](const std::string& r) {
+    return std::any_of(log.begin(), log.end(), [&](const std::string& x) { return x == r || x.starts_with(r + "?"); });
+  };
+  EXPECT_TRUE(
+      has("POST /api/v1/namespaces/clustermax-probe-pvc/persistentvolumeclaims?fieldManager=clustermax-probe-"
+          "rwx-1&timeout=19s"))
+      << fmt::format("{}", fmt::join(log, "\n"));
+  for (const char* d : {"DELETE /api/v1/namespaces/clustermax-probe-pvc/persistentvolumeclaims/clustermax-probe-rwo",
+                        "DELETE /api/v1/namespaces/clustermax-probe-pvc/persistentvolumeclaims/clustermax-probe-rwx-1",
+                        "DELETE /api/v1/namespaces/clustermax-probe-pvc",
+                        "DELETE /api/v1/namespaces/clustermax-probe-lb/services/clustermax-probe-lb",
+                        "DELETE /api/v1/namespaces/clustermax-probe-lb"})
+    EXPECT_TRUE(has(d)) << d;
+  EXPECT_TRUE(c.server().Created().empty()) << c.server().Created().begin()->first;
+  for (const char* id : {"default-storage-class", "csi-rwx", "load-balancer"}) {
+    auto f = Judge(id, ev);
+    EXPECT_EQ(V(f), "PASS") << id << ": " << All(f);
+    EXPECT_NE(All(f).find("probe: "), std::string::npos) << All(f);
+  }
+  EXPECT_NE(All(Judge("csi-rwx", ev)).find("ReadWriteMany claim on class cephfs bound in 0 s"), std::string::npos);
+
+  // Controllers that never answer: the claims stay Pending, the Service without an address.
+  c.server().OnCreate([](json&) {});
+  ev = collect();
+  EXPECT_EQ(V(Judge("default-storage-class", ev)), "FAIL") << All(Judge("default-storage-class", ev));
+  auto rwx = Judge("csi-rwx", ev);
+  EXPECT_EQ(V(rwx), "FAIL") << All(rwx);
+  EXPECT_NE(rwx.message.find("cephfs did not bind"), std::string::npos) << rwx.message;
+  EXPECT_EQ(V(Judge("load-balancer", ev)), "FAIL");
+  EXPECT_TRUE(c.server().Created().empty());
+
+  // Not allowed to create the namespaces: unverified, whatever the passive view says.
+  c.server().Forbid("/api/v1/namespaces");
+  ev = collect();
+  for (const char* id : {"default-storage-class", "csi-rwx", "load-balancer"}) {
+    auto f = Judge(id, ev);
+    EXPECT_EQ(V(f), "WARN") << id << ": " << All(f);
+  }
+  // Not asked for: the passive verdicts, no write.
+  {
+    Cluster quiet("gpu-operator");
+    auto passive = quiet.Collect();
+    for (const char* id : {"default-storage-class", "csi-rwx", "load-balancer"})
+      EXPECT_EQ(V(Judge(id, passive)), "PASS");
+    for (const auto& r : quiet.server().Requests()) EXPECT_FALSE(r.starts_with("DELETE")) << r;
+  }
+}
+
 TEST(K8sApi, ClusterWithoutOperators) {
   ASSERT_TRUE(HaveKubectl());
   Cluster c("bare");

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "checks/common.h"
+#include "collect/k8s_objects.h"
 #include "util/strings.h"
 
 namespace clustermax::checks {
@@ -569,6 +570,24 @@ Finding LoadBalancer(const JudgeContext& ctx) {
         fmt::format("MetalLB pool {}: {}", S(p, "name"), fmt::join(p.value("addresses", json::array()), ", ")));
     if (!p.value("addresses", json::array()).empty()) ++pools;
   }
+  const Evidence& probe = ctx.Get("probe.k8s-lb");
+  bool probed =
+      probe.status != core::EvidenceStatus::kProbeDisabled && probe.status != core::EvidenceStatus::kNotCollected;
+  if (probed) {
+    if (auto p = core::EvidenceProblem(probe, "k8s-lb probe")) return p->Details(details);
+    if (!probe.data.value("created", false))
+      return core::Warn(Reason::kUnverified, "the k8s-lb probe could not create its Service: " + S(probe.data, "error"))
+          .Details(details);
+    if (S(probe.data, "address").empty())
+      return core::Fail(Severity::kMissing, fmt::format("a new LoadBalancer Service got no address within {:.0f} s",
+                                                        probe.data.value("budget_s", 0.0)))
+          .Details(details);
+    details.push_back(fmt::format("probe: a new LoadBalancer Service got {} in {:.0f} s", S(probe.data, "address"),
+                                  probe.data.value("seconds", 0.0)));
+    return core::Pass(
+               fmt::format("a new LoadBalancer Service got an address in {:.0f} s", probe.data.value("seconds", 0.0)))
+        .Details(details);
+  }
   if (!served.empty())
     return core::Pass(fmt::format("{} LoadBalancer Service(s) have an address", served.size())).Details(details);
   if (!pending.empty())
@@ -583,11 +602,41 @@ Finding LoadBalancer(const JudgeContext& ctx) {
 
 // ---- storage ----
 
-bool RwxProvisioner(std::string_view p) {
-  for (std::string_view k : {"nfs", "cephfs", "gluster", "efs", "azurefile", "file.csi.azure.com", "filestore", "weka",
-                             "lustre", "gpfs", "spectrumscale", "vast", "beegfs", "juicefs", "ddn", "portworx"})
-    if (Contains(p, k)) return true;
-  return false;
+// The k8s-pvc probe's claims of `mode` (ReadWriteOnce: the default class's; ReadWriteMany: one per
+// RWX-capable class). nullopt with *problem set when the probe was asked for and did not answer;
+// nullopt alone when it was not asked for.
+std::optional<std::vector<json>> ProbeClaims(const JudgeContext& ctx, const std::string& mode,
+                                             std::optional<Finding>* problem) {
+  const Evidence& p = ctx.Get("probe.k8s-pvc");
+  if (p.status == core::EvidenceStatus::kProbeDisabled || p.status == core::EvidenceStatus::kNotCollected)
+    return std::nullopt;
+  if (auto f = core::EvidenceProblem(p, "k8s-pvc probe")) {
+    *problem = f;
+    return std::nullopt;
+  }
+  if (!S(p.data, "error").empty()) {
+    *problem = core::Warn(Reason::kUnverified, "the k8s-pvc probe made no claim: " + S(p.data, "error"));
+    return std::nullopt;
+  }
+  std::vector<json> out;
+  for (const auto& c : Arr(p, "claims"))
+    if (S(c, "access_mode") == mode) out.push_back(c);
+  return out;
+}
+
+std::string ClaimLine(const json& c) {
+  std::string cls = S(c, "class").empty() ? "the default class" : "class " + S(c, "class");
+  if (!c.value("created", false))
+    return fmt::format("probe: {} claim on {} refused: {}", S(c, "access_mode"), cls, S(c, "error"));
+  if (c.value("bound", false))
+    return fmt::format("probe: {} claim on {} bound in {:.0f} s", S(c, "access_mode"), cls, c.value("seconds", 0.0));
+  if (c.value("waits_for_consumer", false))
+    return fmt::format(
+        "probe: {} claim on {} waits for a consumer pod (WaitForFirstConsumer): provisioning not "
+        "exercised",
+        S(c, "access_mode"), cls);
+  return fmt::format("probe: {} claim on {} still {} after the budget", S(c, "access_mode"), cls,
+                     S(c, "phase").empty() ? "unread" : S(c, "phase"));
 }
 
 Finding CsiRwx(const JudgeContext& ctx) {
@@ -595,7 +644,7 @@ Finding CsiRwx(const JudgeContext& ctx) {
   const Evidence& st = ctx.Get("k8s.storage");
   std::vector<std::string> rwx, bound, details;
   for (const auto& c : Arr(st, "classes")) {
-    bool yes = RwxProvisioner(S(c, "provisioner"));
+    bool yes = collect::k8s::RwxProvisioner(S(c, "provisioner"));
     details.push_back(
         fmt::format("StorageClass {} ({}){}", S(c, "name"), S(c, "provisioner"), yes ? ": RWX-capable" : ""));
     if (yes) rwx.push_back(S(c, "name"));
@@ -609,6 +658,22 @@ Finding CsiRwx(const JudgeContext& ctx) {
   if (!bound.empty()) details.push_back("bound ReadWriteMany claims: " + Names(bound));
   if (rwx.empty() && bound.empty())
     return core::Warn(Reason::kConfig, "no RWX-capable StorageClass and no bound ReadWriteMany claim").Details(details);
+  std::optional<Finding> problem;
+  if (auto claims = ProbeClaims(ctx, "ReadWriteMany", &problem)) {
+    std::vector<std::string> failed;
+    for (const auto& c : *claims) {
+      details.push_back(ClaimLine(c));
+      if (c.value("created", false) && !c.value("bound", false) && !c.value("waits_for_consumer", false))
+        failed.push_back(S(c, "class"));
+    }
+    if (!failed.empty())
+      return core::Fail(
+                 Severity::kMissing,
+                 fmt::format("a ReadWriteMany claim on {} did not bind within the probe's budget", Names(failed)))
+          .Details(details);
+  } else if (problem) {
+    return problem->Details(details);
+  }
   return core::Pass(rwx.empty() ? fmt::format("{} ReadWriteMany claim(s) bound", bound.size())
                                 : "RWX-capable StorageClass: " + Names(rwx))
       .Details(details);
@@ -622,7 +687,24 @@ Finding DefaultStorageClass(const JudgeContext& ctx) {
                                   c.value("default", false) ? ": default" : ""));
     if (c.value("default", false)) defaults.push_back(S(c, "name"));
   }
-  if (defaults.size() == 1) return core::Pass("default StorageClass: " + defaults[0]).Details(details);
+  if (defaults.size() == 1) {
+    std::optional<Finding> problem;
+    if (auto claims = ProbeClaims(ctx, "ReadWriteOnce", &problem)) {
+      for (const auto& c : *claims) {
+        details.push_back(ClaimLine(c));
+        if (c.value("created", false) && !c.value("bound", false) && !c.value("waits_for_consumer", false))
+          return core::Fail(Severity::kMissing, fmt::format("a claim on the default class {} did not bind within the "
+                                                            "probe's budget",
+                                                            defaults[0]))
+              .Details(details);
+        if (!c.value("created", false))
+          return core::Warn(Reason::kUnverified, "the probe's claim was refused: " + S(c, "error")).Details(details);
+      }
+    } else if (problem) {
+      return problem->Details(details);
+    }
+    return core::Pass("default StorageClass: " + defaults[0]).Details(details);
+  }
   if (defaults.empty())
     return core::Warn(Reason::kConfig, "no default StorageClass: claims without a class stay Pending").Details(details);
   return core::Warn(Reason::kConfig, fmt::format("{} StorageClasses are marked default ({}): which one a claim gets is "
@@ -1502,7 +1584,8 @@ void RegisterKubernetesChecks(core::Registry& r) {
                   .rationale = "Without a load-balancer implementation, LoadBalancer Services stay pending.",
                   .remediation = "A cloud load-balancer controller or MetalLB with an address pool.",
                   .criterion = "load-balancer",
-                  .needs = {"k8s.network"},
+                  .needs = {"k8s.network", "probe.k8s-lb"},
+                  .probe = "k8s-lb",
                   .reproduce =
                       "kubectl get svc -A --field-selector spec.type=LoadBalancer; kubectl get ipaddresspools -A"}),
          LoadBalancer});
@@ -1513,7 +1596,8 @@ void RegisterKubernetesChecks(core::Registry& r) {
                   .remediation = "Install a shared-filesystem CSI driver (NFS, CephFS, Lustre, Weka, VAST, a cloud "
                                  "file service) with a StorageClass.",
                   .criterion = "csi-rwx",
-                  .needs = {"k8s.storage"},
+                  .needs = {"k8s.storage", "probe.k8s-pvc"},
+                  .probe = "k8s-pvc",
                   .reproduce = "kubectl get storageclass; kubectl get pvc -A"}),
          CsiRwx});
   r.Add({cluster({.id = "default-storage-class",
@@ -1522,7 +1606,8 @@ void RegisterKubernetesChecks(core::Registry& r) {
                   .rationale = "Charts and users create claims without a class; they bind only with one default.",
                   .remediation = "Annotate one class storageclass.kubernetes.io/is-default-class=true.",
                   .criterion = "default-storage-class",
-                  .needs = {"k8s.storage"},
+                  .needs = {"k8s.storage", "probe.k8s-pvc"},
+                  .probe = "k8s-pvc",
                   .reproduce = "kubectl get storageclass"}),
          DefaultStorageClass});
   r.Add({cluster({.id = "node-problem-detector",

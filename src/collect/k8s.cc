@@ -27,14 +27,20 @@ constexpr int kMaxPages = 400;   // 100,000 objects of one kind; beyond it the l
 // The API as one collector asks it: kubectl with the audit's context, every request bounded.
 class Api {
  public:
-  Api(host::Host& h, const CollectOptions& o, std::string id, Evidence& e) : h_(h), o_(o), id_(std::move(id)), e_(e) {
+  // Each request is bounded by the collector's timeout; a probe's --timeout is its poll budget, so
+  // its requests take the default.
+  Api(host::Host& h, const CollectOptions& o, std::string id, Evidence& e)
+      : h_(h),
+        o_(o),
+        id_(std::move(id)),
+        e_(e),
+        timeout_(id_.starts_with("probe.") ? o.command_timeout : TimeoutFor(o, id_)) {
     // The context is read through the host, so a replay asks with the context it was recorded with.
     if (auto c = h_.GetEnv("CLUSTERMAX_KUBE_CONTEXT"); c && !c->empty()) context_ = *c;
   }
 
   std::vector<std::string> Argv(const std::vector<std::string>& args) const {
-    return k8s::KubectlArgv(context_, std::chrono::duration_cast<std::chrono::seconds>(TimeoutFor(o_, id_)).count(),
-                            args);
+    return k8s::KubectlArgv(context_, std::chrono::duration_cast<std::chrono::seconds>(timeout_).count(), args);
   }
 
   // GET path: the body, or nullopt with the evidence marked (forbidden, not found, timeout ...).
@@ -42,6 +48,7 @@ class Api {
   // not serve in that version).
   std::optional<std::string> GetText(const std::string& path, bool absent_ok = false, bool* absent = nullptr) {
     auto spec = Command(Argv({"get", "--raw", path}), o_, id_);
+    spec.timeout = timeout_;
     spec.max_output = 64u << 20;
     e_.sources.push_back(Source(spec));
     auto r = h_.Run(spec);
@@ -126,9 +133,47 @@ class Api {
     return out;
   }
 
+  // One write of an active probe: POST `object` to `path` (kubectl create --raw PATH -f -, the body
+  // on stdin) or DELETE `path`. The field manager is the object's name (ours all start with
+  // "clustermax-"), so that a bundle tells two
+  // POSTs to one collection apart. Never marks the evidence: the probe decides what a refusal means.
+  struct Write {
+    bool ok = false;
+    std::string reason;  // "AlreadyExists", "Forbidden" ... when refused
+    std::string error;
+    json body;
+  };
+  Write Post(const std::string& path, const json& object) {
+    std::string name = object.contains("metadata") ? object["metadata"].value("name", "") : "";
+    auto spec = Command(Argv({"create", "--raw", path + "?fieldManager=" + name, "-f", "-"}), o_, id_);
+    spec.stdin_data = object.dump();
+    return Send(spec, "POST " + path);
+  }
+  Write Delete(const std::string& path) {
+    return Send(Command(Argv({"delete", "--raw", path}), o_, id_), "DELETE " + path);
+  }
+
   size_t malformed() const { return malformed_; }
 
  private:
+  Write Send(host::CommandSpec spec, const std::string& what) {
+    spec.timeout = timeout_;
+    e_.sources.push_back(Source(spec));
+    auto r = h_.Run(spec);
+    Write w;
+    if (r.status != host::IoStatus::kOk) {
+      w.error = fmt::format("{}: {}", what, r.error.empty() ? "kubectl did not answer" : r.error);
+    } else if (r.exit_code != 0) {
+      w.reason = k8s::ErrorReason(r.err);
+      w.error = fmt::format("{}: {}", what, util::Ellipsize(util::Trim(r.err), 300));
+    } else {
+      w.ok = true;
+      w.body = json::parse(r.out, nullptr, false);
+      if (w.body.is_discarded()) w.body = json::object();
+    }
+    return w;
+  }
+
   void Mark(EvidenceStatus s, std::string error) {
     if (e_.status == EvidenceStatus::kOk || e_.status == EvidenceStatus::kNotCollected) {
       e_.status = s;
@@ -147,6 +192,7 @@ class Api {
   const CollectOptions& o_;
   std::string id_;
   Evidence& e_;
+  std::chrono::milliseconds timeout_;
   std::string context_;
   size_t malformed_ = 0;
 };
@@ -404,6 +450,197 @@ Evidence Topology(host::Host& h, const CollectOptions& o) {
   });
 }
 
+// ---- active probes: objects created in a namespace of the probe's own, then deleted ----
+
+constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
+
+// The probe's poll budget: --timeout probe.ID=SECONDS, else the catalog's.
+std::chrono::milliseconds ProbeBudget(const CollectOptions& o, const std::string& id, std::chrono::seconds def) {
+  auto it = o.timeouts.find(id);
+  return it != o.timeouts.end() ? it->second : std::chrono::milliseconds(def);
+}
+
+// The namespace a probe works in: created (labelled as ours) and deleted afterwards. One left by an
+// earlier run that was killed is reused and deleted; one still terminating is an error.
+class ProbeNamespace {
+ public:
+  ProbeNamespace(Api& api, std::string name) : api_(api), name_(std::move(name)) {
+    auto w =
+        api_.Post("/api/v1/namespaces", {{"apiVersion", "v1"},
+                                         {"kind", "Namespace"},
+                                         {"metadata", {{"name", name_}, {"labels", {{kManagedBy, "clustermax"}}}}}});
+    if (w.ok) {
+      owned_ = true;
+      return;
+    }
+    if (w.reason != "AlreadyExists") {
+      error_ = w.error;
+      return;
+    }
+    auto ns = api_.Get("/api/v1/namespaces/" + name_);
+    if (!ns) {
+      error_ = "namespace " + name_ + " exists and could not be read";
+      return;
+    }
+    const json& phase = (*ns)["status"].is_object() ? (*ns)["status"].value("phase", json()) : json();
+    if (phase == "Terminating") {
+      error_ = "namespace " + name_ + " is still terminating from an earlier run: retry in a minute";
+      return;
+    }
+    const json& labels = (*ns)["metadata"].is_object() ? (*ns)["metadata"].value("labels", json()) : json();
+    owned_ = labels.is_object() && labels.value(kManagedBy, json()) == "clustermax";
+    if (!owned_) error_ = "namespace " + name_ + " exists and is not ours (no " + kManagedBy + "=clustermax label)";
+  }
+  ~ProbeNamespace() {
+    if (owned_) api_.Delete("/api/v1/namespaces/" + name_);
+  }
+  const std::string& error() const { return error_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  Api& api_;
+  std::string name_;
+  bool owned_ = false;
+  std::string error_;
+};
+
+// probe.k8s-pvc: a 1 GiB ReadWriteOnce claim without a class (the default class provisions it) and
+// a ReadWriteMany claim on each RWX-capable class (at most four); each polled until Bound, or
+// until the budget ends; a WaitForFirstConsumer class provisions only for a pod, so it is noted
+// and not waited for. Claims and namespace deleted on the way out.
+Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
+  const std::string id = "probe.k8s-pvc";
+  return Collect(h, o, id, [&](Api& api, Evidence& e) {
+    json classes = json::array();
+    if (!api.List("/apis/storage.k8s.io/v1/storageclasses",
+                  [&](const json& c) { classes.push_back(k8s::StorageClass(c)); }))
+      return;
+    struct Claim {
+      json row;
+      std::string path;
+    };
+    std::vector<Claim> claims;
+    std::string default_mode;
+    bool has_default = false;
+    for (const auto& c : classes) {
+      if (!c.value("default", false)) continue;
+      has_default = true;
+      default_mode = c.value("binding_mode", "");
+    }
+    auto add = [&](const std::string& name, const std::string& cls, const std::string& mode,
+                   const std::string& binding) {
+      claims.push_back({{{"name", name},
+                         {"class", cls},
+                         {"access_mode", mode},
+                         {"binding_mode", binding},
+                         {"created", false},
+                         {"bound", false},
+                         {"waits_for_consumer", binding == "WaitForFirstConsumer"},
+                         {"phase", ""},
+                         {"seconds", 0.0},
+                         {"error", ""}},
+                        ""});
+    };
+    if (has_default) add("clustermax-probe-rwo", "", "ReadWriteOnce", default_mode);
+    int rwx = 0;
+    for (const auto& c : classes) {
+      std::string name = c.value("name", "");
+      if (!k8s::RwxProvisioner(c.value("provisioner", "")) || name.empty() || ++rwx > 4) continue;
+      add("clustermax-probe-rwx-" + std::to_string(rwx), name, "ReadWriteMany", c.value("binding_mode", ""));
+    }
+    ProbeNamespace ns(api, "clustermax-probe-pvc");
+    e.data = {
+        {"namespace", ns.name()}, {"default_class", has_default}, {"claims", json::array()}, {"error", ns.error()}};
+    if (!ns.error().empty() || claims.empty()) return;
+    std::string base = "/api/v1/namespaces/" + ns.name() + "/persistentvolumeclaims";
+    for (auto& c : claims) {
+      json spec = {{"accessModes", {c.row["access_mode"]}}, {"resources", {{"requests", {{"storage", "1Gi"}}}}}};
+      if (!c.row["class"].get<std::string>().empty()) spec["storageClassName"] = c.row["class"];
+      auto w = api.Post(base, {{"apiVersion", "v1"},
+                               {"kind", "PersistentVolumeClaim"},
+                               {"metadata", {{"name", c.row["name"]}, {"labels", {{kManagedBy, "clustermax"}}}}},
+                               {"spec", spec}});
+      c.row["created"] = w.ok;
+      c.row["error"] = w.error;
+      if (w.ok) c.path = base + "/" + c.row["name"].get<std::string>();
+    }
+    // Poll by count, not by clock: a replayed bundle answers at once and must end as quickly.
+    auto budget = ProbeBudget(o, id, std::chrono::seconds(60));
+    auto interval =
+        std::min<std::chrono::milliseconds>(std::chrono::seconds(2), budget / 10 + std::chrono::milliseconds(1));
+    int polls = static_cast<int>(budget / interval);
+    for (int i = 0; i <= polls; ++i) {
+      bool waiting = false;
+      for (auto& c : claims) {
+        if (c.path.empty() || c.row["bound"].get<bool>()) continue;
+        auto pvc = api.Get(c.path);
+        if (!pvc) continue;  // marked by Get: the probe's answer is then unreadable
+        std::string phase = k8s::Claim(*pvc)["phase"];
+        c.row["phase"] = phase;
+        c.row["seconds"] = std::chrono::duration<double>(interval * i).count();
+        if (phase == "Bound") {
+          c.row["bound"] = true;
+        } else if (!c.row["waits_for_consumer"].get<bool>()) {
+          waiting = true;
+        }
+      }
+      if (!waiting || i == polls) break;
+      h.Sleep(interval);
+    }
+    for (auto& c : claims) {
+      if (!c.path.empty()) {
+        auto w = api.Delete(c.path);
+        if (!w.ok && w.reason != "NotFound") c.row["error"] = "not deleted: " + w.error;
+      }
+      e.data["claims"].push_back(c.row);
+    }
+    e.data["budget_s"] = std::chrono::duration<double>(budget).count();
+  });
+}
+
+// probe.k8s-lb: a LoadBalancer Service (port 80, selecting nothing) polled until the cloud or
+// MetalLB gives it an address, within the budget; then deleted with its namespace.
+Evidence LbProbe(host::Host& h, const CollectOptions& o) {
+  const std::string id = "probe.k8s-lb";
+  return Collect(h, o, id, [&](Api& api, Evidence& e) {
+    ProbeNamespace ns(api, "clustermax-probe-lb");
+    e.data = {{"namespace", ns.name()}, {"created", false}, {"address", ""}, {"seconds", 0.0}, {"error", ns.error()}};
+    if (!ns.error().empty()) return;
+    std::string base = "/api/v1/namespaces/" + ns.name() + "/services";
+    auto w = api.Post(base, {{"apiVersion", "v1"},
+                             {"kind", "Service"},
+                             {"metadata", {{"name", "clustermax-probe-lb"}, {"labels", {{kManagedBy, "clustermax"}}}}},
+                             {"spec",
+                              {{"type", "LoadBalancer"},
+                               {"selector", {{"app.kubernetes.io/name", "clustermax-probe-none"}}},
+                               {"ports", json::array({{{"port", 80}, {"targetPort", 80}, {"protocol", "TCP"}}})}}}});
+    if (!w.ok) {
+      e.data["error"] = w.error;
+      return;
+    }
+    e.data["created"] = true;
+    std::string path = base + "/clustermax-probe-lb";
+    auto budget = ProbeBudget(o, id, std::chrono::seconds(120));
+    auto interval =
+        std::min<std::chrono::milliseconds>(std::chrono::seconds(3), budget / 10 + std::chrono::milliseconds(1));
+    int polls = static_cast<int>(budget / interval);
+    for (int i = 0; i <= polls; ++i) {
+      if (auto svc = api.Get(path)) {
+        json ingress = k8s::Service(*svc)["ingress"];
+        if (!ingress.empty()) {
+          e.data["address"] = ingress[0];
+          e.data["seconds"] = std::chrono::duration<double>(interval * i).count();
+          break;
+        }
+      }
+      if (i < polls) h.Sleep(interval);
+    }
+    e.data["budget_s"] = std::chrono::duration<double>(budget).count();
+    auto d = api.Delete(path);
+    if (!d.ok && d.reason != "NotFound") e.data["error"] = "not deleted: " + d.error;
+  });
+}
+
 // The Prometheus Operator's alerting and recording rules (PrometheusRule objects).
 Evidence AlertRules(host::Host& h, const CollectOptions& o) {
   return Collect(h, o, "k8s.alert-rules", [](Api& api, Evidence& e) {
@@ -621,6 +858,21 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                   {raw + "/apis/monitoring.coreos.com/v1/prometheusrules"},
                   ""},
                  AlertRules});
+  out.push_back(
+      {{"probe.k8s-pvc",
+        "Test claims: 1 GiB ReadWriteOnce on the default class, ReadWriteMany on each RWX-capable class; "
+        "time to Bound, then deleted",
+        {"cmd:kubectl create --raw /api/v1/namespaces[/clustermax-probe-pvc/persistentvolumeclaims] -f -",
+         raw + "/api/v1/namespaces/clustermax-probe-pvc/persistentvolumeclaims/NAME", "cmd:kubectl delete --raw PATH"},
+        "k8s-pvc"},
+       PvcProbe});
+  out.push_back(
+      {{"probe.k8s-lb",
+        "A test LoadBalancer Service: time until it has an address, then deleted",
+        {"cmd:kubectl create --raw /api/v1/namespaces[/clustermax-probe-lb/services] -f -",
+         raw + "/api/v1/namespaces/clustermax-probe-lb/services/clustermax-probe-lb", "cmd:kubectl delete --raw PATH"},
+        "k8s-lb"},
+       LbProbe});
   out.push_back({{"k8s.rbac",
                   "Cluster roles, roles and their bindings: every subject granted nodes/proxy",
                   {raw + "/apis/rbac.authorization.k8s.io/v1/{clusterroles,roles,clusterrolebindings,rolebindings}"},
@@ -753,6 +1005,28 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                       {"rules[].name", Str, "", "PrometheusRule"},
                       {"rules[].alerts", Int, "rules", "alerting rules (spec.groups[].rules[].alert)"},
                       {"rules[].records", Int, "rules", "recording rules"}}));
+  DeclareFields(out, "probe.k8s-pvc",
+                with({{"namespace", Str, "", "the probe's namespace (created and deleted)"},
+                      {"default_class", Bool, "", "a StorageClass is marked default"},
+                      {"error", Str, "", "why no claim was made (namespace refused ...); empty when they were"},
+                      {"budget_s", Num, "s", "how long each claim was waited for"},
+                      {"claims[].name", Str, "", "the test claim"},
+                      {"claims[].class", Str, "", "its StorageClass; empty for the default class"},
+                      {"claims[].access_mode", Str, "", "ReadWriteOnce or ReadWriteMany"},
+                      {"claims[].binding_mode", Str, "", "the class's volumeBindingMode"},
+                      {"claims[].created", Bool, "", "the API server accepted it"},
+                      {"claims[].bound", Bool, "", "it reached Bound within the budget"},
+                      {"claims[].waits_for_consumer", Bool, "", "WaitForFirstConsumer: provisioned only for a pod"},
+                      {"claims[].phase", Str, "", "its last phase (Pending, Bound)"},
+                      {"claims[].seconds", Num, "s", "time to Bound (poll resolution)"},
+                      {"claims[].error", Str, "", "creation or deletion refused"}}));
+  DeclareFields(out, "probe.k8s-lb",
+                with({{"namespace", Str, "", "the probe's namespace (created and deleted)"},
+                      {"created", Bool, "", "the Service was accepted"},
+                      {"address", Str, "", "the first ingress IP or hostname; empty when none came"},
+                      {"seconds", Num, "s", "time until the address (poll resolution)"},
+                      {"budget_s", Num, "s", "how long the address was waited for"},
+                      {"error", Str, "", "creation or deletion refused"}}));
   DeclareFields(out, "k8s.rbac",
                 {{"grants[].role", Str, "", "\"ClusterRole/name\" or \"Role/namespace/name\" granting nodes/proxy"},
                  {"grants[].binding", Str, "", "\"ClusterRoleBinding/name\" or \"RoleBinding/namespace/name\""},

@@ -69,9 +69,9 @@ json Condition(const json& obj, const char* type, std::string* message = nullptr
   const json& conds = At(obj, {"status", "conditions"});
   if (!conds.is_array()) return nullptr;
   for (const auto& c : conds) {
-    if (!c.is_object() || c.value("type", "") != type) continue;
-    if (message) *message = util::Ellipsize(c.value("message", ""), 200);
-    std::string s = c.value("status", "");
+    if (!c.is_object() || Str(c, {"type"}) != type) continue;
+    if (message) *message = util::Ellipsize(Str(c, {"message"}), 200);
+    std::string s = Str(c, {"status"});
     if (s == "True") return true;
     if (s == "False") return false;
     return nullptr;
@@ -110,11 +110,11 @@ std::optional<ListPage> ParseListPage(std::string_view text, std::string* error)
     return std::nullopt;
   }
   if (!doc.is_object() || !doc.contains("items") || !doc["items"].is_array()) {
-    if (error) *error = fmt::format("not a list (kind '{}')", doc.is_object() ? doc.value("kind", "") : "");
+    if (error) *error = fmt::format("not a list (kind '{}')", doc.is_object() ? Str(doc, {"kind"}) : "");
     return std::nullopt;
   }
   ListPage p;
-  p.kind = doc.value("kind", "");
+  p.kind = Str(doc, {"kind"});
   p.next = Str(doc, {"metadata", "continue"});
   p.remaining_items = Int(doc, {"metadata", "remainingItemCount"}, -1);
   for (auto& it : doc["items"]) {
@@ -136,7 +136,7 @@ std::string ErrorReason(std::string_view err) {
   }
   // A Status object printed as the body.
   json doc = json::parse(err, nullptr, false);
-  if (doc.is_object() && doc.value("kind", "") == "Status") return doc.value("reason", "");
+  if (doc.is_object() && Str(doc, {"kind"}) == "Status") return Str(doc, {"reason"});
   return "";
 }
 
@@ -146,8 +146,8 @@ json Node(const json& n) {
   if (ts.is_array()) {
     for (const auto& t : ts) {
       if (!t.is_object()) continue;
-      std::string v = t.value("value", "");
-      taints.push_back(fmt::format("{}{}{}:{}", t.value("key", ""), v.empty() ? "" : "=", v, t.value("effect", "")));
+      std::string v = Str(t, {"value"});
+      taints.push_back(fmt::format("{}{}{}:{}", Str(t, {"key"}), v.empty() ? "" : "=", v, Str(t, {"effect"})));
     }
   }
   const json& info = At(n, {"status", "nodeInfo"});
@@ -182,8 +182,8 @@ json Pod(const json& p) {
   std::string owner_kind, owner_name;
   const json& owners = At(p, {"metadata", "ownerReferences"});
   if (owners.is_array() && !owners.empty() && owners[0].is_object()) {
-    owner_kind = owners[0].value("kind", "");
-    owner_name = owners[0].value("name", "");
+    owner_kind = Str(owners[0], {"kind"});
+    owner_name = Str(owners[0], {"name"});
   }
   return {{"namespace", Ns(p)},
           {"name", Name(p)},
@@ -206,10 +206,10 @@ json StorageClass(const json& sc) {
     return ann.is_object() && ann.contains(key) && ann[key].is_string() && ann[key].get<std::string>() == "true";
   };
   return {{"name", Name(sc)},
-          {"provisioner", sc.value("provisioner", "")},
+          {"provisioner", Str(sc, {"provisioner"})},
           {"default", flag("storageclass.kubernetes.io/is-default-class") ||
                           flag("storageclass.beta.kubernetes.io/is-default-class")},
-          {"binding_mode", sc.value("volumeBindingMode", "")}};
+          {"binding_mode", Str(sc, {"volumeBindingMode"})}};
 }
 
 json Claim(const json& pvc) {
@@ -231,8 +231,8 @@ json Service(const json& svc) {
   if (ing.is_array()) {
     for (const auto& i : ing) {
       if (!i.is_object()) continue;
-      std::string a = i.value("ip", "");
-      if (a.empty()) a = i.value("hostname", "");
+      std::string a = Str(i, {"ip"});
+      if (a.empty()) a = Str(i, {"hostname"});
       if (!a.empty()) ingress.push_back(a);
     }
   }
@@ -241,7 +241,7 @@ json Service(const json& svc) {
 
 json IngressClass(const json& ic) {
   const json& ann = At(ic, {"metadata", "annotations"});
-  bool def = ann.is_object() && ann.value("ingressclass.kubernetes.io/is-default-class", "") == "true";
+  bool def = ann.is_object() && Str(ann, {"ingressclass.kubernetes.io/is-default-class"}) == "true";
   return {{"name", Name(ic)}, {"controller", Str(ic, {"spec", "controller"})}, {"default", def}};
 }
 
@@ -351,10 +351,16 @@ std::vector<json> Subjects(const json& binding) {
   if (!subs.is_array()) return out;
   for (const auto& s : subs) {
     if (!s.is_object()) continue;
-    out.push_back(
-        {{"kind", s.value("kind", "")}, {"name", s.value("name", "")}, {"namespace", s.value("namespace", "")}});
+    out.push_back({{"kind", Str(s, {"kind"})}, {"name", Str(s, {"name"})}, {"namespace", Str(s, {"namespace"})}});
   }
   return out;
+}
+
+bool RwxProvisioner(std::string_view p) {
+  for (std::string_view k : {"nfs", "cephfs", "gluster", "efs", "azurefile", "file.csi.azure.com", "filestore", "weka",
+                             "lustre", "gpfs", "spectrumscale", "vast", "beegfs", "juicefs", "ddn", "portworx"})
+    if (p.find(k) != std::string_view::npos) return true;
+  return false;
 }
 
 bool IsVclusterMarker(std::string_view key) {

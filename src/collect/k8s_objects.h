@@ -63,6 +63,10 @@ std::vector<std::string> NodesProxyVerbs(const nlohmann::json& role);
 // One line per subject of a binding: {"kind","name","namespace"}.
 std::vector<nlohmann::json> Subjects(const nlohmann::json& binding);
 
+// A StorageClass provisioner known to offer ReadWriteMany volumes (NFS, CephFS, EFS, Azure Files,
+// Filestore, Lustre, GPFS, WEKA, VAST ...).
+bool RwxProvisioner(std::string_view provisioner);
+
 // "a/b" label and annotation keys of vCluster and its tenants ("vcluster.loft.sh/...").
 bool IsVclusterMarker(std::string_view key);
 

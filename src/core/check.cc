@@ -33,6 +33,14 @@ const std::vector<ProbeInfo>& Probes() {
        "enroot import docker://IMAGE into a temporary file, then delete it (--enroot-image, default docker://busybox:1.36)",
        "pulls an image from a registry (the internet unless a local registry is given) and writes a file under $TMPDIR",
        30},
+      {"k8s-pvc",
+       "create a 1 GiB ReadWriteOnce claim on the default StorageClass and a ReadWriteMany claim on each RWX-capable "
+       "class in namespace clustermax-probe-pvc, wait for Bound (60 s; --timeout probe.k8s-pvc=S), delete them",
+       "creates a namespace and claims; a provisioner may create (and delete) real volumes", 90},
+      {"k8s-lb",
+       "create a LoadBalancer Service in namespace clustermax-probe-lb, wait for its address (120 s; --timeout "
+       "probe.k8s-lb=S), delete it",
+       "may allocate a public or pool IP address for a minute", 150},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };

@@ -73,6 +73,9 @@ struct CommandSpec {
   // Not recorded in a bundle; a replayed command never calls it.
   std::function<void(std::string_view)> on_stdout;
   bool keep_stdout = true;
+  // The child's standard input (an object for `kubectl create --raw PATH -f -`); empty: /dev/null.
+  // Not part of a bundle's key: commands that differ only by stdin must differ in argv too.
+  std::string stdin_data;
 };
 
 struct CommandResult {

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,7 +54,8 @@ std::vector<std::string> MergeEnv(const std::vector<std::string>& extra) {
 
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
-                         const std::function<void(std::string_view)>& on_stdout, bool keep_stdout) {
+                         const std::function<void(std::string_view)>& on_stdout, bool keep_stdout,
+                         const std::string& stdin_data) {
   CommandResult r;
   r.resolved = path;
   auto start = Clock::now();
@@ -63,9 +65,29 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
     r.error = std::string("pipe: ") + std::strerror(errno);
     return r;
   }
+  int in_fd = -1;
+  if (!stdin_data.empty()) {
+    in_fd = ::memfd_create("clustermax-stdin", MFD_CLOEXEC);
+    bool ok = in_fd >= 0;
+    for (size_t off = 0; ok && off < stdin_data.size();) {
+      ssize_t n = ::write(in_fd, stdin_data.data() + off, stdin_data.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      ok = n > 0;
+      off += n > 0 ? static_cast<size_t>(n) : 0;
+    }
+    if (!ok || ::lseek(in_fd, 0, SEEK_SET) != 0) {
+      if (in_fd >= 0) ::close(in_fd);
+      r.status = IoStatus::kError;
+      r.error = std::string("stdin: ") + std::strerror(errno);
+      return r;
+    }
+  }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (in_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, in_fd, 0);
+  else
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&fa, out.fd[1], 1);
   posix_spawn_file_actions_adddup2(&fa, err.fd[1], 2);
   posix_spawnattr_t attr;
@@ -94,6 +116,7 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
   int rc = ::posix_spawn(&pid, path.c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
+  if (in_fd >= 0) ::close(in_fd);
   ::close(out.fd[1]);
   out.fd[1] = -1;
   ::close(err.fd[1]);

@@ -1,6 +1,7 @@
 // Runs one command with separate stdout/stderr pipes, a deadline and an output cap.
 // The child gets its own process group; on timeout the whole group is killed (SIGKILL), so a
-// hung tool and anything it spawned cannot hang the audit. stdin is /dev/null.
+// hung tool and anything it spawned cannot hang the audit. stdin is /dev/null, or `stdin_data`
+// (held in an anonymous memory file, so a child that never reads it cannot block us).
 // A child that exits while something it started still holds stdout or stderr (`daemon & exit 0`)
 // is not a timeout: after a short grace period (300 ms, or what is left of the timeout) the rest
 // of its process group is killed and the command is reported with its own exit status, the output
@@ -22,6 +23,7 @@ namespace clustermax::host {
 // the only reader (the result's `out` stays empty).
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
-                         const std::function<void(std::string_view)>& on_stdout = {}, bool keep_stdout = true);
+                         const std::function<void(std::string_view)>& on_stdout = {}, bool keep_stdout = true,
+                         const std::string& stdin_data = "");
 
 }  // namespace clustermax::host
