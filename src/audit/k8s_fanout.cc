@@ -16,6 +16,7 @@
 #include "util/cancel.h"
 #include "util/files.h"
 #include "util/progress.h"
+#include "util/k8s_names.h"
 #include "util/strings.h"
 #include "util/time.h"
 #include "util/url.h"
@@ -35,26 +36,13 @@ constexpr const char* kHostRoot = "/host";
 // GPU resources a pod can ask for, in the order they are preferred.
 const std::vector<std::string> kGpuResources = {"nvidia.com/gpu", "amd.com/gpu"};
 
-const json& At(const json& j, std::initializer_list<const char*> path) {
-  static const json kNull;
-  const json* cur = &j;
-  for (const char* k : path) {
-    if (!cur->is_object()) return kNull;
-    auto it = cur->find(k);
-    if (it == cur->end()) return kNull;
-    cur = &*it;
-  }
-  return *cur;
-}
 // `j` when it is an array, else an empty one (an lvalue either way: no copy, nothing dangles).
 const json& Items(const json& j) {
   static const json kEmpty = json::array();
   return j.is_array() ? j : kEmpty;
 }
-std::string Str(const json& j, std::initializer_list<const char*> path) {
-  const json& v = At(j, path);
-  return v.is_string() ? util::SanitizeUtf8(v.get<std::string>()) : std::string();
-}
+using collect::k8s::At;
+using collect::k8s::Str;
 
 // kubectl through the host, every call bounded.
 struct Answer {
@@ -105,27 +93,19 @@ class Kube {
   // Every item of a list (`query` without limit/continue), page by page.
   bool List(const std::string& path, const std::string& query, const std::function<void(const json&)>& each,
             std::string* error) {
-    std::string next;
-    for (int page = 0; page < 400; ++page) {
-      std::string url = fmt::format("{}?{}{}limit=250", path, query, query.empty() ? "" : "&");
-      if (!next.empty()) url += "&continue=" + util::PercentEncode(next);
-      Answer a = Get(url);
-      if (!a.ok) {
-        *error = a.error;
-        return false;
-      }
-      std::string why;
-      auto p = collect::k8s::ParseListPage(a.body, &why);
-      if (!p) {
-        *error = fmt::format("GET {}: {}", url, why);
-        return false;
-      }
-      for (const auto& item : p->items) each(item);
-      if (p->next.empty()) return true;
-      next = p->next;
-    }
-    *error = "GET " + path + ": the list did not end within 400 pages";
-    return false;
+    auto r = collect::k8s::ListAll(
+        path, query, 250, 400,
+        [&](const std::string& url) -> std::optional<std::string> {
+          Answer a = Get(url);
+          if (!a.ok) {
+            *error = a.error;
+            return std::nullopt;
+          }
+          return std::move(a.body);
+        },
+        each);
+    if (r.outcome != collect::k8s::ListResult::kRequestFailed && !r.error.empty()) *error = r.error;
+    return r.outcome == collect::k8s::ListResult::kOk;
   }
 
  private:
@@ -170,18 +150,12 @@ K8sNode ReadNode(const json& n) {
   return k;
 }
 
-// A GPU node by its allocatable GPUs, or by the labels of the GPU operator / node feature
-// discovery (a node whose device plugin is broken offers none, and is the one to look at).
+// A GPU node by its allocatable GPUs, or by its GPU labels (a node whose device plugin is broken
+// offers none, and is the one to look at): the same labels the cluster checks count.
 bool IsGpuNode(const json& n, const K8sNode& k) {
   for (const auto& [r, count] : k.gpus)
     if (count > 0) return true;
-  const json& labels = At(n, {"metadata", "labels"});
-  if (!labels.is_object()) return false;
-  for (const char* l : {"nvidia.com/gpu.present", "feature.node.kubernetes.io/pci-10de.present",
-                        "feature.node.kubernetes.io/pci-1002.present"}) {
-    if (labels.contains(l) && labels[l] == "true") return true;
-  }
-  return false;
+  return util::k8s::GpuLabelled(At(n, {"metadata", "labels"}));
 }
 
 // The collect container runs as root (the node's files are root's) with one capability, to enter

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "checks/common.h"
-#include "collect/k8s_objects.h"
+#include "util/k8s_names.h"
 #include "util/strings.h"
 
 namespace clustermax::checks {
@@ -47,25 +47,6 @@ struct GpuNode {
   const json* node = nullptr;
 };
 
-bool GpuLabelled(const json& labels) {
-  if (!labels.is_object()) return false;
-  for (const auto& [k, v] : labels.items()) {
-    std::string val = v.is_string() ? v.get<std::string>() : "";
-    if (k == "nvidia.com/gpu.present" && val == "true") return true;
-    if ((k == "nvidia.com/gpu.product" || k == "nvidia.com/gpu.count") && !val.empty()) return true;
-    if ((k == "feature.node.kubernetes.io/pci-10de.present" ||
-         k == "feature.node.kubernetes.io/pci-0302_10de.present") &&
-        val == "true")
-      return true;
-    if (k.starts_with("amd.com/gpu.") && !val.empty()) return true;
-    if ((k == "cloud.google.com/gke-accelerator" || k == "k8s.amazonaws.com/accelerator" ||
-         k == "node.kubernetes.io/instance-type-gpu" || k == "accelerator") &&
-        !val.empty())
-      return true;
-  }
-  return false;
-}
-
 std::vector<GpuNode> GpuNodes(const Evidence& nodes) {
   std::vector<GpuNode> out;
   for (const auto& n : Arr(nodes, "nodes")) {
@@ -73,7 +54,7 @@ std::vector<GpuNode> GpuNodes(const Evidence& nodes) {
     g.name = S(n, "name");
     g.advertised = Quantity(n.value("allocatable", json::object()), "nvidia.com/gpu") +
                    Quantity(n.value("allocatable", json::object()), "amd.com/gpu");
-    g.labelled = GpuLabelled(n.value("labels", json::object()));
+    g.labelled = util::k8s::GpuLabelled(n.value("labels", json::object()));
     g.node = &n;
     if (g.advertised > 0 || g.labelled) out.push_back(g);
   }
@@ -644,7 +625,7 @@ Finding CsiRwx(const JudgeContext& ctx) {
   const Evidence& st = ctx.Get("k8s.storage");
   std::vector<std::string> rwx, bound, details;
   for (const auto& c : Arr(st, "classes")) {
-    bool yes = collect::k8s::RwxProvisioner(S(c, "provisioner"));
+    bool yes = util::k8s::RwxProvisioner(S(c, "provisioner"));
     details.push_back(
         fmt::format("StorageClass {} ({}){}", S(c, "name"), S(c, "provisioner"), yes ? ": RWX-capable" : ""));
     if (yes) rwx.push_back(S(c, "name"));

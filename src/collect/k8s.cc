@@ -11,6 +11,7 @@
 #include "collect/collector.h"
 #include "collect/k8s_objects.h"
 #include "collect/kubectl.h"
+#include "util/k8s_names.h"
 #include "util/strings.h"
 #include "util/url.h"
 
@@ -87,30 +88,23 @@ class Api {
   // evidence is marked) or the list did not end within kMaxPages.
   // With `absent` (a custom resource), a NotFound first page is an absent resource: true, *absent set.
   bool List(const std::string& path, const std::function<void(const json&)>& each, bool* absent = nullptr) {
-    std::string next;
-    for (int page = 0; page < kMaxPages; ++page) {
-      std::string url = fmt::format("{}?limit={}", path, kPageLimit);
-      if (!next.empty()) url += "&continue=" + util::PercentEncode(next);
-      bool missing = false;
-      auto text = GetText(url, absent != nullptr && page == 0, &missing);
-      if (missing) {
-        *absent = true;
-        return true;
-      }
-      if (!text) return false;
-      std::string error;
-      auto p = k8s::ParseListPage(*text, &error);
-      if (!p) {
-        Mark(EvidenceStatus::kParseError, fmt::format("GET {}: {}", url, error));
-        return false;
-      }
-      malformed_ += p->malformed;
-      for (const auto& item : p->items) each(item);
-      if (p->next.empty()) return true;
-      next = p->next;
+    bool first = true, missing = false;
+    auto r = k8s::ListAll(
+        path, "", kPageLimit, kMaxPages,
+        [&](const std::string& url) {
+          auto text = GetText(url, absent != nullptr && first, &missing);
+          first = false;
+          return text;
+        },
+        each);
+    malformed_ += r.malformed;
+    if (missing) {
+      *absent = true;
+      return true;
     }
-    Mark(EvidenceStatus::kError, fmt::format("GET {}: the list did not end within {} pages", path, kMaxPages));
-    return false;
+    if (r.outcome == k8s::ListResult::kNotAList) Mark(EvidenceStatus::kParseError, r.error);
+    if (r.outcome == k8s::ListResult::kEndless) Mark(EvidenceStatus::kError, r.error);
+    return r.outcome == k8s::ListResult::kOk;
   }
 
   // The served API groups: group -> preferred version ("nvidia.com" -> "v1").
@@ -545,7 +539,7 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
     int rwx = 0;
     for (const auto& c : classes) {
       std::string name = c.value("name", "");
-      if (!k8s::RwxProvisioner(c.value("provisioner", "")) || name.empty() || ++rwx > 4) continue;
+      if (!util::k8s::RwxProvisioner(c.value("provisioner", "")) || name.empty() || ++rwx > 4) continue;
       add("clustermax-probe-rwx-" + std::to_string(rwx), name, "ReadWriteMany", c.value("binding_mode", ""));
     }
     ProbeNamespace ns(api, "clustermax-probe-pvc");

@@ -6,33 +6,13 @@
 #include <fmt/format.h>
 
 #include "util/strings.h"
+#include "util/url.h"
 
 namespace clustermax::collect::k8s {
 namespace {
 
 using nlohmann::json;
 
-const json& Empty() {
-  static const json e = json::object();
-  return e;
-}
-
-// obj[a][b]... when every step is an object holding the key; else an empty object.
-const json& At(const json& obj, std::initializer_list<const char*> path) {
-  const json* cur = &obj;
-  for (const char* k : path) {
-    if (!cur->is_object()) return Empty();
-    auto it = cur->find(k);
-    if (it == cur->end()) return Empty();
-    cur = &*it;
-  }
-  return *cur;
-}
-
-std::string Str(const json& obj, std::initializer_list<const char*> path) {
-  const json& v = At(obj, path);
-  return v.is_string() ? v.get<std::string>() : "";
-}
 
 long long Int(const json& obj, std::initializer_list<const char*> path, long long def) {
   const json& v = At(obj, path);
@@ -103,6 +83,23 @@ bool Has(const json& list, std::initializer_list<const char*> values) {
 
 }  // namespace
 
+const json& At(const json& obj, std::initializer_list<const char*> path) {
+  static const json kNull;
+  const json* cur = &obj;
+  for (const char* k : path) {
+    if (!cur->is_object()) return kNull;
+    auto it = cur->find(k);
+    if (it == cur->end()) return kNull;
+    cur = &*it;
+  }
+  return *cur;
+}
+
+std::string Str(const json& obj, std::initializer_list<const char*> path) {
+  const json& v = At(obj, path);
+  return v.is_string() ? util::SanitizeUtf8(v.get<std::string>()) : "";
+}
+
 std::optional<ListPage> ParseListPage(std::string_view text, std::string* error) {
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) {
@@ -125,6 +122,36 @@ std::optional<ListPage> ParseListPage(std::string_view text, std::string* error)
     p.items.push_back(std::move(it));
   }
   return p;
+}
+
+ListResult ListAll(const std::string& path, const std::string& query, int page_limit, int max_pages,
+                   const std::function<std::optional<std::string>(const std::string& url)>& get,
+                   const std::function<void(const json&)>& each) {
+  ListResult r;
+  std::string next;
+  for (int page = 0; page < max_pages; ++page) {
+    std::string url = fmt::format("{}?{}{}limit={}", path, query, query.empty() ? "" : "&", page_limit);
+    if (!next.empty()) url += "&continue=" + util::PercentEncode(next);
+    auto text = get(url);
+    if (!text) {
+      r.outcome = ListResult::kRequestFailed;
+      return r;
+    }
+    std::string why;
+    auto p = ParseListPage(*text, &why);
+    if (!p) {
+      r.outcome = ListResult::kNotAList;
+      r.error = fmt::format("GET {}: {}", url, why);
+      return r;
+    }
+    r.malformed += p->malformed;
+    for (const auto& item : p->items) each(item);
+    if (p->next.empty()) return r;
+    next = p->next;
+  }
+  r.outcome = ListResult::kEndless;
+  r.error = fmt::format("GET {}: the list did not end within {} pages", path, max_pages);
+  return r;
 }
 
 std::string ErrorReason(std::string_view err) {
@@ -354,13 +381,6 @@ std::vector<json> Subjects(const json& binding) {
     out.push_back({{"kind", Str(s, {"kind"})}, {"name", Str(s, {"name"})}, {"namespace", Str(s, {"namespace"})}});
   }
   return out;
-}
-
-bool RwxProvisioner(std::string_view p) {
-  for (std::string_view k : {"nfs", "cephfs", "gluster", "efs", "azurefile", "file.csi.azure.com", "filestore", "weka",
-                             "lustre", "gpfs", "spectrumscale", "vast", "beegfs", "juicefs", "ddn", "portworx"})
-    if (p.find(k) != std::string_view::npos) return true;
-  return false;
 }
 
 bool IsVclusterMarker(std::string_view key) {

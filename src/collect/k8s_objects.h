@@ -2,6 +2,8 @@
 // a list, and each object kind reduced to the facts the Kubernetes checks judge. Tested on objects
 // captured on real clusters (tests/fixtures/k8s/, sources in SOURCES.md).
 #pragma once
+#include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -10,6 +12,12 @@
 #include <nlohmann/json.hpp>
 
 namespace clustermax::collect::k8s {
+
+// obj[a][b]... when every step is an object holding the key; else null (an lvalue either way:
+// nothing dangles).
+const nlohmann::json& At(const nlohmann::json& obj, std::initializer_list<const char*> path);
+// The string at `path`, valid UTF-8 (invalid bytes replaced); empty when absent or not a string.
+std::string Str(const nlohmann::json& obj, std::initializer_list<const char*> path);
 
 // One page of a list response ("NodeList", "List" ...): its items and the continue token.
 struct ListPage {
@@ -21,6 +29,17 @@ struct ListPage {
 };
 // nullopt (and *error) when the text is not JSON or not a list (no "items" array).
 std::optional<ListPage> ParseListPage(std::string_view text, std::string* error);
+
+// Reads a list page by page (limit/continue, `query` without either): `get` answers one URL, or
+// nullopt when its request failed (having said why itself). Each item goes to `each`.
+struct ListResult {
+  enum Outcome { kOk, kRequestFailed, kNotAList, kEndless } outcome = kOk;
+  std::string error;  // kNotAList, kEndless: which URL and why
+  size_t malformed = 0;
+};
+ListResult ListAll(const std::string& path, const std::string& query, int page_limit, int max_pages,
+                   const std::function<std::optional<std::string>(const std::string& url)>& get,
+                   const std::function<void(const nlohmann::json&)>& each);
 
 // A Kubernetes error ("kind": "Status", "status": "Failure") or kubectl's "Error from server
 // (Forbidden): ..." line: the reason ("Forbidden", "NotFound", "Unauthorized" ...), empty if none.
@@ -62,10 +81,6 @@ nlohmann::json PrometheusRule(const nlohmann::json& rule);
 std::vector<std::string> NodesProxyVerbs(const nlohmann::json& role);
 // One line per subject of a binding: {"kind","name","namespace"}.
 std::vector<nlohmann::json> Subjects(const nlohmann::json& binding);
-
-// A StorageClass provisioner known to offer ReadWriteMany volumes (NFS, CephFS, EFS, Azure Files,
-// Filestore, Lustre, GPFS, WEKA, VAST ...).
-bool RwxProvisioner(std::string_view provisioner);
 
 // "a/b" label and annotation keys of vCluster and its tenants ("vcluster.loft.sh/...").
 bool IsVclusterMarker(std::string_view key);
