@@ -98,6 +98,11 @@ std::string Describe(const json& w) {
                      w.value("desired", 0));
 }
 
+// An active probe was asked for (its evidence is not "disabled" or absent from the plan).
+bool Probed(const Evidence& probe) {
+  return probe.status != core::EvidenceStatus::kProbeDisabled && probe.status != core::EvidenceStatus::kNotCollected;
+}
+
 bool HasResource(const Evidence& groups, std::string_view resource) {
   for (const auto& r : Arr(groups, "resources"))
     if (r.is_string() && r.get<std::string>() == resource) return true;
@@ -552,9 +557,7 @@ Finding LoadBalancer(const JudgeContext& ctx) {
     if (!p.value("addresses", json::array()).empty()) ++pools;
   }
   const Evidence& probe = ctx.Get("probe.k8s-lb");
-  bool probed =
-      probe.status != core::EvidenceStatus::kProbeDisabled && probe.status != core::EvidenceStatus::kNotCollected;
-  if (probed) {
+  if (Probed(probe)) {
     if (auto p = core::EvidenceProblem(probe, "k8s-lb probe")) return p->Details(details);
     if (!probe.data.value("created", false))
       return core::Warn(Reason::kUnverified, "the k8s-lb probe could not create its Service: " + S(probe.data, "error"))
@@ -589,8 +592,7 @@ Finding LoadBalancer(const JudgeContext& ctx) {
 std::optional<std::vector<json>> ProbeClaims(const JudgeContext& ctx, const std::string& mode,
                                              std::optional<Finding>* problem) {
   const Evidence& p = ctx.Get("probe.k8s-pvc");
-  if (p.status == core::EvidenceStatus::kProbeDisabled || p.status == core::EvidenceStatus::kNotCollected)
-    return std::nullopt;
+  if (!Probed(p)) return std::nullopt;
   if (auto f = core::EvidenceProblem(p, "k8s-pvc probe")) {
     *problem = f;
     return std::nullopt;
@@ -603,6 +605,11 @@ std::optional<std::vector<json>> ProbeClaims(const JudgeContext& ctx, const std:
   for (const auto& c : Arr(p, "claims"))
     if (S(c, "access_mode") == mode) out.push_back(c);
   return out;
+}
+
+// The probe made the claim and it neither bound nor waits for a consumer pod: not provisioned.
+bool ClaimStuck(const json& c) {
+  return c.value("created", false) && !c.value("bound", false) && !c.value("waits_for_consumer", false);
 }
 
 std::string ClaimLine(const json& c) {
@@ -644,8 +651,7 @@ Finding CsiRwx(const JudgeContext& ctx) {
     std::vector<std::string> failed;
     for (const auto& c : *claims) {
       details.push_back(ClaimLine(c));
-      if (c.value("created", false) && !c.value("bound", false) && !c.value("waits_for_consumer", false))
-        failed.push_back(S(c, "class"));
+      if (ClaimStuck(c)) failed.push_back(S(c, "class"));
     }
     if (!failed.empty())
       return core::Fail(
@@ -673,7 +679,7 @@ Finding DefaultStorageClass(const JudgeContext& ctx) {
     if (auto claims = ProbeClaims(ctx, "ReadWriteOnce", &problem)) {
       for (const auto& c : *claims) {
         details.push_back(ClaimLine(c));
-        if (c.value("created", false) && !c.value("bound", false) && !c.value("waits_for_consumer", false))
+        if (ClaimStuck(c))
           return core::Fail(Severity::kMissing, fmt::format("a claim on the default class {} did not bind within the "
                                                             "probe's budget",
                                                             defaults[0]))
@@ -1086,6 +1092,14 @@ const json& Labels(const GpuNode& g) {
 
 std::string Label(const GpuNode& g, const std::string& key) { return S(Labels(g), key.c_str()); }
 
+// The node carries every label of `wanted` with its value (a flavor's nodeLabels, a HyperNode's
+// matchLabels).
+bool CarriesLabels(const GpuNode& g, const json& wanted) {
+  for (const auto& [k, v] : wanted.items())
+    if (!v.is_string() || Label(g, k) != v.get<std::string>()) return false;
+  return true;
+}
+
 // A node of a GB200/GB300 NVL72 rack: GFD labels its NVLink clique on multi-node NVLink systems,
 // and names the product.
 bool Nvl72(const GpuNode& g) {
@@ -1115,57 +1129,71 @@ bool NvlinkLevel(std::string_view key) {
 // providers' rack-scale blocks).
 bool BlockLevel(std::string_view key) { return NvlinkLevel(key) || Contains(key, "block"); }
 
-// A Volcano regexMatch pattern (Go RE2 syntax) as POSIX extended, matched by glibc's regex, which
-// has no exponential backtracking for patterns without back-references; nullopt when the pattern
-// uses what ERE lacks (back-references, lookaround, classes other than \d \w \s).
-std::optional<bool> RegexMatches(const std::string& pattern, const std::string& name) {
-  std::string ere;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] != '\\') {
-      ere += pattern[i];
-      continue;
-    }
-    if (++i == pattern.size()) return std::nullopt;
-    switch (char c = pattern[i]) {
-      case 'd':
-        ere += "[0-9]";
-        break;
-      case 'w':
-        ere += "[0-9A-Za-z_]";
-        break;
-      case 's':
-        ere += "[[:space:]]";
-        break;
-      case '.':
-      case '-':
-      case '[':
-      case ']':
-      case '(':
-      case ')':
-      case '{':
-      case '}':
-      case '*':
-      case '+':
-      case '?':
-      case '^':
-      case '$':
-      case '|':
-      case '\\':
-      case '/':
-        ere += '\\';
-        ere += c;
-        break;
-      default:
-        return std::nullopt;
-    }
+// A Volcano regexMatch pattern (Go RE2 syntax) as POSIX extended, compiled once and matched by
+// glibc's regex, which has no exponential backtracking for patterns without back-references;
+// not ok() when the pattern uses what ERE lacks (back-references, lookaround, classes other than
+// \d \w \s).
+class NodePattern {
+ public:
+  explicit NodePattern(const std::string& pattern) {
+    if (auto ere = ToEre(pattern)) ok_ = regcomp(&re_, ere->c_str(), REG_EXTENDED | REG_NOSUB) == 0;
   }
-  if (Contains(ere, "(?")) return std::nullopt;
-  regex_t re;
-  if (regcomp(&re, ere.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return std::nullopt;
-  bool match = regexec(&re, name.c_str(), 0, nullptr, 0) == 0;
-  regfree(&re);
-  return match;
-}
+  ~NodePattern() {
+    if (ok_) regfree(&re_);
+  }
+  NodePattern(const NodePattern&) = delete;
+  NodePattern& operator=(const NodePattern&) = delete;
+  bool ok() const { return ok_; }
+  bool Matches(const std::string& name) const { return regexec(&re_, name.c_str(), 0, nullptr, 0) == 0; }
+
+ private:
+  static std::optional<std::string> ToEre(const std::string& pattern) {
+    std::string ere;
+    for (size_t i = 0; i < pattern.size(); ++i) {
+      if (pattern[i] != '\\') {
+        ere += pattern[i];
+        continue;
+      }
+      if (++i == pattern.size()) return std::nullopt;
+      switch (char c = pattern[i]) {
+        case 'd':
+          ere += "[0-9]";
+          break;
+        case 'w':
+          ere += "[0-9A-Za-z_]";
+          break;
+        case 's':
+          ere += "[[:space:]]";
+          break;
+        case '.':
+        case '-':
+        case '[':
+        case ']':
+        case '(':
+        case ')':
+        case '{':
+        case '}':
+        case '*':
+        case '+':
+        case '?':
+        case '^':
+        case '$':
+        case '|':
+        case '\\':
+        case '/':
+          ere += '\\';
+          ere += c;
+          break;
+        default:
+          return std::nullopt;
+      }
+    }
+    if (Contains(ere, "(?")) return std::nullopt;
+    return ere;
+  }
+  regex_t re_{};
+  bool ok_ = false;
+};
 
 // Which Node members of HyperNodes hold each GPU node: node -> the tier-lowest HyperNode's name.
 struct HyperNodeCover {
@@ -1190,21 +1218,22 @@ HyperNodeCover CoverByHyperNodes(const Evidence& topo, const std::vector<GpuNode
         c.unread.push_back(S(h, "name"));
         continue;
       }
+      std::optional<NodePattern> pattern;
+      if (exact.empty() && !regex.empty()) {
+        pattern.emplace(regex);
+        if (!pattern->ok()) {
+          c.unread.push_back(fmt::format("{} (pattern {})", S(h, "name"), regex));
+          continue;
+        }
+      }
       for (const auto& g : gpus) {
         bool in = false;
         if (!exact.empty()) {
           in = exact == g.name;
-        } else if (!regex.empty()) {
-          auto r = RegexMatches(regex, g.name);
-          if (!r) {
-            c.unread.push_back(fmt::format("{} (pattern {})", S(h, "name"), regex));
-            break;
-          }
-          in = *r;
+        } else if (pattern) {
+          in = pattern->Matches(g.name);
         } else {
-          in = true;
-          for (const auto& [k, v] : labels.items())
-            if (!v.is_string() || Label(g, k) != v.get<std::string>()) in = false;
+          in = CarriesLabels(g, labels);
         }
         if (!in) continue;
         c.members[S(h, "name")].insert(g.name);
@@ -1250,9 +1279,7 @@ KueueCover CoverByKueue(const Evidence& topo, const std::vector<GpuNode>& gpus) 
     c.levels[name] = t->second;
     const json node_labels = f.value("node_labels", json::object());
     for (const auto& g : gpus) {
-      bool in = true;
-      for (const auto& [k, v] : node_labels.items())
-        if (!v.is_string() || Label(g, k) != v.get<std::string>()) in = false;
+      bool in = CarriesLabels(g, node_labels);
       for (const auto& level : t->second)
         if (level != "kubernetes.io/hostname" && Label(g, level).empty()) in = false;
       if (in) c.topology_of.emplace(g.name, name);

@@ -448,10 +448,19 @@ Evidence Topology(host::Host& h, const CollectOptions& o) {
 
 constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
 
-// The probe's poll budget: --timeout probe.ID=SECONDS, else the catalog's.
-std::chrono::milliseconds ProbeBudget(const CollectOptions& o, const std::string& id, std::chrono::seconds def) {
+// A probe's polls: its budget (--timeout probe.ID=SECONDS, else the catalog's), split into polls at
+// most `every` apart (at least ten of them). Counted, not clocked: a replayed bundle answers at once
+// and must end as quickly.
+struct PollSchedule {
+  std::chrono::milliseconds budget, interval;
+  int polls;
+};
+PollSchedule ProbePolls(const CollectOptions& o, const std::string& id, std::chrono::seconds def,
+                        std::chrono::seconds every) {
   auto it = o.timeouts.find(id);
-  return it != o.timeouts.end() ? it->second : std::chrono::milliseconds(def);
+  std::chrono::milliseconds budget = it != o.timeouts.end() ? it->second : std::chrono::milliseconds(def);
+  auto interval = std::min<std::chrono::milliseconds>(every, budget / 10 + std::chrono::milliseconds(1));
+  return {budget, interval, static_cast<int>(budget / interval)};
 }
 
 // The namespace a probe works in: created (labelled as ours) and deleted afterwards. One left by an
@@ -542,10 +551,14 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
       if (!util::k8s::RwxProvisioner(c.value("provisioner", "")) || name.empty() || ++rwx > 4) continue;
       add("clustermax-probe-rwx-" + std::to_string(rwx), name, "ReadWriteMany", c.value("binding_mode", ""));
     }
+    e.data = {{"namespace", "clustermax-probe-pvc"},
+              {"default_class", has_default},
+              {"claims", json::array()},
+              {"error", ""}};
+    if (claims.empty()) return;  // no default and no RWX-capable class: nothing to create
     ProbeNamespace ns(api, "clustermax-probe-pvc");
-    e.data = {
-        {"namespace", ns.name()}, {"default_class", has_default}, {"claims", json::array()}, {"error", ns.error()}};
-    if (!ns.error().empty() || claims.empty()) return;
+    e.data["error"] = ns.error();
+    if (!ns.error().empty()) return;
     std::string base = "/api/v1/namespaces/" + ns.name() + "/persistentvolumeclaims";
     for (auto& c : claims) {
       json spec = {{"accessModes", {c.row["access_mode"]}}, {"resources", {{"requests", {{"storage", "1Gi"}}}}}};
@@ -558,11 +571,7 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
       c.row["error"] = w.error;
       if (w.ok) c.path = base + "/" + c.row["name"].get<std::string>();
     }
-    // Poll by count, not by clock: a replayed bundle answers at once and must end as quickly.
-    auto budget = ProbeBudget(o, id, std::chrono::seconds(60));
-    auto interval =
-        std::min<std::chrono::milliseconds>(std::chrono::seconds(2), budget / 10 + std::chrono::milliseconds(1));
-    int polls = static_cast<int>(budget / interval);
+    auto [budget, interval, polls] = ProbePolls(o, id, std::chrono::seconds(60), std::chrono::seconds(2));
     for (int i = 0; i <= polls; ++i) {
       bool waiting = false;
       for (auto& c : claims) {
@@ -614,10 +623,7 @@ Evidence LbProbe(host::Host& h, const CollectOptions& o) {
     }
     e.data["created"] = true;
     std::string path = base + "/clustermax-probe-lb";
-    auto budget = ProbeBudget(o, id, std::chrono::seconds(120));
-    auto interval =
-        std::min<std::chrono::milliseconds>(std::chrono::seconds(3), budget / 10 + std::chrono::milliseconds(1));
-    int polls = static_cast<int>(budget / interval);
+    auto [budget, interval, polls] = ProbePolls(o, id, std::chrono::seconds(120), std::chrono::seconds(3));
     for (int i = 0; i <= polls; ++i) {
       if (auto svc = api.Get(path)) {
         json ingress = k8s::Service(*svc)["ingress"];
