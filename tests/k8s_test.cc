@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -513,10 +514,26 @@ TEST(K8sApi, StorageAndLoadBalancerProbes) {
     o.timeouts["probe.k8s-lb"] = std::chrono::milliseconds(1500);
     return collect::CollectEvidence(local, {"k8s.storage", "k8s.network", "probe.k8s-pvc", "probe.k8s-lb"}, o);
   };
-  // Controllers that work: claims bind, the Service gets an address.
-  c.server().OnCreate([](json& obj) {
+  // Controllers that work: claims bind, the Service gets an address, the pods mounting the claims
+  // run (3 s after their creation).
+  auto pod_status = [](json& obj, bool started) {
+    json scheduled = {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-12-03T06:00:01Z"}};
+    obj["metadata"]["creationTimestamp"] = "2026-12-03T06:00:00Z";
+    obj["spec"]["nodeName"] = "gpu-h100-01";
+    json state = started ? json{{"terminated", {{"exitCode", 0}, {"startedAt", "2026-12-03T06:00:03Z"}}}}
+                         : json{{"waiting", {{"reason", "ContainerCreating"}}}};
+    obj["status"] = {{"phase", started ? "Succeeded" : "Pending"},
+                     {"conditions", json::array({scheduled})},
+                     {"containerStatuses", json::array({{{"name", "probe"}, {"state", state}}})}};
+  };
+  c.server().OnCreate([&](json& obj) {
     if (obj["kind"] == "PersistentVolumeClaim") obj["status"] = {{"phase", "Bound"}};
     if (obj["kind"] == "Service") obj["status"] = {{"loadBalancer", {{"ingress", {{{"ip", "192.0.2.40"}}}}}}};
+    if (obj["kind"] == "Pod") {
+      EXPECT_EQ(obj["spec"]["volumes"][0]["persistentVolumeClaim"]["claimName"].get<std::string>() + "-pod",
+                obj["metadata"]["name"]);
+      pod_status(obj, true);
+    }
   });
   auto ev = collect();
   for (const auto& [id, e] : ev) ASSERT_TRUE(e.ok()) << id << ": " << e.error;
@@ -546,7 +563,34 @@ TEST(K8sApi, StorageAndLoadBalancerProbes) {
     EXPECT_EQ(V(f), "PASS") << id << ": " << All(f);
     EXPECT_NE(All(f).find("probe: "), std::string::npos) << All(f);
   }
-  EXPECT_NE(All(Judge("csi-rwx", ev)).find("ReadWriteMany claim on class cephfs bound in 0 s"), std::string::npos);
+  EXPECT_NE(
+      All(Judge("csi-rwx", ev))
+          .find("ReadWriteMany claim on class cephfs bound in 0 s; a pod mounted it and ran 3 s after its creation"),
+      std::string::npos)
+      << All(Judge("csi-rwx", ev));
+  EXPECT_TRUE(has("DELETE /api/v1/namespaces/clustermax-probe-pvc/pods/clustermax-probe-rwx-1-pod"));
+
+  // The claims bind, the volume does not mount: the scheduled pods wait in ContainerCreating with the
+  // kubelet's FailedMount event (a real message shape: an NFS server that does not answer).
+  c.server().OnCreate([&](json& obj) {
+    if (obj["kind"] == "PersistentVolumeClaim") obj["status"] = {{"phase", "Bound"}};
+    if (obj["kind"] == "Pod") pod_status(obj, false);
+  });
+  c.server().Override(
+      "/api/v1/namespaces/clustermax-probe-pvc/events",
+      json{{"kind", "EventList"},
+           {"items",
+            {{{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
+              {"reason", "FailedMount"},
+              {"message", "MountVolume.SetUp failed for volume \"pvc-1\" : mount failed: exit status 32"}}}}}
+          .dump());
+  ev = collect();
+  auto mount = Judge("csi-rwx", ev);
+  EXPECT_EQ(V(mount), "FAIL") << All(mount);
+  EXPECT_NE(All(mount).find("the pod on gpu-h100-01 could not mount it: FailedMount: MountVolume.SetUp failed"),
+            std::string::npos)
+      << All(mount);
+  EXPECT_TRUE(c.server().Created().empty());
 
   // Controllers that never answer: the claims stay Pending, the Service without an address.
   c.server().OnCreate([](json&) {});
@@ -573,6 +617,148 @@ TEST(K8sApi, StorageAndLoadBalancerProbes) {
       EXPECT_EQ(V(Judge(id, passive)), "PASS");
     for (const auto& r : quiet.server().Requests()) EXPECT_FALSE(r.starts_with("DELETE")) << r;
   }
+}
+
+// The opt-in probe k8s-gpu-pod against the API stand-in, whose OnCreate hook plays scheduler and
+// kubelet (timestamps as they set them) and whose events answer the kubelet's Pulled messages
+// (real message shapes: tests/fixtures/k8s/pods/SOURCES.md). prolog-fast's Kubernetes half
+// subtracts the pull, names the scheduler's reason when nothing is scheduled, and never passes a
+// container that did not run; the plan runs only the probe of the audited target's half.
+TEST(K8sApi, GpuPodSchedulingProbe) {
+  {
+    audit::Selection sel;
+    sel.checks = {"prolog-fast"};
+    sel.probes = {"slurm-job", "k8s-gpu-pod"};
+    for (auto [target, want, not_want] : {std::tuple{core::Target::kSlurm, "probe.slurm-job", "probe.k8s-gpu-pod"},
+                                          std::tuple{core::Target::kK8s, "probe.k8s-gpu-pod", "probe.slurm-job"}}) {
+      sel.target = target;
+      auto plan = audit::BuildPlan(checks::DefaultRegistry(), sel);
+      auto has = [&](const char* id) {
+        return std::find(plan.collectors.begin(), plan.collectors.end(), id) != plan.collectors.end();
+      };
+      EXPECT_TRUE(has(want)) << want;
+      EXPECT_FALSE(has(not_want)) << not_want;
+    }
+    EXPECT_EQ(checks::DefaultRegistry().Find("prolog-fast")->info.Mode(), "P + A:slurm-job/k8s-gpu-pod");
+  }
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  const std::string ns = "/api/v1/namespaces/clustermax-probe-gpu";
+  auto collect = [&] {
+    host::LocalHost local;
+    collect::CollectOptions o;
+    o.command_timeout = std::chrono::seconds(20);
+    o.probes = {"k8s-gpu-pod"};
+    o.timeouts["probe.k8s-gpu-pod"] = std::chrono::milliseconds(1500);
+    return collect::CollectEvidence(local, {"probe.k8s-gpu-pod"}, o);
+  };
+  // The kubelet's events: the GPU pod pulled its image for 35 s, the other found it present.
+  auto events = [&](const std::string& gpu_message) {
+    json list = {{"kind", "EventList"}, {"apiVersion", "v1"}, {"items", json::array()}};
+    for (auto [pod, message] : {std::pair<std::string, std::string>{"clustermax-probe-gpu", gpu_message},
+                                {"clustermax-probe-cpu",
+                                 "Container image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\" "
+                                 "already present on machine"}})
+      list["items"].push_back({{"metadata", {{"name", pod + ".18c1"}, {"namespace", "clustermax-probe-gpu"}}},
+                               {"involvedObject", {{"kind", "Pod"}, {"name", pod}}},
+                               {"reason", "Pulled"},
+                               {"message", message},
+                               {"type", "Normal"}});
+    c.server().Override(ns + "/events", list.dump());
+  };
+  // Scheduler and kubelet: scheduled 2 s after creation, the container started `start` s after.
+  auto kubelet = [&](int gpu_start, json gpu_state = nullptr) {
+    c.server().OnCreate([=](json& obj) {
+      if (obj["kind"] != "Pod") return;
+      bool gpu = obj["metadata"]["name"] == "clustermax-probe-gpu";
+      EXPECT_EQ(obj["spec"]["containers"][0]["resources"]["limits"].contains("nvidia.com/gpu"), gpu);
+      int start = gpu ? gpu_start : 4;
+      obj["metadata"]["creationTimestamp"] = "2026-12-03T06:00:00Z";
+      obj["spec"]["nodeName"] = gpu ? "gpu-h100-02" : "cpu-01";
+      std::string at = fmt::format("2026-12-03T06:{:02}:{:02}Z", start / 60, start % 60);
+      json state =
+          gpu && !gpu_state.is_null()
+              ? gpu_state
+              : json{{"terminated", {{"exitCode", 0}, {"reason", "Completed"}, {"startedAt", at}, {"finishedAt", at}}}};
+      json scheduled = {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-12-03T06:00:02Z"}};
+      obj["status"] = {{"phase", "Succeeded"},
+                       {"conditions", json::array({scheduled})},
+                       {"containerStatuses", json::array({{{"name", "probe"}, {"state", state}}})}};
+    });
+  };
+  kubelet(41);
+  events(
+      "Successfully pulled image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\" in 35.2s (35.2s including "
+      "waiting). Image size: 87012345 bytes.");
+  auto ev = collect();
+  ASSERT_TRUE(ev.at("probe.k8s-gpu-pod").ok()) << ev.at("probe.k8s-gpu-pod").error;
+  const json& d = ev.at("probe.k8s-gpu-pod").data;
+  EXPECT_EQ(d["resource"], "nvidia.com/gpu");
+  ASSERT_EQ(d["pods"].size(), 2u);
+  EXPECT_EQ(d["pods"][0]["start_s"], 41.0);
+  EXPECT_EQ(d["pods"][0]["schedule_s"], 2.0);
+  EXPECT_EQ(d["pods"][0]["pull_s"], 35.2);
+  EXPECT_EQ(d["pods"][1]["pull_s"], 0.0);
+  auto f = Judge("prolog-fast", ev);
+  EXPECT_EQ(V(f), "PASS") << All(f);
+  EXPECT_EQ(f.observed, "6 s (41 s with the image pull)");
+  EXPECT_NE(All(f).find("one-GPU pod on gpu-h100-02: scheduled in 2 s, container started in 41 s, image pull 35.2 s"),
+            std::string::npos)
+      << All(f);
+  auto log = c.server().Requests();
+  auto has = [&](const std::string& r) {
+    return std::any_of(log.begin(), log.end(), [&](const std::string& x) { return x == r || x.starts_with(r + "?"); });
+  };
+  EXPECT_TRUE(has("POST " + ns + "/pods?fieldManager=clustermax-probe-gpu&timeout=19s"))
+      << fmt::format("{}", fmt::join(log, "\n"));
+  for (const std::string& path : {ns + "/pods/clustermax-probe-gpu", ns + "/pods/clustermax-probe-cpu", ns})
+    EXPECT_TRUE(has("DELETE " + path)) << path;
+  EXPECT_TRUE(c.server().Created().empty());
+
+  // Slow: 150 s to start with the image already there.
+  kubelet(150);
+  events("Container image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\" already present on machine");
+  f = Judge("prolog-fast", ev = collect());
+  EXPECT_EQ(V(f), "FAIL") << All(f);
+  // 40 s, the pull unread (no event): unverified, not FAIL, since a pull may be all of it.
+  kubelet(40);
+  c.server().Override(ns + "/events", R"({"kind":"EventList","apiVersion":"v1","items":[]})");
+  f = Judge("prolog-fast", ev = collect());
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_NE(f.message.find("unknown length"), std::string::npos) << f.message;
+  // The container did not run: the NVIDIA runtime hook failed (exit 128, startedAt at the epoch).
+  kubelet(0, {{"terminated",
+               {{"exitCode", 128},
+                {"reason", "StartError"},
+                {"message", "failed to create containerd task: nvidia-container-cli: device error"},
+                {"startedAt", "1970-01-01T00:00:00Z"}}}});
+  f = Judge("prolog-fast", ev = collect());
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_NE(f.message.find("StartError (exit 128)"), std::string::npos) << f.message;
+  // No free GPU: the scheduler's reason, unverified (as a queued Slurm step).
+  c.server().OnCreate([](json& obj) {
+    if (obj["kind"] != "Pod") return;
+    obj["status"] = {{"phase", "Pending"},
+                     {"conditions",
+                      {{{"type", "PodScheduled"},
+                        {"status", "False"},
+                        {"reason", "Unschedulable"},
+                        {"message", "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}}}}};
+  });
+  f = Judge("prolog-fast", ev = collect());
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_NE(f.message.find("not scheduled within 2 s (Unschedulable)"), std::string::npos) << f.message;
+  EXPECT_NE(All(f).find("4 Insufficient nvidia.com/gpu"), std::string::npos) << All(f);
+  EXPECT_TRUE(c.server().Created().empty());
+  // Refused: pods may not be created in the probe's namespace.
+  c.server().Forbid(ns + "/pods");
+  f = Judge("prolog-fast", ev = collect());
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_NE(f.message.find("the one-GPU pod was not made"), std::string::npos) << f.message;
+  EXPECT_TRUE(c.server().Created().empty());
+  // Not asked for.
+  ev.at("probe.k8s-gpu-pod").status = core::EvidenceStatus::kProbeDisabled;
+  EXPECT_EQ(V(Judge("prolog-fast", ev)), "SKIP");
 }
 
 TEST(K8sApi, ClusterWithoutOperators) {
@@ -1109,6 +1295,70 @@ TEST(K8sFanOut, RefusedOrWithoutImageCreatesNothingThatStays) {
 // Pod objects captured on real clusters (tests/fixtures/k8s/pods/, sources in SOURCES.md there),
 // each read to the state the fan-out acts on. The fan-out reads the status of its own init
 // container ("collect"): a captured container status is put there under that name, as it is.
+// The GPU pod probe's readers on objects and kubelet messages captured on real clusters
+// (tests/fixtures/k8s/pods/, sources in SOURCES.md there), with one fact flipped at a time.
+TEST(K8sObjects, ProbePodAndPullTimes) {
+  auto pod = [](const char* name) { return json::parse(ReadFixture(std::string("k8s/pods/") + name + ".json")); };
+  json started = collect::k8s::ProbePod(pod("pod-started"));
+  EXPECT_EQ(started["created"], "2022-02-17T21:51:01Z");
+  EXPECT_EQ(started["scheduled"], "2022-02-17T21:51:01Z");
+  EXPECT_EQ(started["state"], "running");
+  EXPECT_EQ(started["started"], "2022-02-17T21:51:05Z");
+  EXPECT_EQ(started["exit_code"], -1);
+  json unscheduled = collect::k8s::ProbePod(pod("pending-unschedulable"));
+  EXPECT_EQ(unscheduled["scheduled"], "");
+  EXPECT_EQ(unscheduled["unscheduled_reason"], "Unschedulable");
+  EXPECT_TRUE(unscheduled["message"].get<std::string>().starts_with("0/5 nodes are available: 1 Insufficient cpu"));
+  json backoff = collect::k8s::ProbePod(pod("image-pull-backoff"));
+  EXPECT_EQ(backoff["state"], "waiting");
+  EXPECT_EQ(backoff["state_reason"], "ImagePullBackOff");
+  EXPECT_EQ(backoff["started"], "");
+  // Mutations: PodScheduled False, the container terminated with an exit code, a kubelet rejection.
+  json p = pod("pod-started");
+  for (auto& c : p["status"]["conditions"])
+    if (c["type"] == "PodScheduled") c["status"] = "False";
+  EXPECT_EQ(collect::k8s::ProbePod(p)["scheduled"], "");
+  p = pod("pod-started");
+  p["status"]["containerStatuses"][0]["state"] = {
+      {"terminated", {{"exitCode", 128}, {"reason", "StartError"}, {"startedAt", "1970-01-01T00:00:00Z"}}}};
+  EXPECT_EQ(collect::k8s::ProbePod(p)["exit_code"], 128);
+  EXPECT_EQ(collect::k8s::ProbePod(p)["state_reason"], "StartError");
+  p = pod("pod-started");
+  p["status"] = {{"phase", "Failed"}, {"reason", "UnexpectedAdmissionError"}, {"message", "Allocate failed"}};
+  EXPECT_EQ(collect::k8s::ProbePod(p)["state_reason"], "UnexpectedAdmissionError");
+  EXPECT_TRUE(collect::k8s::ProbePod(json("not a pod")).is_object());
+
+  // Every captured Pulled message reads: the pull's own time (not the "including waiting" one),
+  // 0 for an image already present.
+  std::vector<double> want = {0.370157088, 0.090980331, 1.146417389, 0.31552429, 0, 0, 0, 0};
+  std::istringstream lines(ReadFixture("k8s/pods/pulled-messages.txt"));
+  std::string line;
+  size_t i = 0;
+  for (; std::getline(lines, line); ++i) {
+    std::string message = line.substr(0, line.find('\t'));
+    auto seconds = collect::k8s::PullSeconds(message);
+    ASSERT_TRUE(seconds.has_value()) << message;
+    ASSERT_LT(i, want.size());
+    EXPECT_NEAR(*seconds, want[i], 1e-9) << message;
+  }
+  EXPECT_EQ(i, want.size());
+  // The newest kubelet's form (pkg/kubelet/images/image_manager.go), describe's field-path prefix.
+  EXPECT_NEAR(*collect::k8s::PullSeconds("Successfully pulled image \"g1g1/py-kube\" in 15.981s (15.981s including "
+                                         "waiting). Image size: 129338587 bytes."),
+              15.981, 1e-9);
+  EXPECT_EQ(collect::k8s::PullSeconds("spec.containers{app}: Container image \"busybox:1.36\" already present on "
+                                      "machine"),
+            0.0);
+  for (const char* bad : {"Pulling image \"nginx\"", "Successfully pulled image \"nginx\" in soon",
+                          "Successfully pulled image \"nginx\" in 1.2.3s", ""})
+    EXPECT_FALSE(collect::k8s::PullSeconds(bad).has_value()) << bad;
+  EXPECT_NEAR(*collect::k8s::GoDurationSeconds("1m2.5s"), 62.5, 1e-9);
+  EXPECT_NEAR(*collect::k8s::GoDurationSeconds("1h0m0s"), 3600, 1e-9);
+  EXPECT_NEAR(*collect::k8s::GoDurationSeconds("350\xc2\xb5s"), 350e-6, 1e-12);
+  EXPECT_FALSE(collect::k8s::GoDurationSeconds("12").has_value());
+  EXPECT_FALSE(collect::k8s::GoDurationSeconds("-1s").has_value());
+}
+
 TEST(K8sFanOut, ReadsPodStates) {
   using S = audit::FanOutPod::State;
   auto pod = [](const char* name) { return json::parse(ReadFixture(std::string("k8s/pods/") + name + ".json")); };

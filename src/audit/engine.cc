@@ -152,9 +152,9 @@ Finding JudgePlanned(const Plan& plan, const PlannedCheck& pc, const core::Evide
                                   core::ToString(plan.selection.target), core::MaskToString(pc.check->info.targets)));
   }
   if (pc.state == PlanState::kProbeDisabled) {
-    return core::Skip(
-        Reason::kProbeDisabled,
-        fmt::format("active probe, not requested (enable with --probe {} or --active)", pc.check->info.probe));
+    return core::Skip(Reason::kProbeDisabled,
+                      fmt::format("active probe, not requested (enable with --probe {} or --active)",
+                                  pc.check->info.ProbeFor(plan.selection.target)));
   }
   return JudgeOne(*pc.check, ev, minimums, plan.selection.target, now);
 }

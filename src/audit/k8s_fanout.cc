@@ -33,8 +33,6 @@ constexpr const char* kManagedBy = "app.kubernetes.io/managed-by";
 constexpr const char* kRunLabel = "clustermax.io/run";
 constexpr const char* kCollectContainer = "collect";
 constexpr const char* kHostRoot = "/host";
-// GPU resources a pod can ask for, in the order they are preferred.
-const std::vector<std::string> kGpuResources = {"nvidia.com/gpu", "amd.com/gpu"};
 
 // `j` when it is an array, else an empty one (an lvalue either way: no copy, nothing dangles).
 const json& Items(const json& j) {
@@ -139,7 +137,7 @@ K8sNode ReadNode(const json& n) {
     }
   }
   const json& alloc = At(n, {"status", "allocatable"});
-  for (const auto& r : kGpuResources) {
+  for (const auto& r : util::k8s::GpuResources()) {
     if (alloc.is_object() && alloc.contains(r) && alloc[r].is_string()) {
       try {
         k.gpus[r] = std::stoll(alloc[r].get<std::string>());
@@ -207,12 +205,8 @@ json FanOutDaemonSet(const K8sFanOutOptions& o, const std::string& run_id, const
   json pin = {{"requiredDuringSchedulingIgnoredDuringExecution",
                {{"nodeSelectorTerms",
                  {{{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", targets}}}}}}}}}};
-  // NoSchedule taints of every kind (cordoned, GPU-only, dedicated nodes) and the GPU taints of any
-  // effect; a NoExecute taint other than those means the node is being emptied and is left alone.
-  json tolerations = {{{"operator", "Exists"}, {"effect", "NoSchedule"}}};
-  for (const auto& r : kGpuResources) tolerations.push_back({{"key", r}, {"operator", "Exists"}});
   json spec = {{"affinity", {{"nodeAffinity", pin}}},
-               {"tolerations", tolerations},
+               {"tolerations", util::k8s::GpuTolerations()},
                {"hostPID", true},
                {"hostNetwork", true},
                {"dnsPolicy", "ClusterFirstWithHostNet"},
@@ -348,7 +342,7 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
       continue;
     }
     targets.push_back(k.name);
-    for (const auto& r : kGpuResources) {
+    for (const auto& r : util::k8s::GpuResources()) {
       long long c = k.gpus.count(r) ? k.gpus.at(r) : 0;
       if (c > 0) fewest[r] = fewest.count(r) ? std::min(fewest[r], c) : c;
     }
@@ -356,7 +350,7 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
   // One request for every pod: the fewest GPUs a node offers, among the nodes that offer any (a
   // node offering none, its device plugin down, stays Pending for them and is reported so).
   std::string gpu_resource;
-  for (const auto& r : kGpuResources) {
+  for (const auto& r : util::k8s::GpuResources()) {
     if (fewest.count(r) && gpu_resource.empty()) gpu_resource = r;
   }
   res.gpus_per_node = gpu_resource.empty() ? 0 : o.gpus >= 0 ? o.gpus : static_cast<int>(fewest[gpu_resource]);

@@ -54,16 +54,23 @@ Plan BuildPlan(const core::Registry& registry, const Selection& sel) {
     PlannedCheck pc{&c, PlanState::kRun};
     if (!core::InMask(c.info.targets, sel.target)) {
       pc.state = PlanState::kNotInScope;
-    } else if (c.info.probe_required && !sel.probes.count(c.info.probe)) {
+    } else if (c.info.probe_required && !sel.probes.count(c.info.ProbeFor(sel.target))) {
       pc.state = PlanState::kProbeDisabled;
     }
     if (pc.state == PlanState::kRun) {
       // The Kubernetes API view (k8s.*) is asked for on the Kubernetes target only: a row judged on
       // both schedulers reads it there and the scheduler's evidence on Slurm, and a Slurm audit
-      // never calls kubectl.
+      // never calls kubectl. A row whose halves measure through different probes runs only this
+      // target's.
+      const std::string& other = c.info.k8s_probe.empty()           ? std::string()
+                                 : sel.target == core::Target::kK8s ? c.info.probe
+                                                                    : c.info.k8s_probe;
       std::vector<std::string> needs;
-      for (const auto& n : c.info.needs)
+      for (const auto& n : c.info.needs) {
+        const auto* from = collect::FindCollector(n);
+        if (!other.empty() && from && from->info.probe == other) continue;
         if (sel.target == core::Target::kK8s || !n.starts_with("k8s.")) needs.push_back(n);
+      }
       collectors.insert(needs.begin(), needs.end());
       (c.info.cluster ? cluster_collectors : node_collectors).insert(needs.begin(), needs.end());
       collectors.insert(c.info.node_needs.begin(), c.info.node_needs.end());

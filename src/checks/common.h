@@ -87,6 +87,7 @@ Finding AutoRemediationOnKubernetes(const core::JudgeContext& ctx);
 Finding MonitoringReadinessOnKubernetes(const core::JudgeContext& ctx);
 Finding TopologyConfOnKubernetes(const core::JudgeContext& ctx);
 Finding MnnvlComputeDomainOnKubernetes(const core::JudgeContext& ctx);
+Finding PrologFastOnKubernetes(const core::JudgeContext& ctx);
 // The network tiers the scheduler's topology describes (nccl-ib-qps-entropy): levels -1 when it
 // tells nothing; `why` says where the number came from.
 struct FabricTiers {

@@ -607,24 +607,54 @@ std::optional<std::vector<json>> ProbeClaims(const JudgeContext& ctx, const std:
   return out;
 }
 
-// The probe made the claim and it neither bound nor waits for a consumer pod: not provisioned.
-bool ClaimStuck(const json& c) {
-  return c.value("created", false) && !c.value("bound", false) && !c.value("waits_for_consumer", false);
-}
-
-std::string ClaimLine(const json& c) {
+// What the k8s-pvc probe found of one claim and the pod that mounted it: usable (bound, and a pod
+// ran with it mounted), failed (not bound within the budget, or bound and the scheduled pod could
+// not mount it), or unverified (refused, or the pod did not get to the mount: not scheduled, image
+// pull failed ...); with the line that says so.
+struct ClaimResult {
+  enum Outcome { kUsable, kFailed, kUnverified } outcome;
+  std::string line;
+};
+ClaimResult ReadClaim(const json& c) {
   std::string cls = S(c, "class").empty() ? "the default class" : "class " + S(c, "class");
-  if (!c.value("created", false))
-    return fmt::format("probe: {} claim on {} refused: {}", S(c, "access_mode"), cls, S(c, "error"));
-  if (c.value("bound", false))
-    return fmt::format("probe: {} claim on {} bound in {:.0f} s", S(c, "access_mode"), cls, c.value("seconds", 0.0));
-  if (c.value("waits_for_consumer", false))
-    return fmt::format(
-        "probe: {} claim on {} waits for a consumer pod (WaitForFirstConsumer): provisioning not "
-        "exercised",
-        S(c, "access_mode"), cls);
-  return fmt::format("probe: {} claim on {} still {} after the budget", S(c, "access_mode"), cls,
-                     S(c, "phase").empty() ? "unread" : S(c, "phase"));
+  std::string what = fmt::format("probe: {} claim on {}", S(c, "access_mode"), cls);
+  auto num = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : -1.0;
+  };
+  auto flag = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_boolean() && o[key].get<bool>();
+  };
+  if (!flag(c, "created")) return {ClaimResult::kUnverified, what + " refused: " + S(c, "error")};
+  const json& pod = c.contains("pod") ? c["pod"] : json();
+  bool scheduled = !S(pod, "scheduled").empty();
+  std::string why = !S(pod, "failure").empty()        ? S(pod, "failure")
+                    : !S(pod, "state_reason").empty() ? S(pod, "state_reason") + " " + S(pod, "state_message")
+                    : !scheduled                      ? "not scheduled: " + S(pod, "message")
+                                                      : "no container started";
+  if (!flag(c, "bound")) {
+    if (flag(c, "waits_for_consumer") && !scheduled)
+      return {ClaimResult::kUnverified,
+              fmt::format("{} waits for a consumer (WaitForFirstConsumer) and its pod was not scheduled ({})", what,
+                          util::Ellipsize(why, 300))};
+    return {ClaimResult::kFailed, fmt::format("{} did not bind within the budget (still {})", what,
+                                              S(c, "phase").empty() ? "unread" : S(c, "phase"))};
+  }
+  std::string bound = fmt::format("{} bound in {:.0f} s", what, num(c, "seconds"));
+  if (!pod.is_object()) return {ClaimResult::kUsable, bound};  // a bundle of a build that made no pod
+  if (!flag(pod, "accepted"))
+    return {ClaimResult::kUnverified, bound + "; the pod to mount it was refused: " + S(pod, "error")};
+  bool ran = !S(pod, "started").empty() && !(S(pod, "state") == "terminated" && num(pod, "exit_code") != 0);
+  if (ran)
+    return {ClaimResult::kUsable,
+            fmt::format("{}; a pod mounted it and ran {:.0f} s after its creation", bound, num(pod, "start_s"))};
+  // Scheduled, and the kubelet could not attach or mount it (or the container still waits on it).
+  bool mount = !S(pod, "failure").empty() || S(pod, "state_reason") == "ContainerCreating" ||
+               (scheduled && S(pod, "state").empty());
+  if (scheduled && mount)
+    return {ClaimResult::kFailed,
+            fmt::format("{}; the pod on {} could not mount it: {}", bound, S(pod, "node"), util::Ellipsize(why, 300))};
+  return {ClaimResult::kUnverified,
+          fmt::format("{}; the pod to mount it did not run ({})", bound, util::Ellipsize(why, 300))};
 }
 
 Finding CsiRwx(const JudgeContext& ctx) {
@@ -648,15 +678,22 @@ Finding CsiRwx(const JudgeContext& ctx) {
     return core::Warn(Reason::kConfig, "no RWX-capable StorageClass and no bound ReadWriteMany claim").Details(details);
   std::optional<Finding> problem;
   if (auto claims = ProbeClaims(ctx, "ReadWriteMany", &problem)) {
-    std::vector<std::string> failed;
+    std::vector<std::string> failed, unverified;
     for (const auto& c : *claims) {
-      details.push_back(ClaimLine(c));
-      if (ClaimStuck(c)) failed.push_back(S(c, "class"));
+      auto r = ReadClaim(c);
+      details.push_back(r.line);
+      if (r.outcome == ClaimResult::kFailed) failed.push_back(S(c, "class"));
+      if (r.outcome == ClaimResult::kUnverified) unverified.push_back(S(c, "class"));
     }
     if (!failed.empty())
-      return core::Fail(
-                 Severity::kMissing,
-                 fmt::format("a ReadWriteMany claim on {} did not bind within the probe's budget", Names(failed)))
+      return core::Fail(Severity::kMissing,
+                        fmt::format("a ReadWriteMany claim on {} did not bind, or no pod could mount it, within the "
+                                    "probe's budget",
+                                    Names(failed)))
+          .Details(details);
+    if (!unverified.empty())
+      return core::Warn(Reason::kUnverified,
+                        fmt::format("the probe could not show a ReadWriteMany claim on {} in use", Names(unverified)))
           .Details(details);
   } else if (problem) {
     return problem->Details(details);
@@ -678,14 +715,17 @@ Finding DefaultStorageClass(const JudgeContext& ctx) {
     std::optional<Finding> problem;
     if (auto claims = ProbeClaims(ctx, "ReadWriteOnce", &problem)) {
       for (const auto& c : *claims) {
-        details.push_back(ClaimLine(c));
-        if (ClaimStuck(c))
-          return core::Fail(Severity::kMissing, fmt::format("a claim on the default class {} did not bind within the "
-                                                            "probe's budget",
-                                                            defaults[0]))
+        auto r = ReadClaim(c);
+        details.push_back(r.line);
+        if (r.outcome == ClaimResult::kFailed)
+          return core::Fail(Severity::kMissing,
+                            fmt::format("a claim on the default class {} did not bind, or no pod could mount it, "
+                                        "within the probe's budget",
+                                        defaults[0]))
               .Details(details);
-        if (!c.value("created", false))
-          return core::Warn(Reason::kUnverified, "the probe's claim was refused: " + S(c, "error")).Details(details);
+        if (r.outcome == ClaimResult::kUnverified)
+          return core::Warn(Reason::kUnverified, "the probe could not show a claim on the default class in use")
+              .Details(details);
       }
     } else if (problem) {
       return problem->Details(details);
@@ -1441,6 +1481,82 @@ Finding MnnvlComputeDomainOnKubernetes(const JudgeContext& ctx) {
   return f.Details(problems).Details(lines).Expected(
       "the NVIDIA DRA driver's ComputeDomains, its compute-domain.nvidia.com slices, and a clique label on "
       "every NVL72 node");
+}
+
+// prolog-fast on Kubernetes (probe k8s-gpu-pod): a one-GPU pod's container runs within 30 s of the
+// pod's creation, its image pull not counted (the Slurm half's "fast" line); over 120 s is FAIL.
+// The pod without GPUs beside it tells the GPU path's share (device plugin, DRA, admission).
+Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
+  const Evidence& probe = ctx.Get("probe.k8s-gpu-pod");
+  if (!Probed(probe)) return core::Skip(Reason::kProbeDisabled, "GPU pod start time not measured (probe k8s-gpu-pod)");
+  if (auto p = core::EvidenceProblem(probe, "k8s-gpu-pod probe")) return *p;
+  if (!S(probe.data, "error").empty())
+    return core::Warn(Reason::kUnverified, "the k8s-gpu-pod probe could not make its pods: " + S(probe.data, "error"));
+  if (S(probe.data, "resource").empty())
+    return core::Warn(Reason::kUnverified, "no node offers nvidia.com/gpu or amd.com/gpu: no GPU pod to time");
+  auto num = [](const json& o, const char* key) {
+    return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : -1.0;
+  };
+  double budget = num(probe.data, "budget_s");
+  const json* gpu = nullptr;
+  std::vector<std::string> lines;
+  for (const auto& p : Arr(probe, "pods")) {
+    if (S(p, "role") == "gpu") gpu = &p;
+    std::string what = S(p, "role") == "gpu" ? "one-GPU pod" : "pod without GPUs";
+    if (!S(p, "error").empty()) {
+      lines.push_back(fmt::format("{}: {}", what, S(p, "error")));
+    } else if (S(p, "scheduled").empty()) {
+      lines.push_back(fmt::format("{}: not scheduled ({}: {})", what, S(p, "unscheduled_reason"), S(p, "message")));
+    } else {
+      double pull = num(p, "pull_s");
+      lines.push_back(fmt::format("{} on {}: scheduled in {:.0f} s, container {} {}, image pull {}", what, S(p, "node"),
+                                  num(p, "schedule_s"), S(p, "started").empty() ? "not started:" : "started in",
+                                  S(p, "started").empty() ? S(p, "state_reason") + " " + S(p, "state_message")
+                                                          : fmt::format("{:.0f} s", num(p, "start_s")),
+                                  pull < 0    ? "unknown"
+                                  : pull == 0 ? "none (image present)"
+                                              : fmt::format("{:.1f} s", pull)));
+    }
+  }
+  const std::string expected = "< 30 s from the pod's creation to a running container, image pull apart";
+  if (!gpu || !S(*gpu, "error").empty())
+    return core::Warn(Reason::kUnverified,
+                      "the one-GPU pod was not made: " + (gpu ? S(*gpu, "error") : std::string("no answer")))
+        .Details(lines);
+  const json& g = *gpu;
+  if (S(g, "scheduled").empty())
+    return core::Warn(
+               Reason::kUnverified,
+               fmt::format("the one-GPU pod was not scheduled within {:.0f} s ({}): no free GPU, or the queue", budget,
+                           S(g, "unscheduled_reason").empty() ? "no reason given" : S(g, "unscheduled_reason")))
+        .Details(lines)
+        .Expected(expected);
+  std::string reason = S(g, "state_reason");
+  long long exit_code =
+      g.contains("exit_code") && g["exit_code"].is_number_integer() ? g["exit_code"].get<long long>() : -1;
+  if (S(g, "started").empty() || (S(g, "state") == "terminated" && exit_code != 0))
+    return core::Warn(Reason::kUnverified,
+                      fmt::format("the one-GPU pod's container did not run: {}{}",
+                                  reason.empty() ? fmt::format("not started within {:.0f} s", budget) : reason,
+                                  S(g, "state") == "terminated" ? fmt::format(" (exit {})", exit_code) : ""))
+        .Details(lines)
+        .Expected(expected);
+  double start = num(g, "start_s"), pull = num(g, "pull_s"), t = pull >= 0 ? std::max(0.0, start - pull) : start;
+  std::string observed = pull >= 0 ? fmt::format("{:.0f} s ({:.0f} s with the image pull)", t, start)
+                                   : fmt::format("{:.0f} s, image pull included (pull time unread)", start);
+  if (pull < 0 && t >= 30)
+    return core::Warn(Reason::kUnverified,
+                      fmt::format("a one-GPU pod took {:.0f} s to run, with an image pull of unknown length", start))
+        .Details(lines)
+        .Observed(observed)
+        .Expected(expected);
+  Finding f =
+      t < 30 ? core::Pass(fmt::format("a one-GPU pod runs {:.0f} s after its creation{}", t,
+                                      pull > 0 ? ", image pull apart" : ""))
+      : t <= 120
+          ? core::Warn(Reason::kConfig, fmt::format("a one-GPU pod takes {:.0f} s to run, image pull apart", t))
+          : core::Fail(Severity::kConfig, fmt::format("a one-GPU pod takes {:.0f} s to run, image pull apart", t));
+  return f.Details(lines).Observed(observed).Expected(expected);
 }
 
 // How many network tiers the cluster's topology objects describe (nccl-ib-qps-entropy): Kueue

@@ -474,6 +474,7 @@ Finding SshBetweenNodes(const JudgeContext& ctx) {
 // prolog-fast: a GPU job step starts within 30 s, prolog included (the reference's "fast" line);
 // over 120 s is our FAIL line.
 Finding PrologFast(const JudgeContext& ctx) {
+  if (ctx.target() == core::Target::kK8s) return PrologFastOnKubernetes(ctx);
   const Evidence& config = ctx.Get("slurm.config");
   if (auto p = core::EvidenceProblem(config, "scontrol show config")) return *p;
   std::vector<std::string> lines;
@@ -1224,16 +1225,18 @@ void RegisterSlurmChecks(core::Registry& r) {
   r.Add({CheckInfo{
              .id = "prolog-fast",
              .category = "orchestration",
-             .title = "A GPU job step starts quickly (prolog included)",
+             .title = "A GPU job step (or pod) starts quickly (prolog included)",
              .rationale = "A slow prolog (health checks, image pulls, cleanup) taxes every job and every restart.",
              .remediation =
                  "Move heavy work out of Prolog (HealthCheckProgram, async cleanup); keep Prolog under a few seconds.",
              .criterion = "prolog-fast",
-             .targets = kS,
-             .needs = {"slurm.config", "probe.slurm-job"},
+             .targets = kS | kK,
+             .needs = {"slurm.config", "probe.slurm-job", "probe.k8s-gpu-pod"},
              .probe = "slurm-job",
+             .k8s_probe = "k8s-gpu-pod",
              .cluster = true,
-             .reproduce = "time srun -N1 --gres=gpu:1 --time=1 true"},
+             .reproduce = "time srun -N1 --gres=gpu:1 --time=1 true (Kubernetes: clustermax audit --k8s --probe "
+                          "k8s-gpu-pod --check prolog-fast)"},
          PrologFast});
   r.Add({CheckInfo{
              .id = "topology-conf",

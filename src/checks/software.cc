@@ -27,7 +27,11 @@ Finding NcclInstalled(const JudgeContext& ctx) {
     from = e.data["header"]["path"];
   }
   Finding f;
-  if (libs.empty()) {
+  if (libs.empty() && ctx.target() == core::Target::kK8s) {
+    // Kubernetes nodes run workloads from images, which bring their own NCCL; the host needs none.
+    return core::Skip(Reason::kNotApplicable,
+                      "no NCCL on the host: on Kubernetes the libraries come with the workloads' images");
+  } else if (libs.empty()) {
     f = core::Fail(Severity::kMissing, "NCCL not found in the linker cache or the standard library directories");
     if (!e.data.value("ldconfig_ok", false)) f.Detail("ldconfig -p did not run; only directories were searched");
   } else if (version.empty()) {
@@ -165,10 +169,11 @@ void RegisterSoftwareChecks(core::Registry& r) {
              .id = "nccl-installed",
              .category = "software",
              .title = "NCCL installed with a readable version",
-             .rationale = "Multi-GPU training needs NCCL on the host (outside containers too) at a known version.",
+             .rationale = "Multi-GPU training needs NCCL on the host (outside containers too) at a known version; on "
+                          "Kubernetes the images bring it, and a host copy is only reported.",
              .remediation = "Install libnccl2 and libnccl-dev from the CUDA repository (or HPC-X / HPC SDK's NCCL).",
              .criterion = "nccl-installed",
-             .targets = core::kS | core::kSA | core::kV | core::kC,
+             .targets = core::kS | core::kK | core::kSA | core::kV | core::kC,
              .needs = {"nccl.libraries"},
              .reproduce = "ldconfig -p | grep libnccl",
          },

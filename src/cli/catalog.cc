@@ -51,7 +51,7 @@ int ListProbes() {
   for (const auto& p : core::Probes()) {
     std::vector<std::string> users;
     for (const auto& c : checks::DefaultRegistry().all()) {
-      if (c.info.probe == p.name) users.push_back(c.info.id);
+      if (c.info.probe == p.name || c.info.k8s_probe == p.name) users.push_back(c.info.id);
     }
     std::cout << fmt::format("{}\n  does:     {}\n  changes:  {}\n  budget:   {} s\n  checks:   {}\n", p.name,
                              p.description, p.side_effects, p.budget_s,

@@ -4,6 +4,8 @@
 // answers and a replay judges them again. Lists are read page by page (limit/continue); each
 // object is reduced to the facts the checks read (collect/k8s_objects.*).
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <set>
 
 #include <fmt/format.h>
@@ -13,6 +15,7 @@
 #include "collect/kubectl.h"
 #include "util/k8s_names.h"
 #include "util/strings.h"
+#include "util/time.h"
 #include "util/url.h"
 
 namespace clustermax::collect {
@@ -145,6 +148,14 @@ class Api {
   }
   Write Delete(const std::string& path) {
     return Send(Command(Argv({"delete", "--raw", path}), o_, id_), "DELETE " + path);
+  }
+
+  // A read the probe can do without: the parsed object, or nullopt when refused or unreadable (the
+  // evidence is not marked).
+  std::optional<json> Peek(const std::string& path) {
+    auto w = Send(Command(Argv({"get", "--raw", path}), o_, id_), "GET " + path);
+    if (!w.ok || !w.body.is_object()) return std::nullopt;
+    return w.body;
   }
 
   size_t malformed() const { return malformed_; }
@@ -507,10 +518,117 @@ class ProbeNamespace {
   std::string error_;
 };
 
+// A pod of a probe's own: `true` from the probe image as nobody, no capabilities, read-only root
+// (the restricted Pod Security profile), never restarted. `limits` joins the small requests;
+// `spec` and `container` hold what the probe adds (tolerations, a volume and its mount).
+json ProbePodObject(const std::string& name, const std::string& image, const json& limits, const json& spec,
+                    const json& container) {
+  json l = {{"memory", "64Mi"}};
+  l.update(limits);
+  json c = {
+      {"name", "probe"},
+      {"image", image},
+      {"imagePullPolicy", "IfNotPresent"},
+      {"command", {"true"}},
+      {"resources", {{"requests", {{"cpu", "10m"}, {"memory", "16Mi"}}}, {"limits", l}}},
+      {"securityContext",
+       {{"allowPrivilegeEscalation", false}, {"readOnlyRootFilesystem", true}, {"capabilities", {{"drop", {"ALL"}}}}}}};
+  c.update(container);
+  json s = {{"restartPolicy", "Never"},
+            {"terminationGracePeriodSeconds", 0},
+            {"automountServiceAccountToken", false},
+            {"enableServiceLinks", false},
+            {"securityContext",
+             {{"runAsNonRoot", true},
+              {"runAsUser", 65534},
+              {"runAsGroup", 65534},
+              {"fsGroup", 65534},
+              {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
+            {"containers", {c}}};
+  s.update(spec);
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"labels", {{kManagedBy, "clustermax"}}}}},
+          {"spec", s}};
+}
+
+// A probe's pod from creation to deletion: its progress (k8s::ProbePod's facts) polled into `row`,
+// the kubelet's events read once, the phases from the API's own timestamps.
+class ProbePodRun {
+ public:
+  ProbePodRun(Api& api, const std::string& ns, const json& pod)
+      : api_(api), name_(k8s::Str(pod, {"metadata", "name"})) {
+    std::string base = "/api/v1/namespaces/" + ns + "/pods";
+    auto w = api_.Post(base, pod);
+    row_ = {{"accepted", w.ok}, {"error", w.error}};
+    if (w.ok) path_ = base + "/" + name_;
+    done_ = !w.ok;
+  }
+  // One read unless it has ended (started, failed to, gone). True while it is still on its way.
+  bool Poll(double seconds) {
+    if (done_) return false;
+    auto obj = api_.Get(path_);
+    if (!obj) {
+      done_ = true;
+      return false;
+    }
+    json seen = k8s::ProbePod(*obj);
+    for (const auto& [k, v] : seen.items()) row_[k] = v;
+    row_["polled_s"] = seconds;
+    // Waiting reasons that do not end by waiting longer within a probe's budget.
+    static const std::set<std::string> kStuck = {
+        "ImagePullBackOff",     "InvalidImageName",  "ErrImageNeverPull", "CreateContainerConfigError",
+        "CreateContainerError", "RunContainerError", "CrashLoopBackOff"};
+    std::string state = seen["state"], phase = seen["phase"];
+    done_ = state == "running" || state == "terminated" || phase == "Succeeded" || phase == "Failed" ||
+            kStuck.count(seen["state_reason"].get<std::string>());
+    return !done_;
+  }
+  // The kubelet's and scheduler's events about this pod (Pulled, FailedMount, FailedScheduling ...).
+  void Events(const json& events) {
+    const json& items = k8s::At(events, {"items"});
+    if (!items.is_array()) return;
+    for (const auto& ev : items) {
+      if (k8s::Str(ev, {"involvedObject", "name"}) != name_) continue;
+      std::string reason = k8s::Str(ev, {"reason"}), message = util::Ellipsize(k8s::Str(ev, {"message"}), 400);
+      if (reason == "Pulled")
+        if (auto pulled = k8s::PullSeconds(message)) row_["pull_s"] = *pulled;
+      if (reason.starts_with("Failed") && reason != "FailedScheduling")
+        row_["failure"] = reason + ": " + message;  // FailedMount, FailedAttachVolume ...
+    }
+  }
+  // Deleted, and the phases computed: creation to scheduled, to a started container.
+  json Finish() {
+    if (!path_.empty()) {
+      auto w = api_.Delete(path_);
+      if (!w.ok && w.reason != "NotFound") row_["error"] = "not deleted: " + w.error;
+    }
+    auto secs = [&](const char* key) -> double {
+      auto from = util::ParseRfc3339(k8s::Str(row_, {"created"})), to = util::ParseRfc3339(k8s::Str(row_, {key}));
+      if (!from || !to) return -1.0;
+      return std::max(0.0, std::chrono::duration<double>(*to - *from).count());
+    };
+    row_["schedule_s"] = secs("scheduled");
+    row_["start_s"] = secs("started");
+    if (!row_.contains("pull_s")) row_["pull_s"] = -1.0;
+    if (!row_.contains("failure")) row_["failure"] = "";
+    return row_;
+  }
+  const std::string& name() const { return name_; }
+
+ private:
+  Api& api_;
+  std::string name_, path_;
+  json row_;
+  bool done_ = false;
+};
+
 // probe.k8s-pvc: a 1 GiB ReadWriteOnce claim without a class (the default class provisions it) and
-// a ReadWriteMany claim on each RWX-capable class (at most four); each polled until Bound, or
-// until the budget ends; a WaitForFirstConsumer class provisions only for a pod, so it is noted
-// and not waited for. Claims and namespace deleted on the way out.
+// a ReadWriteMany claim on each RWX-capable class (at most four), each with a pod that mounts it:
+// polled until the claim is Bound and the pod's container has started (a WaitForFirstConsumer class
+// provisions for that pod), or until the budget ends. Time to Bound by poll count; time to a running
+// pod with the volume mounted from the API's timestamps; the kubelet's FailedMount and
+// FailedAttachVolume events kept. Pods, claims and namespace deleted on the way out.
 Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
   const std::string id = "probe.k8s-pvc";
   return Collect(h, o, id, [&](Api& api, Evidence& e) {
@@ -521,6 +639,7 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
     struct Claim {
       json row;
       std::string path;
+      std::unique_ptr<ProbePodRun> pod;
     };
     std::vector<Claim> claims;
     std::string default_mode;
@@ -542,7 +661,8 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
                          {"phase", ""},
                          {"seconds", 0.0},
                          {"error", ""}},
-                        ""});
+                        "",
+                        nullptr});
     };
     if (has_default) add("clustermax-probe-rwo", "", "ReadWriteOnce", default_mode);
     int rwx = 0;
@@ -553,6 +673,7 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
     }
     e.data = {{"namespace", "clustermax-probe-pvc"},
               {"default_class", has_default},
+              {"image", o.probe_image},
               {"claims", json::array()},
               {"error", ""}};
     if (claims.empty()) return;  // no default and no RWX-capable class: nothing to create
@@ -561,36 +682,49 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
     if (!ns.error().empty()) return;
     std::string base = "/api/v1/namespaces/" + ns.name() + "/persistentvolumeclaims";
     for (auto& c : claims) {
+      std::string name = c.row["name"];
       json spec = {{"accessModes", {c.row["access_mode"]}}, {"resources", {{"requests", {{"storage", "1Gi"}}}}}};
       if (!c.row["class"].get<std::string>().empty()) spec["storageClassName"] = c.row["class"];
       auto w = api.Post(base, {{"apiVersion", "v1"},
                                {"kind", "PersistentVolumeClaim"},
-                               {"metadata", {{"name", c.row["name"]}, {"labels", {{kManagedBy, "clustermax"}}}}},
+                               {"metadata", {{"name", name}, {"labels", {{kManagedBy, "clustermax"}}}}},
                                {"spec", spec}});
       c.row["created"] = w.ok;
       c.row["error"] = w.error;
-      if (w.ok) c.path = base + "/" + c.row["name"].get<std::string>();
+      if (!w.ok) continue;
+      c.path = base + "/" + name;
+      c.pod = std::make_unique<ProbePodRun>(
+          api, ns.name(),
+          ProbePodObject(name + "-pod", o.probe_image, json::object(),
+                         {{"volumes", {{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", name}}}}}}},
+                         {{"volumeMounts", {{{"name", "data"}, {"mountPath", "/data"}}}}}));
     }
-    auto [budget, interval, polls] = ProbePolls(o, id, std::chrono::seconds(60), std::chrono::seconds(2));
+    auto [budget, interval, polls] = ProbePolls(o, id, std::chrono::seconds(120), std::chrono::seconds(2));
     for (int i = 0; i <= polls; ++i) {
       bool waiting = false;
+      double at = std::chrono::duration<double>(interval * i).count();
       for (auto& c : claims) {
-        if (c.path.empty() || c.row["bound"].get<bool>()) continue;
-        auto pvc = api.Get(c.path);
-        if (!pvc) continue;  // marked by Get: the probe's answer is then unreadable
-        std::string phase = k8s::Claim(*pvc)["phase"];
-        c.row["phase"] = phase;
-        c.row["seconds"] = std::chrono::duration<double>(interval * i).count();
-        if (phase == "Bound") {
-          c.row["bound"] = true;
-        } else if (!c.row["waits_for_consumer"].get<bool>()) {
-          waiting = true;
+        if (c.path.empty()) continue;
+        if (!c.row["bound"].get<bool>()) {
+          if (auto pvc = api.Get(c.path)) {  // nullopt: marked by Get, the probe's answer is unreadable
+            std::string phase = k8s::Claim(*pvc)["phase"];
+            c.row["phase"] = phase;
+            c.row["seconds"] = at;
+            c.row["bound"] = phase == "Bound";
+            waiting = waiting || phase != "Bound";
+          }
         }
+        if (c.pod && c.pod->Poll(at)) waiting = true;
       }
       if (!waiting || i == polls) break;
       h.Sleep(interval);
     }
+    auto events = api.Peek("/api/v1/namespaces/" + ns.name() + "/events?limit=500");
     for (auto& c : claims) {
+      if (c.pod) {
+        if (events) c.pod->Events(*events);
+        c.row["pod"] = c.pod->Finish();
+      }
       if (!c.path.empty()) {
         auto w = api.Delete(c.path);
         if (!w.ok && w.reason != "NotFound") c.row["error"] = "not deleted: " + w.error;
@@ -638,6 +772,64 @@ Evidence LbProbe(host::Host& h, const CollectOptions& o) {
     e.data["budget_s"] = std::chrono::duration<double>(budget).count();
     auto d = api.Delete(path);
     if (!d.ok && d.reason != "NotFound") e.data["error"] = "not deleted: " + d.error;
+  });
+}
+
+// probe.k8s-gpu-pod: how long a one-GPU pod takes from creation to a running container, next to a
+// pod that asks for no GPU (the baseline): both started at once from --probe-image, tolerating the
+// GPU taints; polled until each container has started, failed to (ImagePullBackOff ...), or the
+// budget ends. The scheduler's and kubelet's own timestamps (creationTimestamp, PodScheduled,
+// startedAt) give the phases to the second, and the kubelet's Pulled event the image pull, so that
+// a pull is not counted as scheduling.
+Evidence GpuPodProbe(host::Host& h, const CollectOptions& o) {
+  const std::string id = "probe.k8s-gpu-pod";
+  return Collect(h, o, id, [&](Api& api, Evidence& e) {
+    // The GPU resource most nodes offer (nvidia.com/gpu before amd.com/gpu on a tie).
+    std::map<std::string, int> offering;
+    if (!api.List("/api/v1/nodes", [&](const json& n) {
+          const json& alloc = k8s::At(n, {"status", "allocatable"});
+          for (const auto& r : util::k8s::GpuResources()) {
+            const json& v = k8s::At(alloc, {r.c_str()});
+            if (v.is_string() && !v.get<std::string>().empty() && v.get<std::string>() != "0") ++offering[r];
+          }
+        }))
+      return;
+    std::string resource;
+    for (const auto& r : util::k8s::GpuResources())
+      if (offering[r] > (resource.empty() ? 0 : offering[resource])) resource = r;
+    e.data = {{"namespace", "clustermax-probe-gpu"},
+              {"resource", resource},
+              {"gpu_nodes", resource.empty() ? 0 : offering[resource]},
+              {"image", o.probe_image},
+              {"pods", json::array()},
+              {"error", ""}};
+    if (resource.empty()) return;  // no node offers a GPU: nothing to schedule
+    ProbeNamespace ns(api, "clustermax-probe-gpu");
+    e.data["error"] = ns.error();
+    if (!ns.error().empty()) return;
+    std::vector<std::unique_ptr<ProbePodRun>> pods;
+    for (std::string role : {"gpu", "cpu"}) {
+      json limits = role == "gpu" ? json{{resource, "1"}} : json::object();
+      pods.push_back(std::make_unique<ProbePodRun>(
+          api, ns.name(),
+          ProbePodObject("clustermax-probe-" + role, o.probe_image, limits,
+                         {{"tolerations", util::k8s::GpuTolerations()}}, json::object())));
+    }
+    auto [budget, interval, polls] = ProbePolls(o, id, std::chrono::seconds(180), std::chrono::seconds(1));
+    for (int i = 0; i <= polls; ++i) {
+      bool waiting = false;
+      for (auto& p : pods) waiting = p->Poll(std::chrono::duration<double>(interval * i).count()) || waiting;
+      if (!waiting || i == polls) break;
+      h.Sleep(interval);
+    }
+    auto events = api.Peek("/api/v1/namespaces/" + ns.name() + "/events?limit=500");
+    for (auto& p : pods) {
+      if (events) p->Events(*events);
+      json row = p->Finish();
+      row["role"] = p->name() == "clustermax-probe-gpu" ? "gpu" : "cpu";
+      e.data["pods"].push_back(row);
+    }
+    e.data["budget_s"] = std::chrono::duration<double>(budget).count();
   });
 }
 
@@ -860,10 +1052,11 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                  AlertRules});
   out.push_back(
       {{"probe.k8s-pvc",
-        "Test claims: 1 GiB ReadWriteOnce on the default class, ReadWriteMany on each RWX-capable class; "
-        "time to Bound, then deleted",
-        {"cmd:kubectl create --raw /api/v1/namespaces[/clustermax-probe-pvc/persistentvolumeclaims] -f -",
-         raw + "/api/v1/namespaces/clustermax-probe-pvc/persistentvolumeclaims/NAME", "cmd:kubectl delete --raw PATH"},
+        "Test claims: 1 GiB ReadWriteOnce on the default class, ReadWriteMany on each RWX-capable class, each "
+        "mounted by a pod; time to Bound and to a running pod, then deleted",
+        {"cmd:kubectl create --raw /api/v1/namespaces[/clustermax-probe-pvc/{persistentvolumeclaims,pods}] -f -",
+         raw + "/api/v1/namespaces/clustermax-probe-pvc/{persistentvolumeclaims/NAME,pods/NAME,events}",
+         "cmd:kubectl delete --raw PATH"},
         "k8s-pvc"},
        PvcProbe});
   out.push_back(
@@ -873,6 +1066,14 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
          raw + "/api/v1/namespaces/clustermax-probe-lb/services/clustermax-probe-lb", "cmd:kubectl delete --raw PATH"},
         "k8s-lb"},
        LbProbe});
+  out.push_back(
+      {{"probe.k8s-gpu-pod",
+        "A one-GPU pod and a pod without GPUs: time to scheduled and to a started container, image pull apart; "
+        "then deleted",
+        {"cmd:kubectl create --raw /api/v1/namespaces[/clustermax-probe-gpu/pods] -f -",
+         raw + "/api/v1/namespaces/clustermax-probe-gpu/{pods/NAME,events}", "cmd:kubectl delete --raw PATH"},
+        "k8s-gpu-pod"},
+       GpuPodProbe});
   out.push_back({{"k8s.rbac",
                   "Cluster roles, roles and their bindings: every subject granted nodes/proxy",
                   {raw + "/apis/rbac.authorization.k8s.io/v1/{clusterroles,roles,clusterrolebindings,rolebindings}"},
@@ -1005,21 +1206,52 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                       {"rules[].name", Str, "", "PrometheusRule"},
                       {"rules[].alerts", Int, "rules", "alerting rules (spec.groups[].rules[].alert)"},
                       {"rules[].records", Int, "rules", "recording rules"}}));
-  DeclareFields(out, "probe.k8s-pvc",
-                with({{"namespace", Str, "", "the probe's namespace (created and deleted)"},
-                      {"default_class", Bool, "", "a StorageClass is marked default"},
-                      {"error", Str, "", "why no claim was made (namespace refused ...); empty when they were"},
-                      {"budget_s", Num, "s", "how long each claim was waited for"},
-                      {"claims[].name", Str, "", "the test claim"},
-                      {"claims[].class", Str, "", "its StorageClass; empty for the default class"},
-                      {"claims[].access_mode", Str, "", "ReadWriteOnce or ReadWriteMany"},
-                      {"claims[].binding_mode", Str, "", "the class's volumeBindingMode"},
-                      {"claims[].created", Bool, "", "the API server accepted it"},
-                      {"claims[].bound", Bool, "", "it reached Bound within the budget"},
-                      {"claims[].waits_for_consumer", Bool, "", "WaitForFirstConsumer: provisioned only for a pod"},
-                      {"claims[].phase", Str, "", "its last phase (Pending, Bound)"},
-                      {"claims[].seconds", Num, "s", "time to Bound (poll resolution)"},
-                      {"claims[].error", Str, "", "creation or deletion refused"}}));
+  // A probe's pod (ProbePodRun), under `prefix` ("pods[]." or "claims[].pod.").
+  auto pod_fields = [&](const std::string& prefix) {
+    std::vector<core::FieldSpec> f = {
+        {prefix + "accepted", Bool, "", "the API server accepted it"},
+        {prefix + "error", Str, "", "creation or deletion refused"},
+        {prefix + "name", Str, "", "the pod"},
+        {prefix + "node", Str, "", "the node it was bound to"},
+        {prefix + "phase", Str, "", "its last phase"},
+        {prefix + "created", Str, "", "creationTimestamp (RFC 3339)"},
+        {prefix + "scheduled", Str, "", "PodScheduled's lastTransitionTime; empty until scheduled"},
+        {prefix + "unscheduled_reason", Str, "", "PodScheduled False: the scheduler's reason (Unschedulable)"},
+        {prefix + "message", Str, "", "the scheduler's message (\"0/4 nodes are available: ...\")"},
+        {prefix + "state", Str, "", "the container's state: waiting, running, terminated; empty before one"},
+        {prefix + "state_reason", Str, "", "its reason (ContainerCreating, ImagePullBackOff, Completed ...)"},
+        {prefix + "state_message", Str, "", "its message"},
+        {prefix + "started", Str, "", "the container's startedAt; empty until it started"},
+        {prefix + "exit_code", Int, "", "exit code when terminated; -1 otherwise"},
+        {prefix + "polled_s", Num, "s", "time of the last poll after creation (poll resolution)"},
+        {prefix + "schedule_s", Num, "s", "creation to scheduled (server clock, 1 s resolution); -1 unknown"},
+        {prefix + "start_s", Num, "s", "creation to container started, image pull included; -1 unknown"},
+        {prefix + "pull_s", Num, "s", "image pull from the kubelet's Pulled event (0 already present); -1 unknown"},
+        {prefix + "failure", Str, "", "the kubelet's last Failed* event (FailedMount: ...); empty when none"}};
+    return f;
+  };
+  auto joined = [](std::vector<core::FieldSpec> a, const std::vector<core::FieldSpec>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  };
+  DeclareFields(
+      out, "probe.k8s-pvc",
+      with(joined({{"namespace", Str, "", "the probe's namespace (created and deleted)"},
+                   {"default_class", Bool, "", "a StorageClass is marked default"},
+                   {"image", Str, "", "the mounting pods' image (--probe-image)"},
+                   {"error", Str, "", "why no claim was made (namespace refused ...); empty when they were"},
+                   {"budget_s", Num, "s", "how long each claim was waited for"},
+                   {"claims[].name", Str, "", "the test claim"},
+                   {"claims[].class", Str, "", "its StorageClass; empty for the default class"},
+                   {"claims[].access_mode", Str, "", "ReadWriteOnce or ReadWriteMany"},
+                   {"claims[].binding_mode", Str, "", "the class's volumeBindingMode"},
+                   {"claims[].created", Bool, "", "the API server accepted it"},
+                   {"claims[].bound", Bool, "", "it reached Bound within the budget"},
+                   {"claims[].waits_for_consumer", Bool, "", "WaitForFirstConsumer: provisioned only for a pod"},
+                   {"claims[].phase", Str, "", "its last phase (Pending, Bound)"},
+                   {"claims[].seconds", Num, "s", "time to Bound (poll resolution)"},
+                   {"claims[].error", Str, "", "creation or deletion refused"}},
+                  pod_fields("claims[].pod."))));
   DeclareFields(out, "probe.k8s-lb",
                 with({{"namespace", Str, "", "the probe's namespace (created and deleted)"},
                       {"created", Bool, "", "the Service was accepted"},
@@ -1027,6 +1259,16 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                       {"seconds", Num, "s", "time until the address (poll resolution)"},
                       {"budget_s", Num, "s", "how long the address was waited for"},
                       {"error", Str, "", "creation or deletion refused"}}));
+  DeclareFields(
+      out, "probe.k8s-gpu-pod",
+      with(joined({{"namespace", Str, "", "the probe's namespace (created and deleted)"},
+                   {"resource", Str, "", "the GPU resource asked for (the one most nodes offer); empty when none does"},
+                   {"gpu_nodes", Int, "nodes", "nodes offering that resource"},
+                   {"image", Str, "", "the pods' image (--probe-image)"},
+                   {"error", Str, "", "why no pod was made (namespace refused ...); empty when they were"},
+                   {"budget_s", Num, "s", "how long the pods were waited for"},
+                   {"pods[].role", Str, "", "gpu (one GPU) or cpu (the baseline, no GPU)"}},
+                  pod_fields("pods[]."))));
   DeclareFields(out, "k8s.rbac",
                 {{"grants[].role", Str, "", "\"ClusterRole/name\" or \"Role/namespace/name\" granting nodes/proxy"},
                  {"grants[].binding", Str, "", "\"ClusterRoleBinding/name\" or \"RoleBinding/namespace/name\""},

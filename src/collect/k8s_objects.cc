@@ -1,6 +1,7 @@
 #include "collect/k8s_objects.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include <fmt/format.h>
@@ -12,7 +13,6 @@ namespace clustermax::collect::k8s {
 namespace {
 
 using nlohmann::json;
-
 
 long long Int(const json& obj, std::initializer_list<const char*> path, long long def) {
   const json& v = At(obj, path);
@@ -335,6 +335,114 @@ json ComputeDomain(const json& cd) {
           {"name", Name(cd)},
           {"nodes", Int(cd, {"spec", "numNodes"}, -1)},
           {"status", Str(cd, {"status", "status"})}};
+}
+
+json ProbePod(const json& p) {
+  std::string scheduled, unscheduled_reason, message;
+  const json& conds = At(p, {"status", "conditions"});
+  if (conds.is_array()) {
+    for (const auto& c : conds) {
+      if (!c.is_object() || Str(c, {"type"}) != "PodScheduled") continue;
+      if (Str(c, {"status"}) == "True") {
+        scheduled = Str(c, {"lastTransitionTime"});
+      } else {
+        unscheduled_reason = Str(c, {"reason"});
+        message = util::Ellipsize(Str(c, {"message"}), 400);
+      }
+    }
+  }
+  std::string state, state_reason, state_message, started;
+  long long exit_code = -1;
+  const json& statuses = At(p, {"status", "containerStatuses"});
+  if (statuses.is_array() && !statuses.empty() && statuses[0].is_object()) {
+    const json& st = At(statuses[0], {"state"});
+    for (const char* s : {"terminated", "running", "waiting"}) {
+      const json& one = At(st, {s});
+      if (!one.is_object()) continue;
+      state = s;
+      state_reason = Str(one, {"reason"});
+      state_message = util::Ellipsize(Str(one, {"message"}), 400);
+      started = Str(one, {"startedAt"});
+      if (state == "terminated") exit_code = Int(one, {"exitCode"}, -1);
+      break;
+    }
+  }
+  // A pod the kubelet rejected (Failed before any container: OutOfnvidia.com/gpu, UnexpectedAdmissionError).
+  if (state.empty() && Str(p, {"status", "phase"}) == "Failed") {
+    state_reason = Str(p, {"status", "reason"});
+    state_message = util::Ellipsize(Str(p, {"status", "message"}), 400);
+  }
+  return {{"name", Name(p)},
+          {"node", Str(p, {"spec", "nodeName"})},
+          {"phase", Str(p, {"status", "phase"})},
+          {"created", Str(p, {"metadata", "creationTimestamp"})},
+          {"scheduled", scheduled},
+          {"unscheduled_reason", unscheduled_reason},
+          {"message", message},
+          {"state", state},
+          {"state_reason", state_reason},
+          {"state_message", state_message},
+          {"started", started},
+          {"exit_code", exit_code}};
+}
+
+std::optional<double> GoDurationSeconds(std::string_view t) {
+  if (t.empty() || t.size() > 64) return std::nullopt;
+  if (t == "0") return 0.0;
+  double total = 0;
+  while (!t.empty()) {
+    size_t n = 0;
+    while (n < t.size() && (std::isdigit(static_cast<unsigned char>(t[n])) || t[n] == '.')) ++n;
+    if (n == 0) return std::nullopt;
+    double v = 0;
+    try {
+      size_t used = 0;
+      v = std::stod(std::string(t.substr(0, n)), &used);
+      if (used != n) return std::nullopt;
+    } catch (...) {
+      return std::nullopt;
+    }
+    t.remove_prefix(n);
+    double unit = 0;
+    for (auto [name, scale] : {std::pair<std::string_view, double>{"ns", 1e-9},
+                               {"us", 1e-6},
+                               {"\xc2\xb5s", 1e-6},
+                               {"\xce\xbcs", 1e-6},
+                               {"ms", 1e-3},
+                               {"s", 1},
+                               {"m", 60},
+                               {"h", 3600}}) {
+      if (t.starts_with(name)) {
+        unit = scale;
+        t.remove_prefix(name.size());
+        break;
+      }
+    }
+    if (unit == 0) return std::nullopt;
+    total += v * unit;
+  }
+  return total;
+}
+
+std::optional<double> PullSeconds(std::string_view m) {
+  // kubectl describe puts the container's field path first ("spec.containers{app}: Container image ...").
+  if (m.find("Container image ") != std::string_view::npos &&
+      m.find("already present on machine") != std::string_view::npos)
+    return 0.0;
+  if (m.find("Successfully pulled image ") == std::string_view::npos) return std::nullopt;
+  // ... image "X" in 1.302s (1.302s including waiting). Image size: N bytes.
+  size_t q = m.rfind("\" in ");
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = m.substr(q + 5);
+  size_t end = 0;
+  while (end < rest.size() && rest[end] != ' ' && rest[end] != '.') ++end;
+  // The duration ends at a space, or at the sentence's full stop (older kubelets: "in 1.302s.").
+  while (end < rest.size() && rest[end] == '.' && end + 1 < rest.size() &&
+         std::isdigit(static_cast<unsigned char>(rest[end + 1]))) {
+    ++end;
+    while (end < rest.size() && rest[end] != ' ' && rest[end] != '.') ++end;
+  }
+  return GoDurationSeconds(rest.substr(0, end));
 }
 
 json PrometheusRule(const json& pr) {

@@ -72,6 +72,20 @@ nlohmann::json HyperNode(const nlohmann::json& hypernode);
 // "nodes" (spec.numNodes, -1 when unset), "status" (status.status: Ready, NotReady; empty when none)}.
 nlohmann::json ComputeDomain(const nlohmann::json& domain);
 
+// A probe pod's progress (probe.k8s-gpu-pod): {"name", "node", "phase", "created" (creationTimestamp),
+// "scheduled" (PodScheduled's lastTransitionTime when True, else empty), "unscheduled_reason" and
+// "message" (PodScheduled False: the scheduler's reason and message), "state" (the first
+// container's: waiting, running, terminated; empty before it has one), "state_reason",
+// "state_message", "started" (running or terminated startedAt), "exit_code" (-1 unless terminated)}.
+nlohmann::json ProbePod(const nlohmann::json& pod);
+// How long the kubelet took to pull an image, from a "Pulled" event's message: "Successfully pulled
+// image \"X\" in 1.302s (1.302s including waiting)" (Go durations: 812ms, 1m2.5s); 0 for
+// "Container image \"X\" already present on machine"; nullopt for anything else.
+std::optional<double> PullSeconds(std::string_view message);
+// A Go time.Duration string ("1.5s", "812ms", "2m3.1s", "1h0m0s", "350µs") in seconds; nullopt when
+// it is not one.
+std::optional<double> GoDurationSeconds(std::string_view text);
+
 // Prometheus Operator PrometheusRule: {"namespace", "name", "alerts" (rules with `alert`),
 // "records" (rules with `record`)} over spec.groups[].rules[].
 nlohmann::json PrometheusRule(const nlohmann::json& rule);

@@ -35,12 +35,18 @@ const std::vector<ProbeInfo>& Probes() {
        30},
       {"k8s-pvc",
        "create a 1 GiB ReadWriteOnce claim on the default StorageClass and a ReadWriteMany claim on each RWX-capable "
-       "class in namespace clustermax-probe-pvc, wait for Bound (60 s; --timeout probe.k8s-pvc=S), delete them",
-       "creates a namespace and claims; a provisioner may create (and delete) real volumes", 90},
+       "class in namespace clustermax-probe-pvc, each with a pod from --probe-image that mounts it; wait for Bound "
+       "and for the pod to run (120 s; --timeout probe.k8s-pvc=S), delete them",
+       "creates a namespace, claims and pods; a provisioner may create (and delete) real volumes", 150},
       {"k8s-lb",
        "create a LoadBalancer Service in namespace clustermax-probe-lb, wait for its address (120 s; --timeout "
        "probe.k8s-lb=S), delete it",
        "may allocate a public or pool IP address for a minute", 150},
+      {"k8s-gpu-pod",
+       "start a one-GPU pod and a pod without GPUs from --probe-image (running `true` as nobody) in namespace "
+       "clustermax-probe-gpu; time creation to scheduled and to a started container from the API's timestamps, the "
+       "image pull apart (180 s; --timeout probe.k8s-gpu-pod=S), delete them",
+       "holds one GPU for seconds; may pull the image onto a node", 240},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };
@@ -55,8 +61,13 @@ const ProbeInfo* FindProbe(std::string_view name) {
 
 std::string CheckInfo::Mode() const {
   if (probe.empty()) return "P";
-  if (probe_required) return "A:" + probe;
-  return "P + A:" + probe;
+  std::string probes = k8s_probe.empty() ? probe : probe + "/" + k8s_probe;
+  if (probe_required) return "A:" + probes;
+  return "P + A:" + probes;
+}
+
+const std::string& CheckInfo::ProbeFor(Target target) const {
+  return target == Target::kK8s && !k8s_probe.empty() ? k8s_probe : probe;
 }
 
 const Evidence& JudgeContext::Get(std::string_view id) const {
@@ -103,8 +114,9 @@ void Registry::Add(Check check) {
   if (std::find(cats.begin(), cats.end(), check.info.category) == cats.end()) {
     throw std::invalid_argument(fmt::format("check {} has unknown category '{}'", id, check.info.category));
   }
-  if (!check.info.probe.empty() && !FindProbe(check.info.probe)) {
-    throw std::invalid_argument(fmt::format("check {} names unknown probe '{}'", id, check.info.probe));
+  for (const auto* p : {&check.info.probe, &check.info.k8s_probe}) {
+    if (!p->empty() && !FindProbe(*p))
+      throw std::invalid_argument(fmt::format("check {} names unknown probe '{}'", id, *p));
   }
   if (!check.judge) throw std::invalid_argument(fmt::format("check {} has no judge", id));
   checks_.push_back(std::move(check));

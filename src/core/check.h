@@ -46,7 +46,10 @@ struct CheckInfo {
   std::vector<std::string> needs;  // evidence ids the judge reads
   std::string probe;               // active probe the check uses, empty when passive
   bool probe_required = false;     // true: without the probe the check is SKIP probe-disabled
-  bool critical = false;           // feeds a rating hard gate
+  // The Kubernetes half's probe where the halves measure through different probes (prolog-fast:
+  // slurm-job on Slurm, k8s-gpu-pod on Kubernetes); empty: `probe` on every target.
+  std::string k8s_probe;
+  bool critical = false;  // feeds a rating hard gate
   // Judged once, on the scheduler's view from the login node (fleet audits), instead of on every
   // node: Slurm configuration, coverage and drift across nodes.
   bool cluster = false;
@@ -55,8 +58,10 @@ struct CheckInfo {
   std::vector<std::string> node_needs;
   std::string reproduce;  // a command an operator can run to see the evidence
 
-  // "P", "P + A:perf-sample" or "A:container-launch".
+  // "P", "P + A:perf-sample", "A:container-launch" or "P + A:slurm-job/k8s-gpu-pod".
   std::string Mode() const;
+  // The probe the check uses on `target` (empty when passive).
+  const std::string& ProbeFor(Target target) const;
 };
 
 class JudgeContext;

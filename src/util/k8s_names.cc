@@ -26,6 +26,17 @@ bool GpuLabelled(const json& labels) {
   return false;
 }
 
+const std::vector<std::string>& GpuResources() {
+  static const std::vector<std::string> k = {"nvidia.com/gpu", "amd.com/gpu"};
+  return k;
+}
+
+json GpuTolerations() {
+  json t = {{{"operator", "Exists"}, {"effect", "NoSchedule"}}};
+  for (const auto& r : GpuResources()) t.push_back({{"key", r}, {"operator", "Exists"}});
+  return t;
+}
+
 bool RwxProvisioner(std::string_view p) {
   for (std::string_view k : {"nfs", "cephfs", "gluster", "efs", "azurefile", "file.csi.azure.com", "filestore", "weka",
                              "lustre", "gpfs", "spectrumscale", "vast", "beegfs", "juicefs", "ddn", "portworx"})
