@@ -10,11 +10,13 @@
 #include "audit/engine.h"
 #include "checks/register.h"
 #include "collect/collector.h"
+#include "core/minimums.h"
 #include "core/target.h"
 #include "host/bundle.h"
 #include "host/local_host.h"
 #include "audit/render.h"
 #include "testutil.h"
+#include "util/time.h"
 
 namespace fs = std::filesystem;
 using namespace clustermax;
@@ -253,4 +255,30 @@ TEST(Sysroot, CliNamesTheImageAndListsWhatItCouldNotTake) {
   r = run("run2");
   EXPECT_EQ(r["nodes"][0], "gpu-node-17");
   fs::remove_all(root.parent_path());
+}
+
+// nccl-installed on Kubernetes: the workloads' images bring NCCL, so a host without it is SKIP
+// there and FAIL (missing) on Slurm; a host copy is graded the same on both.
+TEST(TargetScope, NcclOnTheHostIsNotRequiredOnKubernetes) {
+  const core::Check* c = checks::DefaultRegistry().Find("nccl-installed");
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(core::InMask(c->info.targets, core::Target::kK8s));
+  auto judge = [&](core::Target t, json data) {
+    core::EvidenceSet ev;
+    core::Evidence e;
+    e.status = core::EvidenceStatus::kOk;
+    e.data = std::move(data);
+    ev["nccl.libraries"] = e;
+    core::JudgeContext ctx(c->info, ev, core::EmbeddedMinimumTable(), t, *util::ParseRfc3339("2026-12-01T00:00:00Z"));
+    return c->judge(ctx).verdict;
+  };
+  json none = {{"libraries", json::array()}, {"versions", json::array()}, {"header", nullptr}, {"ldconfig_ok", true}};
+  EXPECT_EQ(judge(core::Target::kK8s, none), Verdict::kSkip);
+  EXPECT_EQ(judge(core::Target::kSlurm, none), Verdict::kFail);
+  json found = {{"libraries", {"/usr/lib/x86_64-linux-gnu/libnccl.so.2"}},
+                {"versions", {{{"version", "2.27.3"}, {"path", "/usr/lib/x86_64-linux-gnu/libnccl.so.2"}}}},
+                {"header", nullptr},
+                {"ldconfig_ok", true}};
+  EXPECT_EQ(judge(core::Target::kK8s, found), Verdict::kPass);
+  EXPECT_EQ(judge(core::Target::kSlurm, found), Verdict::kPass);
 }
