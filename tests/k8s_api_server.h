@@ -158,7 +158,10 @@ class KubeApiServer {
         break;
       }
     }
-    if (file.empty()) return Status(404, "NotFound", "the server could not find the requested resource");
+    if (file.empty()) {
+      if (auto list = CreatedIn(path, query)) return Page(std::move(*list), query);
+      return Status(404, "NotFound", "the server could not find the requested resource");
+    }
     std::ifstream in(file);
     std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto doc = nlohmann::json::parse(body, nullptr, false);
@@ -184,6 +187,27 @@ class KubeApiServer {
       doc["metadata"]["remainingItemCount"] = items.size() - next;
     }
     return Response(200, doc.dump());
+  }
+
+  // A collection no fixture answers, listed from the objects created in it (a labelSelector
+  // "key=value" filters them); nullopt when none was.
+  std::optional<nlohmann::json> CreatedIn(const std::string& path, const std::string& query) {
+    std::string selector = Query(query)["labelSelector"];
+    for (auto [from, to] : {std::pair<std::string, std::string>{"%2F", "/"}, {"%3D", "="}})
+      for (size_t at; (at = selector.find(from)) != std::string::npos;) selector.replace(at, from.size(), to);
+    std::string key = selector.substr(0, selector.find('=')),
+                value = selector.find('=') == std::string::npos ? "" : selector.substr(selector.find('=') + 1);
+    std::lock_guard lock(mu_);
+    nlohmann::json items = nlohmann::json::array();
+    bool any = false;
+    for (const auto& [at, obj] : created_) {
+      if (!at.starts_with(path + "/") || at.find('/', path.size() + 1) != std::string::npos) continue;
+      any = true;
+      if (selector.empty() || Label(obj, key) == value) items.push_back(obj);
+    }
+    if (!any) return std::nullopt;
+    return nlohmann::json{
+        {"kind", "List"}, {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()}, {"items", items}};
   }
 
   static std::string Label(const nlohmann::json& obj, const std::string& key) {

@@ -1198,8 +1198,25 @@ TEST(K8sFanOut, EvictedCrashingRefusedAndTimedOut) {
   s.SetNodePod("gpu-h100-03", F::kNoPod);
   s.Put("/api/v1/namespaces/clustermax",
         {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "clustermax"}}}});
+  // ... holding the DaemonSet of a run killed before its cleanup (pinned to no node).
+  s.Put("/apis/apps/v1/namespaces/clustermax/daemonsets/clustermax-20261201-0300-ab12",
+        {{"apiVersion", "apps/v1"},
+         {"kind", "DaemonSet"},
+         {"metadata",
+          {{"name", "clustermax-20261201-0300-ab12"},
+           {"namespace", "clustermax"},
+           {"creationTimestamp", "2026-12-01T03:00:00Z"},
+           {"labels",
+            {{"app.kubernetes.io/managed-by", "clustermax"}, {"clustermax.io/run", "clustermax-20261201-0300-ab12"}}}}},
+         {"spec", {{"template", {{"metadata", {{"labels", json::object()}}}}}}}});
   Collected got = FanOut(FanOutOptions());
   EXPECT_TRUE(got.bundles.empty());
+  EXPECT_TRUE(std::any_of(got.result.notes.begin(), got.result.notes.end(), [](const std::string& n) {
+    return n ==
+           "namespace clustermax holds daemonset clustermax-20261201-0300-ab12 of another run (created "
+           "2026-12-01T03:00:00Z): remove it with kubectl delete daemonset -n clustermax "
+           "clustermax-20261201-0300-ab12 unless that run is still going";
+  })) << fmt::format("{}", fmt::join(got.result.notes, "\n"));
   EXPECT_NE(got.unreachable["gpu-h100-01"].find("evicted: The node was low on resource: ephemeral-storage"),
             std::string::npos)
       << got.unreachable["gpu-h100-01"];
@@ -1210,8 +1227,9 @@ TEST(K8sFanOut, EvictedCrashingRefusedAndTimedOut) {
             std::string::npos)
       << got.unreachable["gpu-h100-03"];
   auto created = s.Created();
-  EXPECT_EQ(created.size(), 1u);
+  EXPECT_EQ(created.size(), 2u);
   EXPECT_TRUE(created.count("/api/v1/namespaces/clustermax"));  // not ours: kept
+  EXPECT_TRUE(created.count("/apis/apps/v1/namespaces/clustermax/daemonsets/clustermax-20261201-0300-ab12"));
   EXPECT_FALSE(Logged(s.Requests(), "DELETE /api/v1/namespaces/clustermax"));
 
   // Still collecting when the fan-out's time is up.
@@ -1223,7 +1241,7 @@ TEST(K8sFanOut, EvictedCrashingRefusedAndTimedOut) {
   EXPECT_EQ(late.result.in_scope, std::vector<std::string>{"gpu-h100-01"});
   EXPECT_NE(late.unreachable["gpu-h100-01"].find("timed out (1 s): still collecting"), std::string::npos)
       << late.unreachable["gpu-h100-01"];
-  EXPECT_EQ(s.Created().size(), 1u);
+  EXPECT_EQ(s.Created().size(), 2u);
 }
 
 // Ctrl-C while the pods collect: the loop stops, the objects are deleted, every node says why.

@@ -463,6 +463,23 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
                     o.ns, made.error));
     return res;
   }
+  if (!made_namespace) {
+    // A namespace that was already there may hold an earlier run's DaemonSet (a run killed without
+    // its cleanup, or another operator's run now): named with its age and how to remove it, left
+    // alone (it may be a run in progress).
+    Answer others = kube.Get(ds_path + "?labelSelector=app.kubernetes.io%2Fmanaged-by%3Dclustermax");
+    json list = others.ok ? json::parse(others.body, nullptr, false) : json();
+    for (const auto& d : Items(At(list, {"items"}))) {
+      std::string name = Str(d, {"metadata", "name"});
+      if (name.empty() || name == run) continue;
+      auto created = util::ParseRfc3339(Str(d, {"metadata", "creationTimestamp"}));
+      res.notes.push_back(fmt::format(
+          "namespace {} holds daemonset {} of another run{}: remove it with kubectl delete daemonset -n {} {} "
+          "unless that run is still going",
+          o.ns, name, created ? fmt::format(" (created {})", util::FormatRfc3339(*created)) : std::string(), o.ns,
+          name));
+    }
+  }
   Answer ds = kube.Create(ds_path, FanOutDaemonSet(o, run, targets, gpu_resource, res.gpus_per_node));
   if (!ds.ok) {
     // A refusal created nothing; any other failure (a timeout, a dropped connection) may have
