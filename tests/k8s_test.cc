@@ -591,6 +591,38 @@ TEST(K8sApi, StorageAndLoadBalancerProbes) {
             std::string::npos)
       << All(mount);
   EXPECT_TRUE(c.server().Created().empty());
+  // The volume mounted and the image does not come (the kubelet pulls only after the mounts): the
+  // storage is not at fault, unverified.
+  c.server().Override("/api/v1/namespaces/clustermax-probe-pvc/events",
+                      json{{"kind", "EventList"},
+                           {"items",
+                            {{{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
+                              {"reason", "Pulling"},
+                              {"message", "Pulling image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\""}},
+                             {{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
+                              {"reason", "Failed"},
+                              {"message", "Error: ErrImagePull"}}}}}
+                          .dump());
+  ev = collect();
+  auto pull = Judge("csi-rwx", ev);
+  EXPECT_EQ(V(pull), "WARN") << All(pull);
+  EXPECT_NE(All(pull).find("the pod to mount it did not run (Failed: Error: ErrImagePull)"), std::string::npos)
+      << All(pull);
+  {
+    // WaitForFirstConsumer: the scheduler chose a node for the pod and nothing was provisioned there.
+    auto m = ev;
+    json& claim = m.at("probe.k8s-pvc").data["claims"][1];
+    claim["bound"] = false;
+    claim["phase"] = "Pending";
+    claim["waits_for_consumer"] = true;
+    claim["selected_node"] = "gpu-h100-02";
+    auto w = Judge("csi-rwx", m);
+    EXPECT_EQ(V(w), "FAIL") << All(w);
+    EXPECT_NE(All(w).find("was not provisioned on gpu-h100-02"), std::string::npos) << All(w);
+    claim["selected_node"] = "";  // no node chosen yet: the scheduler's, unverified
+    claim["pod"]["scheduled"] = "";
+    EXPECT_EQ(V(Judge("csi-rwx", m)), "WARN");
+  }
 
   // Controllers that never answer: the claims stay Pending, the Service without an address.
   c.server().OnCreate([](json&) {});
@@ -672,6 +704,8 @@ TEST(K8sApi, GpuPodSchedulingProbe) {
       if (obj["kind"] != "Pod") return;
       bool gpu = obj["metadata"]["name"] == "clustermax-probe-gpu";
       EXPECT_EQ(obj["spec"]["containers"][0]["resources"]["limits"].contains("nvidia.com/gpu"), gpu);
+      for (const auto& t : obj["spec"]["tolerations"])  // the GPU taints only: not a cordoned node's
+        EXPECT_TRUE(t.contains("key")) << t.dump();
       int start = gpu ? gpu_start : 4;
       obj["metadata"]["creationTimestamp"] = "2026-12-03T06:00:00Z";
       obj["spec"]["nodeName"] = gpu ? "gpu-h100-02" : "cpu-01";
@@ -714,12 +748,32 @@ TEST(K8sApi, GpuPodSchedulingProbe) {
   for (const std::string& path : {ns + "/pods/clustermax-probe-gpu", ns + "/pods/clustermax-probe-cpu", ns})
     EXPECT_TRUE(has("DELETE " + path)) << path;
   EXPECT_TRUE(c.server().Created().empty());
+  {
+    // Mutations of that answer: the pod first waited 120 s for a free GPU (FailedScheduling) and ran
+    // 161 s after its creation: the wait is a queue, not start-up (PASS); the same 161 s without
+    // the wait is start-up (FAIL); a node clock behind the API server's is unverified.
+    auto m = ev;
+    json& g = m.at("probe.k8s-gpu-pod").data["pods"][0];
+    g["start_s"] = 161.0;
+    g["schedule_s"] = 120.0;
+    EXPECT_EQ(V(Judge("prolog-fast", m)), "FAIL");
+    g["queued"] = true;
+    auto q = Judge("prolog-fast", m);
+    EXPECT_EQ(V(q), "PASS") << All(q);
+    EXPECT_NE(All(q).find("waited 120 s for a free GPU (FailedScheduling): not counted"), std::string::npos) << All(q);
+  }
 
   // Slow: 150 s to start with the image already there.
   kubelet(150);
   events("Container image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\" already present on machine");
   f = Judge("prolog-fast", ev = collect());
   EXPECT_EQ(V(f), "FAIL") << All(f);
+  // The node's clock a minute behind the API server's: started before created, not a figure.
+  kubelet(0, {{"running", {{"startedAt", "2026-12-03T05:59:00Z"}}}});
+  f = Judge("prolog-fast", ev = collect());
+  EXPECT_EQ(V(f), "WARN") << All(f);
+  EXPECT_TRUE(ev.at("probe.k8s-gpu-pod").data["pods"][0]["clock_skew"].get<bool>());
+  EXPECT_EQ(ev.at("probe.k8s-gpu-pod").data["pods"][0]["start_s"], -1.0);
   // 40 s, the pull unread (no event): unverified, not FAIL, since a pull may be all of it.
   kubelet(40);
   c.server().Override(ns + "/events", R"({"kind":"EventList","apiVersion":"v1","items":[]})");

@@ -41,6 +41,18 @@ TEST(Strings, HexRoundTripAndUtf8) {
   EXPECT_FALSE(HexDecode("abc"));
 }
 
+// A cut string stays valid UTF-8: the cut moves back to the start of a character.
+TEST(Strings, EllipsizeNeverSplitsACharacter) {
+  EXPECT_EQ(Ellipsize("short", 10), "short");
+  EXPECT_EQ(Ellipsize("abcdefghij", 8), "abcde...");
+  std::string degrees =
+      "20\xc2\xb0"
+      "C and more";                           // 20°C: the degree sign is two bytes at [2, 4)
+  EXPECT_EQ(Ellipsize(degrees, 6), "20...");  // a cut at 3 would split it
+  EXPECT_TRUE(IsValidUtf8(Ellipsize(degrees, 6)));
+  for (size_t max = 0; max < degrees.size(); ++max) EXPECT_TRUE(IsValidUtf8(Ellipsize(degrees, max))) << max;
+}
+
 TEST(Strings, ShellQuote) {
   EXPECT_EQ(ShellQuote("nvidia-smi"), "nvidia-smi");
   EXPECT_EQ(ShellQuote("{{.Server.Version}}"), "'{{.Server.Version}}'");

@@ -206,7 +206,7 @@ json FanOutDaemonSet(const K8sFanOutOptions& o, const std::string& run_id, const
                {{"nodeSelectorTerms",
                  {{{"matchFields", {{{"key", "metadata.name"}, {"operator", "In"}, {"values", targets}}}}}}}}}};
   json spec = {{"affinity", {{"nodeAffinity", pin}}},
-               {"tolerations", util::k8s::GpuTolerations()},
+               {"tolerations", util::k8s::GpuTolerations(true)},
                {"hostPID", true},
                {"hostNetwork", true},
                {"dnsPolicy", "ClusterFirstWithHostNet"},
@@ -379,10 +379,7 @@ FanOutResult FanOutThroughKubernetes(host::Host& h, const K8sFanOutOptions& o, c
   if (stream.on_targets) stream.on_targets(targets);
   // Every target not collected, for one reason (no image, the DaemonSet refused).
   auto finish = [&] {  // the nodes not collected in the order of the scope
-    std::map<std::string, size_t> place;
-    for (size_t i = 0; i < res.in_scope.size(); ++i) place.emplace(res.in_scope[i], i);
-    std::stable_sort(res.unreachable.begin(), res.unreachable.end(),
-                     [&](const UnreachableNode& a, const UnreachableNode& b) { return place[a.node] < place[b.node]; });
+    res.SortUnreachableByScope();
     res.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   };
   auto none = [&](const std::string& why) {

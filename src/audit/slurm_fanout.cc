@@ -294,17 +294,20 @@ FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o, 
     res.strangers = step.strangers;
     for (const auto& [node, why] : step.missing) res.unreachable.push_back({node, why});
   }
-  // Report in the order of the scope.
+  res.SortUnreachableByScope();
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+void FanOutResult::SortUnreachableByScope() {
   std::map<std::string, size_t> place;
-  for (size_t i = 0; i < res.in_scope.size(); ++i) place.emplace(res.in_scope[i], i);
+  for (size_t i = 0; i < in_scope.size(); ++i) place.emplace(in_scope[i], i);
   auto at = [&](const std::string& node) {
     auto it = place.find(node);
     return it == place.end() ? place.size() : it->second;
   };
-  std::stable_sort(res.unreachable.begin(), res.unreachable.end(),
+  std::stable_sort(unreachable.begin(), unreachable.end(),
                    [&](const UnreachableNode& a, const UnreachableNode& b) { return at(a.node) < at(b.node); });
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return res;
 }
 
 FanOutResult FanOutThroughSlurm(host::Host& login, const SlurmFanOutOptions& o) {

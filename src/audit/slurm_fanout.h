@@ -38,6 +38,9 @@ struct FanOutResult {
   size_t strangers = 0;   // documents under names that are not nodes of the step (ignored)
   double seconds = 0;
   std::vector<std::string> notes;  // for the operator: what was created and removed (Kubernetes)
+
+  // The unreachable nodes in the order of the scope (nodes not in it last), as both fan-outs report.
+  void SortUnreachableByScope();
 };
 
 // The nodes a fleet step can run on now: sinfo once over the scope (partition, nodelist, or the

@@ -628,14 +628,21 @@ ClaimResult ReadClaim(const json& c) {
   const json& pod = c.contains("pod") ? c["pod"] : json();
   bool scheduled = !S(pod, "scheduled").empty();
   std::string why = !S(pod, "failure").empty()        ? S(pod, "failure")
+                    : !S(pod, "event").empty()        ? S(pod, "event")
                     : !S(pod, "state_reason").empty() ? S(pod, "state_reason") + " " + S(pod, "state_message")
                     : !scheduled                      ? "not scheduled: " + S(pod, "message")
                                                       : "no container started";
   if (!flag(c, "bound")) {
-    if (flag(c, "waits_for_consumer") && !scheduled)
+    // WaitForFirstConsumer: the scheduler picks the pod's node first (the claim's selected-node
+    // annotation), then the provisioner makes the volume there; no node picked is the scheduler's.
+    if (flag(c, "waits_for_consumer") && S(c, "selected_node").empty() && !scheduled)
       return {ClaimResult::kUnverified,
-              fmt::format("{} waits for a consumer (WaitForFirstConsumer) and its pod was not scheduled ({})", what,
+              fmt::format("{} waits for a consumer (WaitForFirstConsumer) and its pod was not placed ({})", what,
                           util::Ellipsize(why, 300))};
+    if (!S(c, "selected_node").empty())
+      return {ClaimResult::kFailed,
+              fmt::format("{} was not provisioned on {}, the node chosen for its pod, within the budget (still {})",
+                          what, S(c, "selected_node"), S(c, "phase").empty() ? "unread" : S(c, "phase"))};
     return {ClaimResult::kFailed, fmt::format("{} did not bind within the budget (still {})", what,
                                               S(c, "phase").empty() ? "unread" : S(c, "phase"))};
   }
@@ -647,9 +654,12 @@ ClaimResult ReadClaim(const json& c) {
   if (ran)
     return {ClaimResult::kUsable,
             fmt::format("{}; a pod mounted it and ran {:.0f} s after its creation", bound, num(pod, "start_s"))};
-  // Scheduled, and the kubelet could not attach or mount it (or the container still waits on it).
-  bool mount = !S(pod, "failure").empty() || S(pod, "state_reason") == "ContainerCreating" ||
-               (scheduled && S(pod, "state").empty());
+  // Scheduled, and the kubelet could not attach or mount it: its FailedMount (FailedAttachVolume)
+  // event, or a container still being created with no image pull begun (the kubelet mounts the
+  // volumes first; a pull that has begun means they are mounted, and the image is the hold-up).
+  bool pulling = flag(pod, "image_started");
+  bool mount = !S(pod, "failure").empty() ||
+               (!pulling && (S(pod, "state_reason") == "ContainerCreating" || S(pod, "state").empty()));
   if (scheduled && mount)
     return {ClaimResult::kFailed,
             fmt::format("{}; the pod on {} could not mount it: {}", bound, S(pod, "node"), util::Ellipsize(why, 300))};
@@ -1503,7 +1513,8 @@ Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
   for (const auto& p : Arr(probe, "pods")) {
     if (S(p, "role") == "gpu") gpu = &p;
     std::string what = S(p, "role") == "gpu" ? "one-GPU pod" : "pod without GPUs";
-    if (!S(p, "error").empty()) {
+    bool accepted = p.is_object() && p.contains("accepted") && p["accepted"].is_boolean() && p["accepted"].get<bool>();
+    if (!accepted) {
       lines.push_back(fmt::format("{}: {}", what, S(p, "error")));
     } else if (S(p, "scheduled").empty()) {
       lines.push_back(fmt::format("{}: not scheduled ({}: {})", what, S(p, "unscheduled_reason"), S(p, "message")));
@@ -1519,7 +1530,10 @@ Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
     }
   }
   const std::string expected = "< 30 s from the pod's creation to a running container, image pull apart";
-  if (!gpu || !S(*gpu, "error").empty())
+  auto accepted = [](const json& p) {
+    return p.contains("accepted") && p["accepted"].is_boolean() && p["accepted"].get<bool>();
+  };
+  if (!gpu || !accepted(*gpu))
     return core::Warn(Reason::kUnverified,
                       "the one-GPU pod was not made: " + (gpu ? S(*gpu, "error") : std::string("no answer")))
         .Details(lines);
@@ -1541,9 +1555,22 @@ Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
                                   S(g, "state") == "terminated" ? fmt::format(" (exit {})", exit_code) : ""))
         .Details(lines)
         .Expected(expected);
-  double start = num(g, "start_s"), pull = num(g, "pull_s"), t = pull >= 0 ? std::max(0.0, start - pull) : start;
-  std::string observed = pull >= 0 ? fmt::format("{:.0f} s ({:.0f} s with the image pull)", t, start)
-                                   : fmt::format("{:.0f} s, image pull included (pull time unread)", start);
+  if (g.contains("clock_skew") && g["clock_skew"] == true)
+    return core::Warn(Reason::kUnverified,
+                      fmt::format("the one-GPU pod's container started before it was scheduled by {}'s clock: the "
+                                  "node's clock and the API server's disagree",
+                                  S(g, "node")))
+        .Details(lines)
+        .Expected(expected);
+  // The start overhead: creation to a running container, less the image pull, and less the wait
+  // for room when the scheduler had none at first (FailedScheduling: a queue, not start-up).
+  bool queued = g.contains("queued") && g["queued"] == true;
+  double start = num(g, "start_s"), pull = num(g, "pull_s"), wait = queued ? std::max(0.0, num(g, "schedule_s")) : 0;
+  double t = std::max(0.0, start - std::max(0.0, pull) - wait);
+  if (queued) lines.push_back(fmt::format("waited {:.0f} s for a free GPU (FailedScheduling): not counted", wait));
+  std::string observed =
+      pull >= 0 ? fmt::format("{:.0f} s ({:.0f} s with the image pull{})", t, start, queued ? " and the wait" : "")
+                : fmt::format("{:.0f} s, image pull included (pull time unread)", t);
   if (pull < 0 && t >= 30)
     return core::Warn(Reason::kUnverified,
                       fmt::format("a one-GPU pod took {:.0f} s to run, with an image pull of unknown length", start))

@@ -585,33 +585,51 @@ class ProbePodRun {
     return !done_;
   }
   // The kubelet's and scheduler's events about this pod (Pulled, FailedMount, FailedScheduling ...).
+  // Matched by the pod's uid when read (a reused namespace may hold an earlier pod's of the name).
   void Events(const json& events) {
     const json& items = k8s::At(events, {"items"});
     if (!items.is_array()) return;
+    std::string uid = k8s::Str(row_, {"uid"});
     for (const auto& ev : items) {
       if (k8s::Str(ev, {"involvedObject", "name"}) != name_) continue;
+      std::string their = k8s::Str(ev, {"involvedObject", "uid"});
+      if (!uid.empty() && !their.empty() && their != uid) continue;
       std::string reason = k8s::Str(ev, {"reason"}), message = util::Ellipsize(k8s::Str(ev, {"message"}), 400);
       if (reason == "Pulled")
         if (auto pulled = k8s::PullSeconds(message)) row_["pull_s"] = *pulled;
-      if (reason.starts_with("Failed") && reason != "FailedScheduling")
-        row_["failure"] = reason + ": " + message;  // FailedMount, FailedAttachVolume ...
+      // The kubelet mounts a pod's volumes before it pulls its image: a pull means the mount is done.
+      if (reason == "Pulling" || reason == "Pulled") row_["image_started"] = true;
+      if (reason == "FailedScheduling") row_["queued"] = true;  // waited for room (a free GPU ...)
+      if (reason == "FailedMount" || reason == "FailedAttachVolume" || reason == "FailedMapVolume")
+        row_["failure"] = reason + ": " + message;
+      else if (reason.starts_with("Failed") || reason == "BackOff")
+        row_["event"] = reason + ": " + message;  // Failed (image), FailedCreatePodSandBox ...
     }
   }
   // Deleted, and the phases computed: creation to scheduled, to a started container.
+  // The node's clock stamps startedAt, the API server's the rest: a start before the scheduling
+  // (beyond the second's rounding) is a skewed node clock, and its figures are not kept.
   json Finish() {
+    row_["delete_error"] = "";
     if (!path_.empty()) {
       auto w = api_.Delete(path_);
-      if (!w.ok && w.reason != "NotFound") row_["error"] = "not deleted: " + w.error;
+      if (!w.ok && w.reason != "NotFound") row_["delete_error"] = w.error;
     }
-    auto secs = [&](const char* key) -> double {
-      auto from = util::ParseRfc3339(k8s::Str(row_, {"created"})), to = util::ParseRfc3339(k8s::Str(row_, {key}));
-      if (!from || !to) return -1.0;
-      return std::max(0.0, std::chrono::duration<double>(*to - *from).count());
+    auto at = [&](const char* key) { return util::ParseRfc3339(k8s::Str(row_, {key})); };
+    auto created = at("created"), scheduled = at("scheduled"), started = at("started");
+    auto secs = [](auto from, auto to) {
+      return from && to ? std::chrono::duration<double>(*to - *from).count() : -1.0;
     };
-    row_["schedule_s"] = secs("scheduled");
-    row_["start_s"] = secs("started");
+    bool skew = started && (created && *started + std::chrono::seconds(1) < *created ||
+                            scheduled && *started + std::chrono::seconds(1) < *scheduled);
+    row_["clock_skew"] = skew;
+    row_["schedule_s"] = scheduled ? std::max(0.0, secs(created, scheduled)) : -1.0;
+    row_["start_s"] = started && !skew ? std::max(0.0, secs(created, started)) : -1.0;
+    for (const char* flag : {"image_started", "queued"})
+      if (!row_.contains(flag)) row_[flag] = false;
     if (!row_.contains("pull_s")) row_["pull_s"] = -1.0;
-    if (!row_.contains("failure")) row_["failure"] = "";
+    for (const char* text : {"failure", "event"})
+      if (!row_.contains(text)) row_[text] = "";
     return row_;
   }
   const std::string& name() const { return name_; }
@@ -659,6 +677,7 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
                          {"bound", false},
                          {"waits_for_consumer", binding == "WaitForFirstConsumer"},
                          {"phase", ""},
+                         {"selected_node", ""},
                          {"seconds", 0.0},
                          {"error", ""}},
                         "",
@@ -709,6 +728,7 @@ Evidence PvcProbe(host::Host& h, const CollectOptions& o) {
           if (auto pvc = api.Get(c.path)) {  // nullopt: marked by Get, the probe's answer is unreadable
             std::string phase = k8s::Claim(*pvc)["phase"];
             c.row["phase"] = phase;
+            c.row["selected_node"] = k8s::Str(*pvc, {"metadata", "annotations", "volume.kubernetes.io/selected-node"});
             c.row["seconds"] = at;
             c.row["bound"] = phase == "Bound";
             waiting = waiting || phase != "Bound";
@@ -813,7 +833,7 @@ Evidence GpuPodProbe(host::Host& h, const CollectOptions& o) {
       pods.push_back(std::make_unique<ProbePodRun>(
           api, ns.name(),
           ProbePodObject("clustermax-probe-" + role, o.probe_image, limits,
-                         {{"tolerations", util::k8s::GpuTolerations()}}, json::object())));
+                         {{"tolerations", util::k8s::GpuTolerations(false)}}, json::object())));
     }
     auto [budget, interval, polls] = ProbePolls(o, id, std::chrono::seconds(180), std::chrono::seconds(1));
     for (int i = 0; i <= polls; ++i) {
@@ -1210,7 +1230,7 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
   auto pod_fields = [&](const std::string& prefix) {
     std::vector<core::FieldSpec> f = {
         {prefix + "accepted", Bool, "", "the API server accepted it"},
-        {prefix + "error", Str, "", "creation or deletion refused"},
+        {prefix + "error", Str, "", "the creation refused"},
         {prefix + "name", Str, "", "the pod"},
         {prefix + "node", Str, "", "the node it was bound to"},
         {prefix + "phase", Str, "", "its last phase"},
@@ -1227,7 +1247,13 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
         {prefix + "schedule_s", Num, "s", "creation to scheduled (server clock, 1 s resolution); -1 unknown"},
         {prefix + "start_s", Num, "s", "creation to container started, image pull included; -1 unknown"},
         {prefix + "pull_s", Num, "s", "image pull from the kubelet's Pulled event (0 already present); -1 unknown"},
-        {prefix + "failure", Str, "", "the kubelet's last Failed* event (FailedMount: ...); empty when none"}};
+        {prefix + "failure", Str, "", "the kubelet's last FailedMount/FailedAttachVolume/FailedMapVolume event"},
+        {prefix + "event", Str, "", "its last other Failed* or BackOff event (image pull, sandbox ...)"},
+        {prefix + "image_started", Bool, "", "a Pulling or Pulled event: the volumes were mounted"},
+        {prefix + "queued", Bool, "", "a FailedScheduling event: it waited for room (a free GPU ...)"},
+        {prefix + "clock_skew", Bool, "", "startedAt (node clock) before the API's times: start_s not kept"},
+        {prefix + "uid", Str, "", "metadata.uid"},
+        {prefix + "delete_error", Str, "", "the deletion refused; empty when deleted"}};
     return f;
   };
   auto joined = [](std::vector<core::FieldSpec> a, const std::vector<core::FieldSpec>& b) {
@@ -1249,6 +1275,7 @@ void RegisterK8sCollectors(std::vector<Collector>& out) {
                    {"claims[].bound", Bool, "", "it reached Bound within the budget"},
                    {"claims[].waits_for_consumer", Bool, "", "WaitForFirstConsumer: provisioned only for a pod"},
                    {"claims[].phase", Str, "", "its last phase (Pending, Bound)"},
+                   {"claims[].selected_node", Str, "", "WaitForFirstConsumer: the node the scheduler chose for it"},
                    {"claims[].seconds", Num, "s", "time to Bound (poll resolution)"},
                    {"claims[].error", Str, "", "creation or deletion refused"}},
                   pod_fields("claims[].pod."))));

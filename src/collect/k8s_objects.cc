@@ -373,6 +373,7 @@ json ProbePod(const json& p) {
     state_message = util::Ellipsize(Str(p, {"status", "message"}), 400);
   }
   return {{"name", Name(p)},
+          {"uid", Str(p, {"metadata", "uid"})},
           {"node", Str(p, {"spec", "nodeName"})},
           {"phase", Str(p, {"status", "phase"})},
           {"created", Str(p, {"metadata", "creationTimestamp"})},

@@ -72,7 +72,7 @@ nlohmann::json HyperNode(const nlohmann::json& hypernode);
 // "nodes" (spec.numNodes, -1 when unset), "status" (status.status: Ready, NotReady; empty when none)}.
 nlohmann::json ComputeDomain(const nlohmann::json& domain);
 
-// A probe pod's progress (probe.k8s-gpu-pod): {"name", "node", "phase", "created" (creationTimestamp),
+// A probe pod's progress (probe.k8s-gpu-pod, k8s-pvc): {"name", "uid", "node", "phase", "created" (creationTimestamp),
 // "scheduled" (PodScheduled's lastTransitionTime when True, else empty), "unscheduled_reason" and
 // "message" (PodScheduled False: the scheduler's reason and message), "state" (the first
 // container's: waiting, running, terminated; empty before it has one), "state_reason",

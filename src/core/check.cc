@@ -46,7 +46,9 @@ const std::vector<ProbeInfo>& Probes() {
        "start a one-GPU pod and a pod without GPUs from --probe-image (running `true` as nobody) in namespace "
        "clustermax-probe-gpu; time creation to scheduled and to a started container from the API's timestamps, the "
        "image pull apart (180 s; --timeout probe.k8s-gpu-pod=S), delete them",
-       "holds one GPU for seconds; may pull the image onto a node", 240},
+       "holds one GPU for seconds; may pull the image onto a node; on an autoscaled cluster with no free GPU it may "
+       "make the autoscaler add a GPU node",
+       240},
       {"s3-probe", "HEAD the bucket, then PUT, GET and DELETE one small object (--s3-endpoint, --s3-bucket)",
        "sends traffic to the endpoint; writes and deletes one object", 30},
   };

@@ -31,8 +31,9 @@ const std::vector<std::string>& GpuResources() {
   return k;
 }
 
-json GpuTolerations() {
-  json t = {{{"operator", "Exists"}, {"effect", "NoSchedule"}}};
+json GpuTolerations(bool every_no_schedule) {
+  json t = json::array();
+  if (every_no_schedule) t.push_back({{"operator", "Exists"}, {"effect", "NoSchedule"}});
   for (const auto& r : GpuResources()) t.push_back({{"key", r}, {"operator", "Exists"}});
   return t;
 }

@@ -18,10 +18,11 @@ bool GpuLabelled(const nlohmann::json& labels);
 // amd.com/gpu).
 const std::vector<std::string>& GpuResources();
 
-// Tolerations for a pod of ours that must land on GPU nodes: every NoSchedule taint (cordoned,
-// GPU-only, dedicated nodes) and the GPU resources' taints of any effect. A NoExecute taint other
-// than those means the node is being emptied, and it is left alone.
-nlohmann::json GpuTolerations();
+// Tolerations for a pod of ours on GPU nodes: the GPU resources' taints of any effect, and with
+// `every_no_schedule` every NoSchedule taint too (cordoned, dedicated nodes: for pods pinned to
+// nodes by name, never for a pod the scheduler places). A NoExecute taint other than the GPU ones
+// means the node is being emptied, and it is left alone.
+nlohmann::json GpuTolerations(bool every_no_schedule);
 
 // A StorageClass provisioner known to offer ReadWriteMany volumes (NFS, CephFS, EFS, Azure Files,
 // Filestore, Lustre, GPFS, WEKA, VAST ...).

@@ -318,8 +318,13 @@ std::string JoinArgv(const std::vector<std::string>& argv) {
 
 std::string Ellipsize(std::string_view s, size_t max) {
   if (s.size() <= max) return std::string(s);
-  if (max < 4) return std::string(s.substr(0, max));
-  return std::string(s.substr(0, max - 3)) + "...";
+  // Cut before a UTF-8 continuation byte, never inside a character.
+  auto cut = [&](size_t n) {
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+    return std::string(s.substr(0, n));
+  };
+  if (max < 4) return cut(max);
+  return cut(max - 3) + "...";
 }
 
 }  // namespace clustermax::util
