@@ -19,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-ci}
-targets=(parsers dcgmi smi_xml slurm_text versions minimums assessment bundle collect report web export k8s)
+targets=(parsers dcgmi smi_xml slurm_text versions minimums assessment bundle collect report web export k8s net_interop)
 if [ "$mode" = list ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 
 need=()
