@@ -29,6 +29,14 @@ const json& Arr(const Evidence& e, const char* key) {
 std::string S(const json& o, const char* key) {
   return o.is_object() && o.contains(key) && o[key].is_string() ? o[key].get<std::string>() : "";
 }
+// The number at `key`; -1 when absent or not a number (the probes' "unknown").
+double NumberAt(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : -1.0;
+}
+// True only when `key` holds the boolean true.
+bool TrueAt(const json& o, const char* key) {
+  return o.is_object() && o.contains(key) && o[key].is_boolean() && o[key].get<bool>();
+}
 
 bool Contains(std::string_view hay, std::string_view needle) { return hay.find(needle) != std::string_view::npos; }
 
@@ -521,7 +529,7 @@ Finding IngressController(const JudgeContext& ctx) {
     if (up) working.push_back("IngressClass " + S(ic, "name"));
   }
   for (const auto& gc : Arr(net, "gateway_classes")) {
-    bool accepted = gc.contains("accepted") && gc["accepted"].is_boolean() && gc["accepted"].get<bool>();
+    bool accepted = TrueAt(gc, "accepted");
     details.push_back(fmt::format("GatewayClass {} ({}): {}", S(gc, "name"), S(gc, "controller"),
                                   accepted ? "Accepted" : "not accepted"));
     if (accepted) working.push_back("GatewayClass " + S(gc, "name"));
@@ -618,13 +626,7 @@ struct ClaimResult {
 ClaimResult ReadClaim(const json& c) {
   std::string cls = S(c, "class").empty() ? "the default class" : "class " + S(c, "class");
   std::string what = fmt::format("probe: {} claim on {}", S(c, "access_mode"), cls);
-  auto num = [](const json& o, const char* key) {
-    return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : -1.0;
-  };
-  auto flag = [](const json& o, const char* key) {
-    return o.is_object() && o.contains(key) && o[key].is_boolean() && o[key].get<bool>();
-  };
-  if (!flag(c, "created")) return {ClaimResult::kUnverified, what + " refused: " + S(c, "error")};
+  if (!TrueAt(c, "created")) return {ClaimResult::kUnverified, what + " refused: " + S(c, "error")};
   const json& pod = c.contains("pod") ? c["pod"] : json();
   bool scheduled = !S(pod, "scheduled").empty();
   std::string why = !S(pod, "failure").empty()        ? S(pod, "failure")
@@ -632,10 +634,10 @@ ClaimResult ReadClaim(const json& c) {
                     : !S(pod, "state_reason").empty() ? S(pod, "state_reason") + " " + S(pod, "state_message")
                     : !scheduled                      ? "not scheduled: " + S(pod, "message")
                                                       : "no container started";
-  if (!flag(c, "bound")) {
+  if (!TrueAt(c, "bound")) {
     // WaitForFirstConsumer: the scheduler picks the pod's node first (the claim's selected-node
     // annotation), then the provisioner makes the volume there; no node picked is the scheduler's.
-    if (flag(c, "waits_for_consumer") && S(c, "selected_node").empty() && !scheduled)
+    if (TrueAt(c, "waits_for_consumer") && S(c, "selected_node").empty() && !scheduled)
       return {ClaimResult::kUnverified,
               fmt::format("{} waits for a consumer (WaitForFirstConsumer) and its pod was not placed ({})", what,
                           util::Ellipsize(why, 300))};
@@ -646,18 +648,18 @@ ClaimResult ReadClaim(const json& c) {
     return {ClaimResult::kFailed, fmt::format("{} did not bind within the budget (still {})", what,
                                               S(c, "phase").empty() ? "unread" : S(c, "phase"))};
   }
-  std::string bound = fmt::format("{} bound in {:.0f} s", what, num(c, "seconds"));
+  std::string bound = fmt::format("{} bound in {:.0f} s", what, NumberAt(c, "seconds"));
   if (!pod.is_object()) return {ClaimResult::kUsable, bound};  // a bundle of a build that made no pod
-  if (!flag(pod, "accepted"))
+  if (!TrueAt(pod, "accepted"))
     return {ClaimResult::kUnverified, bound + "; the pod to mount it was refused: " + S(pod, "error")};
-  bool ran = !S(pod, "started").empty() && !(S(pod, "state") == "terminated" && num(pod, "exit_code") != 0);
+  bool ran = !S(pod, "started").empty() && !(S(pod, "state") == "terminated" && NumberAt(pod, "exit_code") != 0);
   if (ran)
     return {ClaimResult::kUsable,
-            fmt::format("{}; a pod mounted it and ran {:.0f} s after its creation", bound, num(pod, "start_s"))};
+            fmt::format("{}; a pod mounted it and ran {:.0f} s after its creation", bound, NumberAt(pod, "start_s"))};
   // Scheduled, and the kubelet could not attach or mount it: its FailedMount (FailedAttachVolume)
   // event, or a container still being created with no image pull begun (the kubelet mounts the
   // volumes first; a pull that has begun means they are mounted, and the image is the hold-up).
-  bool pulling = flag(pod, "image_started");
+  bool pulling = TrueAt(pod, "image_started");
   bool mount = !S(pod, "failure").empty() ||
                (!pulling && (S(pod, "state_reason") == "ContainerCreating" || S(pod, "state").empty()));
   if (scheduled && mount)
@@ -1504,36 +1506,29 @@ Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
     return core::Warn(Reason::kUnverified, "the k8s-gpu-pod probe could not make its pods: " + S(probe.data, "error"));
   if (S(probe.data, "resource").empty())
     return core::Warn(Reason::kUnverified, "no node offers nvidia.com/gpu or amd.com/gpu: no GPU pod to time");
-  auto num = [](const json& o, const char* key) {
-    return o.is_object() && o.contains(key) && o[key].is_number() ? o[key].get<double>() : -1.0;
-  };
-  double budget = num(probe.data, "budget_s");
+  double budget = NumberAt(probe.data, "budget_s");
   const json* gpu = nullptr;
   std::vector<std::string> lines;
   for (const auto& p : Arr(probe, "pods")) {
     if (S(p, "role") == "gpu") gpu = &p;
     std::string what = S(p, "role") == "gpu" ? "one-GPU pod" : "pod without GPUs";
-    bool accepted = p.is_object() && p.contains("accepted") && p["accepted"].is_boolean() && p["accepted"].get<bool>();
-    if (!accepted) {
+    if (!TrueAt(p, "accepted")) {
       lines.push_back(fmt::format("{}: {}", what, S(p, "error")));
     } else if (S(p, "scheduled").empty()) {
       lines.push_back(fmt::format("{}: not scheduled ({}: {})", what, S(p, "unscheduled_reason"), S(p, "message")));
     } else {
-      double pull = num(p, "pull_s");
+      double pull = NumberAt(p, "pull_s");
       lines.push_back(fmt::format("{} on {}: scheduled in {:.0f} s, container {} {}, image pull {}", what, S(p, "node"),
-                                  num(p, "schedule_s"), S(p, "started").empty() ? "not started:" : "started in",
+                                  NumberAt(p, "schedule_s"), S(p, "started").empty() ? "not started:" : "started in",
                                   S(p, "started").empty() ? S(p, "state_reason") + " " + S(p, "state_message")
-                                                          : fmt::format("{:.0f} s", num(p, "start_s")),
+                                                          : fmt::format("{:.0f} s", NumberAt(p, "start_s")),
                                   pull < 0    ? "unknown"
                                   : pull == 0 ? "none (image present)"
                                               : fmt::format("{:.1f} s", pull)));
     }
   }
   const std::string expected = "< 30 s from the pod's creation to a running container, image pull apart";
-  auto accepted = [](const json& p) {
-    return p.contains("accepted") && p["accepted"].is_boolean() && p["accepted"].get<bool>();
-  };
-  if (!gpu || !accepted(*gpu))
+  if (!gpu || !TrueAt(*gpu, "accepted"))
     return core::Warn(Reason::kUnverified,
                       "the one-GPU pod was not made: " + (gpu ? S(*gpu, "error") : std::string("no answer")))
         .Details(lines);
@@ -1555,7 +1550,7 @@ Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
                                   S(g, "state") == "terminated" ? fmt::format(" (exit {})", exit_code) : ""))
         .Details(lines)
         .Expected(expected);
-  if (g.contains("clock_skew") && g["clock_skew"] == true)
+  if (TrueAt(g, "clock_skew"))
     return core::Warn(Reason::kUnverified,
                       fmt::format("the one-GPU pod's container started before it was scheduled by {}'s clock: the "
                                   "node's clock and the API server's disagree",
@@ -1564,8 +1559,9 @@ Finding PrologFastOnKubernetes(const JudgeContext& ctx) {
         .Expected(expected);
   // The start overhead: creation to a running container, less the image pull, and less the wait
   // for room when the scheduler had none at first (FailedScheduling: a queue, not start-up).
-  bool queued = g.contains("queued") && g["queued"] == true;
-  double start = num(g, "start_s"), pull = num(g, "pull_s"), wait = queued ? std::max(0.0, num(g, "schedule_s")) : 0;
+  bool queued = TrueAt(g, "queued");
+  double start = NumberAt(g, "start_s"), pull = NumberAt(g, "pull_s"),
+         wait = queued ? std::max(0.0, NumberAt(g, "schedule_s")) : 0;
   double t = std::max(0.0, start - std::max(0.0, pull) - wait);
   if (queued) lines.push_back(fmt::format("waited {:.0f} s for a free GPU (FailedScheduling): not counted", wait));
   std::string observed =
