@@ -498,6 +498,35 @@ TEST(K8sApi, TopologyAwareSchedulingAndMultiNodeNvlink) {
   }
 }
 
+namespace {
+
+// The storage and load-balancer probes (and the API views they stand beside), each probe's budget
+// 1.5 s.
+core::EvidenceSet CollectStorageAndLbProbes() {
+  host::LocalHost local;
+  collect::CollectOptions o;
+  o.command_timeout = std::chrono::seconds(20);
+  o.probes = {"k8s-pvc", "k8s-lb"};
+  o.timeouts["probe.k8s-pvc"] = std::chrono::milliseconds(1500);
+  o.timeouts["probe.k8s-lb"] = std::chrono::milliseconds(1500);
+  return collect::CollectEvidence(local, {"k8s.storage", "k8s.network", "probe.k8s-pvc", "probe.k8s-lb"}, o);
+}
+
+// A probe pod as the scheduler and kubelet leave it: scheduled 1 s after its creation on
+// gpu-h100-01, and its container run 3 s after it (`started`) or still being created.
+void ProbePodAsKubelet(json& obj, bool started) {
+  json scheduled = {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-12-03T06:00:01Z"}};
+  obj["metadata"]["creationTimestamp"] = "2026-12-03T06:00:00Z";
+  obj["spec"]["nodeName"] = "gpu-h100-01";
+  json state = started ? json{{"terminated", {{"exitCode", 0}, {"startedAt", "2026-12-03T06:00:03Z"}}}}
+                       : json{{"waiting", {{"reason", "ContainerCreating"}}}};
+  obj["status"] = {{"phase", started ? "Succeeded" : "Pending"},
+                   {"conditions", json::array({scheduled})},
+                   {"containerStatuses", json::array({{{"name", "probe"}, {"state", state}}})}};
+}
+
+}  // namespace
+
 // The opt-in probes k8s-pvc and k8s-lb against the API stand-in: what they create (in namespaces
 // of their own, with a field manager naming each object), that they delete it, and how the
 // storage and load-balancer rows read their answers: bound or given an address (PASS), nothing
@@ -505,27 +534,10 @@ TEST(K8sApi, TopologyAwareSchedulingAndMultiNodeNvlink) {
 TEST(K8sApi, StorageAndLoadBalancerProbes) {
   ASSERT_TRUE(HaveKubectl());
   Cluster c("gpu-operator");
-  auto collect = [&] {
-    host::LocalHost local;
-    collect::CollectOptions o;
-    o.command_timeout = std::chrono::seconds(20);
-    o.probes = {"k8s-pvc", "k8s-lb"};
-    o.timeouts["probe.k8s-pvc"] = std::chrono::milliseconds(1500);
-    o.timeouts["probe.k8s-lb"] = std::chrono::milliseconds(1500);
-    return collect::CollectEvidence(local, {"k8s.storage", "k8s.network", "probe.k8s-pvc", "probe.k8s-lb"}, o);
-  };
+  auto collect = CollectStorageAndLbProbes;
   // Controllers that work: claims bind, the Service gets an address, the pods mounting the claims
   // run (3 s after their creation).
-  auto pod_status = [](json& obj, bool started) {
-    json scheduled = {{"type", "PodScheduled"}, {"status", "True"}, {"lastTransitionTime", "2026-12-03T06:00:01Z"}};
-    obj["metadata"]["creationTimestamp"] = "2026-12-03T06:00:00Z";
-    obj["spec"]["nodeName"] = "gpu-h100-01";
-    json state = started ? json{{"terminated", {{"exitCode", 0}, {"startedAt", "2026-12-03T06:00:03Z"}}}}
-                         : json{{"waiting", {{"reason", "ContainerCreating"}}}};
-    obj["status"] = {{"phase", started ? "Succeeded" : "Pending"},
-                     {"conditions", json::array({scheduled})},
-                     {"containerStatuses", json::array({{{"name", "probe"}, {"state", state}}})}};
-  };
+  auto pod_status = ProbePodAsKubelet;
   c.server().OnCreate([&](json& obj) {
     if (obj["kind"] == "PersistentVolumeClaim") obj["status"] = {{"phase", "Bound"}};
     if (obj["kind"] == "Service") obj["status"] = {{"loadBalancer", {{"ingress", {{{"ip", "192.0.2.40"}}}}}}};
@@ -569,60 +581,6 @@ TEST(K8sApi, StorageAndLoadBalancerProbes) {
       std::string::npos)
       << All(Judge("csi-rwx", ev));
   EXPECT_TRUE(has("DELETE /api/v1/namespaces/clustermax-probe-pvc/pods/clustermax-probe-rwx-1-pod"));
-
-  // The claims bind, the volume does not mount: the scheduled pods wait in ContainerCreating with the
-  // kubelet's FailedMount event (a real message shape: an NFS server that does not answer).
-  c.server().OnCreate([&](json& obj) {
-    if (obj["kind"] == "PersistentVolumeClaim") obj["status"] = {{"phase", "Bound"}};
-    if (obj["kind"] == "Pod") pod_status(obj, false);
-  });
-  c.server().Override(
-      "/api/v1/namespaces/clustermax-probe-pvc/events",
-      json{{"kind", "EventList"},
-           {"items",
-            {{{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
-              {"reason", "FailedMount"},
-              {"message", "MountVolume.SetUp failed for volume \"pvc-1\" : mount failed: exit status 32"}}}}}
-          .dump());
-  ev = collect();
-  auto mount = Judge("csi-rwx", ev);
-  EXPECT_EQ(V(mount), "FAIL") << All(mount);
-  EXPECT_NE(All(mount).find("the pod on gpu-h100-01 could not mount it: FailedMount: MountVolume.SetUp failed"),
-            std::string::npos)
-      << All(mount);
-  EXPECT_TRUE(c.server().Created().empty());
-  // The volume mounted and the image does not come (the kubelet pulls only after the mounts): the
-  // storage is not at fault, unverified.
-  c.server().Override("/api/v1/namespaces/clustermax-probe-pvc/events",
-                      json{{"kind", "EventList"},
-                           {"items",
-                            {{{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
-                              {"reason", "Pulling"},
-                              {"message", "Pulling image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\""}},
-                             {{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
-                              {"reason", "Failed"},
-                              {"message", "Error: ErrImagePull"}}}}}
-                          .dump());
-  ev = collect();
-  auto pull = Judge("csi-rwx", ev);
-  EXPECT_EQ(V(pull), "WARN") << All(pull);
-  EXPECT_NE(All(pull).find("the pod to mount it did not run (Failed: Error: ErrImagePull)"), std::string::npos)
-      << All(pull);
-  {
-    // WaitForFirstConsumer: the scheduler chose a node for the pod and nothing was provisioned there.
-    auto m = ev;
-    json& claim = m.at("probe.k8s-pvc").data["claims"][1];
-    claim["bound"] = false;
-    claim["phase"] = "Pending";
-    claim["waits_for_consumer"] = true;
-    claim["selected_node"] = "gpu-h100-02";
-    auto w = Judge("csi-rwx", m);
-    EXPECT_EQ(V(w), "FAIL") << All(w);
-    EXPECT_NE(All(w).find("was not provisioned on gpu-h100-02"), std::string::npos) << All(w);
-    claim["selected_node"] = "";  // no node chosen yet: the scheduler's, unverified
-    claim["pod"]["scheduled"] = "";
-    EXPECT_EQ(V(Judge("csi-rwx", m)), "WARN");
-  }
 
   // Controllers that never answer: the claims stay Pending, the Service without an address.
   c.server().OnCreate([](json&) {});
@@ -813,6 +771,69 @@ TEST(K8sApi, GpuPodSchedulingProbe) {
   // Not asked for.
   ev.at("probe.k8s-gpu-pod").status = core::EvidenceStatus::kProbeDisabled;
   EXPECT_EQ(V(Judge("prolog-fast", ev)), "SKIP");
+}
+
+// The k8s-pvc probe when the claims bind and their pods do not run: a volume that does not mount
+// (FAIL), an image that does not come after the mount (WARN, the storage not blamed), and a
+// WaitForFirstConsumer claim with or without a node chosen for it.
+TEST(K8sApi, StorageProbeMountFailures) {
+  ASSERT_TRUE(HaveKubectl());
+  Cluster c("gpu-operator");
+  auto collect = CollectStorageAndLbProbes;
+  auto pod_status = ProbePodAsKubelet;
+  // The claims bind, the volume does not mount: the scheduled pods wait in ContainerCreating with the
+  // kubelet's FailedMount event (a real message shape: an NFS server that does not answer).
+  c.server().OnCreate([&](json& obj) {
+    if (obj["kind"] == "PersistentVolumeClaim") obj["status"] = {{"phase", "Bound"}};
+    if (obj["kind"] == "Pod") pod_status(obj, false);
+  });
+  c.server().Override(
+      "/api/v1/namespaces/clustermax-probe-pvc/events",
+      json{{"kind", "EventList"},
+           {"items",
+            {{{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
+              {"reason", "FailedMount"},
+              {"message", "MountVolume.SetUp failed for volume \"pvc-1\" : mount failed: exit status 32"}}}}}
+          .dump());
+  auto ev = collect();
+  auto mount = Judge("csi-rwx", ev);
+  EXPECT_EQ(V(mount), "FAIL") << All(mount);
+  EXPECT_NE(All(mount).find("the pod on gpu-h100-01 could not mount it: FailedMount: MountVolume.SetUp failed"),
+            std::string::npos)
+      << All(mount);
+  EXPECT_TRUE(c.server().Created().empty());
+  // The volume mounted and the image does not come (the kubelet pulls only after the mounts): the
+  // storage is not at fault, unverified.
+  c.server().Override("/api/v1/namespaces/clustermax-probe-pvc/events",
+                      json{{"kind", "EventList"},
+                           {"items",
+                            {{{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
+                              {"reason", "Pulling"},
+                              {"message", "Pulling image \"nvcr.io/nvidia/cuda:13.0.1-base-ubuntu24.04\""}},
+                             {{"involvedObject", {{"kind", "Pod"}, {"name", "clustermax-probe-rwx-1-pod"}}},
+                              {"reason", "Failed"},
+                              {"message", "Error: ErrImagePull"}}}}}
+                          .dump());
+  ev = collect();
+  auto pull = Judge("csi-rwx", ev);
+  EXPECT_EQ(V(pull), "WARN") << All(pull);
+  EXPECT_NE(All(pull).find("the pod to mount it did not run (Failed: Error: ErrImagePull)"), std::string::npos)
+      << All(pull);
+  {
+    // WaitForFirstConsumer: the scheduler chose a node for the pod and nothing was provisioned there.
+    auto m = ev;
+    json& claim = m.at("probe.k8s-pvc").data["claims"][1];
+    claim["bound"] = false;
+    claim["phase"] = "Pending";
+    claim["waits_for_consumer"] = true;
+    claim["selected_node"] = "gpu-h100-02";
+    auto w = Judge("csi-rwx", m);
+    EXPECT_EQ(V(w), "FAIL") << All(w);
+    EXPECT_NE(All(w).find("was not provisioned on gpu-h100-02"), std::string::npos) << All(w);
+    claim["selected_node"] = "";  // no node chosen yet: the scheduler's, unverified
+    claim["pod"]["scheduled"] = "";
+    EXPECT_EQ(V(Judge("csi-rwx", m)), "WARN");
+  }
 }
 
 TEST(K8sApi, ClusterWithoutOperators) {
