@@ -168,8 +168,8 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   FramedStep res;
   std::vector<std::string> argv = {"srun",
                                    "--nodes=" + std::to_string(nodes.size()),
-                                   "--ntasks=" + std::to_string(nodes.size()),
-                                   "--ntasks-per-node=1",
+                                   "--ntasks=" + std::to_string(nodes.size() * std::max(1, o.tasks_per_node)),
+                                   "--ntasks-per-node=" + std::to_string(std::max(1, o.tasks_per_node)),
                                    "--nodelist=" + fmt::format("{}", fmt::join(nodes, ",")),
                                    "--job-name=" + job_name,
                                    "--kill-on-bad-exit=0",

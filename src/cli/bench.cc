@@ -28,6 +28,7 @@
 #include "audit/run.h"
 #include "cli/cli.h"
 #include "cli/command.h"
+#include "cli/bench_common.h"
 #include "util/progress.h"
 #include "util/files.h"
 #include "util/strings.h"
@@ -39,114 +40,10 @@ using nlohmann::json;
 
 namespace {
 
-struct Common {
-  bool json_out = false, exit_zero = false, quiet = false, force = false;
-  std::string out_dir, thresholds_file;
-};
-
-void AddCommon(CLI::App* cmd, Common& c, bool bars = true) {
-  cmd->add_flag("--json", c.json_out, "Print the JSON result instead of the table");
-  cmd->add_option("--out", c.out_dir,
-                  "Run directory for the result, RUN_DIR/bench/<suite>.json (default ~/.clustermax/runs/<timestamp>); "
-                  "an audit run directory gets the result next to its report");
-  cmd->add_flag("--force", c.force, "Replace the result of an earlier run of this suite in --out (refused without it)");
-  if (bars) {
-    cmd->add_option("--thresholds", c.thresholds_file,
-                    "Pass/warn bars instead of the embedded data/bench-thresholds.json")
-        ->check(CLI::ExistingFile);
-  }
-  cmd->add_flag("--exit-zero", c.exit_zero, "Exit 0 even when a grade FAILs");
-  cmd->add_flag("-q,--quiet", c.quiet, "No progress lines on stderr");
-}
-
 std::vector<uint64_t> Sizes(const std::vector<std::string>& v) {
   std::vector<uint64_t> out;
   for (const auto& s : v) out.push_back(bench::ParseSize(s));
   return out;
-}
-
-json BarsFor(const Common& c) {
-  return c.thresholds_file.empty()
-             ? bench::EmbeddedBenchThresholds()
-             : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
-}
-
-fs::path ResultFile(const fs::path& run_dir, const std::string& suite) { return run_dir / "bench" / (suite + ".json"); }
-
-// Refuses, before any work, an --out whose result file for this suite exists (an earlier run's
-// result is not replaced silently; --force replaces it).
-void CheckOut(const Common& c, const std::string& suite) {
-  if (c.out_dir.empty() || c.force) return;
-  fs::path file = ResultFile(c.out_dir, suite);
-  std::error_code ec;
-  if (fs::exists(fs::symlink_status(file, ec))) {
-    throw UsageError(fmt::format(
-        "{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
-  }
-}
-
-// Makes `dir` (mode 0700, its parents as usual) unless it exists; false when it already did.
-bool MakePrivateDir(const fs::path& dir) {
-  if (!dir.parent_path().empty()) util::CreatePrivateDirectories(dir.parent_path());
-  if (::mkdir(dir.c_str(), 0700) == 0) return true;
-  if (errno == EEXIST && fs::is_directory(dir)) return false;
-  throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno)));
-}
-
-// The run directory for the result: --out (made 0700 unless it exists, e.g. an audit's run
-// directory), else a fresh ~/.clustermax/runs/<timestamp>[-N] made 0700 here.
-fs::path RunDir(const Common& c) {
-  if (!c.out_dir.empty()) {
-    MakePrivateDir(c.out_dir);
-    return c.out_dir;
-  }
-  fs::path base = audit::DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now());
-  for (int n = 1;; ++n) {
-    fs::path dir = n == 1 ? base : fs::path(base.string() + "-" + std::to_string(n));
-    if (MakePrivateDir(dir)) return dir;
-  }
-}
-
-// Grades the result, writes RUN_DIR/bench/<suite>.json atomically, prints the table or JSON.
-int Finish(json result, const Common& c, const std::string& suite, std::string (*render)(const json&),
-           const std::function<json(const json&)>& grade) {
-  result["grades"] = grade(result);
-  // An interrupted run is not a result: whatever its grades so far, it is INCOMPLETE (never PASS),
-  // and `rate` and `db ingest` refuse it.
-  result["verdict"] = result.value("interrupted", false) ? "INCOMPLETE" : bench::WorstVerdict(result["grades"]);
-  if (c.json_out) {
-    std::cout << util::JsonText(result) << "\n";
-  } else {
-    std::cout << render(result);
-  }
-  std::cout.flush();
-  // Nothing measured (no GPU, no helper): nothing to keep, so no run directory is made.
-  bool measured = false;
-  for (const auto& g : result["grades"]) measured |= g.value("verdict", "SKIP") != "SKIP";
-  if (!measured && !result.value("interrupted", false) && result.value("status", "") == "skip") {
-    std::cerr << "nothing measured: no result saved\n";
-    return kExitOk;
-  }
-  // Checked again: another run may have written the same file meanwhile.
-  CheckOut(c, suite);
-  fs::path dir = RunDir(c);
-  MakePrivateDir(dir / "bench");
-  fs::path file = ResultFile(dir, suite);
-  util::WriteFileAtomic(file, util::JsonText(result) + "\n");
-  std::cerr << fmt::format("result saved to {}\n", file.string());
-  if (result.value("interrupted", false)) {
-    std::cerr << "interrupted\n";
-    return kExitDeclined;
-  }
-  return result["verdict"] == "FAIL" && !c.exit_zero ? kExitFail : kExitOk;
-}
-
-// Steps and how far the run is go to `progress`: one line rewritten in place with an estimate of
-// the time left on a terminal, plain lines otherwise.
-void Report(util::Progress& progress, std::function<void(const std::string&)>& lines,
-            std::function<void(double)>& fraction) {
-  lines = [&progress](const std::string& line) { progress.Text(line); };
-  fraction = [&progress](double f) { progress.Fraction(f); };
 }
 
 constexpr const char* kBenchMarker = "CLUSTERMAX-BENCH";
@@ -177,7 +74,7 @@ std::vector<std::string> StorageArgs(const bench::StorageOptions& so) {
 // srun step per count, the nodes taken in sinfo's order. Each task runs this binary's `bench storage`
 // on its node (a fresh directory of its own under the shared path) and frames its JSON result on
 // stdout; a node whose result does not arrive is named with the reason and the others are kept.
-int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions o, const Common& c) {
+int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions o, const BenchCommon& c) {
   host::LocalHost login;
   o.self_exe = util::SelfExe();
   audit::NodeScope scope = audit::SelectNodes(login, o);
@@ -241,8 +138,8 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
   result["unreachable"] = json::array();
   for (const auto& u : scope.unreachable) result["unreachable"].push_back({{"node", u.node}, {"reason", u.reason}});
   if (bench::Cancelled()) result["interrupted"] = true;
-  return Finish(std::move(result), c, "storage-scaling", bench::RenderScaling,
-                [&c](const json& x) { return bench::Grade(bench::ScalingMetrics(x), BarsFor(c)); });
+  return FinishBench(std::move(result), c, "storage-scaling", bench::RenderScaling,
+                     [&c](const json& x) { return bench::Grade(bench::ScalingMetrics(x), BenchBars(c)); });
 }
 
 // The task side of a scaling step: the node's result (or its error) as framed lines, keyed by the
@@ -264,7 +161,7 @@ int EmitStorageFrames(const bench::StorageOptions& so) {
 
 // `bench gpu`: the suites and their options; the suites themselves are bench::GpuSuiteTable().
 struct GpuCli {
-  Common common;
+  BenchCommon common;
   bench::GpuBenchOptions go;
   std::vector<std::string> suites;
   std::string gpus;
@@ -285,7 +182,7 @@ int RunGpu(GpuCli& o) {
     std::cerr << fmt::format("clustermax: {} (see bench gpu --list)\n", e.what());
     return kExitToolError;
   }
-  CheckOut(o.common, "gpu");
+  CheckBenchOut(o.common, "gpu");
   go.plan.full = o.full;
   go.telemetry = !o.no_telemetry;
   if (o.warmup >= 0) go.warmup_s = o.warmup;
@@ -298,11 +195,11 @@ int RunGpu(GpuCli& o) {
     go.gpus.push_back(static_cast<int>(*v));
   }
   auto progress = std::make_shared<util::Progress>();
-  if (!o.common.quiet) Report(*progress, go.progress, go.fraction);
+  if (!o.common.quiet) ReportProgress(*progress, go.progress, go.fraction);
   bench::InstallCancelHandlers();
   json r = bench::RunGpuBench(go);
   progress->Finish();
-  return Finish(std::move(r), o.common, "gpu", bench::RenderGpu, [](const json& x) { return bench::GradeGpu(x); });
+  return FinishBench(std::move(r), o.common, "gpu", bench::RenderGpu, [](const json& x) { return bench::GradeGpu(x); });
 }
 
 void AddGpuCommand(CLI::App* parent, Commands& table) {
@@ -332,13 +229,13 @@ void AddGpuCommand(CLI::App* parent, Commands& table) {
                   "Path of clustermax-gpu (default: next to this binary, or $CLUSTERMAX_GPU_HELPER)");
   gpu->add_option("--job-timeout", go.job_timeout_s, "Seconds one suite may run on one GPU before it is stopped");
   gpu->add_flag("--no-telemetry", o->no_telemetry, "Do not sample clocks, power and temperature through NVML");
-  AddCommon(gpu, o->common, false);  // GPU bars come from data/gpu-peaks.json per GPU model
+  AddBenchCommon(gpu, o->common, false);  // GPU bars come from data/gpu-peaks.json per GPU model
   table.Add(gpu, [o] { return RunGpu(*o); });
 }
 
 // `bench storage`: one node, or --scale through Slurm.
 struct StorageCli {
-  Common common;
+  BenchCommon common;
   bench::StorageOptions so;
   std::string size = "2G", ckpt_size = "1G";
   int threads = 0, iodepth = 0;
@@ -362,7 +259,7 @@ int RunStorage(StorageCli& o) {
   if (o.iodepth) so.iodepth = o.iodepth;
   bench::InstallCancelHandlers();
   if (o.emit_frames) return EmitStorageFrames(so);
-  CheckOut(o.common, o.scale ? "storage-scaling" : "storage");
+  CheckBenchOut(o.common, o.scale ? "storage-scaling" : "storage");
   if (o.scale) {
     // Default step budget: the run's own length, three times over, plus scheduling.
     o.scale_slurm.timeout_s =
@@ -370,12 +267,12 @@ int RunStorage(StorageCli& o) {
     return RunStorageScaling(so, o.scale_slurm, o.common);
   }
   auto progress = std::make_shared<util::Progress>();
-  if (!o.common.quiet) Report(*progress, so.progress, so.fraction);
+  if (!o.common.quiet) ReportProgress(*progress, so.progress, so.fraction);
   json r = bench::RunStorageBench(so);
   progress->Finish();
-  const Common& c = o.common;
-  return Finish(std::move(r), c, "storage", bench::RenderStorage,
-                [&c](const json& x) { return bench::Grade(bench::StorageMetrics(x), BarsFor(c)); });
+  const BenchCommon& c = o.common;
+  return FinishBench(std::move(r), c, "storage", bench::RenderStorage,
+                     [&c](const json& x) { return bench::Grade(bench::StorageMetrics(x), BenchBars(c)); });
 }
 
 void AddStorageCommand(CLI::App* parent, Commands& table) {
@@ -417,13 +314,13 @@ void AddStorageCommand(CLI::App* parent, Commands& table) {
   st->add_option("--bcast", o->scale_slurm.bcast, "--scale: copy this binary to the nodes first (srun --bcast=PATH)");
   st->add_flag("--emit-frames", o->emit_frames, "(internal) print the result as framed lines for a --scale step")
       ->group("");
-  AddCommon(st, o->common);
+  AddBenchCommon(st, o->common);
   table.Add(st, [o] { return RunStorage(*o); });
 }
 
 // `bench s3`.
 struct S3Cli {
-  Common common;
+  BenchCommon common;
   bench::S3BenchOptions s3o;
   std::string profile, mp_threshold = "64M", part_size = "16M", max_row = "4G", mixed_object = "1M";
   std::vector<std::string> sizes = {"4K", "1M", "64M"};
@@ -432,7 +329,7 @@ struct S3Cli {
 
 int RunS3(S3Cli& o) {
   bench::S3BenchOptions& s3o = o.s3o;
-  CheckOut(o.common, "s3");
+  CheckBenchOut(o.common, "s3");
   if (!o.region_given) {
     for (const char* k : {"AWS_REGION", "AWS_DEFAULT_REGION"}) {
       if (const char* v = std::getenv(k); v && *v) {
@@ -448,13 +345,13 @@ int RunS3(S3Cli& o) {
   s3o.mixed_object = bench::ParseSize(o.mixed_object);
   s3o.config.credentials = bench::LoadS3Credentials(o.profile, [](const char* k) { return std::getenv(k); });
   auto progress = std::make_shared<util::Progress>();
-  if (!o.common.quiet) Report(*progress, s3o.progress, s3o.fraction);
+  if (!o.common.quiet) ReportProgress(*progress, s3o.progress, s3o.fraction);
   bench::InstallCancelHandlers();
   json r = bench::RunS3Bench(s3o);
   progress->Finish();
-  const Common& c = o.common;
-  return Finish(std::move(r), c, "s3", bench::RenderS3,
-                [&c](const json& x) { return bench::Grade(bench::S3Metrics(x), BarsFor(c)); });
+  const BenchCommon& c = o.common;
+  return FinishBench(std::move(r), c, "s3", bench::RenderS3,
+                     [&c](const json& x) { return bench::Grade(bench::S3Metrics(x), BenchBars(c)); });
 }
 
 void AddS3Command(CLI::App* parent, Commands& table) {
@@ -484,7 +381,7 @@ void AddS3Command(CLI::App* parent, Commands& table) {
   s3->add_option("--request-timeout", s3o.config.request_timeout_s, "Seconds per request");
   s3->add_option("--connect-timeout", s3o.config.connect_timeout_s, "Seconds to connect");
   s3->add_flag("--insecure", s3o.config.insecure_tls, "Do not verify the TLS certificate");
-  AddCommon(s3, o->common);
+  AddBenchCommon(s3, o->common);
   table.Add(s3, [o, s3] {
     o->region_given = s3->count("--region") > 0;
     return RunS3(*o);
@@ -519,11 +416,12 @@ void AddProbeCommands(CLI::App& app, Commands& table) {
 }  // namespace
 
 void AddBenchCommands(CLI::App& app, Commands& table) {
-  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3");
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3, net");
   bench_cmd->require_subcommand(1);
   AddGpuCommand(bench_cmd, table);
   AddStorageCommand(bench_cmd, table);
   AddS3Command(bench_cmd, table);
+  AddNetCommand(bench_cmd, table);
   AddProbeCommands(app, table);
 }
 

@@ -45,7 +45,7 @@ class Commands {
 void AddAuditCommands(CLI::App& app, Commands& table);  // audit, audit review (cli/audit.cc)
 void AddCatalogCommands(CLI::App& app,
                         Commands& table);  // checks list|describe|probes, minimums show|update (cli/catalog.cc)
-void AddBenchCommands(CLI::App& app, Commands& table);    // bench gpu|storage|s3|probe-s3 (cli/bench.cc)
+void AddBenchCommands(CLI::App& app, Commands& table);    // bench gpu|storage|s3|net, probe s3 (cli/bench*.cc)
 void AddRateCommands(CLI::App& app, Commands& table);     // rate (cli/rate.cc)
 void AddDbCommands(CLI::App& app, Commands& table);       // db ingest|list|show|diff|export (cli/db.cc)
 void AddWebCommands(CLI::App& app, Commands& table);      // report --html, serve (cli/web.cc)

@@ -1,0 +1,691 @@
+#include "bench/net_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench/net_interop.h"
+#include "bench/render.h"
+#include "util/strings.h"
+
+namespace clustermax::bench::net {
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Inputs every rank can predict for any other: small integers, so sums over hundreds of ranks are
+// exact in float32 and a wrong element is a wrong element.
+float Value(int rank, size_t i) { return static_cast<float>(((rank + 1) * 3 + i * 7) % 17) - 8.0f; }
+
+// How a collective sizes its buffers: elements per rank in and out, for `count`.
+bool Gathers(const std::string& c) { return c == "all_gather"; }
+bool Scatters(const std::string& c) { return c == "reduce_scatter"; }
+bool AllToAll(const std::string& c) { return c == "alltoall"; }
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double Round(double v, int digits) {
+  double f = std::pow(10.0, digits);
+  return std::round(v * f) / f;
+}
+
+struct Buffers {
+  std::vector<float> in, out;
+};
+
+// Runs `collective` once from in to out (out-of-place) or in `buf` (in place).
+void Op(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_place, int root) {
+  int r = c.rank();
+  if (!in_place) {
+    const float* s = b.in.data();
+    float* d = b.out.data();
+    if (coll == "all_reduce") c.AllReduce(s, d, count);
+    if (coll == "all_gather") c.AllGather(s, d, count);
+    if (coll == "reduce_scatter") c.ReduceScatter(s, d, count);
+    if (coll == "alltoall") c.AllToAll(s, d, count);
+    if (coll == "broadcast") c.Broadcast(s, d, count, root);
+    if (coll == "reduce") c.Reduce(s, d, count, root);
+    if (coll == "sendrecv") c.SendRecvRing(s, d, count);
+    return;
+  }
+  float* buf = b.out.data();
+  if (coll == "all_reduce") c.AllReduce(buf, buf, count);
+  if (coll == "all_gather") c.AllGather(buf + static_cast<size_t>(r) * count, buf, count);
+  if (coll == "reduce_scatter") c.ReduceScatter(buf, buf + static_cast<size_t>(r) * count, count);
+  if (coll == "alltoall") c.AllToAll(buf, buf, count);
+  if (coll == "broadcast") c.Broadcast(buf, buf, count, root);
+  if (coll == "reduce") c.Reduce(buf, buf, count, root);
+  if (coll == "sendrecv") c.SendRecvRing(buf, buf, count);
+}
+
+// The inputs for one checked run (in place: where NCCL expects them in the one buffer).
+void Fill(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_place) {
+  int r = c.rank();
+  size_t in_n = b.in.size();
+  if (!in_place) {
+    for (size_t i = 0; i < in_n; ++i) b.in[i] = Value(r, i);
+    std::fill(b.out.begin(), b.out.end(), -99.0f);
+    return;
+  }
+  std::fill(b.out.begin(), b.out.end(), -99.0f);
+  size_t base = Gathers(coll) ? static_cast<size_t>(r) * count : 0;
+  for (size_t i = 0; i < in_n; ++i) b.out[base + i] = Value(r, i);
+}
+
+// Wrong elements of this rank's output after a checked run.
+long long Verify(Comm& c, const std::string& coll, const Buffers& b, size_t count, bool in_place, int root) {
+  int r = c.rank(), n = c.size();
+  const float* out = b.out.data();
+  if (in_place && Scatters(coll)) out += static_cast<size_t>(r) * count;
+  long long wrong = 0;
+  auto expect = [&](size_t i, float v) { wrong += out[i] != v; };
+  if (coll == "all_reduce" || (coll == "reduce" && r == root)) {
+    for (size_t i = 0; i < count; ++i) {
+      float s = 0;
+      for (int k = 0; k < n; ++k) s += Value(k, i);
+      expect(i, s);
+    }
+  } else if (coll == "all_gather") {
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i) expect(static_cast<size_t>(k) * count + i, Value(k, i));
+  } else if (coll == "reduce_scatter") {
+    for (size_t i = 0; i < count; ++i) {
+      float s = 0;
+      for (int k = 0; k < n; ++k) s += Value(k, static_cast<size_t>(r) * count + i);
+      expect(i, s);
+    }
+  } else if (coll == "alltoall") {
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i)
+        expect(static_cast<size_t>(k) * count + i, Value(k, static_cast<size_t>(r) * count + i));
+  } else if (coll == "broadcast") {
+    for (size_t i = 0; i < count; ++i) expect(i, Value(root, i));
+  } else if (coll == "sendrecv") {
+    int prev = ((r - 1) % n + n) % n;
+    for (size_t i = 0; i < count; ++i) expect(i, Value(prev, i));
+  }
+  return wrong;
+}
+
+json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, uint64_t bytes, bool in_place, int root,
+               int iters, int warmup, bool check) {
+  for (int i = 0; i < warmup; ++i) Op(c, coll, b, count, in_place, root);
+  c.Barrier();
+  auto t0 = Clock::now();
+  for (int i = 0; i < iters; ++i) Op(c, coll, b, count, in_place, root);
+  double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / std::max(1, iters);
+  // nccl-tests' default (-a 1): the time averaged over the ranks.
+  auto times = c.GatherToRoot(us);
+  long long wrong = -1;
+  if (check) {
+    Fill(c, coll, b, count, in_place);
+    Op(c, coll, b, count, in_place, root);
+    auto w = c.GatherToRoot(static_cast<double>(Verify(c, coll, b, count, in_place, root)));
+    wrong = 0;
+    for (double x : w) wrong += static_cast<long long>(x);
+  }
+  if (c.rank() != 0) return nullptr;
+  double avg = 0;
+  for (double t : times) avg += t;
+  avg /= static_cast<double>(times.size());
+  double algbw = avg > 0 ? static_cast<double>(bytes) / (avg * 1e3) : 0;  // GB/s
+  double busbw = algbw * BusBwFactor(coll, c.size()).value_or(1.0);
+  json p = {{"time_us", Round(avg, 2)}, {"algbw", Round(algbw, 3)}, {"busbw", Round(busbw, 3)}};
+  p["wrong"] = wrong >= 0 ? json(wrong) : json(nullptr);
+  return p;
+}
+
+}  // namespace
+
+const std::vector<std::string>& Collectives() {
+  static const std::vector<std::string> v = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",
+                                             "broadcast",  "reduce",     "sendrecv"};
+  return v;
+}
+
+std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, double factor) {
+  if (min_bytes == 0) min_bytes = 1;
+  if (factor <= 1.0) throw std::invalid_argument("the size factor must be greater than 1");
+  if (max_bytes < min_bytes) throw std::invalid_argument("the largest size is smaller than the smallest");
+  std::vector<uint64_t> out;
+  for (double s = static_cast<double>(min_bytes); s < static_cast<double>(max_bytes); s *= factor) {
+    auto v = static_cast<uint64_t>(s);
+    if (out.empty() || v > out.back()) out.push_back(v);
+  }
+  if (out.empty() || out.back() != max_bytes) out.push_back(max_bytes);
+  return out;
+}
+
+json RunCollectiveJob(Comm& c, const json& job) {
+  int n = c.size();
+  int iters = job.value("iters", 5), warmup = job.value("warmup", 1), root = job.value("root", 0);
+  bool check = job.value("check", true);
+  if (root < 0 || root >= n) root = 0;
+  json tables = json::array();
+  for (const auto& jc : job.at("collectives")) {
+    std::string coll = jc.get<std::string>();
+    json rows = json::array();
+    for (const auto& js : job.at("sizes")) {
+      uint64_t size = js.get<uint64_t>();
+      // As nccl-tests: the size is the user-visible bytes; a collective that splits it over the
+      // ranks rounds the per-rank count down.
+      size_t per = Gathers(coll) || Scatters(coll) || AllToAll(coll) ? static_cast<size_t>(n) : 1;
+      size_t count = size / (sizeof(float) * per);
+      if (count == 0) continue;
+      uint64_t bytes = count * sizeof(float) * per;
+      Buffers b;
+      b.in.assign(Scatters(coll) || AllToAll(coll) ? count * n : count, 0.0f);
+      b.out.assign(Gathers(coll) || AllToAll(coll) || Scatters(coll) ? count * n : count, 0.0f);
+      Fill(c, coll, b, count, false);
+      json row = {{"bytes", bytes}, {"count", count}, {"type", "float"}, {"redop", "sum"}};
+      row["root"] = coll == "broadcast" || coll == "reduce" ? json(root) : json(-1);
+      row["out_of_place"] = Placement(c, coll, b, count, bytes, false, root, iters, warmup, check);
+      row["in_place"] = Placement(c, coll, b, count, bytes, true, root, iters, warmup, check);
+      if (c.rank() == 0) rows.push_back(std::move(row));
+    }
+    if (c.rank() != 0) continue;
+    double peak = 0, sum = 0;
+    long long wrong = 0;
+    int k = 0;
+    for (const auto& r : rows) {
+      for (const char* p : {"out_of_place", "in_place"}) {
+        double bw = r[p]["busbw"].get<double>();
+        peak = std::max(peak, bw);
+        sum += bw;
+        ++k;
+        if (r[p]["wrong"].is_number()) wrong += r[p]["wrong"].get<long long>();
+      }
+    }
+    json t = {{"collective", coll},
+              {"ranks", n},
+              {"rows", rows},
+              {"peak_busbw", Round(peak, 3)},
+              {"avg_busbw", k ? Round(sum / k, 3) : 0.0},
+              {"wrong", wrong}};
+    if (!rows.empty()) t["busbw_at_max"] = rows.back()["out_of_place"]["busbw"];
+    tables.push_back(std::move(t));
+  }
+  if (c.rank() != 0) return nullptr;
+  std::vector<std::string> nodes;
+  for (const auto& node : c.nodes())
+    if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+  return {{"ranks", n}, {"nodes", nodes}, {"transport", c.transport()}, {"collectives", tables}};
+}
+
+std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
+  std::string kind = job.value("kind", "");
+  CommOptions o;
+  o.timeout_s = job.value("timeout_s", 120.0);
+  o.throttle_bytes_per_s = ThrottleFromEnv(me.node);
+  auto started = Clock::now();
+  if (kind == "collectives") {
+    o.rendezvous = job.at("rendezvous").get<std::string>();
+    o.fabric_only = job.value("fabric_only", false);
+    o.iface = job.value("rail", "");
+    try {
+      auto comm = Comm::Connect(me, o);
+      json r = RunCollectiveJob(*comm, job);
+      if (me.rank != 0) return std::nullopt;
+      r["seconds"] = Round(std::chrono::duration<double>(Clock::now() - started).count(), 3);
+      return r;
+    } catch (const std::exception& e) {
+      if (me.rank != 0) throw;
+      return json{{"error", e.what()}};
+    }
+  }
+  if (kind == "pairs") {
+    const json& pairs = job.at("pairs");
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      // Pairs by node name: a task's rank depends on Slurm's node order, its node does not.
+      std::string a = pairs[i].at(0).get<std::string>(), b = pairs[i].at(1).get<std::string>();
+      if (me.node != a && me.node != b) continue;
+      RankInfo pr{me.node == a ? 0 : 1, 2, 0, me.node};
+      o.rendezvous = std::filesystem::path(job.at("rendezvous").get<std::string>()) / fmt::format("pair-{}", i);
+      try {
+        auto comm = Comm::Connect(pr, o);
+        int streams = job.value("streams", 8);
+        double secs = job.value("seconds", 5.0);
+        comm->Barrier();
+        auto ab = comm->StreamThroughput(0, 1, streams, secs);
+        comm->Barrier();
+        auto ba = comm->StreamThroughput(1, 0, streams, secs);
+        comm->Barrier();
+        auto lat = comm->PingPong(0, 1, job.value("latency_iters", 1000));
+        if (pr.rank != 0) return std::nullopt;
+        auto pct = [&](double q) {
+          return lat.empty() ? 0.0 : lat[std::min(lat.size() - 1, static_cast<size_t>(q * (lat.size() - 1) + 0.5))];
+        };
+        return json{{"pair", i},
+                    {"a", comm->node_of(0)},
+                    {"b", comm->node_of(1)},
+                    {"streams", streams},
+                    {"a_to_b_gbps", Round(ab.bytes_per_s * 8 / 1e9, 3)},
+                    {"b_to_a_gbps", Round(ba.bytes_per_s * 8 / 1e9, 3)},
+                    {"latency_p50_us", Round(pct(0.5), 2)},
+                    {"latency_p99_us", Round(pct(0.99), 2)},
+                    {"transport", comm->transport()}};
+      } catch (const std::exception& e) {
+        if (pr.rank != 0) throw;
+        return json{{"pair", i}, {"error", e.what()}};
+      }
+    }
+    return std::nullopt;
+  }
+  throw std::invalid_argument("unknown rank job kind '" + kind + "'");
+}
+
+// ---- the launcher's pure parts ----
+
+std::vector<std::vector<std::pair<int, int>>> PairRounds(int n, bool all) {
+  std::vector<std::vector<std::pair<int, int>>> rounds;
+  if (n < 2) return rounds;
+  if (!all) {
+    // A ring: (0,1)(2,3)..., then (1,2)(3,4)...(n-1,0); an odd ring needs a third round for the
+    // pair the first two could not hold.
+    std::set<std::pair<int, int>> want;
+    for (int i = 0; i < n; ++i) want.insert(std::minmax(i, (i + 1) % n));
+    if (n == 2) want = {{0, 1}};
+    while (!want.empty()) {
+      std::vector<std::pair<int, int>> round;
+      std::set<int> busy;
+      for (auto it = want.begin(); it != want.end();) {
+        if (busy.count(it->first) || busy.count(it->second)) {
+          ++it;
+          continue;
+        }
+        busy.insert(it->first);
+        busy.insert(it->second);
+        round.push_back(*it);
+        it = want.erase(it);
+      }
+      rounds.push_back(std::move(round));
+    }
+    return rounds;
+  }
+  // The circle method: fix the last seat, rotate the others; a bye seat for odd n.
+  int m = n % 2 ? n + 1 : n;
+  std::vector<int> seat(m);
+  for (int i = 0; i < m; ++i) seat[i] = i;
+  for (int r = 0; r < m - 1; ++r) {
+    std::vector<std::pair<int, int>> round;
+    for (int i = 0; i < m / 2; ++i) {
+      int a = seat[i], b = seat[m - 1 - i];
+      if (a < n && b < n) round.push_back(std::minmax(a, b));
+    }
+    std::sort(round.begin(), round.end());
+    rounds.push_back(std::move(round));
+    std::rotate(seat.begin(), seat.begin() + (m - 2), seat.begin() + (m - 1));
+  }
+  return rounds;
+}
+
+StragglerAnalysis AnalyzePairs(const std::vector<PairFigure>& pairs, double slow_ratio) {
+  StragglerAnalysis a;
+  std::map<std::string, double> best;
+  std::set<std::string> nodes;
+  for (const auto& p : pairs) {
+    nodes.insert(p.a);
+    nodes.insert(p.b);
+    best[p.a] = std::max(best[p.a], p.gbps);
+    best[p.b] = std::max(best[p.b], p.gbps);
+  }
+  std::vector<double> bests;
+  for (const auto& [node, v] : best) bests.push_back(v);
+  a.reference_gbps = Median(bests);
+  std::vector<std::pair<std::string, std::string>> slow;
+  for (const auto& p : pairs) {
+    if (p.gbps < slow_ratio * a.reference_gbps) slow.emplace_back(p.a, p.b);
+  }
+  a.slow_pairs = slow;
+  // Greedy: the node slow with the most partners (two at least) explains its pairs.
+  std::set<std::string> suspects;
+  for (;;) {
+    std::map<std::string, int> count;
+    for (const auto& [x, y] : slow) {
+      if (suspects.count(x) || suspects.count(y)) continue;
+      ++count[x];
+      ++count[y];
+    }
+    std::string top;
+    int most = 1;
+    for (const auto& [node, k] : count) {
+      if (k > most) most = k, top = node;
+    }
+    if (top.empty()) break;
+    suspects.insert(top);
+  }
+  a.suspect_nodes.assign(suspects.begin(), suspects.end());
+  std::set<std::string> in_links;
+  for (const auto& [x, y] : slow) {
+    if (suspects.count(x) || suspects.count(y)) continue;
+    a.suspect_links.emplace_back(x, y);
+    in_links.insert(x);
+    in_links.insert(y);
+  }
+  for (const auto& node : nodes) {
+    if (!suspects.count(node) && !in_links.count(node)) a.good_nodes.push_back(node);
+  }
+  return a;
+}
+
+std::vector<std::vector<std::pair<std::string, std::string>>> RetestRounds(const StragglerAnalysis& a) {
+  std::vector<std::pair<std::string, std::string>> want;
+  size_t g = 0;
+  auto good = [&]() -> std::string {
+    if (a.good_nodes.empty()) return "";
+    return a.good_nodes[g++ % a.good_nodes.size()];
+  };
+  for (const auto& s : a.suspect_nodes) {
+    std::string partner = good();
+    if (!partner.empty()) want.emplace_back(s, partner);
+  }
+  for (const auto& [x, y] : a.suspect_links) {
+    want.emplace_back(x, y);
+    std::string px = good(), py = good();
+    if (!px.empty()) want.emplace_back(x, px);
+    if (!py.empty()) want.emplace_back(y, py);
+  }
+  // Disjoint rounds: a node is in one pair at a time.
+  std::vector<std::vector<std::pair<std::string, std::string>>> rounds;
+  while (!want.empty()) {
+    std::vector<std::pair<std::string, std::string>> round, later;
+    std::set<std::string> busy;
+    for (auto& p : want) {
+      if (busy.count(p.first) || busy.count(p.second)) {
+        later.push_back(p);
+        continue;
+      }
+      busy.insert(p.first);
+      busy.insert(p.second);
+      round.push_back(p);
+    }
+    rounds.push_back(std::move(round));
+    want = std::move(later);
+  }
+  return rounds;
+}
+
+std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFigure>& retest, double slow_ratio,
+                           std::vector<std::string>* transient) {
+  auto figure = [&](const std::string& x, const std::string& y) -> std::optional<double> {
+    for (const auto& p : retest) {
+      if ((p.a == x && p.b == y) || (p.a == y && p.b == x)) return p.gbps;
+    }
+    return std::nullopt;
+  };
+  auto slow = [&](double v) { return v < slow_ratio * a.reference_gbps; };
+  auto with_good = [&](const std::string& node) -> std::optional<std::pair<std::string, double>> {
+    for (const auto& p : retest) {
+      std::string other = p.a == node ? p.b : p.b == node ? p.a : "";
+      if (!other.empty() && std::find(a.good_nodes.begin(), a.good_nodes.end(), other) != a.good_nodes.end())
+        return std::make_pair(other, p.gbps);
+    }
+    return std::nullopt;
+  };
+  std::vector<Culprit> out;
+  std::set<std::string> named;
+  auto partners = [&](const std::string& node) {
+    std::vector<std::string> v;
+    for (const auto& [x, y] : a.slow_pairs) {
+      if (x == node) v.push_back(y);
+      if (y == node) v.push_back(x);
+    }
+    return fmt::format("{}", fmt::join(v, ", "));
+  };
+  for (const auto& s : a.suspect_nodes) {
+    auto g = with_good(s);
+    if (!g) {
+      out.push_back({"node", s, fmt::format("slow with {} (no known-good node to retest against)", partners(s))});
+    } else if (slow(g->second)) {
+      out.push_back({"node", s,
+                     fmt::format("slow with {}; again {:.2f} Gb/s with the good node {} (reference {:.2f})",
+                                 partners(s), g->second, g->first, a.reference_gbps)});
+    } else if (transient) {
+      transient->push_back(fmt::format("{}: slow with {} in the first pass, {:.2f} Gb/s with {} on retest", s,
+                                       partners(s), g->second, g->first));
+    }
+    named.insert(s);
+  }
+  for (const auto& [x, y] : a.suspect_links) {
+    auto gx = with_good(x), gy = with_good(y);
+    auto again = figure(x, y);
+    bool x_bad = gx && slow(gx->second), y_bad = gy && slow(gy->second);
+    if (x_bad || y_bad) {
+      for (const auto& [node, gg] : {std::make_pair(x, gx), std::make_pair(y, gy)}) {
+        if (gg && slow(gg->second) && !named.count(node)) {
+          out.push_back({"node", node,
+                         fmt::format("slow with {}; again {:.2f} Gb/s with the good node {}", node == x ? y : x,
+                                     gg->second, gg->first)});
+          named.insert(node);
+        }
+      }
+    } else if (again && !slow(*again)) {
+      if (transient)
+        transient->push_back(fmt::format("{}<->{}: slow in the first pass, {:.2f} Gb/s on retest", x, y, *again));
+    } else {
+      std::string why = fmt::format("slow between {} and {}", x, y);
+      if (again) why += fmt::format(" (again {:.2f} Gb/s on retest)", *again);
+      if (gx && gy)
+        why += fmt::format("; both ends are fast with good nodes ({:.2f} and {:.2f} Gb/s): the path between them",
+                           gx->second, gy->second);
+      else
+        why += "; no known-good node to tell the ends from the path";
+      out.push_back({"link", x + "<->" + y, why});
+    }
+  }
+  return out;
+}
+
+std::vector<MetricValue> NetMetrics(const json& r) {
+  std::vector<MetricValue> out;
+  // Any wrong element anywhere: the data did not arrive intact.
+  {
+    MetricValue m{"net.wrong-elements", std::nullopt, "", "", ""};
+    long long wrong = 0;
+    bool checked = false;
+    std::function<void(const json&)> walk = [&](const json& j) {
+      if (j.is_object()) {
+        if (j.contains("collectives") && j["collectives"].is_array()) {
+          for (const auto& t : j["collectives"]) {
+            if (t.contains("wrong") && t["wrong"].is_number_integer()) {
+              wrong += t["wrong"].get<long long>();
+              checked = true;
+            }
+          }
+        }
+        for (const auto& [k, v] : j.items()) {
+          if (k != "collectives") walk(v);
+        }
+      } else if (j.is_array()) {
+        for (const auto& v : j) walk(v);
+      }
+    };
+    walk(r);
+    if (checked) {
+      m.value = static_cast<double>(wrong);
+      m.detail = "elements that differed from the expected result, over every collective, size and placement";
+      if (wrong > 0) m.fail_reason = fmt::format("{} wrong element(s): data corrupted in transit", wrong);
+    } else {
+      m.why_missing = "no collective was run with the data check";
+    }
+    out.push_back(m);
+  }
+  {
+    MetricValue m{"net.pairwise-worst-node", std::nullopt, "", "", ""};
+    const json* p = r.contains("pairwise") && r["pairwise"].is_object() ? &r["pairwise"] : nullptr;
+    if (p && p->contains("nodes") && !(*p)["nodes"].empty() && p->value("reference_gbps", 0.0) > 0) {
+      double ref = (*p)["reference_gbps"].get<double>();
+      double worst = 1e300;
+      std::string who;
+      for (const auto& n : (*p)["nodes"]) {
+        double v = n.value("median_gbps", 0.0) / ref;
+        if (v < worst) worst = v, who = n.value("node", "");
+      }
+      m.value = Round(worst, 3);
+      m.detail = fmt::format("{}: its median pair throughput over the fleet reference {:.2f} Gb/s", who, ref);
+      std::vector<std::string> names;
+      for (const auto& c : p->value("culprits", json::array())) names.push_back(c.value("name", ""));
+      if (!names.empty()) m.fail_reason = fmt::format("at fault: {}", fmt::join(names, ", "));
+    } else {
+      m.why_missing = !p                     ? "the pairwise mode did not run"
+                      : p->contains("error") ? p->value("error", "")
+                                             : "no pair gave a figure";
+      for (const auto& x : p ? p->value("pairs", json::array()) : json::array()) {
+        if (x.contains("error") && m.why_missing == "no pair gave a figure")
+          m.why_missing += ": " + x.value("error", "");
+      }
+    }
+    out.push_back(m);
+  }
+  {
+    MetricValue m{"net.scaling-efficiency", std::nullopt, "", "", ""};
+    const json* s = r.contains("scaling") && r["scaling"].is_object() ? &r["scaling"] : nullptr;
+    if (s && s->contains("efficiency") && (*s)["efficiency"].is_number()) {
+      m.value = (*s)["efficiency"].get<double>();
+      m.detail = s->value("efficiency_detail", "");
+    } else {
+      m.why_missing = s && s->contains("why") ? s->value("why", "") : "the scaling mode did not run";
+    }
+    out.push_back(m);
+  }
+  {
+    MetricValue m{"net.rail-spread", std::nullopt, "", "", ""};
+    const json* rails = r.contains("rails") && r["rails"].is_object() ? &r["rails"] : nullptr;
+    if (rails && rails->contains("spread") && (*rails)["spread"].is_number()) {
+      m.value = (*rails)["spread"].get<double>();
+      m.detail = rails->value("spread_detail", "");
+    } else {
+      m.why_missing = rails && rails->contains("why") ? rails->value("why", "") : "the per-rail mode did not run";
+    }
+    out.push_back(m);
+  }
+  {
+    MetricValue m{"net.host-latency-p99", std::nullopt, "", "", ""};
+    const json* p = r.contains("pairwise") && r["pairwise"].is_object() ? &r["pairwise"] : nullptr;
+    double worst = -1;
+    std::string who;
+    if (p && p->contains("pairs")) {
+      for (const auto& x : (*p)["pairs"]) {
+        if (!x.contains("latency_p99_us")) continue;
+        double v = x["latency_p99_us"].get<double>();
+        if (v > worst) worst = v, who = x.value("a", "") + "<->" + x.value("b", "");
+      }
+    }
+    if (worst >= 0) {
+      m.value = worst;
+      m.detail = fmt::format("{}: TCP ping-pong, half the round trip", who);
+    } else {
+      m.why_missing = "no pair latency was measured";
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace clustermax::bench::net
+
+namespace clustermax::bench::net {
+
+namespace {
+std::string Gb(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_number() ? fmt::format("{:.2f}", j[k].get<double>()) : "-";
+}
+
+void RenderTables(std::string& out, const json& r) {
+  if (r.contains("error")) {
+    out += fmt::format("    error: {}\n", util::TerminalSafeText(r.value("error", "")));
+    for (const auto& [node, why] : r.value("missing", json::object()).items())
+      out +=
+          fmt::format("      {}: {}\n", util::TerminalSafeText(node), util::TerminalSafeText(why.get<std::string>()));
+    return;
+  }
+  out += fmt::format("    {} ranks on {} node(s), {}\n", r.value("ranks", 0), r.value("nodes", json::array()).size(),
+                     util::TerminalSafeText(r.value("transport", "")));
+  out += fmt::format("    {:<15} {:>12} {:>12} {:>12} {:>7}\n", "collective", "peak busbw", "at max", "avg busbw",
+                     "wrong");
+  for (const auto& t : r.value("collectives", json::array())) {
+    out += fmt::format("    {:<15} {:>12} {:>12} {:>12} {:>7}\n", t.value("collective", ""), Gb(t, "peak_busbw"),
+                       Gb(t, "busbw_at_max"), Gb(t, "avg_busbw"), t.value("wrong", 0));
+  }
+}
+}  // namespace
+
+std::string RenderNet(const json& r) {
+  std::string out =
+      fmt::format("Networking ({} backend), GB/s busbw as nccl-tests; pairs in Gb/s\n", r.value("backend", "tcp"));
+  if (r.contains("single")) {
+    out += fmt::format("  single node {}:\n", util::TerminalSafeText(r["single"].value("node", "")));
+    RenderTables(out, r["single"]);
+  }
+  if (r.contains("scaling")) {
+    const json& s = r["scaling"];
+    out += fmt::format("  scaling ({}):\n", s.value("collective", ""));
+    for (const auto& st : s.value("steps", json::array())) {
+      if (st.contains("error"))
+        out += fmt::format("    {:>3} node(s): error: {}\n", st.value("nodes", 0),
+                           util::TerminalSafeText(st.value("error", "")));
+      else
+        out += fmt::format("    {:>3} node(s) {:>4} ranks: busbw at max {}\n", st.value("nodes", 0),
+                           st.value("ranks", 0), Gb(st, "busbw_at_max"));
+    }
+    if (s.contains("efficiency")) out += fmt::format("    efficiency {:.3f}\n", s["efficiency"].get<double>());
+  }
+  if (r.contains("fabric_only")) {
+    out += "  fabric-only:\n";
+    RenderTables(out, r["fabric_only"]);
+  }
+  if (r.contains("rails")) {
+    out += "  per rail (all_reduce):\n";
+    for (const auto& x : r["rails"].value("rails", json::array())) {
+      if (x.contains("error"))
+        out += fmt::format("    {:<12} error: {}\n", util::TerminalSafeText(x.value("rail", "")),
+                           util::TerminalSafeText(x.value("error", "")));
+      else
+        out += fmt::format("    {:<12} busbw at max {}\n", util::TerminalSafeText(x.value("rail", "")),
+                           Gb(x, "busbw_at_max"));
+    }
+    if (r["rails"].contains("why")) out += fmt::format("    ({})\n", r["rails"].value("why", ""));
+  }
+  if (r.contains("pairwise")) {
+    const json& p = r["pairwise"];
+    out += fmt::format("  pairwise ({} streams, {} s each way):\n", p.value("streams", 0), p.value("seconds", 0.0));
+    if (p.contains("error")) out += fmt::format("    error: {}\n", util::TerminalSafeText(p.value("error", "")));
+    out +=
+        fmt::format("    {:<28} {:>10} {:>10} {:>10} {:>10}\n", "pair", "a->b Gb/s", "b->a Gb/s", "p50 us", "p99 us");
+    for (const auto& x : p.value("pairs", json::array())) {
+      std::string name = util::TerminalSafeText(x.value("a", "") + " <-> " + x.value("b", ""));
+      if (x.contains("error")) {
+        out += fmt::format("    {:<28} error: {}\n", name, util::TerminalSafeText(x.value("error", "")));
+        continue;
+      }
+      out += fmt::format("    {:<28} {:>10} {:>10} {:>10} {:>10}{}\n", name, Gb(x, "a_to_b_gbps"), Gb(x, "b_to_a_gbps"),
+                         Gb(x, "latency_p50_us"), Gb(x, "latency_p99_us"), x.value("slow", false) ? "  slow" : "");
+    }
+    if (p.contains("reference_gbps"))
+      out += fmt::format("    reference {:.2f} Gb/s (median of each node's best pair)\n",
+                         p["reference_gbps"].get<double>());
+    for (const auto& c : p.value("culprits", json::array()))
+      out += fmt::format("    AT FAULT: {} {}: {}\n", c.value("kind", ""), util::TerminalSafeText(c.value("name", "")),
+                         util::TerminalSafeText(c.value("why", "")));
+    for (const auto& t : p.value("transient", json::array()))
+      out += fmt::format("    transient: {}\n", util::TerminalSafeText(t.get<std::string>()));
+  }
+  for (const auto& u : r.value("unreachable", json::array()))
+    out += fmt::format("  unreachable {}: {}\n", util::TerminalSafeText(u.value("node", "")),
+                       util::TerminalSafeText(u.value("reason", "")));
+  out += RenderGrades(r.value("grades", json::array()));
+  return out;
+}
+
+}  // namespace clustermax::bench::net

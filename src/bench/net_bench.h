@@ -1,0 +1,85 @@
+// `bench net`: the rank side (what each task of a job step runs) and the pure parts the launcher
+// uses: the size sweep, the pair schedule, the straggler analysis that names the nodes or links at
+// fault, the scaling and rail summaries, the metrics graded against data/bench-thresholds.json and
+// the table. The launcher (cli/bench_net.cc) starts the steps through Slurm.
+//
+// A step's ranks get one JSON job on their command line:
+//   {"kind": "collectives", "rendezvous": DIR, "collectives": [...], "sizes": [...], "iters": N,
+//    "warmup": N, "check": true, "fabric_only": false, "rail": "", "timeout_s": S}
+//   {"kind": "pairs", "rendezvous": DIR, "pairs": [[A, B], ...], "streams": N, "seconds": S,
+//    "latency_iters": N, "timeout_s": S}      (A, B: node names, one task per node; pair i meets
+//                                              in DIR/pair-i)
+// Rank 0 of a collectives job, and the first rank of each pair, print the result as framed lines
+// keyed by their node; a rank that fails prints {"error": ...} (rank 0 and pair leads) or the
+// reason on stderr (srun labels it).
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/grade.h"
+#include "bench/net_comm.h"
+
+namespace clustermax::bench::net {
+
+// The collectives `bench net` runs, in nccl-tests' names.
+const std::vector<std::string>& Collectives();
+// Sizes from min to max bytes, multiplied by `factor` (> 1), max always included.
+std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
+
+// Runs one collective job on an established communicator. At rank 0 the result (one table per
+// collective: rows of bytes, count, time, algbw, busbw, wrong for out-of-place and in-place, the
+// peak and the average busbw); null elsewhere.
+nlohmann::json RunCollectiveJob(Comm& comm, const nlohmann::json& job);
+
+// What this task prints for `job` (the framed document, or nothing): connects, runs, and turns a
+// failure into {"error"}. `me` is the task's place in the step.
+std::optional<nlohmann::json> RunRankJob(const nlohmann::json& job, const RankInfo& me);
+
+// ---- the launcher's pure parts ----
+
+// Rounds of disjoint pairs over `n` nodes. all: every pair once (the circle method, n-1 rounds, or
+// n with an odd n); quick: each node with its two neighbours on a ring (two or three rounds).
+std::vector<std::vector<std::pair<int, int>>> PairRounds(int n, bool all);
+
+struct PairFigure {
+  std::string a, b;
+  double gbps = 0;  // the slower direction, Gb/s
+};
+struct Culprit {
+  std::string kind;  // "node" or "link"
+  std::string name;  // the node, or "a<->b"
+  std::string why;
+};
+struct StragglerAnalysis {
+  double reference_gbps = 0;  // the median over nodes of each node's best pair
+  std::vector<std::pair<std::string, std::string>> slow_pairs;
+  std::vector<std::string> suspect_nodes;                          // slow with two partners or more (greedy)
+  std::vector<std::pair<std::string, std::string>> suspect_links;  // slow pairs left unexplained
+  std::vector<std::string> good_nodes;                             // in no slow pair once the suspects are set aside
+};
+// A pair is slow below slow_ratio x reference. A node slow with at least two partners (the one with
+// the most first) is a suspect node and its pairs are explained; what remains slow is a suspect
+// link. Pure.
+StragglerAnalysis AnalyzePairs(const std::vector<PairFigure>& pairs, double slow_ratio);
+// Retest pairs: each suspect node and each end of a suspect link against a different good node
+// where there are enough, and each suspect link once more; as rounds of disjoint pairs.
+std::vector<std::vector<std::pair<std::string, std::string>>> RetestRounds(const StragglerAnalysis& a);
+// The verdict after the retests (`retest`: the retest figures): a suspect node slow again against a
+// good node is a culprit node; a suspect link whose two ends are fast with good nodes and which is
+// slow again is a culprit link; an end slow with a good node makes that node the culprit; anything
+// fast on retest is transient and named as such in `why` of no culprit.
+std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFigure>& retest, double slow_ratio,
+                           std::vector<std::string>* transient);
+
+// The metrics of a `bench net` result (docs/bench-schema.md "net"), graded with the storage bars'
+// rules: net.wrong-elements, net.pairwise-worst-node, net.scaling-efficiency, net.rail-spread,
+// net.host-latency-p99.
+std::vector<MetricValue> NetMetrics(const nlohmann::json& result);
+
+std::string RenderNet(const nlohmann::json& result);
+
+}  // namespace clustermax::bench::net

@@ -1,0 +1,125 @@
+#include "cli/bench_common.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "audit/run.h"
+#include "bench/grade.h"
+#include "cli/cli.h"
+#include "util/files.h"
+#include "util/time.h"
+#include "util/usage_error.h"
+
+namespace clustermax::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+void AddBenchCommon(CLI::App* cmd, BenchCommon& c, bool bars) {
+  cmd->add_flag("--json", c.json_out, "Print the JSON result instead of the table");
+  cmd->add_option("--out", c.out_dir,
+                  "Run directory for the result, RUN_DIR/bench/<suite>.json (default ~/.clustermax/runs/<timestamp>); "
+                  "an audit run directory gets the result next to its report");
+  cmd->add_flag("--force", c.force, "Replace the result of an earlier run of this suite in --out (refused without it)");
+  if (bars) {
+    cmd->add_option("--thresholds", c.thresholds_file,
+                    "Pass/warn bars instead of the embedded data/bench-thresholds.json")
+        ->check(CLI::ExistingFile);
+  }
+  cmd->add_flag("--exit-zero", c.exit_zero, "Exit 0 even when a grade FAILs");
+  cmd->add_flag("-q,--quiet", c.quiet, "No progress lines on stderr");
+}
+
+json BenchBars(const BenchCommon& c) {
+  return c.thresholds_file.empty()
+             ? bench::EmbeddedBenchThresholds()
+             : bench::ParseBenchThresholds(*util::ReadLocalFile(c.thresholds_file), c.thresholds_file);
+}
+
+static fs::path ResultFile(const fs::path& run_dir, const std::string& suite) {
+  return run_dir / "bench" / (suite + ".json");
+}
+
+// Refuses, before any work, an --out whose result file for this suite exists (an earlier run's
+// result is not replaced silently; --force replaces it).
+void CheckBenchOut(const BenchCommon& c, const std::string& suite) {
+  if (c.out_dir.empty() || c.force) return;
+  fs::path file = ResultFile(c.out_dir, suite);
+  std::error_code ec;
+  if (fs::exists(fs::symlink_status(file, ec))) {
+    throw UsageError(fmt::format(
+        "{} already exists (an earlier run's result); pass --force to replace it, or another --out", file.string()));
+  }
+}
+
+// Makes `dir` (mode 0700, its parents as usual) unless it exists; false when it already did.
+static bool MakePrivateDir(const fs::path& dir) {
+  if (!dir.parent_path().empty()) util::CreatePrivateDirectories(dir.parent_path());
+  if (::mkdir(dir.c_str(), 0700) == 0) return true;
+  if (errno == EEXIST && fs::is_directory(dir)) return false;
+  throw std::runtime_error(fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno)));
+}
+
+// The run directory for the result: --out (made 0700 unless it exists, e.g. an audit's run
+// directory), else a fresh ~/.clustermax/runs/<timestamp>[-N] made 0700 here.
+static fs::path RunDir(const BenchCommon& c) {
+  if (!c.out_dir.empty()) {
+    MakePrivateDir(c.out_dir);
+    return c.out_dir;
+  }
+  fs::path base = audit::DefaultRunsDir() / util::FormatCompact(std::chrono::system_clock::now());
+  for (int n = 1;; ++n) {
+    fs::path dir = n == 1 ? base : fs::path(base.string() + "-" + std::to_string(n));
+    if (MakePrivateDir(dir)) return dir;
+  }
+}
+
+// Grades the result, writes RUN_DIR/bench/<suite>.json atomically, prints the table or JSON.
+int FinishBench(json result, const BenchCommon& c, const std::string& suite, std::string (*render)(const json&),
+                const std::function<json(const json&)>& grade) {
+  result["grades"] = grade(result);
+  // An interrupted run is not a result: whatever its grades so far, it is INCOMPLETE (never PASS),
+  // and `rate` and `db ingest` refuse it.
+  result["verdict"] = result.value("interrupted", false) ? "INCOMPLETE" : bench::WorstVerdict(result["grades"]);
+  if (c.json_out) {
+    std::cout << util::JsonText(result) << "\n";
+  } else {
+    std::cout << render(result);
+  }
+  std::cout.flush();
+  // Nothing measured (no GPU, no helper): nothing to keep, so no run directory is made.
+  bool measured = false;
+  for (const auto& g : result["grades"]) measured |= g.value("verdict", "SKIP") != "SKIP";
+  if (!measured && !result.value("interrupted", false) && result.value("status", "") == "skip") {
+    std::cerr << "nothing measured: no result saved\n";
+    return kExitOk;
+  }
+  // Checked again: another run may have written the same file meanwhile.
+  CheckBenchOut(c, suite);
+  fs::path dir = RunDir(c);
+  MakePrivateDir(dir / "bench");
+  fs::path file = ResultFile(dir, suite);
+  util::WriteFileAtomic(file, util::JsonText(result) + "\n");
+  std::cerr << fmt::format("result saved to {}\n", file.string());
+  if (result.value("interrupted", false)) {
+    std::cerr << "interrupted\n";
+    return kExitDeclined;
+  }
+  return result["verdict"] == "FAIL" && !c.exit_zero ? kExitFail : kExitOk;
+}
+
+// Steps and how far the run is go to `progress`: one line rewritten in place with an estimate of
+// the time left on a terminal, plain lines otherwise.
+void ReportProgress(util::Progress& progress, std::function<void(const std::string&)>& lines,
+                    std::function<void(double)>& fraction) {
+  lines = [&progress](const std::string& line) { progress.Text(line); };
+  fraction = [&progress](double f) { progress.Fraction(f); };
+}
+
+}  // namespace clustermax::cli
