@@ -332,6 +332,75 @@ TEST(SlurmFleet, StorageScalingRunsOneStepPerNodeCount) {
   EXPECT_NE(table.out.find("2/2"), std::string::npos) << table.out;
 }
 
+TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
+  // bench net's TCP backend over the three slurmd: every mode as real job steps, the ranks meeting
+  // through a rendezvous directory (here on the one disk all three nodes share), and n2's sends
+  // paced to 200 MB/s by the tests' hook, which the pairwise search must name.
+  fs::path rdv = kDir / "rendezvous";
+  fs::remove_all(rdv);
+  fs::path out = kDir / "runs" / "net";
+  Proc p = Sh(Env() + " CLUSTERMAX_NET_TEST_THROTTLE=n2=200 " + CLUSTERMAX_BINARY +
+              " bench net --rendezvous " + rdv.string() + " --out " + out.string() +
+              " --tasks-per-node 2 --max-bytes 1M --factor 16 --iters 2 --rails lo --seconds 1 --latency-iters 200"
+              " --json --exit-zero 2>" +
+              (kDir / "net.stderr").string());
+  ASSERT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "net.stderr").string()).out;
+  json r = JsonFrom(p.out);
+  EXPECT_EQ(r["kind"], "clustermax.bench.net");
+  // Single node: every collective, two ranks, the data checked.
+  ASSERT_TRUE(r["single"].contains("collectives")) << r["single"].dump();
+  EXPECT_EQ(r["single"]["collectives"].size(), 7u);
+  EXPECT_EQ(r["single"]["ranks"], 2);
+  for (const auto& t : r["single"]["collectives"]) {
+    EXPECT_EQ(t["wrong"], 0) << t.dump();
+    EXPECT_GT(t["peak_busbw"].get<double>(), 0.0) << t.dump();
+  }
+  // Scaling: 1, 2 and 3 nodes at two ranks each.
+  ASSERT_EQ(r["scaling"]["steps"].size(), 3u) << r["scaling"].dump();
+  for (int k = 1; k <= 3; ++k) {
+    const json& s = r["scaling"]["steps"][k - 1];
+    EXPECT_EQ(s["nodes"], k);
+    EXPECT_EQ(s["result"]["ranks"], 2 * k) << s.dump();
+    EXPECT_EQ(s["result"]["nodes"].size(), static_cast<size_t>(k)) << s.dump();
+  }
+  EXPECT_TRUE(r["scaling"]["efficiency"].is_number()) << r["scaling"].dump();
+  // Fabric-only: same-node peers through the published address, not loopback.
+  EXPECT_EQ(r["fabric_only"]["ranks"], 6) << r["fabric_only"].dump();
+  EXPECT_EQ(r["fabric_only"]["transport"].get<std::string>().find("loopback"), std::string::npos);
+  // Per rail: one run bound to the named interface.
+  ASSERT_EQ(r["rails"]["rails"].size(), 1u) << r["rails"].dump();
+  EXPECT_EQ(r["rails"]["rails"][0]["rail"], "lo");
+  EXPECT_GT(r["rails"]["rails"][0]["busbw_at_max"].get<double>(), 0.0) << r["rails"].dump();
+  EXPECT_NE(r["rails"]["rails"][0]["result"]["transport"].get<std::string>().find("tcp/lo"), std::string::npos);
+  // Pairwise: every pair, n2 slow with both partners, confirmed against a good node, named.
+  const json& pw = r["pairwise"];
+  ASSERT_EQ(pw["pairs"].size(), 3u) << pw.dump();
+  for (const auto& x : pw["pairs"]) {
+    bool has_n2 = x["a"] == "n2" || x["b"] == "n2";
+    EXPECT_EQ(x.value("slow", false), has_n2) << x.dump();
+    EXPECT_GT(x["latency_p50_us"].get<double>(), 0.0);
+  }
+  ASSERT_EQ(pw["culprits"].size(), 1u) << pw.dump();
+  EXPECT_EQ(pw["culprits"][0]["kind"], "node");
+  EXPECT_EQ(pw["culprits"][0]["name"], "n2");
+  ASSERT_EQ(pw["retests"].size(), 1u);
+  EXPECT_EQ(pw["retests"][0]["a"], "n2");
+  for (const auto& g : r["grades"]) {
+    if (g["metric"] == "net.pairwise-worst-node") EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
+    if (g["metric"] == "net.wrong-elements") EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+  }
+  EXPECT_EQ(r["verdict"], "FAIL");
+  EXPECT_TRUE(fs::exists(out / "bench" / "net.json"));
+  // Every step's rendezvous directory is gone.
+  EXPECT_TRUE(fs::is_empty(rdv));
+  // Without the planted node nobody is blamed.
+  Proc clean = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --modes pairwise --rendezvous " + rdv.string() +
+                  " --out " + out.string() + "-clean --seconds 1 --latency-iters 100 --json --exit-zero 2>/dev/null");
+  json c = JsonFrom(clean.out);
+  EXPECT_TRUE(c["pairwise"]["culprits"].empty()) << c["pairwise"].dump();
+  EXPECT_EQ(c["pairwise"]["pairs"].size(), 3u);
+}
+
 // Last: it kills a node.
 TEST(SlurmFleet, AKilledNodeIsReportedAndTheRestKept) {
   std::ifstream pidf(kDir / "slurmd-n3.pid");

@@ -17,11 +17,9 @@ namespace clustermax::bench::net {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-namespace {
+float InputValue(int rank, size_t i) { return static_cast<float>(((rank + 1) * 3 + i * 7) % 17) - 8.0f; }
 
-// Inputs every rank can predict for any other: small integers, so sums over hundreds of ranks are
-// exact in float32 and a wrong element is a wrong element.
-float Value(int rank, size_t i) { return static_cast<float>(((rank + 1) * 3 + i * 7) % 17) - 8.0f; }
+namespace {
 
 // How a collective sizes its buffers: elements per rank in and out, for `count`.
 bool Gathers(const std::string& c) { return c == "all_gather"; }
@@ -74,48 +72,19 @@ void Fill(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_pl
   int r = c.rank();
   size_t in_n = b.in.size();
   if (!in_place) {
-    for (size_t i = 0; i < in_n; ++i) b.in[i] = Value(r, i);
+    for (size_t i = 0; i < in_n; ++i) b.in[i] = InputValue(r, i);
     std::fill(b.out.begin(), b.out.end(), -99.0f);
     return;
   }
   std::fill(b.out.begin(), b.out.end(), -99.0f);
   size_t base = Gathers(coll) ? static_cast<size_t>(r) * count : 0;
-  for (size_t i = 0; i < in_n; ++i) b.out[base + i] = Value(r, i);
+  for (size_t i = 0; i < in_n; ++i) b.out[base + i] = InputValue(r, i);
 }
 
-// Wrong elements of this rank's output after a checked run.
 long long Verify(Comm& c, const std::string& coll, const Buffers& b, size_t count, bool in_place, int root) {
-  int r = c.rank(), n = c.size();
   const float* out = b.out.data();
-  if (in_place && Scatters(coll)) out += static_cast<size_t>(r) * count;
-  long long wrong = 0;
-  auto expect = [&](size_t i, float v) { wrong += out[i] != v; };
-  if (coll == "all_reduce" || (coll == "reduce" && r == root)) {
-    for (size_t i = 0; i < count; ++i) {
-      float s = 0;
-      for (int k = 0; k < n; ++k) s += Value(k, i);
-      expect(i, s);
-    }
-  } else if (coll == "all_gather") {
-    for (int k = 0; k < n; ++k)
-      for (size_t i = 0; i < count; ++i) expect(static_cast<size_t>(k) * count + i, Value(k, i));
-  } else if (coll == "reduce_scatter") {
-    for (size_t i = 0; i < count; ++i) {
-      float s = 0;
-      for (int k = 0; k < n; ++k) s += Value(k, static_cast<size_t>(r) * count + i);
-      expect(i, s);
-    }
-  } else if (coll == "alltoall") {
-    for (int k = 0; k < n; ++k)
-      for (size_t i = 0; i < count; ++i)
-        expect(static_cast<size_t>(k) * count + i, Value(k, static_cast<size_t>(r) * count + i));
-  } else if (coll == "broadcast") {
-    for (size_t i = 0; i < count; ++i) expect(i, Value(root, i));
-  } else if (coll == "sendrecv") {
-    int prev = ((r - 1) % n + n) % n;
-    for (size_t i = 0; i < count; ++i) expect(i, Value(prev, i));
-  }
-  return wrong;
+  if (in_place && Scatters(coll)) out += static_cast<size_t>(c.rank()) * count;
+  return WrongElements(coll, out, count, c.rank(), c.size(), root);
 }
 
 json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, uint64_t bytes, bool in_place, int root,
@@ -147,6 +116,37 @@ json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, uint6
 }
 
 }  // namespace
+
+long long WrongElements(const std::string& coll, const float* out, size_t count, int r, int n, int root) {
+  long long wrong = 0;
+  auto expect = [&](size_t i, float v) { wrong += out[i] != v; };
+  if (coll == "all_reduce" || (coll == "reduce" && r == root)) {
+    for (size_t i = 0; i < count; ++i) {
+      float s = 0;
+      for (int k = 0; k < n; ++k) s += InputValue(k, i);
+      expect(i, s);
+    }
+  } else if (coll == "all_gather") {
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i) expect(static_cast<size_t>(k) * count + i, InputValue(k, i));
+  } else if (coll == "reduce_scatter") {
+    for (size_t i = 0; i < count; ++i) {
+      float s = 0;
+      for (int k = 0; k < n; ++k) s += InputValue(k, static_cast<size_t>(r) * count + i);
+      expect(i, s);
+    }
+  } else if (coll == "alltoall") {
+    for (int k = 0; k < n; ++k)
+      for (size_t i = 0; i < count; ++i)
+        expect(static_cast<size_t>(k) * count + i, InputValue(k, static_cast<size_t>(r) * count + i));
+  } else if (coll == "broadcast") {
+    for (size_t i = 0; i < count; ++i) expect(i, InputValue(root, i));
+  } else if (coll == "sendrecv") {
+    int prev = ((r - 1) % n + n) % n;
+    for (size_t i = 0; i < count; ++i) expect(i, InputValue(prev, i));
+  }
+  return wrong;
+}
 
 const std::vector<std::string>& Collectives() {
   static const std::vector<std::string> v = {"all_reduce", "all_gather", "reduce_scatter", "alltoall",

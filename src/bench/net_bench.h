@@ -30,6 +30,13 @@ const std::vector<std::string>& Collectives();
 // Sizes from min to max bytes, multiplied by `factor` (> 1), max always included.
 std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
 
+// The input element i of `rank`: small integers every rank can predict for any other, so sums over
+// hundreds of ranks are exact in float32 and a wrong element is a wrong element.
+float InputValue(int rank, size_t i);
+// Wrong elements of rank r's output of `collective` (out: where its result starts; counts as
+// below), given that every rank's input was InputValue. reduce is checked at the root only.
+long long WrongElements(const std::string& collective, const float* out, size_t count, int rank, int world, int root);
+
 // Runs one collective job on an established communicator. At rank 0 the result (one table per
 // collective: rows of bytes, count, time, algbw, busbw, wrong for out-of-place and in-place, the
 // peak and the average busbw); null elsewhere.

@@ -1,0 +1,401 @@
+// bench net's TCP backend with real sockets on loopback, ranks as threads of this process (the
+// Slurm launch itself is tested on the CI cluster in slurm_test.cc), and its pure parts: the pair
+// schedule, the straggler analysis and the grades.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/grade.h"
+#include "bench/net_bench.h"
+#include "bench/net_comm.h"
+#include "bench/net_interop.h"
+#include "util/strings.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using namespace clustermax::bench::net;
+
+namespace {
+
+fs::path FreshDir(const std::string& name) {
+  fs::path base = fs::temp_directory_path() / ("cmx-net-test-" + std::to_string(::getpid()));
+  fs::create_directories(base);
+  fs::path d = base / name;
+  fs::remove_all(d);
+  return d;
+}
+
+// Runs `body` on `nodes.size()` ranks (threads), rank r on node nodes[r], all in one group.
+// Returns the exceptions' messages by rank ("" when none).
+std::vector<std::string> OnRanks(const std::vector<std::string>& nodes, CommOptions o,
+                                 const std::function<void(Comm&)>& body) {
+  int n = static_cast<int>(nodes.size());
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        auto c = Comm::Connect(RankInfo{r, n, 0, nodes[r]}, o);
+        body(*c);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+}  // namespace
+
+TEST(NetComm, EveryCollectiveDeliversTheRightDataOnOneToFiveRanks) {
+  // Sizes that do not divide evenly, a size past the 1 MiB pipeline piece, both placements.
+  json job = {{"collectives", Collectives()}, {"iters", 1}, {"warmup", 0}, {"check", true}, {"root", 1}};
+  job["sizes"] = std::vector<uint64_t>{4, 60, 4004, (1u << 20) + 4 * 37};
+  for (int n = 1; n <= 5; ++n) {
+    std::vector<std::string> nodes;
+    for (int r = 0; r < n; ++r) nodes.push_back(r < 2 ? "a" : "b");  // loopback and published peers
+    CommOptions o;
+    o.rendezvous = FreshDir("coll-" + std::to_string(n));
+    o.timeout_s = 30;
+    PrepareRendezvous(o.rendezvous);
+    json result;
+    auto errors = OnRanks(nodes, o, [&](Comm& c) {
+      json r = RunCollectiveJob(c, job);
+      if (c.rank() == 0) result = r;
+    });
+    for (const auto& e : errors) ASSERT_EQ(e, "") << n << " ranks";
+    ASSERT_EQ(result["ranks"], n);
+    ASSERT_EQ(result["collectives"].size(), Collectives().size());
+    for (const auto& t : result["collectives"]) {
+      EXPECT_EQ(t["wrong"], 0) << n << " ranks: " << t.dump();
+      ASSERT_FALSE(t["rows"].empty()) << t["collective"];
+      for (const auto& row : t["rows"]) {
+        for (const char* p : {"out_of_place", "in_place"}) {
+          EXPECT_EQ(row[p]["wrong"], 0) << t["collective"] << " " << row.dump();
+          EXPECT_GT(row[p]["time_us"].get<double>(), 0.0);
+        }
+      }
+    }
+    // nccl-tests' size rules: all_gather on n ranks rounds the size down to a multiple of 4n.
+    for (const auto& t : result["collectives"]) {
+      if (t["collective"] != "all_gather") continue;
+      for (const auto& row : t["rows"]) EXPECT_EQ(row["bytes"].get<uint64_t>() % (4 * n), 0u);
+      EXPECT_EQ(t["rows"].back()["count"].get<uint64_t>(), ((1u << 20) + 4 * 37) / (4 * n));
+    }
+    // busbw = algbw x nccl-tests' factor.
+    for (const auto& t : result["collectives"]) {
+      const json& row = t["rows"].back()["out_of_place"];
+      double factor = BusBwFactor(t["collective"].get<std::string>(), n).value();
+      EXPECT_NEAR(row["busbw"].get<double>(), row["algbw"].get<double>() * factor,
+                  0.002 + 0.001 * row["busbw"].get<double>());
+    }
+  }
+}
+
+TEST(NetComm, TheDataCheckCountsEachWrongElement) {
+  // A correct all_reduce output, then one element flipped: the check must see exactly one.
+  int n = 3;
+  size_t count = 1000;
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i)
+    for (int k = 0; k < n; ++k) out[i] += InputValue(k, i);
+  EXPECT_EQ(WrongElements("all_reduce", out.data(), count, 0, n, 0), 0);
+  out[517] += 1;
+  EXPECT_EQ(WrongElements("all_reduce", out.data(), count, 0, n, 0), 1);
+  // all_gather: rank 1's block in the wrong place is count x wrong... only where values differ.
+  std::vector<float> ag(count * n);
+  for (int k = 0; k < n; ++k)
+    for (size_t i = 0; i < count; ++i) ag[k * count + i] = InputValue(k, i);
+  EXPECT_EQ(WrongElements("all_gather", ag.data(), count, 2, n, 0), 0);
+  std::swap(ag[3], ag[count + 3]);
+  EXPECT_EQ(WrongElements("all_gather", ag.data(), count, 2, n, 0), 2);
+  // reduce: only the root's output is a result.
+  std::vector<float> junk(count, 1234.f);
+  EXPECT_EQ(WrongElements("reduce", junk.data(), count, 1, n, 0), 0);
+  EXPECT_EQ(WrongElements("reduce", junk.data(), count, 0, n, 0), static_cast<long long>(count));
+}
+
+TEST(NetComm, AStrangerOnTheRankPortIsDroppedAndTheMeshStillForms) {
+  CommOptions o;
+  o.rendezvous = FreshDir("stranger");
+  o.timeout_s = 20;
+  PrepareRendezvous(o.rendezvous);
+  std::atomic<bool> done{false};
+  std::string err1;
+  float sum = 0;
+  // Rank 1 listens first; a stranger connects to it with a wrong token before rank 0 does.
+  std::thread r1([&] {
+    try {
+      auto c = Comm::Connect(RankInfo{1, 2, 0, "b"}, o);
+      float x = 2, y = 0;
+      c->AllReduce(&x, &y, 1);
+      sum = y;
+    } catch (const std::exception& e) {
+      err1 = e.what();
+    }
+    done = true;
+  });
+  fs::path entry = o.rendezvous / "rank-1";
+  for (int i = 0; i < 200 && !fs::exists(entry); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::ifstream in(entry);
+  std::string node, addr;
+  int port = 0;
+  ASSERT_TRUE(in >> node >> addr >> port);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  ::inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa), 0);
+  std::string junk = "CMXNET01" + std::string(32, '0') + std::string(12, '\0');
+  ASSERT_EQ(::send(fd, junk.data(), junk.size(), 0), static_cast<ssize_t>(junk.size()));
+  std::string err0;
+  std::thread r0([&] {
+    try {
+      auto c = Comm::Connect(RankInfo{0, 2, 0, "a"}, o);
+      float x = 5, y = 0;
+      c->AllReduce(&x, &y, 1);
+    } catch (const std::exception& e) {
+      err0 = e.what();
+    }
+  });
+  r0.join();
+  r1.join();
+  ::close(fd);
+  EXPECT_EQ(err0, "");
+  EXPECT_EQ(err1, "");
+  EXPECT_EQ(sum, 7.0f);
+}
+
+TEST(NetComm, ARankThatNeverAppearsIsNamed) {
+  CommOptions o;
+  o.rendezvous = FreshDir("absent");
+  o.timeout_s = 1;
+  PrepareRendezvous(o.rendezvous);
+  // World of three, rank 2 never starts.
+  std::vector<std::string> errors(2);
+  std::vector<std::thread> t;
+  for (int r = 0; r < 2; ++r)
+    t.emplace_back([&, r] {
+      try {
+        Comm::Connect(RankInfo{r, 3, 0, "a"}, o);
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& x : t) x.join();
+  for (const auto& e : errors) EXPECT_NE(e.find("rank(s) 2 never appeared"), std::string::npos) << e;
+  // Without the launcher's token nothing starts, and the message says where it looked.
+  CommOptions none;
+  none.rendezvous = FreshDir("no-token");
+  none.timeout_s = 0.2;
+  try {
+    Comm::Connect(RankInfo{0, 1, 0, "a"}, none);
+    ADD_FAILURE() << "connected without a token";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("no rendezvous token"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NetComm, PairTestsMeasureBothWaysAndThrottleSlowsOneSide) {
+  CommOptions o;
+  o.rendezvous = FreshDir("pair");
+  o.timeout_s = 20;
+  PrepareRendezvous(o.rendezvous);
+  Comm::StreamResult fast, slow;
+  std::vector<double> lat;
+  auto errors = OnRanks({"a", "b"}, o, [&](Comm& c) {
+    auto x = c.StreamThroughput(0, 1, 4, 0.5);
+    if (c.rank() == 0) fast = x;
+    auto l = c.PingPong(0, 1, 200);
+    if (c.rank() == 0) lat = l;
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  EXPECT_EQ(fast.streams, 4);
+  EXPECT_GT(fast.bytes, 0u);
+  EXPECT_GT(fast.bytes_per_s, 0.0);
+  ASSERT_EQ(lat.size(), 200u);
+  EXPECT_TRUE(std::is_sorted(lat.begin(), lat.end()));
+  EXPECT_GT(lat.front(), 0.0);
+  // The tests' planted slow node: 20 MB/s on the sender.
+  CommOptions t = o;
+  t.rendezvous = FreshDir("pair-throttled");
+  PrepareRendezvous(t.rendezvous);
+  t.throttle_bytes_per_s = 20e6;
+  errors = OnRanks({"a", "b"}, t, [&](Comm& c) {
+    auto x = c.StreamThroughput(0, 1, 4, 0.5);
+    if (c.rank() == 0) slow = x;
+  });
+  for (const auto& e : errors) ASSERT_EQ(e, "");
+  EXPECT_LT(slow.bytes_per_s, 30e6) << slow.bytes_per_s;
+  EXPECT_LT(slow.bytes_per_s, fast.bytes_per_s / 3);
+}
+
+TEST(NetComm, TheThrottleHookNamesNodes) {
+  ::setenv("CLUSTERMAX_NET_TEST_THROTTLE", "n1=50, n3 = 2.5 ,bad,n4=x", 1);
+  EXPECT_EQ(ThrottleFromEnv("n1"), 50e6);
+  EXPECT_EQ(ThrottleFromEnv("n3"), 2.5e6);
+  EXPECT_EQ(ThrottleFromEnv("n2"), 0);
+  EXPECT_EQ(ThrottleFromEnv("n4"), 0);
+  ::unsetenv("CLUSTERMAX_NET_TEST_THROTTLE");
+  EXPECT_EQ(ThrottleFromEnv("n1"), 0);
+}
+
+TEST(NetPlan, SizeSweepIsNcclTestsStyle) {
+  EXPECT_EQ(SizeSweep(8, 64, 2), (std::vector<uint64_t>{8, 16, 32, 64}));
+  EXPECT_EQ(SizeSweep(8, 100, 4), (std::vector<uint64_t>{8, 32, 100}));
+  EXPECT_EQ(SizeSweep(1 << 20, 1 << 20, 2), (std::vector<uint64_t>{1 << 20}));
+  EXPECT_THROW(SizeSweep(8, 64, 1), std::invalid_argument);
+  EXPECT_THROW(SizeSweep(64, 8, 2), std::invalid_argument);
+}
+
+TEST(NetPlan, PairRoundsAreDisjointAndCoverWhatTheyPromise) {
+  for (int n = 2; n <= 11; ++n) {
+    for (bool all : {true, false}) {
+      std::set<std::pair<int, int>> seen;
+      for (const auto& round : PairRounds(n, all)) {
+        std::set<int> busy;
+        for (const auto& [a, b] : round) {
+          EXPECT_LT(a, b);
+          EXPECT_TRUE(busy.insert(a).second) << n << " node " << a << " twice in a round";
+          EXPECT_TRUE(busy.insert(b).second) << n << " node " << b << " twice in a round";
+          EXPECT_TRUE(seen.insert({a, b}).second) << n << " pair repeated";
+        }
+      }
+      if (all) {
+        EXPECT_EQ(seen.size(), static_cast<size_t>(n * (n - 1) / 2)) << n;
+        EXPECT_LE(PairRounds(n, all).size(), static_cast<size_t>(n)) << n;
+      } else {
+        // Each node with both ring neighbours (one when n == 2).
+        for (int i = 0; i < n; ++i) EXPECT_TRUE(seen.count(std::minmax(i, (i + 1) % n))) << n << " " << i;
+        EXPECT_LE(PairRounds(n, all).size(), 3u) << n;
+      }
+    }
+  }
+  EXPECT_TRUE(PairRounds(1, true).empty());
+}
+
+namespace {
+std::vector<PairFigure> Fleet(const std::vector<std::string>& nodes, double fast,
+                              const std::function<double(const std::string&, const std::string&)>& bw) {
+  std::vector<PairFigure> v;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (size_t j = i + 1; j < nodes.size(); ++j) {
+      double x = bw(nodes[i], nodes[j]);
+      v.push_back({nodes[i], nodes[j], x > 0 ? x : fast});
+    }
+  return v;
+}
+}  // namespace
+
+TEST(NetPlan, ASlowNodeIsNamedAndConfirmedAgainstAGoodOne) {
+  std::vector<std::string> nodes = {"n1", "n2", "n3", "n4", "n5"};
+  auto pairs = Fleet(nodes, 100, [](const std::string& a, const std::string& b) {
+    return a == "n3" || b == "n3" ? 20.0 : 95.0 + (a < b ? 1 : 0);
+  });
+  auto a = AnalyzePairs(pairs, 0.7);
+  EXPECT_NEAR(a.reference_gbps, 96, 1e-9);
+  EXPECT_EQ(a.suspect_nodes, std::vector<std::string>{"n3"});
+  EXPECT_TRUE(a.suspect_links.empty());
+  EXPECT_EQ(a.good_nodes, (std::vector<std::string>{"n1", "n2", "n4", "n5"}));
+  auto rounds = RetestRounds(a);
+  ASSERT_EQ(rounds.size(), 1u);
+  ASSERT_EQ(rounds[0].size(), 1u);
+  EXPECT_EQ(rounds[0][0].first, "n3");
+  // Still slow with a good node: the node.
+  std::vector<std::string> transient;
+  auto c = Judge(a, {{"n3", rounds[0][0].second, 19}}, 0.7, &transient);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, "node");
+  EXPECT_EQ(c[0].name, "n3");
+  EXPECT_NE(c[0].why.find("again 19.00 Gb/s"), std::string::npos) << c[0].why;
+  // Fast on retest: transient, nobody blamed.
+  transient.clear();
+  EXPECT_TRUE(Judge(a, {{"n3", "n1", 97}}, 0.7, &transient).empty());
+  ASSERT_EQ(transient.size(), 1u);
+  EXPECT_NE(transient[0].find("n3"), std::string::npos);
+  // The planted node of the CI test: three nodes, the slow one in two of three pairs.
+  auto three = AnalyzePairs({{"n1", "n2", 1.6}, {"n1", "n3", 42}, {"n2", "n3", 1.6}}, 0.7);
+  EXPECT_EQ(three.suspect_nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(three.good_nodes, (std::vector<std::string>{"n1", "n3"}));
+}
+
+TEST(NetPlan, ASlowLinkBetweenTwoGoodNodesIsTheLink) {
+  std::vector<std::string> nodes = {"a", "b", "c", "d"};
+  auto pairs =
+      Fleet(nodes, 100, [](const std::string& x, const std::string& y) { return x == "a" && y == "b" ? 30.0 : 0.0; });
+  auto an = AnalyzePairs(pairs, 0.7);
+  EXPECT_TRUE(an.suspect_nodes.empty());
+  ASSERT_EQ(an.suspect_links.size(), 1u);
+  EXPECT_EQ(an.good_nodes, (std::vector<std::string>{"c", "d"}));
+  auto rounds = RetestRounds(an);
+  std::set<std::pair<std::string, std::string>> asked;
+  for (const auto& r : rounds)
+    for (const auto& p : r) asked.insert(p);
+  EXPECT_TRUE(asked.count({"a", "b"}));
+  EXPECT_TRUE(asked.count({"a", "c"}));
+  EXPECT_TRUE(asked.count({"b", "d"}));
+  auto c = Judge(an, {{"a", "b", 31}, {"a", "c", 99}, {"b", "d", 98}}, 0.7, nullptr);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, "link");
+  EXPECT_EQ(c[0].name, "a<->b");
+  EXPECT_NE(c[0].why.find("the path between them"), std::string::npos) << c[0].why;
+  // One end slow with a good node: that end, not the link.
+  c = Judge(an, {{"a", "b", 31}, {"a", "c", 99}, {"b", "d", 20}}, 0.7, nullptr);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].kind, "node");
+  EXPECT_EQ(c[0].name, "b");
+  // A healthy fleet has nothing to retest and nobody to blame.
+  auto healthy = AnalyzePairs(Fleet(nodes, 100, [](auto&, auto&) { return 0.0; }), 0.7);
+  EXPECT_TRUE(healthy.slow_pairs.empty());
+  EXPECT_TRUE(RetestRounds(healthy).empty());
+  EXPECT_TRUE(Judge(healthy, {}, 0.7, nullptr).empty());
+}
+
+TEST(NetPlan, GradesFailOnWrongDataAndOnANamedCulprit) {
+  json bars = clustermax::bench::EmbeddedBenchThresholds();
+  auto verdict = [&](const json& r, const std::string& id) {
+    json g = clustermax::bench::Grade(NetMetrics(r), bars);
+    for (const auto& x : g)
+      if (x["metric"] == id) return x["verdict"].get<std::string>();
+    return std::string("none");
+  };
+  json table = {{"collective", "all_reduce"}, {"wrong", 0}, {"rows", json::array()}};
+  json r = {{"single", {{"collectives", {table}}}}};
+  EXPECT_EQ(verdict(r, "net.wrong-elements"), "PASS");
+  r["single"]["collectives"][0]["wrong"] = 1;
+  EXPECT_EQ(verdict(r, "net.wrong-elements"), "FAIL");
+  // Wrong data in a scaling step counts as well.
+  json r2 = {{"scaling", {{"steps", {{{"result", {{"collectives", {table}}}}}}}}}};
+  r2["scaling"]["steps"][0]["result"]["collectives"][0]["wrong"] = 3;
+  EXPECT_EQ(verdict(r2, "net.wrong-elements"), "FAIL");
+  EXPECT_EQ(verdict(json::object(), "net.wrong-elements"), "SKIP");
+
+  json p = {{"reference_gbps", 40.0},
+            {"nodes", {{{"node", "n1"}, {"median_gbps", 39.0}}, {{"node", "n2"}, {"median_gbps", 38.0}}}},
+            {"culprits", json::array()},
+            {"pairs", {{{"a", "n1"}, {"b", "n2"}, {"latency_p99_us", 50.0}}}}};
+  EXPECT_EQ(verdict({{"pairwise", p}}, "net.pairwise-worst-node"), "PASS");
+  EXPECT_EQ(verdict({{"pairwise", p}}, "net.host-latency-p99"), "PASS");
+  p["culprits"].push_back({{"kind", "link"}, {"name", "n1<->n2"}});
+  EXPECT_EQ(verdict({{"pairwise", p}}, "net.pairwise-worst-node"), "FAIL");
+  p["culprits"] = json::array();
+  p["nodes"][1]["median_gbps"] = 30.0;  // 0.75 of the reference
+  EXPECT_EQ(verdict({{"pairwise", p}}, "net.pairwise-worst-node"), "WARN");
+  EXPECT_EQ(verdict({{"scaling", {{"efficiency", 0.95}}}}, "net.scaling-efficiency"), "PASS");
+  EXPECT_EQ(verdict({{"scaling", {{"efficiency", 0.5}}}}, "net.scaling-efficiency"), "FAIL");
+  EXPECT_EQ(verdict({{"rails", {{"spread", 0.85}}}}, "net.rail-spread"), "WARN");
+  EXPECT_EQ(verdict({{"rails", {{"why", "one rail"}}}}, "net.rail-spread"), "SKIP");
+}
