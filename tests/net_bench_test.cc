@@ -111,20 +111,20 @@ TEST(NetComm, TheDataCheckCountsEachWrongElement) {
   std::vector<float> out(count);
   for (size_t i = 0; i < count; ++i)
     for (int k = 0; k < n; ++k) out[i] += InputValue(k, i);
-  EXPECT_EQ(WrongElements("all_reduce", out.data(), count, 0, n, 0), 0);
+  EXPECT_EQ(WrongElements("all_reduce", out.data(), 0, out.size(), count, 0, n, 0), 0);
   out[517] += 1;
-  EXPECT_EQ(WrongElements("all_reduce", out.data(), count, 0, n, 0), 1);
+  EXPECT_EQ(WrongElements("all_reduce", out.data(), 0, out.size(), count, 0, n, 0), 1);
   // all_gather: rank 1's block in the wrong place is count x wrong... only where values differ.
   std::vector<float> ag(count * n);
   for (int k = 0; k < n; ++k)
     for (size_t i = 0; i < count; ++i) ag[k * count + i] = InputValue(k, i);
-  EXPECT_EQ(WrongElements("all_gather", ag.data(), count, 2, n, 0), 0);
+  EXPECT_EQ(WrongElements("all_gather", ag.data(), 0, ag.size(), count, 2, n, 0), 0);
   std::swap(ag[3], ag[count + 3]);
-  EXPECT_EQ(WrongElements("all_gather", ag.data(), count, 2, n, 0), 2);
+  EXPECT_EQ(WrongElements("all_gather", ag.data(), 0, ag.size(), count, 2, n, 0), 2);
   // reduce: only the root's output is a result.
   std::vector<float> junk(count, 1234.f);
-  EXPECT_EQ(WrongElements("reduce", junk.data(), count, 1, n, 0), 0);
-  EXPECT_EQ(WrongElements("reduce", junk.data(), count, 0, n, 0), static_cast<long long>(count));
+  EXPECT_EQ(WrongElements("reduce", junk.data(), 0, junk.size(), count, 1, n, 0), 0);
+  EXPECT_EQ(WrongElements("reduce", junk.data(), 0, junk.size(), count, 0, n, 0), static_cast<long long>(count));
 }
 
 TEST(NetComm, AStrangerOnTheRankPortIsDroppedAndTheMeshStillForms) {

@@ -341,7 +341,7 @@ TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
   fs::path out = kDir / "runs" / "net";
   Proc p = Sh(Env() + " CLUSTERMAX_NET_TEST_THROTTLE=n2=200 " + CLUSTERMAX_BINARY +
               " bench net --rendezvous " + rdv.string() + " --out " + out.string() +
-              " --tasks-per-node 2 --max-bytes 1M --factor 16 --iters 2 --rails lo --seconds 1 --latency-iters 200"
+              " --tasks-per-node 2 --backend tcp --max-bytes 1M --factor 16 --iters 2 --rails lo --seconds 1 --latency-iters 200"
               " --json --exit-zero 2>" +
               (kDir / "net.stderr").string());
   ASSERT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "net.stderr").string()).out;
@@ -394,7 +394,7 @@ TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
   // Every step's rendezvous directory is gone.
   EXPECT_TRUE(fs::is_empty(rdv));
   // Without the planted node nobody is blamed.
-  Proc clean = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --modes pairwise --rendezvous " + rdv.string() +
+  Proc clean = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --backend tcp --modes pairwise --rendezvous " + rdv.string() +
                   " --out " + out.string() + "-clean --seconds 1 --latency-iters 100 --json --exit-zero 2>/dev/null");
   json c = JsonFrom(clean.out);
   EXPECT_TRUE(c["pairwise"]["culprits"].empty()) << c["pairwise"].dump();

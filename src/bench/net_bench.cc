@@ -9,15 +9,16 @@
 
 #include <fmt/format.h>
 
+#include "bench/gpu_bench.h"
 #include "bench/net_interop.h"
+#include "host/process.h"
+#include "util/files.h"
 #include "bench/render.h"
 #include "util/strings.h"
 
 namespace clustermax::bench::net {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-float InputValue(int rank, size_t i) { return static_cast<float>(((rank + 1) * 3 + i * 7) % 17) - 8.0f; }
 
 namespace {
 
@@ -84,11 +85,11 @@ void Fill(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_pl
 long long Verify(Comm& c, const std::string& coll, const Buffers& b, size_t count, bool in_place, int root) {
   const float* out = b.out.data();
   if (in_place && Scatters(coll)) out += static_cast<size_t>(c.rank()) * count;
-  return WrongElements(coll, out, count, c.rank(), c.size(), root);
+  return WrongElements(coll, out, 0, OutputElements(coll, count, c.size()), count, c.rank(), c.size(), root);
 }
 
-json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, uint64_t bytes, bool in_place, int root,
-               int iters, int warmup, bool check) {
+json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_place, int root, int iters,
+               int warmup, bool check) {
   for (int i = 0; i < warmup; ++i) Op(c, coll, b, count, in_place, root);
   c.Barrier();
   auto t0 = Clock::now();
@@ -108,44 +109,49 @@ json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, uint6
   double avg = 0;
   for (double t : times) avg += t;
   avg /= static_cast<double>(times.size());
-  double algbw = avg > 0 ? static_cast<double>(bytes) / (avg * 1e3) : 0;  // GB/s
-  double busbw = algbw * BusBwFactor(coll, c.size()).value_or(1.0);
-  json p = {{"time_us", Round(avg, 2)}, {"algbw", Round(algbw, 3)}, {"busbw", Round(busbw, 3)}};
+  json p = {{"time_us", avg}};
   p["wrong"] = wrong >= 0 ? json(wrong) : json(nullptr);
   return p;
 }
 
 }  // namespace
 
-long long WrongElements(const std::string& coll, const float* out, size_t count, int r, int n, int root) {
+json SummarizeTable(json t, int ranks) {
+  std::string coll = t.value("collective", "");
+  double factor = BusBwFactor(coll, ranks).value_or(1.0);
+  double peak = 0, sum = 0;
   long long wrong = 0;
-  auto expect = [&](size_t i, float v) { wrong += out[i] != v; };
-  if (coll == "all_reduce" || (coll == "reduce" && r == root)) {
-    for (size_t i = 0; i < count; ++i) {
-      float s = 0;
-      for (int k = 0; k < n; ++k) s += InputValue(k, i);
-      expect(i, s);
+  int k = 0;
+  json rows = json::array();
+  for (const auto& in : t.value("rows", json::array())) {
+    json r = in;
+    uint64_t bytes = r.value("bytes", uint64_t{0});
+    r["type"] = r.value("type", "float");
+    r["redop"] = r.value("redop", "sum");
+    if (!r.contains("root")) r["root"] = -1;
+    for (const char* p : {"out_of_place", "in_place"}) {
+      if (!r.contains(p) || !r[p].is_object()) continue;
+      double us = r[p].value("time_us", 0.0);
+      double algbw = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0;  // GB/s
+      double busbw = algbw * factor;
+      r[p]["time_us"] = Round(us, 2);
+      r[p]["algbw"] = Round(algbw, 3);
+      r[p]["busbw"] = Round(busbw, 3);
+      if (!r[p].contains("wrong")) r[p]["wrong"] = nullptr;
+      peak = std::max(peak, busbw);
+      sum += busbw;
+      ++k;
+      if (r[p]["wrong"].is_number_integer()) wrong += r[p]["wrong"].get<long long>();
     }
-  } else if (coll == "all_gather") {
-    for (int k = 0; k < n; ++k)
-      for (size_t i = 0; i < count; ++i) expect(static_cast<size_t>(k) * count + i, InputValue(k, i));
-  } else if (coll == "reduce_scatter") {
-    for (size_t i = 0; i < count; ++i) {
-      float s = 0;
-      for (int k = 0; k < n; ++k) s += InputValue(k, static_cast<size_t>(r) * count + i);
-      expect(i, s);
-    }
-  } else if (coll == "alltoall") {
-    for (int k = 0; k < n; ++k)
-      for (size_t i = 0; i < count; ++i)
-        expect(static_cast<size_t>(k) * count + i, InputValue(k, static_cast<size_t>(r) * count + i));
-  } else if (coll == "broadcast") {
-    for (size_t i = 0; i < count; ++i) expect(i, InputValue(root, i));
-  } else if (coll == "sendrecv") {
-    int prev = ((r - 1) % n + n) % n;
-    for (size_t i = 0; i < count; ++i) expect(i, InputValue(prev, i));
+    rows.push_back(std::move(r));
   }
-  return wrong;
+  t["ranks"] = ranks;
+  t["rows"] = rows;
+  t["peak_busbw"] = Round(peak, 3);
+  t["avg_busbw"] = k ? Round(sum / k, 3) : 0.0;
+  t["wrong"] = wrong;
+  if (!rows.empty() && rows.back().contains("out_of_place")) t["busbw_at_max"] = rows.back()["out_of_place"]["busbw"];
+  return t;
 }
 
 const std::vector<std::string>& Collectives() {
@@ -190,31 +196,12 @@ json RunCollectiveJob(Comm& c, const json& job) {
       Fill(c, coll, b, count, false);
       json row = {{"bytes", bytes}, {"count", count}, {"type", "float"}, {"redop", "sum"}};
       row["root"] = coll == "broadcast" || coll == "reduce" ? json(root) : json(-1);
-      row["out_of_place"] = Placement(c, coll, b, count, bytes, false, root, iters, warmup, check);
-      row["in_place"] = Placement(c, coll, b, count, bytes, true, root, iters, warmup, check);
+      row["out_of_place"] = Placement(c, coll, b, count, false, root, iters, warmup, check);
+      row["in_place"] = Placement(c, coll, b, count, true, root, iters, warmup, check);
       if (c.rank() == 0) rows.push_back(std::move(row));
     }
     if (c.rank() != 0) continue;
-    double peak = 0, sum = 0;
-    long long wrong = 0;
-    int k = 0;
-    for (const auto& r : rows) {
-      for (const char* p : {"out_of_place", "in_place"}) {
-        double bw = r[p]["busbw"].get<double>();
-        peak = std::max(peak, bw);
-        sum += bw;
-        ++k;
-        if (r[p]["wrong"].is_number()) wrong += r[p]["wrong"].get<long long>();
-      }
-    }
-    json t = {{"collective", coll},
-              {"ranks", n},
-              {"rows", rows},
-              {"peak_busbw", Round(peak, 3)},
-              {"avg_busbw", k ? Round(sum / k, 3) : 0.0},
-              {"wrong", wrong}};
-    if (!rows.empty()) t["busbw_at_max"] = rows.back()["out_of_place"]["busbw"];
-    tables.push_back(std::move(t));
+    tables.push_back(SummarizeTable({{"collective", coll}, {"rows", rows}}, n));
   }
   if (c.rank() != 0) return nullptr;
   std::vector<std::string> nodes;
@@ -223,12 +210,102 @@ json RunCollectiveJob(Comm& c, const json& job) {
   return {{"ranks", n}, {"nodes", nodes}, {"transport", c.transport()}, {"collectives", tables}};
 }
 
+// The NCCL backend: this rank runs the GPU helper's `nccl` command (one process per GPU), with
+// NCCL's own debug output asked for (version, network, channels, the algorithm and protocol per
+// size), and the environment of the mode: fabric-only disables NVLink/P2P, shared memory and NVLS;
+// a rail names the one HCA. Rank 0's helper prints the raw tables; its debug file is read here.
+std::optional<json> RunNcclRank(const json& job, const RankInfo& me, const std::filesystem::path& rendezvous) {
+  std::string helper = FindGpuHelper(job.value("helper", ""));
+  if (helper.empty())
+    throw std::runtime_error(
+        "the NCCL backend needs the GPU helper clustermax-gpu next to this binary (built with CUDA)");
+  std::filesystem::path debug = rendezvous / fmt::format("nccl-debug-{}.log", me.rank);
+  std::vector<std::string> env;
+  if (!std::getenv("NCCL_DEBUG")) {
+    env.push_back("NCCL_DEBUG=INFO");
+    env.push_back("NCCL_DEBUG_SUBSYS=INIT,TUNING");
+    env.push_back("NCCL_DEBUG_FILE=" + debug.string());
+  }
+  if (job.value("fabric_only", false)) {
+    for (const char* e : {"NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1", "NCCL_NVLS_ENABLE=0"}) env.push_back(e);
+  }
+  if (std::string rail = job.value("rail", ""); !rail.empty()) env.push_back("NCCL_IB_HCA==" + rail);
+  if (std::string algo = job.value("algo", ""); !algo.empty()) env.push_back("NCCL_ALGO=" + algo);
+  json hj = {{"rank", me.rank},
+             {"world", me.world},
+             {"local_rank", me.local_rank},
+             {"rendezvous", rendezvous.string()},
+             {"collectives", job.at("collectives")},
+             {"sizes", job.at("sizes")},
+             {"iters", job.value("iters", 20)},
+             {"warmup", job.value("warmup", 5)},
+             {"check", job.value("check", true)},
+             {"root", job.value("root", 0)},
+             {"timeout_s", job.value("timeout_s", 120.0)}};
+  double budget = job.value("helper_timeout_s", 3600.0);
+  auto run = host::RunProcess(helper, {"clustermax-gpu", "nccl", "--job-json", hj.dump()},
+                              std::chrono::milliseconds(static_cast<long long>(budget * 1000)), 64u << 20, env);
+  json line;
+  for (const auto& l : util::SplitLines(run.out)) {
+    try {
+      json j = json::parse(l);
+      if (j.is_object() && j.contains("type")) line = j;
+    } catch (const json::exception&) {
+    }
+  }
+  if (!line.is_object()) {
+    std::string why = run.timed_out        ? fmt::format("the GPU helper ran past {} s", budget)
+                      : !run.error.empty() ? run.error
+                                           : "the GPU helper printed no result: " + util::Ellipsize(run.err, 400);
+    throw std::runtime_error(why);
+  }
+  if (line.value("type", "") == "error") throw std::runtime_error(line.value("error", "the GPU helper failed"));
+  if (me.rank != 0) return std::nullopt;
+  json tables = json::array();
+  for (const auto& t : line.value("collectives", json::array())) tables.push_back(SummarizeTable(t, me.world));
+  json r = {{"ranks", me.world},
+            {"nodes", job.value("nodes", json::array())},
+            {"transport", "nccl"},
+            {"device", line.value("device", "")},
+            {"collectives", tables}};
+  json facts = {{"version", line.value("nccl_version", "")}};
+  if (auto text = util::ReadLocalFile(debug, 64u << 20)) {
+    auto f = ParseNcclDebug(*text);
+    if (!f.version.empty()) facts["version"] = f.version;
+    facts["network"] = f.network;
+    facts["nvls"] = f.nvls;
+    facts["coll_channels"] = f.coll_channels;
+    facts["nvls_channels"] = f.nvls_channels;
+    facts["transports"] = f.transports;
+    json tuning = json::array();
+    for (const auto& t : f.tuning)
+      tuning.push_back(
+          {{"collective", t.collective}, {"bytes", t.bytes}, {"algorithm", t.algorithm}, {"protocol", t.protocol}});
+    facts["tuning"] = tuning;
+  } else {
+    facts["debug"] = "NCCL's debug output was not read (NCCL_DEBUG set by the caller, or no file)";
+  }
+  r["nccl"] = facts;
+  return r;
+}
+
 std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
   std::string kind = job.value("kind", "");
   CommOptions o;
   o.timeout_s = job.value("timeout_s", 120.0);
   o.throttle_bytes_per_s = ThrottleFromEnv(me.node);
   auto started = Clock::now();
+  bool nccl = job.value("backend", "tcp") == "nccl";
+  if (kind == "collectives" && nccl) {
+    try {
+      auto r = RunNcclRank(job, me, job.at("rendezvous").get<std::string>());
+      if (r) (*r)["seconds"] = Round(std::chrono::duration<double>(Clock::now() - started).count(), 3);
+      return r;
+    } catch (const std::exception& e) {
+      if (me.rank != 0) throw;
+      return json{{"error", e.what()}};
+    }
+  }
   if (kind == "collectives") {
     o.rendezvous = job.at("rendezvous").get<std::string>();
     o.fabric_only = job.value("fabric_only", false);
@@ -252,6 +329,33 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
       if (me.node != a && me.node != b) continue;
       RankInfo pr{me.node == a ? 0 : 1, 2, 0, me.node};
       o.rendezvous = std::filesystem::path(job.at("rendezvous").get<std::string>()) / fmt::format("pair-{}", i);
+      if (nccl) {
+        // The pair's GPUs as one NCCL job: tasks_per_node ranks on each of the two nodes.
+        int tpn = std::max(1, job.value("tasks_per_node", 1));
+        RankInfo nr{pr.rank * tpn + me.local_rank, 2 * tpn, me.local_rank, me.node};
+        json cj = job;
+        cj["collectives"] = {job.value("pair_collective", "all_reduce")};
+        cj["nodes"] = {a, b};
+        try {
+          auto r = RunNcclRank(cj, nr, o.rendezvous);
+          if (!r) return std::nullopt;
+          json t = (*r)["collectives"].empty() ? json::object() : (*r)["collectives"][0];
+          double busbw = t.value("busbw_at_max", 0.0);
+          return json{{"pair", i},
+                      {"a", a},
+                      {"b", b},
+                      {"busbw", busbw},
+                      {"a_to_b_gbps", Round(busbw * 8, 3)},
+                      {"b_to_a_gbps", Round(busbw * 8, 3)},
+                      {"transport", "nccl"},
+                      {"collective", t.value("collective", "")},
+                      {"wrong", t.value("wrong", 0)},
+                      {"nccl", r->value("nccl", json::object())}};
+        } catch (const std::exception& e) {
+          if (nr.rank != 0) throw;
+          return json{{"pair", i}, {"error", e.what()}};
+        }
+      }
       try {
         auto comm = Comm::Connect(pr, o);
         int streams = job.value("streams", 8);
@@ -605,7 +709,8 @@ std::string Gb(const json& j, const char* k) {
 void RenderTables(std::string& out, const json& r) {
   if (r.contains("error")) {
     out += fmt::format("    error: {}\n", util::TerminalSafeText(r.value("error", "")));
-    for (const auto& [node, why] : r.value("missing", json::object()).items())
+    const json missing = r.value("missing", json::object());
+    for (const auto& [node, why] : missing.items())
       out +=
           fmt::format("      {}: {}\n", util::TerminalSafeText(node), util::TerminalSafeText(why.get<std::string>()));
     return;

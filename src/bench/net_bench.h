@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/grade.h"
+#include "bench/net_check.h"
 #include "bench/net_comm.h"
 
 namespace clustermax::bench::net {
@@ -30,12 +31,11 @@ const std::vector<std::string>& Collectives();
 // Sizes from min to max bytes, multiplied by `factor` (> 1), max always included.
 std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
 
-// The input element i of `rank`: small integers every rank can predict for any other, so sums over
-// hundreds of ranks are exact in float32 and a wrong element is a wrong element.
-float InputValue(int rank, size_t i);
-// Wrong elements of rank r's output of `collective` (out: where its result starts; counts as
-// below), given that every rank's input was InputValue. reduce is checked at the root only.
-long long WrongElements(const std::string& collective, const float* out, size_t count, int rank, int world, int root);
+// One collective's table from raw rows ({bytes, count, out_of_place/in_place: {time_us, wrong}}):
+// algbw = bytes / time and busbw = algbw x nccl-tests' factor for `ranks`, in GB/s; the peak,
+// the busbw at the largest size (out of place), the average over every size and placement (as
+// nccl-tests' footer) and the wrong elements. Both backends report through it.
+nlohmann::json SummarizeTable(nlohmann::json table, int ranks);
 
 // Runs one collective job on an established communicator. At rank 0 the result (one table per
 // collective: rows of bytes, count, time, algbw, busbw, wrong for out-of-place and in-place, the

@@ -73,4 +73,22 @@ std::vector<CollectiveTable> ParseNcclTests(std::string_view text, std::string_v
 // reduce, sendrecv 1. nullopt for an unknown collective or n < 1.
 std::optional<double> BusBwFactor(std::string_view collective, int ranks);
 
+// What NCCL_DEBUG=INFO (with NCCL_DEBUG_SUBSYS including INIT and TUNING) says about a run, from
+// any rank's lines: the version, the network plugin, NVLS, channel counts, the transports of the
+// channels, and the algorithm and protocol NCCL chose per collective and size (the "Bytes -> Algo"
+// lines: names in NCCL 2.23+, numbers before, mapped to names).
+struct NcclTuning {
+  std::string collective;  // "AllReduce" ("" when the line does not name it)
+  long long bytes = 0;
+  std::string algorithm, protocol;  // "RING", "SIMPLE" ...
+};
+struct NcclDebugFacts {
+  std::string version, network;
+  bool nvls = false;
+  int coll_channels = 0, nvls_channels = 0;  // "N coll channels, M nvls channels, ..."
+  std::vector<std::string> transports;       // "P2P/direct pointer", "NET/IB/0", "SHM/direct" (each once)
+  std::vector<NcclTuning> tuning;
+};
+NcclDebugFacts ParseNcclDebug(std::string_view text);
+
 }  // namespace clustermax::bench::net

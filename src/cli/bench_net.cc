@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "audit/slurm_fanout.h"
+#include "bench/gpu_bench.h"
 #include "bench/net_bench.h"
 #include "bench/s3_bench.h"
 #include "bench/storage_scaling.h"
@@ -41,9 +42,10 @@ struct NetCli {
   BenchCommon common;
   std::vector<std::string> modes = {"single", "scaling", "fabric-only", "per-rail", "pairwise"};
   std::vector<std::string> collectives;
-  std::string min_bytes = "8", max_bytes = "64M";
+  std::string backend = "auto", min_bytes = "8", max_bytes;  // max: 64M on tcp, 16G on nccl
   double factor = 4;
-  int iters = 5, warmup = 1, tasks_per_node = 1, streams = 8, latency_iters = 1000;
+  int iters = 0, warmup = -1, tasks_per_node = 0, streams = 8, latency_iters = 1000;  // 0/-1: the backend's default
+  std::string helper, algo;
   double seconds = 3, slow_ratio = 0.7, rank_timeout = 120;
   std::vector<std::string> rails;
   std::string pairing = "auto", rendezvous, rank_job;
@@ -85,11 +87,18 @@ Step RunStep(host::Host& login, const audit::NodeScope& scope, const std::vector
   }
   job["rendezvous"] = dir.string();
   job["timeout_s"] = o.rank_timeout;
+  job["backend"] = o.backend;
+  job["nodes"] = nodes;
+  job["tasks_per_node"] = tasks_per_node;
+  if (!o.helper.empty()) job["helper"] = o.helper;
+  if (!o.algo.empty()) job["algo"] = o.algo;
   audit::SlurmFanOutOptions so = o.slurm;
   so.tasks_per_node = tasks_per_node;
   std::vector<std::string> program = {"bench", "net", "--rank-job", job.dump()};
+  // NCCL: one GPU per rank, so the step sees them (GRES).
+  int gpus = o.backend == "nccl" ? tasks_per_node : 0;
   audit::FramedStep step =
-      audit::RunFramedStep(login, scope, nodes, so, "clustermax-bench-net", program, kNetMarker, 0);
+      audit::RunFramedStep(login, scope, nodes, so, "clustermax-bench-net", program, kNetMarker, gpus);
   std::error_code ec;
   fs::remove_all(dir, ec);
   s.seconds = step.seconds;
@@ -140,7 +149,7 @@ void Say(const NetCli& o, const std::string& line) {
 
 json RunSingle(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
   std::string node = scope.targets.front();
-  int tpn = std::max(2, o.tasks_per_node);
+  int tpn = o.backend == "tcp" ? std::max(2, o.tasks_per_node) : o.tasks_per_node;
   Say(o, fmt::format("single: {} ranks on {}", tpn, node));
   auto colls = o.collectives.empty() ? net::Collectives() : o.collectives;
   json r = CollectiveResult(RunStep(login, scope, {node}, o, tpn, JobBase(o, colls), 0), {node});
@@ -263,7 +272,18 @@ std::vector<json> RunPairRound(host::Host& login, const audit::NodeScope& scope,
               {"streams", o.streams},
               {"seconds", o.seconds},
               {"latency_iters", o.latency_iters}};
-  Step s = RunStep(login, scope, nodes, o, 1, job, pairs.size());
+  int tpn = 1;
+  if (o.backend == "nccl") {
+    // Each pair's GPUs run one all_reduce job at the largest size, NCCL_ALGO=RING unless --algo
+    // says otherwise (on two nodes Tree and NVLSTree inflate busbw, performance.md 5.4).
+    job["sizes"] = {bench::ParseSize(o.max_bytes)};
+    job["iters"] = o.iters;
+    job["warmup"] = o.warmup;
+    job["check"] = !o.no_check;
+    job["algo"] = "RING";
+    tpn = o.tasks_per_node;
+  }
+  Step s = RunStep(login, scope, nodes, o, tpn, job, pairs.size());
   std::vector<json> out;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& [a, b] = pairs[i];
@@ -272,7 +292,8 @@ std::vector<json> RunPairRound(host::Host& login, const audit::NodeScope& scope,
       if (d->second.contains("error")) {
         fig["error"] = d->second["error"];
       } else {
-        for (const char* k : {"a_to_b_gbps", "b_to_a_gbps", "latency_p50_us", "latency_p99_us", "streams", "transport"})
+        for (const char* k : {"a_to_b_gbps", "b_to_a_gbps", "latency_p50_us", "latency_p99_us", "streams", "transport",
+                              "busbw", "wrong", "nccl"})
           if (d->second.contains(k)) fig[k] = d->second[k];
         fig["gbps"] = std::min(fig.value("a_to_b_gbps", 0.0), fig.value("b_to_a_gbps", 0.0));
       }
@@ -286,7 +307,10 @@ std::vector<json> RunPairRound(host::Host& login, const audit::NodeScope& scope,
 }
 
 json RunPairwise(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
-  json out = {{"test", "tcp-streams"}, {"streams", o.streams}, {"seconds", o.seconds}, {"slow_ratio", o.slow_ratio}};
+  json out = {{"test", o.backend == "nccl" ? "nccl-all_reduce" : "tcp-streams"},
+              {"streams", o.streams},
+              {"seconds", o.seconds},
+              {"slow_ratio", o.slow_ratio}};
   std::vector<std::string> nodes = scope.targets;
   if (nodes.size() < 2) {
     out["error"] = "pairwise needs two nodes or more";
@@ -406,12 +430,20 @@ int RunNet(NetCli& o) {
     if (std::find(all.begin(), all.end(), c) == all.end())
       throw UsageError(fmt::format("--collectives: unknown collective '{}' (known: {})", c, fmt::join(all, " ")));
   }
-  net::SizeSweep(bench::ParseSize(o.min_bytes), bench::ParseSize(o.max_bytes), o.factor);  // throws early
   CheckBenchOut(o.common, "net");
   host::LocalHost login;
   o.slurm.self_exe = util::SelfExe();
   if (o.step_timeout > 0) o.slurm.timeout_s = o.step_timeout;
   audit::NodeScope scope = audit::SelectNodes(login, o.slurm);
+  // auto: NCCL where the nodes have GPUs (GRES) and the GPU helper is here, else TCP.
+  if (o.backend == "auto")
+    o.backend = scope.gpus_per_node > 0 && !bench::FindGpuHelper(o.helper).empty() ? "nccl" : "tcp";
+  bool nccl = o.backend == "nccl";
+  if (o.max_bytes.empty()) o.max_bytes = nccl ? "16G" : "64M";
+  if (o.iters <= 0) o.iters = nccl ? 20 : 5;
+  if (o.warmup < 0) o.warmup = nccl ? 5 : 1;
+  if (o.tasks_per_node <= 0) o.tasks_per_node = nccl ? std::max(1, scope.gpus_per_node) : 1;
+  net::SizeSweep(bench::ParseSize(o.min_bytes), bench::ParseSize(o.max_bytes), o.factor);  // throws early
   if (scope.targets.empty()) {
     std::string why;
     for (const auto& u : scope.unreachable) why += fmt::format("\n  {}: {}", u.node, u.reason);
@@ -421,7 +453,7 @@ int RunNet(NetCli& o) {
   bench::InstallCancelHandlers();
   auto started = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();
-  json result = {{"kind", "clustermax.bench.net"}, {"schema_version", 1}, {"backend", "tcp"}};
+  json result = {{"kind", "clustermax.bench.net"}, {"schema_version", 1}, {"backend", o.backend}};
   result["options"] = {{"modes", o.modes},
                        {"collectives", o.collectives},
                        {"min_bytes", bench::ParseSize(o.min_bytes)},
@@ -457,18 +489,26 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
       "net",
       "Networking through Slurm: collectives (single node, scaling, fabric-only, per rail) and a pairwise "
       "search that names the slow node or link (TCP backend)");
+  cmd->add_option(
+         "--backend", o->backend,
+         "auto (nccl on GPU nodes with the GPU helper, else tcp), nccl (one rank per GPU through clustermax-gpu), "
+         "tcp (host sockets)")
+      ->check(CLI::IsMember({"auto", "nccl", "tcp"}));
+  cmd->add_option("--algo", o->algo, "nccl: NCCL_ALGO for every run (default: NCCL's choice; RING for pairs)");
+  cmd->add_option("--helper", o->helper, "nccl: path of clustermax-gpu (default: next to this binary)");
   cmd->add_option("--modes", o->modes, "single scaling fabric-only per-rail pairwise (default: all)")->delimiter(',');
   cmd->add_option(
          "--collectives", o->collectives,
          fmt::format("Collectives: {} (single: all; other modes: all_reduce)", fmt::join(net::Collectives(), " ")))
       ->delimiter(',');
   cmd->add_option("--min-bytes", o->min_bytes, "Smallest size (nccl-tests -b), e.g. 8");
-  cmd->add_option("--max-bytes", o->max_bytes, "Largest size (nccl-tests -e), e.g. 64M");
+  cmd->add_option("--max-bytes", o->max_bytes, "Largest size (nccl-tests -e; default 64M on tcp, 16G on nccl)");
   cmd->add_option("--factor", o->factor, "Size multiplier (nccl-tests -f)");
-  cmd->add_option("--iters", o->iters, "Timed iterations per size (nccl-tests -n)");
-  cmd->add_option("--warmup", o->warmup, "Warm-up iterations per size (nccl-tests -w)");
+  cmd->add_option("--iters", o->iters, "Timed iterations per size (nccl-tests -n; default 5 on tcp, 20 on nccl)");
+  cmd->add_option("--warmup", o->warmup, "Warm-up iterations per size (nccl-tests -w; default 1 on tcp, 5 on nccl)");
   cmd->add_flag("--no-check", o->no_check, "Do not verify the data after each size (nccl-tests -c 0)");
-  cmd->add_option("--tasks-per-node", o->tasks_per_node, "Ranks per node (single node: at least 2)");
+  cmd->add_option("--tasks-per-node", o->tasks_per_node,
+                  "Ranks per node (default: tcp 1, at least 2 on one node; nccl one per GPU)");
   cmd->add_option("--rails", o->rails, "per-rail: the interfaces, one run each (default: every interface that is up)")
       ->delimiter(',');
   cmd->add_option("--streams", o->streams, "pairwise: parallel TCP streams per direction (iperf3 -P)");

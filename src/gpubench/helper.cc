@@ -6,6 +6,7 @@
 //   clustermax-gpu info                      devices and library versions (JSON, one line)
 //   clustermax-gpu run --job FILE            one JSON line per item on stdout, progress on stderr
 //   clustermax-gpu run --job-json '{...}'    the same with the job inline
+//   clustermax-gpu nccl --job-json '{...}'   one rank of bench net's NCCL backend (nccl.cc)
 //
 // Exit codes: 0 done (an item's failure is in its line), 2 usage, 3 no usable CUDA device.
 //
@@ -169,11 +170,25 @@ int Run(const json& job) {
 }  // namespace
 }  // namespace clustermax::gpubench
 
+namespace clustermax::gpubench {
+int RunNccl(const nlohmann::json& job);  // nccl.cc
+}
+
 int main(int argc, char** argv) {
   using clustermax::gpubench::Info;
   using clustermax::gpubench::Run;
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && args[0] == "info") return Info();
+  if (args.size() == 3 && args[0] == "nccl" && args[1] == "--job-json") {
+    nlohmann::json job;
+    try {
+      job = nlohmann::json::parse(args[2]);
+    } catch (const nlohmann::json::exception& e) {
+      std::cerr << "clustermax-gpu: the job is not valid JSON: " << e.what() << "\n";
+      return 2;
+    }
+    return clustermax::gpubench::RunNccl(job);
+  }
   if (args.size() == 3 && args[0] == "run" && (args[1] == "--job-json" || args[1] == "--job")) {
     nlohmann::json job;
     try {
@@ -193,6 +208,7 @@ int main(int argc, char** argv) {
     }
     return Run(job);
   }
-  std::cerr << "usage: clustermax-gpu info | clustermax-gpu run --job FILE | --job-json JSON\n";
+  std::cerr << "usage: clustermax-gpu info | clustermax-gpu run --job FILE | --job-json JSON | clustermax-gpu nccl "
+               "--job-json JSON\n";
   return 2;
 }
