@@ -551,6 +551,33 @@ TEST(RatingInput, RunDirectoriesAreCheckedBeforeUse) {
   fs::remove_all(d);
 }
 
+TEST(RatingCommand, ANetworkRunFeedsTheMeasuredNetworkingCriterion) {
+  // bench net on the CI cluster with n2 paced down: the pairwise search named n2, so the
+  // criterion built on the net.* grades fails, and says which grade did it.
+  fs::path d = TempDir("net");
+  fs::create_directories(d / "run" / "bench");
+  std::ofstream(d / "run" / "bench" / "net.json")
+      << clustermax::testing::ReadFixture("net/bench/ci-3node-planted-n2.json");
+  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " rate " + (d / "run").string() +
+                                         " --json 2>/dev/null");
+  json got = json::parse(r.out);
+  bool seen = false;
+  for (const auto& cat : got["categories"]) {
+    for (const auto& c : cat.value("criteria", json::array())) {
+      if (c["id"] != "net-measured") continue;
+      seen = true;
+      EXPECT_EQ(cat["id"], "networking");
+      EXPECT_LT(c["credit"].get<double>(), 1.0) << c.dump();
+      bool failed = false;
+      for (const auto& i : c["items"])
+        failed |= i["source"] == "metric:net.pairwise-worst-node" && i["status"] == "FAIL";
+      EXPECT_TRUE(failed) << c.dump();
+    }
+  }
+  EXPECT_TRUE(seen) << r.out.substr(0, 2000);
+  fs::remove_all(d);
+}
+
 TEST(RatingCommand, RecordedRunsGiveATierWithItsExplanation) {
   fs::path d = TempDir("cmd");
   fs::create_directories(d / "run" / "bench");

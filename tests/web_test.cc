@@ -208,6 +208,45 @@ TEST(Web, StorageAndS3ResultsBecomeCharts) {
   EXPECT_NE(table.find("3.6 / 1.2 (&lt;n2&gt;) / 0.75"), std::string::npos) << table;
 }
 
+TEST(Web, NetworkBenchmarkChartsSizesScalingAndPairs) {
+  // A real bench net result (the CI cluster, n2 paced to 200 MB/s), then with hostile node names.
+  json net = json::parse(clustermax::testing::ReadFixture("net/bench/ci-3node-planted-n2.json"));
+  std::string html = Benchmark(net);
+  EXPECT_NE(html.find("Benchmark: Networking"), std::string::npos);
+  EXPECT_NE(html.find("One node: busbw by size"), std::string::npos);
+  EXPECT_NE(html.find("Scaling: all_reduce busbw"), std::string::npos);
+  EXPECT_NE(html.find("Per rail"), std::string::npos);
+  // The heat map: 3 x 3 with an empty diagonal, n2's cells red, the culprit named under it.
+  size_t heat = html.find("<table class=\"heat\">");
+  ASSERT_NE(heat, std::string::npos) << html;
+  std::string table = html.substr(heat, html.find("</table>", heat) - heat);
+  size_t shaded = 0;
+  for (size_t at = table.find("background:hsl("); at != std::string::npos; at = table.find("background:hsl(", at + 1))
+    ++shaded;
+  EXPECT_EQ(shaded, 6u) << table;
+  EXPECT_NE(table.find("title=\"n1 to n2\""), std::string::npos);
+  EXPECT_NE(html.find("at fault</span> node n2"), std::string::npos) << html.substr(heat, 3000);
+  // n1-n2 is about 1.6 Gb/s against a reference of about 45: red (hue 0-10); n1-n3 green.
+  size_t cell = table.find("title=\"n1 to n2\"");
+  size_t hsl = table.rfind("background:hsl(", cell);
+  EXPECT_LT(std::stoi(table.substr(hsl + 15)), 10);
+  cell = table.find("title=\"n1 to n3\"");
+  hsl = table.rfind("background:hsl(", cell);
+  EXPECT_GT(std::stoi(table.substr(hsl + 15)), 100);
+  for (auto& p : net["pairwise"]["pairs"]) {
+    if (p["a"] == "n1") p["a"] = kScript;
+  }
+  net["pairwise"]["nodes"][0]["node"] = kScript;
+  net["single"]["transport"] = kHostile;
+  ExpectEscaped(Benchmark(net));
+  // A result with nothing but errors still renders.
+  json broken = {{"kind", "clustermax.bench.net"},
+                 {"pairwise", {{"error", "pairwise needs two nodes or more"}}},
+                 {"single", {{"error", "srun: no"}}},
+                 {"scaling", {{"steps", json::array({{{"nodes", 2}, {"error", "x"}}})}}}};
+  EXPECT_NE(Benchmark(broken).find("Networking"), std::string::npos);
+}
+
 bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }
 
 fs::path Artifacts() {

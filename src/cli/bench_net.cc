@@ -175,12 +175,14 @@ json RunScaling(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
       double bw = BusbwAtMax(r, coll);
       step["busbw_at_max"] = bw;
       step["result"] = r;
-      if (base_nodes == 0 && bw > 0) base = bw, base_nodes = k;
+      // The base is the smallest multi-node step: one node's busbw is NVLink (or loopback), not
+      // the fabric, and would make every fabric look like it scales badly.
+      if (base_nodes == 0 && k >= 2 && bw > 0) base = bw, base_nodes = k;
     }
     out["steps"].push_back(step);
   }
-  // Efficiency: the largest complete step's busbw over the smallest's (busbw is normalised for the
-  // rank count, so a fabric that scales keeps it flat).
+  // Efficiency: the largest complete step's busbw over the smallest multi-node step's (busbw is
+  // normalised for the rank count, so a fabric that scales keeps it flat).
   const json* last = nullptr;
   for (const auto& st : out["steps"])
     if (st.contains("busbw_at_max")) last = &st;
@@ -191,7 +193,7 @@ json RunScaling(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
         fmt::format("{} busbw at the largest size: {:.3f} GB/s on {} nodes over {:.3f} on {}", coll,
                     (*last)["busbw_at_max"].get<double>(), (*last)["nodes"].get<int>(), base, base_nodes);
   } else {
-    out["why"] = "fewer than two node counts gave a figure";
+    out["why"] = "fewer than two multi-node counts gave a figure";
   }
   return out;
 }

@@ -132,6 +132,7 @@ std::string BenchTitle(const std::string& kind) {
   if (kind == "clustermax.bench.storage") return "Storage (POSIX filesystem)";
   if (kind == "clustermax.bench.storage-scaling") return "Storage scaling across nodes";
   if (kind == "clustermax.bench.s3") return "S3 object storage";
+  if (kind == "clustermax.bench.net") return "Networking";
   return kind;
 }
 
@@ -421,6 +422,113 @@ std::string ScalingTable(const json& b) {
     out += "</tr>";
   }
   return out + "</tbody></table>";
+}
+
+// A number that may be absent or of the wrong type in a stored document: nullopt then.
+std::optional<double> Num(const json& o, const char* key) {
+  if (!o.is_object() || !o.contains(key) || !o[key].is_number()) return std::nullopt;
+  return o[key].get<double>();
+}
+
+std::string SizeLabel(double bytes) {
+  const char* units[] = {"B", "K", "M", "G", "T"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  return fmt::format("{:g}{}", std::round(bytes * 10) / 10, units[u]);
+}
+
+// busbw by message size, one line per collective (out of place) of a collectives result.
+std::string BusbwBySize(const std::string& title, const json& r) {
+  std::vector<double> sizes;
+  for (const auto& t : r.value("collectives", json::array()))
+    for (const auto& row : t.value("rows", json::array()))
+      if (auto b = Num(row, "bytes"); b && std::find(sizes.begin(), sizes.end(), *b) == sizes.end())
+        sizes.push_back(*b);
+  std::sort(sizes.begin(), sizes.end());
+  if (sizes.size() > 64) return "";  // not a sweep a chart can show
+  std::map<std::string, std::vector<std::optional<double>>> series;
+  for (const auto& t : r.value("collectives", json::array())) {
+    std::vector<std::optional<double>> ys(sizes.size());
+    for (const auto& row : t.value("rows", json::array())) {
+      auto b = Num(row, "bytes");
+      if (!b || !row.contains("out_of_place")) continue;
+      size_t i = std::lower_bound(sizes.begin(), sizes.end(), *b) - sizes.begin();
+      ys[i] = Num(row["out_of_place"], "busbw");
+    }
+    series[S(t.value("collective", json()))] = ys;
+  }
+  std::vector<std::string> xs;
+  for (double b : sizes) xs.push_back(SizeLabel(b));
+  return LineChart(title, xs, series, "GB/s busbw");
+}
+
+// Each pair's figure as a node x node table, shaded from red (far under the reference) to green.
+std::string PairHeatMap(const json& p) {
+  std::vector<std::string> nodes;
+  for (const auto& n : p.value("nodes", json::array())) nodes.push_back(S(n.value("node", json())));
+  if (nodes.size() < 2 || nodes.size() > 256) return "";
+  double ref = Num(p, "reference_gbps").value_or(0);
+  std::map<std::pair<std::string, std::string>, double> v;
+  for (const auto& x : p.value("pairs", json::array())) {
+    auto g = Num(x, "gbps");
+    if (!g) continue;
+    std::string a = S(x.value("a", json())), b = S(x.value("b", json()));
+    v[{a, b}] = *g;
+    v[{b, a}] = *g;
+  }
+  std::string out = fmt::format(
+      "<h3>Pairs (Gb/s, the slower direction; reference {:.2f})</h3><table class=\"heat\"><thead><tr><th></th>", ref);
+  for (const auto& n : nodes) out += "<th>" + Escape(n) + "</th>";
+  out += "</tr></thead><tbody>";
+  for (const auto& a : nodes) {
+    out += "<tr><th>" + Escape(a) + "</th>";
+    for (const auto& b : nodes) {
+      auto it = v.find({a, b});
+      if (a == b || it == v.end()) {
+        out += "<td></td>";
+        continue;
+      }
+      double share = ref > 0 ? std::clamp(it->second / ref, 0.0, 1.0) : 1.0;
+      int hue = static_cast<int>(120 * share);  // 0 red .. 120 green
+      out += fmt::format("<td class=\"num\" style=\"background:hsl({},70%,80%)\" title=\"{} to {}\">{:.1f}</td>", hue,
+                         Escape(a), Escape(b), it->second);
+    }
+    out += "</tr>";
+  }
+  out += "</tbody></table>";
+  for (const auto& c : p.value("culprits", json::array()))
+    out += fmt::format("<p>{} {} {}: {}</p>", Status("FAIL", "at fault"), E(c.value("kind", json())),
+                       E(c.value("name", json())), E(c.value("why", json())));
+  return out;
+}
+
+std::string NetCharts(const json& b) {
+  std::string out;
+  if (b.contains("single") && b["single"].is_object())
+    out += BusbwBySize("One node: busbw by size (" + S(b["single"].value("transport", json())) + ")", b["single"]);
+  if (b.contains("fabric_only") && b["fabric_only"].is_object())
+    out += BusbwBySize("Fabric only: busbw by size", b["fabric_only"]);
+  if (b.contains("scaling") && b["scaling"].is_object()) {
+    std::vector<std::string> xs;
+    std::vector<std::optional<double>> ys;
+    for (const auto& s : b["scaling"].value("steps", json::array())) {
+      xs.push_back(S(s.value("nodes", json())));
+      ys.push_back(Num(s, "busbw_at_max"));
+    }
+    out += LineChart(
+        "Scaling: " + S(b["scaling"].value("collective", json())) + " busbw at the largest size by node count", xs,
+        {{"busbw", ys}}, "GB/s busbw");
+  }
+  if (b.contains("rails") && b["rails"].is_object()) {
+    std::vector<Bar> bars;
+    for (const auto& r : b["rails"].value("rails", json::array()))
+      if (auto v = Num(r, "busbw_at_max")) bars.push_back({S(r.value("rail", json())), *v, std::nullopt, "", ""});
+    out += BarChart("Per rail: all_reduce busbw at the largest size", bars, "GB/s");
+  }
+  if (b.contains("pairwise") && b["pairwise"].is_object()) out += PairHeatMap(b["pairwise"]);
+  for (const auto& imp : b.value("imported", json::array()))
+    if (imp.contains("result")) out += BusbwBySize("Imported " + S(imp.value("file", json())), imp["result"]);
+  return out;
 }
 
 std::string StorageCharts(const json& b) {
@@ -720,6 +828,8 @@ std::string Benchmark(const json& b) {
       gpus += fmt::format("<li>GPU {}: {} ({}), sm_{}</li>", E(g["index"]), E(g["name"]), E(g["uuid"]),
                           E(g["compute_capability"]));
     out += "<ul class=\"small\">" + gpus + "</ul>" + GpuCharts(b);
+  } else if (kind == "clustermax.bench.net") {
+    out += NetCharts(b);
   } else if (kind == "clustermax.bench.storage-scaling") {
     out += ScalingTable(b);
   } else {
