@@ -1,4 +1,4 @@
-// Fuzz target: the readers of perftest and nccl-tests output files (src/bench/net_interop.h), which
+// Fuzz target: the readers of perftest, nccl-tests and NCCL_DEBUG output files (src/bench/net_interop.h), which
 // users hand us from their own runs. Whatever the text, a reader answers or refuses with a reason,
 // and every figure it keeps is a finite number.
 #include <cmath>
@@ -31,5 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (table.avg_busbw && !std::isfinite(*table.avg_busbw)) __builtin_trap();
     net::BusBwFactor(table.collective, table.ranks);
   }
+  // NCCL_DEBUG output: every tuning entry names an algorithm and a protocol, channels are counts.
+  auto facts = net::ParseNcclDebug(t);
+  for (const auto& tu : facts.tuning)
+    if (tu.algorithm.empty() || tu.protocol.empty() || tu.bytes < 0) __builtin_trap();
+  if (facts.coll_channels < 0 || facts.nvls_channels < 0) __builtin_trap();
   return 0;
 }

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "testutil.h"
 
 using namespace clustermax;
@@ -234,4 +237,60 @@ TEST(NetInterop, NcclTestsOldFormatWithWrongValues) {
   EXPECT_EQ(bad[0].rows.back().out_of_place.wrong, 3);
   EXPECT_TRUE(ParseNcclTests("all_reduce_perf: command not found", "", &error).empty());
   EXPECT_FALSE(error.empty());
+}
+
+TEST(NetInterop, NcclDebugOutputAcrossVersions) {
+  // NCCL 2.29.7, TUNING only: named algorithm and protocol per size.
+  auto a = ParseNcclDebug(Capture("nccl-debug/rtx5090-2rank-socket-broadcast-tuning-new-format-2.29.7.txt"));
+  EXPECT_EQ(a.version, "2.29.7+cuda12.9");
+  ASSERT_EQ(a.tuning.size(), 72u);
+  EXPECT_EQ(a.tuning[0].collective, "Broadcast");
+  EXPECT_EQ(a.tuning[0].bytes, 1024);
+  EXPECT_EQ(a.tuning[0].algorithm, "RING");
+  EXPECT_EQ(a.tuning[0].protocol, "LL");
+  std::set<std::string> protos;
+  for (const auto& t : a.tuning) protos.insert(t.protocol);
+  EXPECT_EQ(protos, (std::set<std::string>{"LL", "SIMPLE"}));
+  // Older NCCL: numbers, no collective named, an nccl-tests row run into an NCCL line; channels and
+  // the IB transport from the INIT lines.
+  auto b = ParseNcclDebug(Capture("nccl-debug/h100-3node-24rank-ibext-tuning-old-format-noname.txt"));
+  ASSERT_EQ(b.tuning.size(), 20u);
+  EXPECT_EQ(b.tuning[0].bytes, 8589934592LL);
+  EXPECT_EQ(b.tuning[0].algorithm, "RING");
+  EXPECT_EQ(b.tuning[0].protocol, "SIMPLE");
+  EXPECT_EQ(b.tuning[0].collective, "");
+  EXPECT_EQ(b.tuning[1].algorithm, "TREE");
+  EXPECT_EQ(b.tuning[1].protocol, "LL");
+  EXPECT_EQ(b.coll_channels, 16);
+  EXPECT_EQ(b.nvls_channels, 16);
+  ASSERT_FALSE(b.transports.empty());
+  EXPECT_EQ(b.transports[0], "NET/IBext_v8/7/GDRDMA");
+  // Named and numeric: AllGather Ring Simple; the per-call "AllGather: opCount ..." lines are not tuning.
+  auto c = ParseNcclDebug(Capture("nccl-debug/efa-4node-1gpu-fsdp-tuning-old-format-named-2.23.4.txt"));
+  ASSERT_EQ(c.tuning.size(), 1u);
+  EXPECT_EQ(c.tuning[0].collective, "AllGather");
+  EXPECT_EQ(c.tuning[0].bytes, 37756928);
+  EXPECT_EQ(c.tuning[0].algorithm, "RING");
+  EXPECT_EQ(c.tuning[0].protocol, "SIMPLE");
+  // INIT facts from nccl-tests captures with NCCL_DEBUG=INFO: NVLS on an H800 node, EFA on T4s.
+  auto d = ParseNcclDebug(Capture("nccl-tests/h800-8gpu-broadcast-debug-nvls-2.18.3.txt"));
+  EXPECT_TRUE(d.nvls);
+  EXPECT_EQ(d.coll_channels, 16);
+  EXPECT_EQ(d.nvls_channels, 16);
+  EXPECT_EQ(d.network, "Socket");
+  EXPECT_NE(std::find(d.transports.begin(), d.transports.end(), "P2P/direct pointer"), d.transports.end());
+  EXPECT_TRUE(d.tuning.empty());
+  auto e = ParseNcclDebug(Capture("nccl-tests/t4-2node-efa-all_reduce-debug-tagged-2.12.7.txt"));
+  EXPECT_FALSE(e.nvls);
+  EXPECT_EQ(e.coll_channels, 2);
+  EXPECT_EQ(e.nvls_channels, 0);
+  EXPECT_NE(std::find(e.transports.begin(), e.transports.end(), "NET/AWS Libfabric/0"), e.transports.end());
+  // Mutations: one changed fact changes the reading.
+  std::string m = Capture("nccl-debug/efa-4node-1gpu-fsdp-tuning-old-format-named-2.23.4.txt");
+  m.replace(m.find("Algo 1 proto 2"), 14, "Algo 4 proto 0");
+  auto f = ParseNcclDebug(m);
+  ASSERT_EQ(f.tuning.size(), 1u);
+  EXPECT_EQ(f.tuning[0].algorithm, "NVLS");
+  EXPECT_EQ(f.tuning[0].protocol, "LL");
+  EXPECT_TRUE(ParseNcclDebug("garbage\n\xff\xfe NCCL INFO  Bytes -> Algo\n").tuning.empty());
 }

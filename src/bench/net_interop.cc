@@ -307,6 +307,11 @@ std::string AlgoName(std::string_view v) {
   if (!n) return ToUpper(v);
   return *n >= 0 && *n < 7 ? names[*n] : fmt::format("algo {}", *n);
 }
+// A channel count: a non-negative number NCCL could print (0 otherwise).
+int Count(std::string_view v) {
+  auto n = util::ParseInt(v);
+  return n && *n >= 0 && *n <= 65536 ? static_cast<int>(*n) : 0;
+}
 std::string ProtoName(std::string_view v) {
   static const char* names[] = {"LL", "LL128", "SIMPLE"};
   auto n = util::ParseInt(v);
@@ -330,11 +335,11 @@ NcclDebugFacts ParseNcclDebug(std::string_view text) {
     if (m.find("NVLS multicast support is available") != std::string_view::npos) f.nvls = true;
     if (size_t c = m.find(" coll channels"); c != std::string_view::npos) {
       auto w = util::SplitWhitespace(m);
-      if (!w.empty()) f.coll_channels = static_cast<int>(util::ParseInt(w[0]).value_or(0));
+      if (!w.empty()) f.coll_channels = Count(w[0]);
       if (size_t nv = m.find(" nvls channels"); nv != std::string_view::npos) {
         size_t comma = m.rfind(',', nv);
         auto ww = util::SplitWhitespace(m.substr(comma == std::string_view::npos ? 0 : comma + 1));
-        if (!ww.empty()) f.nvls_channels = static_cast<int>(util::ParseInt(ww[0]).value_or(0));
+        if (!ww.empty()) f.nvls_channels = Count(ww[0]);
       }
     }
     if (m.starts_with("Channel ")) {
