@@ -20,6 +20,7 @@
 #include "bench/net_bench.h"
 #include "bench/net_comm.h"
 #include "bench/net_interop.h"
+#include "testutil.h"
 #include "util/strings.h"
 
 namespace fs = std::filesystem;
@@ -398,4 +399,42 @@ TEST(NetPlan, GradesFailOnWrongDataAndOnANamedCulprit) {
   EXPECT_EQ(verdict({{"scaling", {{"efficiency", 0.5}}}}, "net.scaling-efficiency"), "FAIL");
   EXPECT_EQ(verdict({{"rails", {{"spread", 0.85}}}}, "net.rail-spread"), "WARN");
   EXPECT_EQ(verdict({{"rails", {{"why", "one rail"}}}}, "net.rail-spread"), "SKIP");
+}
+
+TEST(NetImport, NcclTestsAndPerftestFilesLandInTheResultSchema) {
+  auto read = [](const std::string& name) { return clustermax::testing::ReadFixture("net/" + name); };
+  // An H100 2-node all_reduce: the file's own busbw figures, kept as printed.
+  json a = ImportFile("h100-2node-gcp-a3mega-all_reduce.txt", read("nccl-tests/h100-2node-gcp-a3mega-all_reduce.txt"));
+  ASSERT_EQ(a["tool"], "nccl-tests") << a.dump();
+  const json& t = a["result"]["collectives"][0];
+  EXPECT_EQ(t["collective"], "all_reduce");
+  EXPECT_EQ(t["busbw_at_max"], 338.82);
+  EXPECT_EQ(t["wrong"], 0);
+  EXPECT_FALSE(t["failed"].get<bool>());
+  EXPECT_TRUE(t["rows"].back()["out_of_place"]["busbw"].is_number());
+  // The V100 run whose checks failed: graded FAIL even where no wrong count was printed.
+  json v = ImportFile("v100.txt", read("nccl-tests/v100-dgx2-12gpu-oldformat-5collectives-errors.txt"));
+  ASSERT_EQ(v["tool"], "nccl-tests");
+  bool any_failed = false;
+  for (const auto& c : v["result"]["collectives"]) any_failed |= c["failed"].get<bool>();
+  EXPECT_TRUE(any_failed);
+  json result = {{"imported", {v}}};
+  json g = clustermax::bench::Grade(NetMetrics(result), clustermax::bench::EmbeddedBenchThresholds());
+  EXPECT_EQ(g[0]["metric"], "net.wrong-elements");
+  EXPECT_EQ(g[0]["verdict"], "FAIL") << g[0].dump();
+  // The healthy one passes the same grade.
+  g = clustermax::bench::Grade(NetMetrics({{"imported", {a}}}), clustermax::bench::EmbeddedBenchThresholds());
+  EXPECT_EQ(g[0]["verdict"], "PASS") << g[0].dump();
+  // perftest: rows in Gb/s whatever the unit the file used.
+  json p = ImportFile("bw.txt", read("perftest/ib_write_bw-ndr400-cx7-report_gbits-client.txt"));
+  ASSERT_EQ(p["tool"], "perftest");
+  EXPECT_EQ(p["result"]["device"], "mlx5_0");
+  EXPECT_EQ(p["result"]["rows"].back()["average_gbps"], 392.34);
+  json mib = ImportFile("mib.txt", read("perftest/ib_send_bw-ndr400-cx7-mib_sec-client.txt"));
+  ASSERT_EQ(mib["tool"], "perftest");
+  EXPECT_GT(mib["result"]["rows"].back()["average_gbps"].get<double>(), 300.0) << mib.dump();
+  // Anything else is named, not guessed.
+  json junk = ImportFile("notes.txt", "hello\n\xff\xfe\n");
+  EXPECT_TRUE(junk.contains("error"));
+  EXPECT_FALSE(junk.contains("tool"));
 }

@@ -591,6 +591,84 @@ std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFig
   return out;
 }
 
+json ImportFile(const std::string& name, std::string_view text) {
+  json out = {{"file", name}};
+  // nccl-tests names its binaries after the collective (all_reduce_perf): a file named so says which.
+  std::string hint;
+  for (const auto& c : Collectives())
+    if (name.find(c) != std::string::npos && c.size() > hint.size()) hint = c;
+  std::string nerr, perr;
+  auto tables = ParseNcclTests(text, hint, &nerr);
+  if (!tables.empty()) {
+    out["tool"] = "nccl-tests";
+    json colls = json::array();
+    for (const auto& t : tables) {
+      json rows = json::array();
+      long long wrong = 0;
+      double peak = 0, sum = 0;
+      int k = 0;
+      auto place = [&](const CollectivePlacement& p) {
+        json j = {{"time_us", p.time_us}, {"algbw", p.algbw}, {"busbw", p.busbw}};
+        j["wrong"] = p.wrong >= 0 ? json(p.wrong) : json(nullptr);
+        if (p.wrong > 0) wrong += p.wrong;
+        peak = std::max(peak, p.busbw);
+        sum += p.busbw;
+        ++k;
+        return j;
+      };
+      for (const auto& r : t.rows) {
+        json row = {{"bytes", r.bytes}, {"count", r.count}, {"type", r.type}, {"redop", r.redop}, {"root", r.root}};
+        row["out_of_place"] = place(r.out_of_place);
+        row["in_place"] = place(r.in_place);
+        rows.push_back(std::move(row));
+      }
+      json c = {{"collective", t.collective},   {"ranks", t.ranks}, {"devices", t.devices}, {"rows", rows},
+                {"peak_busbw", Round(peak, 3)}, {"wrong", wrong},   {"failed", t.failed}};
+      c["avg_busbw"] = t.avg_busbw ? *t.avg_busbw : (k ? Round(sum / k, 3) : 0.0);
+      if (!t.rows.empty()) c["busbw_at_max"] = t.rows.back().out_of_place.busbw;
+      if (t.out_of_bounds) c["out_of_bounds"] = *t.out_of_bounds;
+      c["nccl"] = {{"version", t.nccl_version}, {"network", t.network}, {"nvls", t.nvls}};
+      colls.push_back(std::move(c));
+    }
+    out["result"] = {{"collectives", colls}, {"transport", "nccl-tests file"}};
+    return out;
+  }
+  if (auto run = ParsePerftest(text, &perr)) {
+    out["tool"] = "perftest";
+    json r = {{"title", run->title},
+              {"device", run->device},
+              {"link_type", run->link_type},
+              {"transport", run->transport},
+              {"connection", run->connection},
+              {"qps", run->qps},
+              {"mtu", run->mtu},
+              {"gpu_memory", run->cuda},
+              {"unit", run->unit}};
+    if (run->gid_index >= 0) r["gid_index"] = run->gid_index;
+    json rows = json::array();
+    for (const auto& b : run->bw) {
+      json row = {{"bytes", b.bytes}, {"iterations", b.iterations}, {"msg_rate_mpps", b.msg_rate_mpps}};
+      if (auto g = ToGbps(b.peak, run->unit)) row["peak_gbps"] = Round(*g, 3);
+      if (auto g = ToGbps(b.average, run->unit)) row["average_gbps"] = Round(*g, 3);
+      rows.push_back(std::move(row));
+    }
+    for (const auto& l : run->lat)
+      rows.push_back({{"bytes", l.bytes},
+                      {"iterations", l.iterations},
+                      {"t_min_us", l.t_min},
+                      {"t_typical_us", l.t_typical},
+                      {"t_avg_us", l.t_avg},
+                      {"p99_us", l.p99},
+                      {"p999_us", l.p999}});
+    r["rows"] = rows;
+    r["warnings"] = run->warnings;
+    out["result"] = r;
+    return out;
+  }
+  out["error"] = fmt::format("neither nccl-tests ({}) nor perftest ({}) output", nerr, perr);
+  return out;
+}
+
 std::vector<MetricValue> NetMetrics(const json& r) {
   std::vector<MetricValue> out;
   // Any wrong element anywhere: the data did not arrive intact.
@@ -598,6 +676,7 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     MetricValue m{"net.wrong-elements", std::nullopt, "", "", ""};
     long long wrong = 0;
     bool checked = false;
+    std::vector<std::string> failed_tables;  // nccl-tests runs that said FAILED (imported files)
     std::function<void(const json&)> walk = [&](const json& j) {
       if (j.is_object()) {
         if (j.contains("collectives") && j["collectives"].is_array()) {
@@ -605,6 +684,10 @@ std::vector<MetricValue> NetMetrics(const json& r) {
             if (t.contains("wrong") && t["wrong"].is_number_integer()) {
               wrong += t["wrong"].get<long long>();
               checked = true;
+            }
+            if (t.value("failed", false)) {
+              std::string c = t.value("collective", "");
+              failed_tables.push_back(c.empty() ? "a table of an unnamed collective" : c);
             }
           }
         }
@@ -619,7 +702,10 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     if (checked) {
       m.value = static_cast<double>(wrong);
       m.detail = "elements that differed from the expected result, over every collective, size and placement";
-      if (wrong > 0) m.fail_reason = fmt::format("{} wrong element(s): data corrupted in transit", wrong);
+      if (wrong > 0)
+        m.fail_reason = fmt::format("{} wrong element(s): data corrupted in transit", wrong);
+      else if (!failed_tables.empty())
+        m.fail_reason = fmt::format("nccl-tests reported a failed check ({})", fmt::join(failed_tables, ", "));
     } else {
       m.why_missing = "no collective was run with the data check";
     }
@@ -715,12 +801,14 @@ void RenderTables(std::string& out, const json& r) {
           fmt::format("      {}: {}\n", util::TerminalSafeText(node), util::TerminalSafeText(why.get<std::string>()));
     return;
   }
-  out += fmt::format("    {} ranks on {} node(s), {}\n", r.value("ranks", 0), r.value("nodes", json::array()).size(),
-                     util::TerminalSafeText(r.value("transport", "")));
+  if (r.contains("ranks"))
+    out += fmt::format("    {} ranks on {} node(s), {}\n", r.value("ranks", 0), r.value("nodes", json::array()).size(),
+                       util::TerminalSafeText(r.value("transport", "")));
   out += fmt::format("    {:<15} {:>12} {:>12} {:>12} {:>7}\n", "collective", "peak busbw", "at max", "avg busbw",
                      "wrong");
   for (const auto& t : r.value("collectives", json::array())) {
-    out += fmt::format("    {:<15} {:>12} {:>12} {:>12} {:>7}\n", t.value("collective", ""), Gb(t, "peak_busbw"),
+    std::string name = t.value("collective", "");
+    out += fmt::format("    {:<15} {:>12} {:>12} {:>12} {:>7}\n", name.empty() ? "?" : name, Gb(t, "peak_busbw"),
                        Gb(t, "busbw_at_max"), Gb(t, "avg_busbw"), t.value("wrong", 0));
   }
 }
@@ -785,6 +873,27 @@ std::string RenderNet(const json& r) {
                          util::TerminalSafeText(c.value("why", "")));
     for (const auto& t : p.value("transient", json::array()))
       out += fmt::format("    transient: {}\n", util::TerminalSafeText(t.get<std::string>()));
+  }
+  for (const auto& imp : r.value("imported", json::array())) {
+    out += fmt::format("  imported {} ({}):\n", util::TerminalSafeText(imp.value("file", "")), imp.value("tool", "?"));
+    if (imp.contains("error")) {
+      out += fmt::format("    {}\n", util::TerminalSafeText(imp.value("error", "")));
+      continue;
+    }
+    const json& res = imp["result"];
+    if (imp.value("tool", "") == "perftest") {
+      out += fmt::format("    {} on {} ({}), {} rows\n", util::TerminalSafeText(res.value("title", "")),
+                         util::TerminalSafeText(res.value("device", "")),
+                         util::TerminalSafeText(res.value("link_type", "")), res.value("rows", json::array()).size());
+      for (const auto& row : res.value("rows", json::array())) {
+        if (row.contains("average_gbps"))
+          out += fmt::format("    {:>12} B  {:>9} Gb/s average\n", row.value("bytes", 0LL), Gb(row, "average_gbps"));
+        else if (row.contains("t_typical_us"))
+          out += fmt::format("    {:>12} B  {:>9} us typical\n", row.value("bytes", 0LL), Gb(row, "t_typical_us"));
+      }
+      continue;
+    }
+    RenderTables(out, res);
   }
   for (const auto& u : r.value("unreachable", json::array()))
     out += fmt::format("  unreachable {}: {}\n", util::TerminalSafeText(u.value("node", "")),

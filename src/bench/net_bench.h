@@ -82,6 +82,10 @@ std::vector<std::vector<std::pair<std::string, std::string>>> RetestRounds(const
 std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFigure>& retest, double slow_ratio,
                            std::vector<std::string>* transient);
 
+// An nccl-tests or perftest output file read into bench net's schema (`bench net --import`):
+// {"file", "tool": "nccl-tests"|"perftest", "result": {...}} or {"file", "error"}. Pure.
+nlohmann::json ImportFile(const std::string& name, std::string_view text);
+
 // The metrics of a `bench net` result (docs/bench-schema.md "net"), graded with the storage bars'
 // rules: net.wrong-elements, net.pairwise-worst-node, net.scaling-efficiency, net.rail-spread,
 // net.host-latency-p99.

@@ -46,6 +46,7 @@ struct NetCli {
   double factor = 4;
   int iters = 0, warmup = -1, tasks_per_node = 0, streams = 8, latency_iters = 1000;  // 0/-1: the backend's default
   std::string helper, algo;
+  std::vector<std::string> imports;
   double seconds = 3, slow_ratio = 0.7, rank_timeout = 120;
   std::vector<std::string> rails;
   std::string pairing = "auto", rendezvous, rank_job;
@@ -421,8 +422,28 @@ int RunRank(const NetCli& o) {
   }
 }
 
+// `--import`: output files users already have, read into the same schema and graded.
+int RunImport(NetCli& o) {
+  CheckBenchOut(o.common, "net");
+  auto started = std::chrono::system_clock::now();
+  json result = {{"kind", "clustermax.bench.net"}, {"schema_version", 1}, {"backend", "import"}};
+  result["imported"] = json::array();
+  for (const auto& f : o.imports) {
+    auto text = util::ReadLocalFile(f, 256u << 20);
+    if (!text) throw UsageError(fmt::format("--import: cannot read {}", f));
+    result["imported"].push_back(net::ImportFile(fs::path(f).filename().string(), *text));
+  }
+  result["host"] = util::Hostname();
+  result["started"] = util::FormatRfc3339(started);
+  result["seconds"] = 0;
+  const BenchCommon& c = o.common;
+  return FinishBench(std::move(result), c, "net", net::RenderNet,
+                     [&c](const json& x) { return bench::Grade(net::NetMetrics(x), BenchBars(c)); });
+}
+
 int RunNet(NetCli& o) {
   if (!o.rank_job.empty()) return RunRank(o);
+  if (!o.imports.empty()) return RunImport(o);
   for (const auto& m : o.modes) {
     static const std::set<std::string> known = {"single", "scaling", "fabric-only", "per-rail", "pairwise"};
     if (!known.count(m)) throw UsageError(fmt::format("--modes: unknown mode '{}'", m));
@@ -530,6 +551,9 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--time", o->slurm.time_limit, "srun --time per step (minutes) when asking for an allocation");
   cmd->add_option("--step-timeout", o->step_timeout, "Seconds before a step is stopped (default 300)");
   cmd->add_option("--bcast", o->slurm.bcast, "Copy this binary to the nodes first (srun --bcast=PATH)");
+  cmd->add_option("--import", o->imports,
+                  "Read these nccl-tests/rccl-tests or perftest output files into the result and grade them (no run)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--rank-job", o->rank_job, "(internal) the job of one rank of a step")->group("");
   AddBenchCommon(cmd, o->common);
   table.Add(cmd, [o] { return RunNet(*o); });
