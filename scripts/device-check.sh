@@ -2,7 +2,8 @@
 # The GPU checks in one script, for a machine with an NVIDIA GPU (the `device` tool of this
 # project, or any GPU node). It builds clustermax-gpu there, runs every `bench gpu` suite in quick
 # mode with the correctness checks, times the same shapes through PyTorch, records an evidence
-# bundle of the machine with the node audit, and prints the tables.
+# bundle of the machine with the node audit, runs bench net's NCCL path (the helper's nccl
+# command, one rank per GPU, data checked), and prints the tables.
 #
 #   scripts/device-check.sh --prepare   on the build machine: fills .devcarry/ with the stripped
 #                                       clustermax binary, the shared libraries it needs, the
@@ -73,4 +74,32 @@ cat "$out/gpu-table.txt"
 step "PyTorch on the same shapes"
 PYTHONUNBUFFERED=1 timeout 200 python3 scripts/torch_reference.py "$out/gpu.json" --json "$out/torch.json" 2>>"$log" | tee "$out/compare.txt"
 echo "torch rc=$?" | tee -a "$log"
+step "NCCL backend of bench net: the helper's nccl command, one rank per GPU of this machine"
+# No Slurm here: the ranks are started side by side with their place given in the job. With one GPU
+# the collectives run and are checked, but there is no bus to measure: busbw needs two ranks or more.
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+rdv=$(mktemp -d /tmp/cm-nccl.XXXXXX)
+for r in $(seq 0 $((ngpu - 1))); do
+  job=$(printf '{"rank":%d,"world":%d,"local_rank":%d,"rendezvous":"%s","collectives":["all_reduce","all_gather","reduce_scatter","alltoall","broadcast","reduce","sendrecv"],"sizes":[8,65536,16777216,1073741824],"iters":20,"warmup":5,"check":true}' "$r" "$ngpu" "$r" "$rdv")
+  NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING NCCL_DEBUG_FILE="$out/nccl-debug-$r.log" \
+    timeout 300 "$helper" nccl --job-json "$job" >"$out/nccl-rank-$r.json" 2>>"$log" &
+done
+wait
+echo "nccl ranks: $ngpu" | tee -a "$log"
+python3 - "$out/nccl-rank-0.json" "$ngpu" <<'PY' | tee "$out/nccl-table.txt"
+import json, sys
+line = json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])
+n = int(sys.argv[2])
+if line.get("type") != "nccl-result":
+    print("NCCL:", line.get("error", line)); sys.exit(0)
+print(f"NCCL {line['nccl_version']} on {line['device']}, {n} rank(s)")
+print(f"{'collective':<15} {'bytes':>12} {'oop us':>10} {'ip us':>10} {'wrong':>6}")
+for t in line["collectives"]:
+    for r in t["rows"]:
+        o, i = r["out_of_place"], r["in_place"]
+        print(f"{t['collective']:<15} {r['bytes']:>12} {o['time_us']:>10.1f} {i['time_us']:>10.1f} {str(o['wrong'])+'/'+str(i['wrong']):>6}")
+if n < 2:
+    print("one GPU: no bus bandwidth to measure (busbw needs two ranks); times and the data check only")
+PY
+grep -h "Bytes -> Algo" "$out"/nccl-debug-0.log 2>/dev/null | head -5 | tee -a "$log"
 step "done"
