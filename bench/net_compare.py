@@ -47,7 +47,7 @@ def ours_net(a):
     """One pairwise run: (a_to_b_gbps, b_to_a_gbps, latency_p50_us, transport)."""
     out = tempfile.mkdtemp(prefix="cmaxnet-")
     try:
-        r = subprocess.run([a.binary, "bench", "net", "--modes", "pairwise", "--nodelist", a.nodelist,
+        r = subprocess.run([a.binary, "bench", "net", "--backend", "tcp", "--modes", "pairwise", "--nodelist", a.nodelist,
                             "--streams", str(a.streams), "--seconds", str(a.seconds),
                             "--json", "--exit-zero", "-q", "--out", out, "--force"],
                            capture_output=True, text=True)
