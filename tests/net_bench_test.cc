@@ -418,12 +418,12 @@ TEST(NetImport, NcclTestsAndPerftestFilesLandInTheResultSchema) {
   bool any_failed = false;
   for (const auto& c : v["result"]["collectives"]) any_failed |= c["failed"].get<bool>();
   EXPECT_TRUE(any_failed);
-  json result = {{"imported", {v}}};
+  json result = {{"imported", json::array({v})}};
   json g = clustermax::bench::Grade(NetMetrics(result), clustermax::bench::EmbeddedBenchThresholds());
   EXPECT_EQ(g[0]["metric"], "net.wrong-elements");
   EXPECT_EQ(g[0]["verdict"], "FAIL") << g[0].dump();
   // The healthy one passes the same grade.
-  g = clustermax::bench::Grade(NetMetrics({{"imported", {a}}}), clustermax::bench::EmbeddedBenchThresholds());
+  g = clustermax::bench::Grade(NetMetrics({{"imported", json::array({a})}}), clustermax::bench::EmbeddedBenchThresholds());
   EXPECT_EQ(g[0]["verdict"], "PASS") << g[0].dump();
   // perftest: rows in Gb/s whatever the unit the file used.
   json p = ImportFile("bw.txt", read("perftest/ib_write_bw-ndr400-cx7-report_gbits-client.txt"));
@@ -437,4 +437,50 @@ TEST(NetImport, NcclTestsAndPerftestFilesLandInTheResultSchema) {
   json junk = ImportFile("notes.txt", "hello\n\xff\xfe\n");
   EXPECT_TRUE(junk.contains("error"));
   EXPECT_FALSE(junk.contains("tool"));
+}
+
+TEST(NetImport, OneNodeAllReduceIsGradedAgainstItsGpuModel) {
+  auto grade = [](const json& result) {
+    json g = clustermax::bench::Grade(NetMetrics(result), clustermax::bench::EmbeddedBenchThresholds());
+    for (const auto& x : g)
+      if (x["metric"] == "net.node-allreduce") return x;
+    return json();
+  };
+  // An 8-GPU MI300X rccl-tests run: no reference for the model, said so.
+  json mi =
+      ImportFile("mi300x.txt", clustermax::testing::ReadFixture("net/nccl-tests/mi300x-8gpu-rccl-all_reduce.txt"));
+  json g = grade({{"imported", json::array({mi})}});
+  EXPECT_EQ(g["verdict"], "SKIP") << g.dump();
+  EXPECT_NE(g.value("reason", "").find("no all_reduce reference"), std::string::npos) << g.dump();
+  // The H100 capture is two nodes (16 ranks): not a one-node figure.
+  json h =
+      ImportFile("h100.txt", clustermax::testing::ReadFixture("net/nccl-tests/h100-2node-gcp-a3mega-all_reduce.txt"));
+  ASSERT_EQ(h["tool"], "nccl-tests");
+  g = grade({{"imported", json::array({h})}});
+  EXPECT_EQ(g["verdict"], "SKIP") << g.dump();
+  EXPECT_NE(g.value("reason", "").find("16 ranks"), std::string::npos) << g.dump();
+  // Mutations of it: as if one node of 8 H100s. 338.82 GB/s over Ring's 368.6 passes; over NVLS's
+  // 480 (NCCL reported NVLS) it fails.
+  json& t = h["result"]["collectives"][0];
+  t["ranks"] = 8;
+  t["devices"] = json::array({"NVIDIA H100 80GB HBM3"});
+  t["nccl"]["nvls"] = false;
+  g = grade({{"imported", json::array({h})}});
+  EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+  EXPECT_NEAR(g["value"].get<double>(), 338.82 / 368.6, 0.001);
+  t["nccl"]["nvls"] = true;
+  g = grade({{"imported", json::array({h})}});
+  EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
+  // A single-node NCCL run names its algorithm from NCCL's tuning lines.
+  json single = {
+      {"transport", "nccl"},
+      {"device", "NVIDIA H200"},
+      {"ranks", 8},
+      {"nccl",
+       {{"nvls", true}, {"tuning", {{{"collective", "AllReduce"}, {"bytes", 1 << 30}, {"algorithm", "RING"}}}}}},
+      {"collectives",
+       {{{"collective", "all_reduce"}, {"ranks", 8}, {"busbw_at_max", 360.0}, {"rows", {{{"bytes", 1 << 30}}}}}}}};
+  g = grade({{"single", single}});
+  EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+  EXPECT_NE(g.value("detail", "").find("Ring reference 367.2"), std::string::npos) << g.dump();
 }

@@ -712,6 +712,79 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     out.push_back(m);
   }
   {
+    // One node's all_reduce against its GPU model's reference (data/gpu-peaks.json): from this
+    // run's single-node NCCL result, else from an imported nccl-tests file of one node.
+    MetricValue m{"net.node-allreduce", std::nullopt, "", "", ""};
+    struct Candidate {
+      const json* table;
+      std::string device, algorithm, where;
+    };
+    std::vector<Candidate> cands;
+    auto all_reduce = [](const json& res) -> const json* {
+      // A pointer into `res` itself (never into a copy that value() would make).
+      auto it = res.find("collectives");
+      if (it == res.end() || !it->is_array()) return nullptr;
+      for (const auto& t : *it)
+        if (t.is_object() && t.value("collective", "") == "all_reduce" && t.contains("busbw_at_max") &&
+            t["busbw_at_max"].is_number() && t.contains("rows") && t["rows"].is_array() && !t["rows"].empty())
+          return &t;
+      return nullptr;
+    };
+    if (r.contains("single") && r["single"].is_object() && r["single"].value("transport", "") == "nccl") {
+      const json& s = r["single"];
+      if (const json* t = all_reduce(s)) {
+        std::string algo;
+        const json nccl = s.value("nccl", json::object());
+        long long biggest = -1;
+        for (const auto& tu : nccl.value("tuning", json::array())) {
+          if (tu.value("collective", "") != "AllReduce" && !tu.value("collective", "").empty()) continue;
+          if (tu.value("bytes", -1LL) >= biggest) biggest = tu.value("bytes", -1LL), algo = tu.value("algorithm", "");
+        }
+        if (algo.empty()) algo = nccl.value("nvls", false) ? "NVLS?" : "RING?";
+        cands.push_back({t, s.value("device", ""), algo, "this run's single node"});
+      }
+    }
+    const json imported = r.contains("imported") && r["imported"].is_array() ? r["imported"] : json::array();
+    for (const auto& imp : imported) {
+      if (!imp.is_object() || !imp.contains("result") || !imp["result"].is_object()) continue;
+      if (const json* t = all_reduce(imp["result"])) {
+        const json devs = t->value("devices", json::array());
+        std::string dev = devs.is_array() && !devs.empty() && devs[0].is_string() ? devs[0].get<std::string>() : "";
+        const json nccl = t->value("nccl", json::object());
+        bool nvls = nccl.is_object() && nccl.value("nvls", false);
+        cands.push_back({t, dev, nvls ? "NVLS?" : "RING?", "imported " + imp.value("file", "")});
+      }
+    }
+    std::string why = cands.empty() ? "no all_reduce of one node was measured (NCCL backend) or imported" : "";
+    for (const auto& c : cands) {
+      json model = MatchGpuModel(c.device, EmbeddedGpuPeaks());
+      int ranks = c.table->value("ranks", 0);
+      if (!model.is_object() || !model.contains("node_allreduce_busbw")) {
+        why = fmt::format("{}: no all_reduce reference for '{}' in data/gpu-peaks.json", c.where, c.device);
+        continue;
+      }
+      const json& ref = model["node_allreduce_busbw"];
+      if (ranks != ref.value("gpus", 8)) {
+        why =
+            fmt::format("{}: {} ranks; the reference is for {} GPUs of one node", c.where, ranks, ref.value("gpus", 8));
+        continue;
+      }
+      // NCCL's own choice when its tuning lines say it; otherwise NVLS where NCCL reported NVLS.
+      bool nvls = c.algorithm.rfind("NVLS", 0) == 0;
+      double bar = ref.value(nvls ? "nvls" : "ring", 0.0);
+      double got = c.table->value("busbw_at_max", 0.0);
+      if (bar <= 0) continue;
+      m.value = Round(got / bar, 3);
+      m.detail = fmt::format(
+          "{}: {} all_reduce {:.1f} GB/s busbw at {} B over the {} reference {:.1f} ({}{})", c.where,
+          model.value("id", ""), got, (*c.table)["rows"].back().value("bytes", 0LL), nvls ? "NVLS" : "Ring", bar,
+          c.algorithm, c.algorithm.back() == '?' ? ": the algorithm as inferred, NCCL's tuning lines absent" : "");
+      break;
+    }
+    if (!m.value) m.why_missing = why;
+    out.push_back(m);
+  }
+  {
     MetricValue m{"net.pairwise-worst-node", std::nullopt, "", "", ""};
     const json* p = r.contains("pairwise") && r["pairwise"].is_object() ? &r["pairwise"] : nullptr;
     if (p && p->contains("nodes") && !(*p)["nodes"].empty() && p->value("reference_gbps", 0.0) > 0) {

@@ -441,15 +441,16 @@ std::string SizeLabel(double bytes) {
 std::string BusbwBySize(const std::string& title, const json& r) {
   std::vector<double> sizes;
   for (const auto& t : r.value("collectives", json::array()))
-    for (const auto& row : t.value("rows", json::array()))
+    for (const auto& row : t.is_object() ? t.value("rows", json::array()) : json::array())
       if (auto b = Num(row, "bytes"); b && std::find(sizes.begin(), sizes.end(), *b) == sizes.end())
         sizes.push_back(*b);
   std::sort(sizes.begin(), sizes.end());
   if (sizes.size() > 64) return "";  // not a sweep a chart can show
   std::map<std::string, std::vector<std::optional<double>>> series;
   for (const auto& t : r.value("collectives", json::array())) {
+    if (!t.is_object() || !t.contains("rows") || !t["rows"].is_array()) continue;
     std::vector<std::optional<double>> ys(sizes.size());
-    for (const auto& row : t.value("rows", json::array())) {
+    for (const auto& row : t["rows"]) {
       auto b = Num(row, "bytes");
       if (!b || !row.contains("out_of_place")) continue;
       size_t i = std::lower_bound(sizes.begin(), sizes.end(), *b) - sizes.begin();
@@ -465,12 +466,14 @@ std::string BusbwBySize(const std::string& title, const json& r) {
 // Each pair's figure as a node x node table, shaded from red (far under the reference) to green.
 std::string PairHeatMap(const json& p) {
   std::vector<std::string> nodes;
-  for (const auto& n : p.value("nodes", json::array())) nodes.push_back(S(n.value("node", json())));
+  for (const auto& n : p.value("nodes", json::array()))
+    if (n.is_object()) nodes.push_back(S(n.value("node", json())));
   if (nodes.size() < 2 || nodes.size() > 256) return "";
   double ref = Num(p, "reference_gbps").value_or(0);
   std::map<std::pair<std::string, std::string>, double> v;
   for (const auto& x : p.value("pairs", json::array())) {
     auto g = Num(x, "gbps");
+    if (!x.is_object()) continue;
     if (!g) continue;
     std::string a = S(x.value("a", json())), b = S(x.value("b", json()));
     v[{a, b}] = *g;
