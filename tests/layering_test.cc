@@ -31,7 +31,9 @@ const std::map<std::string, std::set<std::string>>& Allowed() {
       {"web", {"bench", "report", "store", "rating", "core", "util"}},
       {"cli",
        {"audit", "bench", "checks", "collect", "report", "rating", "store", "web", "host", "gpu", "core", "util"}},
-      {"gpubench", {}},  // the CUDA helper includes nothing of ours
+      // The CUDA helper links nothing of ours; it includes one header-only file, bench/net_check.h,
+      // the collectives' data check it shares with the core (HeaderOnlyFor below holds it to that).
+      {"gpubench", {"bench"}},
   };
   return allowed;
 }
@@ -61,6 +63,28 @@ TEST(Layering, EveryIncludeStaysInItsLayer) {
     }
   }
   EXPECT_GT(files, 100);
+}
+
+TEST(Layering, TheGpuHelperIncludesOnlyHeaderOnlyFilesOfOurs) {
+  // What the helper may include of ours must need no linking: bench/net_check.h only, and that
+  // file includes nothing but the standard library.
+  const fs::path src = fs::path(CLUSTERMAX_SOURCE_DIR) / "src";
+  const std::regex include(R"re(^\s*#\s*include\s*"([a-z_]+/[^"]+)")re");
+  for (const auto& e : fs::recursive_directory_iterator(src / "gpubench")) {
+    if (!e.is_regular_file()) continue;
+    std::ifstream in(e.path());
+    std::string line;
+    while (std::getline(in, line)) {
+      std::smatch m;
+      if (!std::regex_search(line, m, include)) continue;
+      std::string to = m[1];
+      if (to.rfind("gpubench/", 0) == 0 || to.rfind("nlohmann/", 0) == 0) continue;
+      EXPECT_EQ(to, "bench/net_check.h") << e.path().filename().string();
+    }
+  }
+  std::ifstream check(src / "bench" / "net_check.h");
+  std::string line;
+  while (std::getline(check, line)) EXPECT_EQ(line.find("#include \""), std::string::npos) << line;
 }
 
 TEST(Layering, TheLayersHaveNoCycle) {

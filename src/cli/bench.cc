@@ -132,12 +132,7 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
                   {"nodes_in_scope", scope.in_scope},
                   {"inside_allocation", scope.inside_allocation}};
   json result = bench::ScalingResult(steps, options);
-  result["host"] = util::Hostname();
-  result["started"] = util::FormatRfc3339(started);
-  result["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  result["unreachable"] = json::array();
-  for (const auto& u : scope.unreachable) result["unreachable"].push_back({{"node", u.node}, {"reason", u.reason}});
-  if (bench::Cancelled()) result["interrupted"] = true;
+  StampFleetResult(result, started, t0, scope.unreachable);
   return FinishBench(std::move(result), c, "storage-scaling", bench::RenderScaling,
                      [&c](const json& x) { return bench::Grade(bench::ScalingMetrics(x), BenchBars(c)); });
 }

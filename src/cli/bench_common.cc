@@ -14,6 +14,7 @@
 #include "bench/grade.h"
 #include "cli/cli.h"
 #include "util/files.h"
+#include "util/cancel.h"
 #include "util/time.h"
 #include "util/usage_error.h"
 
@@ -120,6 +121,17 @@ void ReportProgress(util::Progress& progress, std::function<void(const std::stri
                     std::function<void(double)>& fraction) {
   lines = [&progress](const std::string& line) { progress.Text(line); };
   fraction = [&progress](double f) { progress.Fraction(f); };
+}
+
+void StampFleetResult(json& result, std::chrono::system_clock::time_point started,
+                      std::chrono::steady_clock::time_point t0,
+                      const std::vector<audit::UnreachableNode>& unreachable) {
+  result["host"] = util::Hostname();
+  result["started"] = util::FormatRfc3339(started);
+  result["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result["unreachable"] = json::array();
+  for (const auto& u : unreachable) result["unreachable"].push_back({{"node", u.node}, {"reason", u.reason}});
+  if (util::Cancelled()) result["interrupted"] = true;
 }
 
 }  // namespace clustermax::cli

@@ -2,12 +2,15 @@
 // --exit-zero, --quiet), the run directory and result file RUN_DIR/bench/<suite>.json (written
 // atomically, an earlier result refused without --force), grading and the exit code.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "audit/engine.h"
 #include "cli/command.h"
 #include "util/progress.h"
 
@@ -28,6 +31,10 @@ void CheckBenchOut(const BenchCommon& c, const std::string& suite);
 int FinishBench(nlohmann::json result, const BenchCommon& c, const std::string& suite,
                 std::string (*render)(const nlohmann::json&),
                 const std::function<nlohmann::json(const nlohmann::json&)>& grade);
+// A fleet benchmark's provenance: the login host, when it started, how long it took, the nodes in
+// scope it could not use and why, and whether Ctrl-C stopped it.
+void StampFleetResult(nlohmann::json& result, std::chrono::system_clock::time_point started,
+                      std::chrono::steady_clock::time_point t0, const std::vector<audit::UnreachableNode>& unreachable);
 // Steps and how far the run is go to `progress`.
 void ReportProgress(util::Progress& progress, std::function<void(const std::string&)>& lines,
                     std::function<void(double)>& fraction);

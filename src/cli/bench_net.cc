@@ -493,12 +493,7 @@ int RunNet(NetCli& o) {
   if (want("fabric-only") && !bench::Cancelled()) result["fabric_only"] = RunFabricOnly(login, scope, o);
   if (want("per-rail") && !bench::Cancelled()) result["rails"] = RunRails(login, scope, o);
   if (want("pairwise") && !bench::Cancelled()) result["pairwise"] = RunPairwise(login, scope, o);
-  result["host"] = util::Hostname();
-  result["started"] = util::FormatRfc3339(started);
-  result["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  result["unreachable"] = json::array();
-  for (const auto& u : scope.unreachable) result["unreachable"].push_back({{"node", u.node}, {"reason", u.reason}});
-  if (bench::Cancelled()) result["interrupted"] = true;
+  StampFleetResult(result, started, t0, scope.unreachable);
   const BenchCommon& c = o.common;
   return FinishBench(std::move(result), c, "net", net::RenderNet,
                      [&c](const json& x) { return bench::Grade(net::NetMetrics(x), BenchBars(c)); });
