@@ -339,11 +339,13 @@ TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
   fs::path rdv = kDir / "rendezvous";
   fs::remove_all(rdv);
   fs::path out = kDir / "runs" / "net";
-  Proc p = Sh(Env() + " CLUSTERMAX_NET_TEST_THROTTLE=n2=200 " + CLUSTERMAX_BINARY +
-              " bench net --rendezvous " + rdv.string() + " --out " + out.string() +
-              " --tasks-per-node 2 --backend tcp --max-bytes 1M --factor 16 --iters 2 --rails lo --seconds 1 --latency-iters 200"
-              " --json --exit-zero 2>" +
-              (kDir / "net.stderr").string());
+  Proc p = Sh(
+      Env() + " CLUSTERMAX_NET_TEST_THROTTLE=n2=200 " + CLUSTERMAX_BINARY + " bench net --rendezvous " + rdv.string() +
+      " --out " + out.string() +
+      " --tasks-per-node 2 --backend tcp --max-bytes 1M --factor 16 --iters 2 --rails lo --seconds 1 --latency-iters 200"
+      " --slow-ratio 0.4"
+      " --json --exit-zero 2>" +
+      (kDir / "net.stderr").string());
   ASSERT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "net.stderr").string()).out;
   json r = JsonFrom(p.out);
   EXPECT_EQ(r["kind"], "clustermax.bench.net");
@@ -393,9 +395,12 @@ TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
   EXPECT_TRUE(fs::exists(out / "bench" / "net.json"));
   // Every step's rendezvous directory is gone.
   EXPECT_TRUE(fs::is_empty(rdv));
-  // Without the planted node nobody is blamed.
-  Proc clean = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --backend tcp --modes pairwise --rendezvous " + rdv.string() +
-                  " --out " + out.string() + "-clean --seconds 1 --latency-iters 100 --json --exit-zero 2>/dev/null");
+  // Without the planted node nobody is blamed. The three slurmd share two cores, so one pair's TCP
+  // figure swings by a third from run to run: the bar for "slow" is set under that swing here (a
+  // real fabric is steadier; the planted node is 25 times slower either way).
+  Proc clean = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --backend tcp --modes pairwise --rendezvous " +
+                  rdv.string() + " --out " + out.string() +
+                  "-clean --seconds 1 --latency-iters 100 --slow-ratio 0.4 --json --exit-zero 2>/dev/null");
   json c = JsonFrom(clean.out);
   EXPECT_TRUE(c["pairwise"]["culprits"].empty()) << c["pairwise"].dump();
   EXPECT_EQ(c["pairwise"]["pairs"].size(), 3u);

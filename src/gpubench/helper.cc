@@ -187,7 +187,15 @@ int main(int argc, char** argv) {
       std::cerr << "clustermax-gpu: the job is not valid JSON: " << e.what() << "\n";
       return 2;
     }
+#ifdef CLUSTERMAX_HAVE_NCCL
     return clustermax::gpubench::RunNccl(job);
+#else
+    std::cout << nlohmann::json{{"type", "error"},
+                                {"error", "this clustermax-gpu was built without nccl.h: no NCCL backend"}}
+                     .dump()
+              << std::endl;
+    return 3;
+#endif
   }
   if (args.size() == 3 && args[0] == "run" && (args[1] == "--job-json" || args[1] == "--job")) {
     nlohmann::json job;
