@@ -423,7 +423,8 @@ TEST(NetImport, NcclTestsAndPerftestFilesLandInTheResultSchema) {
   EXPECT_EQ(g[0]["metric"], "net.wrong-elements");
   EXPECT_EQ(g[0]["verdict"], "FAIL") << g[0].dump();
   // The healthy one passes the same grade.
-  g = clustermax::bench::Grade(NetMetrics({{"imported", json::array({a})}}), clustermax::bench::EmbeddedBenchThresholds());
+  g = clustermax::bench::Grade(NetMetrics({{"imported", json::array({a})}}),
+                               clustermax::bench::EmbeddedBenchThresholds());
   EXPECT_EQ(g[0]["verdict"], "PASS") << g[0].dump();
   // perftest: rows in Gb/s whatever the unit the file used.
   json p = ImportFile("bw.txt", read("perftest/ib_write_bw-ndr400-cx7-report_gbits-client.txt"));
@@ -483,4 +484,72 @@ TEST(NetImport, OneNodeAllReduceIsGradedAgainstItsGpuModel) {
   g = grade({{"single", single}});
   EXPECT_EQ(g["verdict"], "PASS") << g.dump();
   EXPECT_NE(g.value("detail", "").find("Ring reference 367.2"), std::string::npos) << g.dump();
+}
+
+TEST(NetComm, TheClosedFormSumMatchesTheSumOverEveryRank) {
+  // SumOfInputs adds at most 16 ranks; the plain sum over every rank must agree for any world.
+  for (int n : {1, 2, 3, 8, 16, 17, 18, 33, 34, 100, 512, 1000, 4097}) {
+    for (unsigned long long i : {0ull, 1ull, 16ull, 123457ull, (1ull << 33) + 5}) {
+      float s = 0;
+      for (int k = 0; k < n; ++k) s += InputValue(k, i);
+      EXPECT_EQ(SumOfInputs(n, i), s) << n << " ranks, element " << i;
+    }
+  }
+  // Checking a large output in pieces gives the same count as in one go.
+  size_t count = 10000;
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = SumOfInputs(5, i) + (i % 997 == 3 ? 1 : 0);
+  long long whole = WrongElements("all_reduce", out.data(), 0, count, count, 0, 5, 0);
+  long long pieces = WrongElements("all_reduce", out.data(), 0, 4000, count, 0, 5, 0) +
+                     WrongElements("all_reduce", out.data() + 4000, 4000, count - 4000, count, 0, 5, 0);
+  EXPECT_EQ(whole, 11);
+  EXPECT_EQ(pieces, whole);
+  EXPECT_EQ(WrongElements("gather", out.data(), 0, count, count, 0, 5, 0), -1);
+}
+
+TEST(NetPlan, UncheckedAndSkippedPlacementsAreNotCleanOnes) {
+  // --no-check: every wrong is null, so the table's is null and the grade is SKIP, not PASS.
+  json raw = {{"collective", "all_reduce"},
+              {"rows",
+               {{{"bytes", 1024},
+                 {"count", 256},
+                 {"out_of_place", {{"time_us", 10.0}, {"wrong", nullptr}}},
+                 {"in_place", {{"time_us", 12.0}, {"wrong", nullptr}}}}}}};
+  json t = SummarizeTable(raw, 2);
+  EXPECT_TRUE(t["wrong"].is_null()) << t.dump();
+  json g = clustermax::bench::Grade(NetMetrics({{"single", {{"collectives", json::array({t})}}}}),
+                                    clustermax::bench::EmbeddedBenchThresholds());
+  EXPECT_EQ(g[0]["metric"], "net.wrong-elements");
+  EXPECT_EQ(g[0]["verdict"], "SKIP") << g[0].dump();
+  // NCCL's in-place alltoall is skipped: it neither counts as 0 GB/s nor drags the average down.
+  json a2a = {{"collective", "alltoall"},
+              {"rows",
+               {{{"bytes", 4096},
+                 {"count", 512},
+                 {"out_of_place", {{"time_us", 4.096}, {"wrong", 0}}},
+                 {"in_place", {{"skipped", "in place is not defined for grouped send/receive"}}}}}}};
+  json s = SummarizeTable(a2a, 2);
+  EXPECT_EQ(s["avg_busbw"], s["peak_busbw"]) << s.dump();
+  EXPECT_EQ(s["wrong"], 0);
+  EXPECT_TRUE(s["rows"][0]["in_place"].contains("skipped"));
+  EXPECT_FALSE(s["rows"][0]["in_place"].contains("busbw"));
+  // A pair of an NCCL pairwise run with wrong elements fails the grade.
+  json pairs = {{"pairwise", {{"pairs", {{{"a", "n1"}, {"b", "n2"}, {"gbps", 100.0}, {"wrong", 4}}}}}}};
+  g = clustermax::bench::Grade(NetMetrics(pairs), clustermax::bench::EmbeddedBenchThresholds());
+  EXPECT_EQ(g[0]["verdict"], "FAIL") << g[0].dump();
+  // Documents of the wrong shape do not throw.
+  EXPECT_NO_THROW(NetMetrics({{"single", {{"collectives", {1, "x", nullptr}}}}, {"imported", {{{"result", 3}}}}}));
+  EXPECT_NO_THROW(SummarizeTable({{"collective", "all_reduce"}, {"rows", {1, "x"}}}, 2));
+}
+
+TEST(NetPlan, APairThatFailedCountsAsTheSlowestAndItsNodeIsNamed) {
+  // n4 never answered: its pairs count 0 Gb/s (the launcher's rule), so it is the suspect, and a
+  // failed retest against a good node makes it the culprit.
+  std::vector<PairFigure> pairs = {{"n1", "n2", 90}, {"n1", "n3", 91}, {"n2", "n3", 92},
+                                   {"n1", "n4", 0},  {"n2", "n4", 0},  {"n3", "n4", 0}};
+  auto a = AnalyzePairs(pairs, 0.7);
+  EXPECT_EQ(a.suspect_nodes, std::vector<std::string>{"n4"});
+  auto c = Judge(a, {{"n4", "n1", 0}}, 0.7, nullptr);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].name, "n4");
 }

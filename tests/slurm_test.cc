@@ -388,8 +388,12 @@ TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
   ASSERT_EQ(pw["retests"].size(), 1u);
   EXPECT_EQ(pw["retests"][0]["a"], "n2");
   for (const auto& g : r["grades"]) {
-    if (g["metric"] == "net.pairwise-worst-node") EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
-    if (g["metric"] == "net.wrong-elements") EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+    if (g["metric"] == "net.pairwise-worst-node") {
+      EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
+    }
+    if (g["metric"] == "net.wrong-elements") {
+      EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+    }
   }
   EXPECT_EQ(r["verdict"], "FAIL");
   EXPECT_TRUE(fs::exists(out / "bench" / "net.json"));

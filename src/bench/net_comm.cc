@@ -9,6 +9,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -114,6 +115,37 @@ std::string RandomHex(size_t chars) {
   std::string hex;
   for (unsigned char ch : raw) hex += fmt::format("{:02x}", ch);
   return hex.substr(0, chars);
+}
+
+// The token compared in constant time: a stranger learns nothing from how fast it is refused.
+bool SameToken(const char* a, const char* b) {
+  unsigned char diff = 0;
+  for (size_t i = 0; i < kTokenHex; ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+// Sockets of one test, closed on every way out.
+struct Fds {
+  std::vector<int> v;
+  ~Fds() {
+    for (int fd : v)
+      if (fd >= 0) ::close(fd);
+  }
+};
+
+// Threads of one test, joined on every way out (a thread left joinable would end the process).
+struct Joined {
+  std::vector<std::thread> v;
+  ~Joined() {
+    for (auto& t : v)
+      if (t.joinable()) t.join();
+  }
+};
+
+void Deadlines(int fd, double seconds) {
+  timeval tv{static_cast<time_t>(seconds), static_cast<suseconds_t>((seconds - static_cast<long>(seconds)) * 1e6)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 bool ValidIpv4(const std::string& a) {
@@ -247,6 +279,12 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
   if (!o.address.empty()) c->published_ = o.address;
   if (c->published_.empty()) c->published_ = DefaultAddress();
 
+  // A full mesh holds a socket per peer: raise the soft descriptor limit to the hard one.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
   c->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (c->listen_fd_ < 0) throw Errno("socket");
   int one = 1;
@@ -369,11 +407,15 @@ int Comm::Accept(uint32_t want_kind, uint32_t* peer_rank) {
     int pr = ::poll(&pf, 1, static_cast<int>(std::min<long long>(left, 1000)));
     if (pr <= 0) continue;
     int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) continue;
+    if (fd < 0) {
+      // Out of descriptors or a connection reset before we took it: wait rather than spin.
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
     Hello h{};
     // A stranger gets five seconds to say the right thing, and is dropped otherwise.
     bool ok = ReadFull(fd, &h, sizeof h, std::min(deadline, Clock::now() + std::chrono::seconds(5))) &&
-              std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 && std::memcmp(h.token, token_.data(), kTokenHex) == 0 &&
+              std::memcmp(h.magic, kMagic, sizeof kMagic) == 0 && SameToken(h.token, token_.data()) &&
               h.kind == want_kind && h.rank < static_cast<uint32_t>(me_.world) && static_cast<int>(h.rank) != me_.rank;
     if (!ok) {
       ::close(fd);
@@ -529,7 +571,8 @@ void Comm::AllGather(const float* send, float* recv, size_t count) {
 void Comm::ReduceScatter(const float* send, float* recv, size_t count) {
   int n = me_.world, r = me_.rank;
   // Works on a copy of the input (the input stays as given out of place; in place it is the buffer).
-  std::vector<float> work(send, send + count * static_cast<size_t>(n));
+  std::vector<float>& work = work_;  // reused: no allocation inside a timed loop
+  work.assign(send, send + count * static_cast<size_t>(n));
   scratch_.resize(count);
   int next = Mod(r + 1, n), prev = Mod(r - 1, n);
   for (int s = 0; s < n - 1; ++s) {
@@ -608,13 +651,16 @@ Comm::StreamResult Comm::StreamThroughput(int sender, int receiver, int streams,
   constexpr size_t kBuf = 128 << 10;  // iperf3's default block for TCP
   std::atomic<uint64_t> total{0};
   if (me_.rank == sender) {
-    std::vector<int> fds;
-    for (int i = 0; i < streams; ++i) fds.push_back(ConnectTo(receiver, kStream, static_cast<uint32_t>(i)));
+    Fds fds;
+    for (int i = 0; i < streams; ++i) {
+      fds.v.push_back(ConnectTo(receiver, kStream, static_cast<uint32_t>(i)));
+      Deadlines(fds.v.back(), opt_.timeout_s);
+    }
     auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    std::vector<std::thread> threads;
+    Joined threads;
     double share = opt_.throttle_bytes_per_s / std::max(1, streams);
-    for (int fd : fds) {
-      threads.emplace_back([fd, end, share] {
+    for (int fd : fds.v) {
+      threads.v.emplace_back([fd, end, share] {
         std::vector<char> buf(kBuf, 'x');
         auto t0 = Clock::now();
         double sent = 0;
@@ -631,10 +677,9 @@ Comm::StreamResult Comm::StreamThroughput(int sender, int receiver, int streams,
         char c;
         while (::recv(fd, &c, 1, 0) > 0) {
         }
-        ::close(fd);
       });
     }
-    for (auto& t : threads) t.join();
+    for (auto& t : threads.v) t.join();
     double got[2] = {0, 0};
     Recv(receiver, got, sizeof got);
     out.bytes = static_cast<uint64_t>(got[0]);
@@ -642,7 +687,7 @@ Comm::StreamResult Comm::StreamThroughput(int sender, int receiver, int streams,
     out.bytes_per_s = got[1] > 0 ? got[0] / got[1] : 0;
     return out;
   }
-  std::vector<int> fds;
+  Fds fds;
   for (int i = 0; i < streams; ++i) {
     uint32_t from = 0;
     int fd = Accept(kStream, &from);
@@ -651,13 +696,14 @@ Comm::StreamResult Comm::StreamThroughput(int sender, int receiver, int streams,
       --i;
       continue;
     }
-    fds.push_back(fd);
+    Deadlines(fd, opt_.timeout_s);
+    fds.v.push_back(fd);
   }
   std::atomic<int64_t> first{INT64_MAX}, last{0};
   auto base = Clock::now();
-  std::vector<std::thread> threads;
-  for (int fd : fds) {
-    threads.emplace_back([fd, &total, &first, &last, base] {
+  Joined threads;
+  for (int fd : fds.v) {
+    threads.v.emplace_back([fd, &total, &first, &last, base] {
       std::vector<char> buf(kBuf);
       for (;;) {
         ssize_t g = ::recv(fd, buf.data(), buf.size(), 0);
@@ -671,10 +717,9 @@ Comm::StreamResult Comm::StreamThroughput(int sender, int receiver, int streams,
         }
         total += static_cast<uint64_t>(g);
       }
-      ::close(fd);
     });
   }
-  for (auto& t : threads) t.join();
+  for (auto& t : threads.v) t.join();
   double secs = last.load() > first.load() ? (last.load() - first.load()) / 1e9 : 0;
   double got[2] = {static_cast<double>(total.load()), secs};
   Send(sender, got, sizeof got);

@@ -117,6 +117,7 @@ class Comm {
   std::vector<std::string> addresses_;  // by rank
   std::vector<int> ports_;              // by rank
   std::vector<float> scratch_;
+  std::vector<float> work_;  // reduce_scatter's copy of its input
   std::chrono::steady_clock::time_point pace_start_{};
   double paced_bytes_ = 0;
 };

@@ -84,14 +84,26 @@ static fs::path RunDir(const BenchCommon& c) {
 // Grades the result, writes RUN_DIR/bench/<suite>.json atomically, prints the table or JSON.
 int FinishBench(json result, const BenchCommon& c, const std::string& suite, std::string (*render)(const json&),
                 const std::function<json(const json&)>& grade) {
-  result["grades"] = grade(result);
+  // The result holds what the nodes sent, and a node's bytes are not trusted: a reading that trips on
+  // a document of the wrong shape costs its grades or its table, never the measurements.
+  try {
+    result["grades"] = grade(result);
+  } catch (const std::exception& e) {
+    result["grades"] = json::array();
+    result["grading_error"] = std::string("the result could not be graded: ") + e.what();
+    std::cerr << result["grading_error"].get<std::string>() << "\n";
+  }
   // An interrupted run is not a result: whatever its grades so far, it is INCOMPLETE (never PASS),
   // and `rate` and `db ingest` refuse it.
   result["verdict"] = result.value("interrupted", false) ? "INCOMPLETE" : bench::WorstVerdict(result["grades"]);
   if (c.json_out) {
     std::cout << util::JsonText(result) << "\n";
   } else {
-    std::cout << render(result);
+    try {
+      std::cout << render(result);
+    } catch (const std::exception& e) {
+      std::cout << "(the table could not be printed: " << e.what() << "; the JSON result is saved)\n";
+    }
   }
   std::cout.flush();
   // Nothing measured (no GPU, no helper): nothing to keep, so no run directory is made.

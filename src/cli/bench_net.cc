@@ -211,8 +211,14 @@ json RunFabricOnly(host::Host& login, const audit::NodeScope& scope, NetCli& o) 
 }
 
 json RunRails(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
-  std::vector<std::string> rails = o.rails.empty() ? net::UpInterfaces() : o.rails;
   json out = {{"rails", json::array()}};
+  if (o.backend == "nccl" && o.rails.empty()) {
+    // NCCL's rails are HCAs (mlx5_0 ...), named as the compute nodes name them; this host cannot tell.
+    out["why"] = "per-rail with NCCL needs the HCAs named: --rails mlx5_0,mlx5_1,...";
+    return out;
+  }
+  // TCP rails are interfaces, as this host names them (--rails when the compute nodes differ).
+  std::vector<std::string> rails = o.rails.empty() ? net::UpInterfaces() : o.rails;
   if (rails.empty()) {
     out["why"] = "no network interface is up with an IPv4 address here (name them with --rails)";
     return out;
@@ -344,9 +350,14 @@ json RunPairwise(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
     return leaf[a] == leaf[b] ? "same-leaf" : "across-leaves";
   };
   std::vector<net::PairFigure> pf;
+  // A pair that failed (a rank never appeared, NCCL errored, the step timed out) counts as 0 Gb/s:
+  // a dead link or node must be the slowest, not left out of the search.
+  auto figure = [](const json& f) {
+    return f.contains("gbps") && f["gbps"].is_number() ? f["gbps"].get<double>() : 0.0;
+  };
   for (auto& f : figures) {
     f["scope"] = scope_of(f["a"], f["b"]);
-    if (f.contains("gbps")) pf.push_back({f["a"], f["b"], f["gbps"].get<double>()});
+    pf.push_back({f["a"], f["b"], figure(f)});
   }
   auto a = net::AnalyzePairs(pf, o.slow_ratio);
   for (auto& f : figures)
@@ -380,7 +391,7 @@ json RunPairwise(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
   for (const auto& round : net::RetestRounds(a)) {
     Say(o, fmt::format("pairwise: retest of {} pair(s) against known-good nodes", round.size()));
     for (auto& f : RunPairRound(login, scope, o, round)) {
-      if (f.contains("gbps")) rf.push_back({f["a"], f["b"], f["gbps"].get<double>()});
+      rf.push_back({f["a"], f["b"], figure(f)});
       retests.push_back(std::move(f));
     }
   }
@@ -466,6 +477,8 @@ int RunNet(NetCli& o) {
   if (o.iters <= 0) o.iters = nccl ? 20 : 5;
   if (o.warmup < 0) o.warmup = nccl ? 5 : 1;
   if (o.tasks_per_node <= 0) o.tasks_per_node = nccl ? std::max(1, scope.gpus_per_node) : 1;
+  // An NCCL sweep to 16 GiB with every collective takes minutes, not seconds.
+  if (o.step_timeout <= 0 && nccl) o.slurm.timeout_s = 1800;
   net::SizeSweep(bench::ParseSize(o.min_bytes), bench::ParseSize(o.max_bytes), o.factor);  // throws early
   if (scope.targets.empty()) {
     std::string why;
@@ -544,7 +557,8 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--nodelist", o->slurm.nodelist, "These nodes (Slurm hostlist)");
   cmd->add_option("--nodes", o->slurm.nodes, "At most this many nodes");
   cmd->add_option("--time", o->slurm.time_limit, "srun --time per step (minutes) when asking for an allocation");
-  cmd->add_option("--step-timeout", o->step_timeout, "Seconds before a step is stopped (default 300)");
+  cmd->add_option("--step-timeout", o->step_timeout,
+                  "Seconds before a step is stopped (default 300 on tcp, 1800 on nccl)");
   cmd->add_option("--bcast", o->slurm.bcast, "Copy this binary to the nodes first (srun --bcast=PATH)");
   cmd->add_option("--import", o->imports,
                   "Read these nccl-tests/rccl-tests or perftest output files into the result and grade them (no run)")

@@ -1,5 +1,7 @@
 #include "gpubench/kernels.h"
 
+#include "bench/net_check.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -184,6 +186,25 @@ __global__ void CheckTriadKernel(const float* a, const float* b, const float* c,
 
 __global__ void EmptyKernel() {}
 
+// bench net's inputs and its check (bench/net_check.h), on the GPU: a 16 GiB output never
+// crosses to the host.
+__global__ void NetFillKernel(float* p, unsigned long long n, int rank) {
+  for (unsigned long long i = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+    p[i] = clustermax::bench::net::InputValue(rank, i);
+}
+
+__global__ void NetCheckKernel(const float* out, unsigned long long n, unsigned long long count, int coll, int rank,
+                               int world, int root, unsigned long long* wrong) {
+  unsigned long long mine = 0;
+  float want = 0;
+  for (unsigned long long g = blockIdx.x * static_cast<unsigned long long>(blockDim.x) + threadIdx.x; g < n;
+       g += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    if (clustermax::bench::net::ExpectedOutput(coll, g, count, rank, world, root, &want) && out[g] != want) ++mine;
+  }
+  if (mine) atomicAdd(wrong, mine);
+}
+
 constexpr int kThreads = 256;
 int GridFor(size_t n) {
   size_t blocks = (n + kThreads - 1) / kThreads;
@@ -254,6 +275,17 @@ cudaError_t LaunchCheckTriad(const float* a, const float* b, const float* c, flo
 
 cudaError_t LaunchReadCheck(const float* a, size_t n, double* sum, cudaStream_t s) {
   ReadCheckKernel<<<1024, kThreads, 0, s>>>(a, n, sum);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchNetFill(float* p, size_t n, int rank, cudaStream_t s) {
+  NetFillKernel<<<GridFor(n), kThreads, 0, s>>>(p, n, rank);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchNetCheck(const float* out, size_t n, size_t count, int collective, int rank, int world, int root,
+                           unsigned long long* wrong, cudaStream_t s) {
+  NetCheckKernel<<<GridFor(n), kThreads, 0, s>>>(out, n, count, collective, rank, world, root, wrong);
   return cudaGetLastError();
 }
 

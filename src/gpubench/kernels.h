@@ -18,6 +18,11 @@ size_t ElementBytes(DType t, size_t n);
 cudaError_t LaunchFill(void* p, DType t, size_t n, uint64_t seed, float range, cudaStream_t s);
 // Every float of p set to v.
 cudaError_t LaunchFillFloat(float* p, size_t n, float v, cudaStream_t s);
+// bench net: p[i] = InputValue(rank, i) for n elements; and the count of rank's n output elements
+// that differ from ExpectedOutput (bench/net_check.h) added to *wrong (device memory).
+cudaError_t LaunchNetFill(float* p, size_t n, int rank, cudaStream_t s);
+cudaError_t LaunchNetCheck(const float* out, size_t n, size_t count, int collective, int rank, int world, int root,
+                           unsigned long long* wrong, cudaStream_t s);
 
 // One dot product per sample in double precision: ref[i] = sum_k A[a_off[i] + k] * B[b_off[i] + k],
 // absref[i] = sum_k |A * B|, got[i] = D[d_idx[i]] read as double. Offsets are element offsets.

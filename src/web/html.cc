@@ -500,8 +500,9 @@ std::string PairHeatMap(const json& p) {
   }
   out += "</tbody></table>";
   for (const auto& c : p.value("culprits", json::array()))
-    out += fmt::format("<p>{} {} {}: {}</p>", Status("FAIL", "at fault"), E(c.value("kind", json())),
-                       E(c.value("name", json())), E(c.value("why", json())));
+    if (c.is_object())
+      out += fmt::format("<p>{} {} {}: {}</p>", Status("FAIL", "at fault"), E(c.value("kind", json())),
+                         E(c.value("name", json())), E(c.value("why", json())));
   return out;
 }
 
@@ -515,6 +516,7 @@ std::string NetCharts(const json& b) {
     std::vector<std::string> xs;
     std::vector<std::optional<double>> ys;
     for (const auto& s : b["scaling"].value("steps", json::array())) {
+      if (!s.is_object()) continue;
       xs.push_back(S(s.value("nodes", json())));
       ys.push_back(Num(s, "busbw_at_max"));
     }
@@ -530,7 +532,8 @@ std::string NetCharts(const json& b) {
   }
   if (b.contains("pairwise") && b["pairwise"].is_object()) out += PairHeatMap(b["pairwise"]);
   for (const auto& imp : b.value("imported", json::array()))
-    if (imp.contains("result")) out += BusbwBySize("Imported " + S(imp.value("file", json())), imp["result"]);
+    if (imp.is_object() && imp.contains("result") && imp["result"].is_object())
+      out += BusbwBySize("Imported " + S(imp.value("file", json())), imp["result"]);
   return out;
 }
 
