@@ -540,7 +540,9 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
   cmd->add_flag("--no-check", o->no_check, "Do not verify the data after each size (nccl-tests -c 0)");
   cmd->add_option("--tasks-per-node", o->tasks_per_node,
                   "Ranks per node (default: tcp 1, at least 2 on one node; nccl one per GPU)");
-  cmd->add_option("--rails", o->rails, "per-rail: the interfaces, one run each (default: every interface that is up)")
+  cmd->add_option(
+         "--rails", o->rails,
+         "per-rail, one run each: tcp interfaces (default: those up on this host) or nccl HCAs (mlx5_0,...; required)")
       ->delimiter(',');
   cmd->add_option("--streams", o->streams, "pairwise: parallel TCP streams per direction (iperf3 -P)");
   cmd->add_option("--seconds", o->seconds, "pairwise: seconds per direction (iperf3 -t)");
