@@ -553,3 +553,22 @@ TEST(NetPlan, APairThatFailedCountsAsTheSlowestAndItsNodeIsNamed) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].name, "n4");
 }
+
+TEST(NetImport, ThroughTheBinaryAFileIsGradedAndABadModeRefused) {
+  fs::path out = FreshDir("import-run");
+  std::string bin = CLUSTERMAX_BINARY;
+  std::string file =
+      clustermax::testing::Fixture("net/nccl-tests/v100-dgx2-12gpu-oldformat-5collectives-errors.txt").string();
+  auto r = clustermax::testing::RunShell(bin + " bench net --import " + file + " --json --out " + out.string() +
+                                         " 2>/dev/null");
+  EXPECT_EQ(r.code, 2) << r.out;  // the run's nccl-tests check FAILED: a FAIL grade, exit 2
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["backend"], "import");
+  ASSERT_EQ(j["imported"].size(), 1u);
+  EXPECT_EQ(j["imported"][0]["tool"], "nccl-tests");
+  EXPECT_EQ(j["verdict"], "FAIL");
+  EXPECT_TRUE(fs::exists(out / "bench" / "net.json"));
+  auto bad = clustermax::testing::RunShell(bin + " bench net --modes single,bogus 2>&1");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("unknown mode 'bogus'"), std::string::npos) << bad.out;
+}
