@@ -22,11 +22,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// How a collective sizes its buffers: elements per rank in and out, for `count`.
-bool Gathers(const std::string& c) { return c == "all_gather"; }
-bool Scatters(const std::string& c) { return c == "reduce_scatter"; }
-bool AllToAll(const std::string& c) { return c == "alltoall"; }
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -43,33 +38,34 @@ struct Buffers {
   std::vector<float> in, out;
 };
 
-// Runs `collective` once from in to out (out-of-place) or in `buf` (in place).
-void Op(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_place, int root) {
-  int r = c.rank();
-  if (!in_place) {
-    const float* s = b.in.data();
-    float* d = b.out.data();
-    if (coll == "all_reduce") c.AllReduce(s, d, count);
-    if (coll == "all_gather") c.AllGather(s, d, count);
-    if (coll == "reduce_scatter") c.ReduceScatter(s, d, count);
-    if (coll == "alltoall") c.AllToAll(s, d, count);
-    if (coll == "broadcast") c.Broadcast(s, d, count, root);
-    if (coll == "reduce") c.Reduce(s, d, count, root);
-    if (coll == "sendrecv") c.SendRecvRing(s, d, count);
-    return;
-  }
+// Runs `coll` (a CollectiveId) once from in to out (out-of-place) or in the one buffer `out` (in
+// place, where NCCL puts input and output: all_gather's input at rank x count, reduce_scatter's
+// output there).
+void Op(Comm& c, int coll, Buffers& b, size_t count, bool in_place, int root) {
+  size_t mine = static_cast<size_t>(c.rank()) * count;
   float* buf = b.out.data();
-  if (coll == "all_reduce") c.AllReduce(buf, buf, count);
-  if (coll == "all_gather") c.AllGather(buf + static_cast<size_t>(r) * count, buf, count);
-  if (coll == "reduce_scatter") c.ReduceScatter(buf, buf + static_cast<size_t>(r) * count, count);
-  if (coll == "alltoall") c.AllToAll(buf, buf, count);
-  if (coll == "broadcast") c.Broadcast(buf, buf, count, root);
-  if (coll == "reduce") c.Reduce(buf, buf, count, root);
-  if (coll == "sendrecv") c.SendRecvRing(buf, buf, count);
+  const float* s = in_place ? (coll == kAllGather ? buf + mine : buf) : b.in.data();
+  float* d = in_place && coll == kReduceScatter ? buf + mine : buf;
+  switch (coll) {
+    case kAllReduce:
+      return c.AllReduce(s, d, count);
+    case kAllGather:
+      return c.AllGather(s, d, count);
+    case kReduceScatter:
+      return c.ReduceScatter(s, d, count);
+    case kAllToAll:
+      return c.AllToAll(s, d, count);
+    case kBroadcast:
+      return c.Broadcast(s, d, count, root);
+    case kReduce:
+      return c.Reduce(s, d, count, root);
+    case kSendRecv:
+      return c.SendRecvRing(s, d, count);
+  }
 }
 
 // The inputs for one checked run (in place: where NCCL expects them in the one buffer).
-void Fill(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_place) {
+void Fill(Comm& c, int coll, Buffers& b, size_t count, bool in_place) {
   int r = c.rank();
   size_t in_n = b.in.size();
   if (!in_place) {
@@ -78,29 +74,30 @@ void Fill(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_pl
     return;
   }
   std::fill(b.out.begin(), b.out.end(), -99.0f);
-  size_t base = Gathers(coll) ? static_cast<size_t>(r) * count : 0;
+  size_t base = coll == kAllGather ? static_cast<size_t>(r) * count : 0;
   for (size_t i = 0; i < in_n; ++i) b.out[base + i] = InputValue(r, i);
 }
 
 long long Verify(Comm& c, const std::string& coll, const Buffers& b, size_t count, bool in_place, int root) {
   const float* out = b.out.data();
-  if (in_place && Scatters(coll)) out += static_cast<size_t>(c.rank()) * count;
+  if (in_place && coll == "reduce_scatter") out += static_cast<size_t>(c.rank()) * count;
   return WrongElements(coll, out, 0, OutputElements(coll, count, c.size()), count, c.rank(), c.size(), root);
 }
 
 json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, bool in_place, int root, int iters,
                int warmup, bool check) {
-  for (int i = 0; i < warmup; ++i) Op(c, coll, b, count, in_place, root);
+  int id = CollectiveId(coll);
+  for (int i = 0; i < warmup; ++i) Op(c, id, b, count, in_place, root);
   c.Barrier();
   auto t0 = Clock::now();
-  for (int i = 0; i < iters; ++i) Op(c, coll, b, count, in_place, root);
+  for (int i = 0; i < iters; ++i) Op(c, id, b, count, in_place, root);
   double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / std::max(1, iters);
   // nccl-tests' default (-a 1): the time averaged over the ranks.
   auto times = c.GatherToRoot(us);
   long long wrong = -1;
   if (check) {
-    Fill(c, coll, b, count, in_place);
-    Op(c, coll, b, count, in_place, root);
+    Fill(c, id, b, count, in_place);
+    Op(c, id, b, count, in_place, root);
     auto w = c.GatherToRoot(static_cast<double>(Verify(c, coll, b, count, in_place, root)));
     wrong = 0;
     for (double x : w) wrong += static_cast<long long>(x);
@@ -115,6 +112,21 @@ json Placement(Comm& c, const std::string& coll, Buffers& b, size_t count, bool 
 }
 
 }  // namespace
+
+const json* FindCollective(const json& result, const std::string& collective) {
+  // A pointer into `result` itself (never into a copy that value() would make).
+  if (!result.is_object()) return nullptr;
+  auto it = result.find("collectives");
+  if (it == result.end() || !it->is_array()) return nullptr;
+  for (const auto& t : *it) {
+    auto c = t.is_object() ? t.find("collective") : t.end();
+    if (c == t.end() || !c->is_string() || *c != collective) continue;
+    if (t.contains("busbw_at_max") && t["busbw_at_max"].is_number() && t.contains("rows") && t["rows"].is_array() &&
+        !t["rows"].empty())
+      return &t;
+  }
+  return nullptr;
+}
 
 json SummarizeTable(json t, int ranks) {
   std::string coll = t.value("collective", "");
@@ -191,14 +203,15 @@ json RunCollectiveJob(Comm& c, const json& job) {
       uint64_t size = js.get<uint64_t>();
       // As nccl-tests: the size is the user-visible bytes; a collective that splits it over the
       // ranks rounds the per-rank count down.
-      size_t per = Gathers(coll) || Scatters(coll) || AllToAll(coll) ? static_cast<size_t>(n) : 1;
+      size_t per = SizeSplit(coll, n);
       size_t count = size / (sizeof(float) * per);
       if (count == 0) continue;
       uint64_t bytes = count * sizeof(float) * per;
+      // The output buffer also serves in place, so it holds the larger of input and output.
       Buffers b;
-      b.in.assign(Scatters(coll) || AllToAll(coll) ? count * n : count, 0.0f);
-      b.out.assign(Gathers(coll) || AllToAll(coll) || Scatters(coll) ? count * n : count, 0.0f);
-      Fill(c, coll, b, count, false);
+      b.in.assign(InputElements(coll, count, n), 0.0f);
+      b.out.assign(std::max(InputElements(coll, count, n), OutputElements(coll, count, n)), 0.0f);
+      Fill(c, CollectiveId(coll), b, count, false);
       json row = {{"bytes", bytes}, {"count", count}, {"type", "float"}, {"redop", "sum"}};
       row["root"] = coll == "broadcast" || coll == "reduce" ? json(root) : json(-1);
       row["out_of_place"] = Placement(c, coll, b, count, false, root, iters, warmup, check);
@@ -488,6 +501,24 @@ StragglerAnalysis AnalyzePairs(const std::vector<PairFigure>& pairs, double slow
   return a;
 }
 
+std::vector<NodePairs> SummarizeNodes(const std::vector<std::string>& nodes, const std::vector<PairFigure>& pairs,
+                                      const StragglerAnalysis& a) {
+  std::vector<NodePairs> out;
+  for (const auto& n : nodes) {
+    NodePairs np{n};
+    std::vector<double> v;
+    for (const auto& p : pairs) {
+      if (p.a != n && p.b != n) continue;
+      v.push_back(p.gbps);
+      for (const auto& [x, y] : a.slow_pairs) np.slow_pairs += (x == p.a && y == p.b);
+    }
+    np.pairs = static_cast<int>(v.size());
+    np.median_gbps = Median(v);
+    out.push_back(np);
+  }
+  return out;
+}
+
 std::vector<std::vector<std::pair<std::string, std::string>>> RetestRounds(const StragglerAnalysis& a) {
   std::vector<std::pair<std::string, std::string>> want;
   size_t g = 0;
@@ -736,16 +767,7 @@ std::vector<MetricValue> NetMetrics(const json& r) {
       std::string device, algorithm, where;
     };
     std::vector<Candidate> cands;
-    auto all_reduce = [](const json& res) -> const json* {
-      // A pointer into `res` itself (never into a copy that value() would make).
-      auto it = res.find("collectives");
-      if (it == res.end() || !it->is_array()) return nullptr;
-      for (const auto& t : *it)
-        if (t.is_object() && t.value("collective", "") == "all_reduce" && t.contains("busbw_at_max") &&
-            t["busbw_at_max"].is_number() && t.contains("rows") && t["rows"].is_array() && !t["rows"].empty())
-          return &t;
-      return nullptr;
-    };
+    auto all_reduce = [](const json& res) { return FindCollective(res, "all_reduce"); };
     if (r.contains("single") && r["single"].is_object() && r["single"].value("transport", "") == "nccl") {
       const json& s = r["single"];
       if (const json* t = all_reduce(s)) {
@@ -827,28 +849,21 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     }
     out.push_back(m);
   }
-  {
-    MetricValue m{"net.scaling-efficiency", std::nullopt, "", "", ""};
-    const json* s = r.contains("scaling") && r["scaling"].is_object() ? &r["scaling"] : nullptr;
-    if (s && s->contains("efficiency") && (*s)["efficiency"].is_number()) {
-      m.value = (*s)["efficiency"].get<double>();
-      m.detail = s->value("efficiency_detail", "");
+  // A ratio the launcher already worked out for a mode (scaling efficiency, rail spread), with its
+  // detail, or the launcher's reason there is none.
+  auto section_ratio = [&r](const char* id, const char* section, const char* key, const std::string& mode) {
+    MetricValue m{id, std::nullopt, "", "", ""};
+    const json* sec = r.contains(section) && r[section].is_object() ? &r[section] : nullptr;
+    if (sec && sec->contains(key) && (*sec)[key].is_number()) {
+      m.value = (*sec)[key].get<double>();
+      m.detail = sec->value(std::string(key) + "_detail", "");
     } else {
-      m.why_missing = s && s->contains("why") ? s->value("why", "") : "the scaling mode did not run";
+      m.why_missing = sec && sec->contains("why") ? sec->value("why", "") : "the " + mode + " mode did not run";
     }
-    out.push_back(m);
-  }
-  {
-    MetricValue m{"net.rail-spread", std::nullopt, "", "", ""};
-    const json* rails = r.contains("rails") && r["rails"].is_object() ? &r["rails"] : nullptr;
-    if (rails && rails->contains("spread") && (*rails)["spread"].is_number()) {
-      m.value = (*rails)["spread"].get<double>();
-      m.detail = rails->value("spread_detail", "");
-    } else {
-      m.why_missing = rails && rails->contains("why") ? rails->value("why", "") : "the per-rail mode did not run";
-    }
-    out.push_back(m);
-  }
+    return m;
+  };
+  out.push_back(section_ratio("net.scaling-efficiency", "scaling", "efficiency", "scaling"));
+  out.push_back(section_ratio("net.rail-spread", "rails", "spread", "per-rail"));
   {
     MetricValue m{"net.host-latency-p99", std::nullopt, "", "", ""};
     const json* p = r.contains("pairwise") && r["pairwise"].is_object() ? &r["pairwise"] : nullptr;

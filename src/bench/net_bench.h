@@ -31,6 +31,10 @@ const std::vector<std::string>& Collectives();
 // Sizes from min to max bytes, multiplied by `factor` (> 1), max always included.
 std::vector<uint64_t> SizeSweep(uint64_t min_bytes, uint64_t max_bytes, double factor);
 
+// The table of `collective` in a collectives result ({"collectives": [...]}) that carries a figure
+// (busbw_at_max and rows), as a pointer into `result`; nullptr when there is none.
+const nlohmann::json* FindCollective(const nlohmann::json& result, const std::string& collective);
+
 // One collective's table from raw rows ({bytes, count, out_of_place/in_place: {time_us, wrong}}):
 // algbw = bytes / time and busbw = algbw x nccl-tests' factor for `ranks`, in GB/s; the peak,
 // the busbw at the largest size (out of place), the average over every size and placement (as
@@ -72,6 +76,14 @@ struct StragglerAnalysis {
 // the most first) is a suspect node and its pairs are explained; what remains slow is a suspect
 // link. Pure.
 StragglerAnalysis AnalyzePairs(const std::vector<PairFigure>& pairs, double slow_ratio);
+// Each node's pairs: how many, how many slow, and the median of their figures (0 pairs: 0).
+struct NodePairs {
+  std::string node;
+  int pairs = 0, slow_pairs = 0;
+  double median_gbps = 0;
+};
+std::vector<NodePairs> SummarizeNodes(const std::vector<std::string>& nodes, const std::vector<PairFigure>& pairs,
+                                      const StragglerAnalysis& a);
 // Retest pairs: each suspect node and each end of a suspect link against a different good node
 // where there are enough, and each suspect link once more; as rounds of disjoint pairs.
 std::vector<std::vector<std::pair<std::string, std::string>>> RetestRounds(const StragglerAnalysis& a);

@@ -84,6 +84,13 @@ CMX_NET_HD inline bool ExpectedOutput(int coll, unsigned long long g, unsigned l
 inline size_t OutputElements(const std::string& collective, size_t count, int world) {
   return collective == "all_gather" || collective == "alltoall" ? count * static_cast<size_t>(world) : count;
 }
+// How many ranks nccl-tests divides a size over: the user-visible bytes of all_gather,
+// reduce_scatter and alltoall are count x world elements, of the others count.
+inline size_t SizeSplit(const std::string& collective, int world) {
+  return collective == "all_gather" || collective == "reduce_scatter" || collective == "alltoall"
+             ? static_cast<size_t>(world)
+             : 1;
+}
 // Elements of each rank's input.
 inline size_t InputElements(const std::string& collective, size_t count, int world) {
   return collective == "reduce_scatter" || collective == "alltoall" ? count * static_cast<size_t>(world) : count;

@@ -139,9 +139,8 @@ json CollectiveResult(const Step& s, const std::vector<std::string>& nodes) {
 }
 
 double BusbwAtMax(const json& r, const std::string& coll) {
-  for (const auto& t : r.value("collectives", json::array()))
-    if (t.value("collective", "") == coll) return t.value("busbw_at_max", 0.0);
-  return 0;
+  const json* t = net::FindCollective(r, coll);
+  return t ? (*t)["busbw_at_max"].get<double>() : 0.0;
 }
 
 void Say(const NetCli& o, const std::string& line) {
@@ -367,22 +366,14 @@ json RunPairwise(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
   out["reference_gbps"] = a.reference_gbps;
   // Each node: the median of its pairs, and how many of them were slow.
   json per = json::array();
-  for (const auto& n : nodes) {
-    std::vector<double> v;
-    int slow = 0;
-    for (const auto& p : pf) {
-      if (p.a != n && p.b != n) continue;
-      v.push_back(p.gbps);
-      for (const auto& [x, y] : a.slow_pairs) slow += (x == p.a && y == p.b);
-    }
-    if (v.empty()) {
-      per.push_back({{"node", n}, {"pairs", 0}});
+  for (const auto& np : net::SummarizeNodes(nodes, pf, a)) {
+    if (np.pairs == 0) {
+      per.push_back({{"node", np.node}, {"pairs", 0}});
       continue;
     }
-    std::sort(v.begin(), v.end());
-    double med = v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-    per.push_back({{"node", n}, {"pairs", v.size()}, {"slow_pairs", slow}, {"median_gbps", med}});
-    if (leaf.count(n)) per.back()["leaf"] = leaf[n];
+    per.push_back(
+        {{"node", np.node}, {"pairs", np.pairs}, {"slow_pairs", np.slow_pairs}, {"median_gbps", np.median_gbps}});
+    if (leaf.count(np.node)) per.back()["leaf"] = leaf[np.node];
   }
   out["nodes"] = per;
   // Second pass: suspects against known-good nodes.

@@ -296,7 +296,7 @@ int RunNccl(const json& job) {
     json tables = json::array();
     for (const auto& jc : job.at("collectives")) {
       std::string c = jc.get<std::string>();
-      size_t split = c == "all_gather" || c == "reduce_scatter" || c == "alltoall" ? static_cast<size_t>(r.world) : 1;
+      size_t split = net::SizeSplit(c, r.world);
       size_t max_count = 0;
       for (const auto& s : job.at("sizes")) max_count = std::max<size_t>(max_count, s.get<uint64_t>() / (4 * split));
       if (max_count == 0) continue;
