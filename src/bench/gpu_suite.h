@@ -23,11 +23,6 @@
 
 namespace clustermax::bench {
 
-inline double RoundTo(double v, int digits) {
-  double f = std::pow(10.0, digits);
-  return std::round(v * f) / f;
-}
-
 // What one helper run (one job on one GPU) printed.
 struct GpuJobOutcome {
   std::vector<nlohmann::json> lines;  // parsed JSON lines, in order

@@ -14,12 +14,7 @@ extern const std::string_view kBenchThresholdsJson;
 namespace clustermax::bench {
 using nlohmann::json;
 
-namespace {
-double Round(double v, int digits) {
-  double f = std::pow(10.0, digits);
-  return std::round(v * f) / f;
-}
-}  // namespace
+namespace {}  // namespace
 
 json ParseBenchThresholds(const std::string& text, const std::string& origin) {
   json j;
@@ -79,7 +74,7 @@ json Grade(const std::vector<MetricValue>& values, const json& thresholds) {
       double x = *v.value, pass = (*bar)["pass"], warn = (*bar)["warn"];
       bool higher = (*bar)["better"] == "higher";
       auto meets = [&](double bar_value) { return higher ? x >= bar_value : x <= bar_value; };
-      g["value"] = Round(x, 4);
+      g["value"] = RoundTo(x, 4);
       g["verdict"] = !v.fail_reason.empty() ? "FAIL" : meets(pass) ? "PASS" : meets(warn) ? "WARN" : "FAIL";
       std::string detail = v.fail_reason.empty() ? v.detail
                            : v.detail.empty()    ? v.fail_reason

@@ -3,6 +3,7 @@
 // FAIL otherwise; a metric the run did not produce is SKIP with the reason, never a PASS; a value
 // with a fail_reason is FAIL whatever the bars.
 #pragma once
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,12 @@
 #include <nlohmann/json.hpp>
 
 namespace clustermax::bench {
+
+// v rounded to `digits` decimals, as results print their figures.
+inline double RoundTo(double v, int digits) {
+  double f = std::pow(10.0, digits);
+  return std::round(v * f) / f;
+}
 
 struct MetricValue {
   std::string id;

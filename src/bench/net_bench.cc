@@ -29,11 +29,6 @@ double Median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-double Round(double v, int digits) {
-  double f = std::pow(10.0, digits);
-  return std::round(v * f) / f;
-}
-
 struct Buffers {
   std::vector<float> in, out;
 };
@@ -149,9 +144,9 @@ json SummarizeTable(json t, int ranks) {
       double us = r[p]["time_us"].get<double>();
       double algbw = us > 0 ? static_cast<double>(bytes) / (us * 1e3) : 0;  // GB/s
       double busbw = algbw * factor;
-      r[p]["time_us"] = Round(us, 2);
-      r[p]["algbw"] = Round(algbw, 3);
-      r[p]["busbw"] = Round(busbw, 3);
+      r[p]["time_us"] = RoundTo(us, 2);
+      r[p]["algbw"] = RoundTo(algbw, 3);
+      r[p]["busbw"] = RoundTo(busbw, 3);
       if (!r[p].contains("wrong")) r[p]["wrong"] = nullptr;
       peak = std::max(peak, busbw);
       sum += busbw;
@@ -162,8 +157,8 @@ json SummarizeTable(json t, int ranks) {
   }
   t["ranks"] = ranks;
   t["rows"] = rows;
-  t["peak_busbw"] = Round(peak, 3);
-  t["avg_busbw"] = k ? Round(sum / k, 3) : 0.0;
+  t["peak_busbw"] = RoundTo(peak, 3);
+  t["avg_busbw"] = k ? RoundTo(sum / k, 3) : 0.0;
   // null when nothing was checked (--no-check): no check is not a clean check.
   t["wrong"] = checked ? json(wrong) : json(nullptr);
   if (!rows.empty() && rows.back().contains("out_of_place") && rows.back()["out_of_place"].contains("busbw"))
@@ -317,7 +312,7 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
   if (kind == "collectives" && nccl) {
     try {
       auto r = RunNcclRank(job, me, job.at("rendezvous").get<std::string>());
-      if (r) (*r)["seconds"] = Round(std::chrono::duration<double>(Clock::now() - started).count(), 3);
+      if (r) (*r)["seconds"] = RoundTo(std::chrono::duration<double>(Clock::now() - started).count(), 3);
       return r;
     } catch (const std::exception& e) {
       if (me.rank != 0) throw;
@@ -332,7 +327,7 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
       auto comm = Comm::Connect(me, o);
       json r = RunCollectiveJob(*comm, job);
       if (me.rank != 0) return std::nullopt;
-      r["seconds"] = Round(std::chrono::duration<double>(Clock::now() - started).count(), 3);
+      r["seconds"] = RoundTo(std::chrono::duration<double>(Clock::now() - started).count(), 3);
       return r;
     } catch (const std::exception& e) {
       if (me.rank != 0) throw;
@@ -363,8 +358,8 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
                       {"a", a},
                       {"b", b},
                       {"busbw", busbw},
-                      {"a_to_b_gbps", Round(busbw * 8, 3)},
-                      {"b_to_a_gbps", Round(busbw * 8, 3)},
+                      {"a_to_b_gbps", RoundTo(busbw * 8, 3)},
+                      {"b_to_a_gbps", RoundTo(busbw * 8, 3)},
                       {"transport", "nccl"},
                       {"collective", t.value("collective", "")},
                       {"wrong", t.value("wrong", 0)},
@@ -392,10 +387,10 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
                     {"a", comm->node_of(0)},
                     {"b", comm->node_of(1)},
                     {"streams", streams},
-                    {"a_to_b_gbps", Round(ab.bytes_per_s * 8 / 1e9, 3)},
-                    {"b_to_a_gbps", Round(ba.bytes_per_s * 8 / 1e9, 3)},
-                    {"latency_p50_us", Round(pct(0.5), 2)},
-                    {"latency_p99_us", Round(pct(0.99), 2)},
+                    {"a_to_b_gbps", RoundTo(ab.bytes_per_s * 8 / 1e9, 3)},
+                    {"b_to_a_gbps", RoundTo(ba.bytes_per_s * 8 / 1e9, 3)},
+                    {"latency_p50_us", RoundTo(pct(0.5), 2)},
+                    {"latency_p99_us", RoundTo(pct(0.99), 2)},
                     {"transport", comm->transport()}};
       } catch (const std::exception& e) {
         if (pr.rank != 0) throw;
@@ -660,10 +655,10 @@ json ImportFile(const std::string& name, std::string_view text) {
         row["in_place"] = place(r.in_place);
         rows.push_back(std::move(row));
       }
-      json c = {{"collective", t.collective},   {"ranks", t.ranks},  {"devices", t.devices}, {"rows", rows},
-                {"peak_busbw", Round(peak, 3)}, {"failed", t.failed}};
+      json c = {{"collective", t.collective},     {"ranks", t.ranks},  {"devices", t.devices}, {"rows", rows},
+                {"peak_busbw", RoundTo(peak, 3)}, {"failed", t.failed}};
       c["wrong"] = checked ? json(wrong) : json(nullptr);
-      c["avg_busbw"] = t.avg_busbw ? *t.avg_busbw : (k ? Round(sum / k, 3) : 0.0);
+      c["avg_busbw"] = t.avg_busbw ? *t.avg_busbw : (k ? RoundTo(sum / k, 3) : 0.0);
       if (!t.rows.empty()) c["busbw_at_max"] = t.rows.back().out_of_place.busbw;
       if (t.out_of_bounds) c["out_of_bounds"] = *t.out_of_bounds;
       c["nccl"] = {{"version", t.nccl_version}, {"network", t.network}, {"nvls", t.nvls}};
@@ -687,8 +682,8 @@ json ImportFile(const std::string& name, std::string_view text) {
     json rows = json::array();
     for (const auto& b : run->bw) {
       json row = {{"bytes", b.bytes}, {"iterations", b.iterations}, {"msg_rate_mpps", b.msg_rate_mpps}};
-      if (auto g = ToGbps(b.peak, run->unit)) row["peak_gbps"] = Round(*g, 3);
-      if (auto g = ToGbps(b.average, run->unit)) row["average_gbps"] = Round(*g, 3);
+      if (auto g = ToGbps(b.peak, run->unit)) row["peak_gbps"] = RoundTo(*g, 3);
+      if (auto g = ToGbps(b.average, run->unit)) row["average_gbps"] = RoundTo(*g, 3);
       rows.push_back(std::move(row));
     }
     for (const auto& l : run->lat)
@@ -812,7 +807,7 @@ std::vector<MetricValue> NetMetrics(const json& r) {
       double bar = ref.value(nvls ? "nvls" : "ring", 0.0);
       double got = c.table->value("busbw_at_max", 0.0);
       if (bar <= 0) continue;
-      m.value = Round(got / bar, 3);
+      m.value = RoundTo(got / bar, 3);
       m.detail = fmt::format(
           "{}: {} all_reduce {:.1f} GB/s busbw at {} B over the {} reference {:.1f} ({}{})", c.where,
           model.value("id", ""), got, (*c.table)["rows"].back().value("bytes", 0LL), nvls ? "NVLS" : "Ring", bar,
@@ -833,7 +828,7 @@ std::vector<MetricValue> NetMetrics(const json& r) {
         double v = n.value("median_gbps", 0.0) / ref;
         if (v < worst) worst = v, who = n.value("node", "");
       }
-      m.value = Round(worst, 3);
+      m.value = RoundTo(worst, 3);
       m.detail = fmt::format("{}: its median pair throughput over the fleet reference {:.2f} Gb/s", who, ref);
       std::vector<std::string> names;
       for (const auto& c : p->value("culprits", json::array())) names.push_back(c.value("name", ""));

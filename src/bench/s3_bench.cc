@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/grade.h"
 #include "bench/histogram.h"
 #include "bench/workspace.h"
 #include "core/version.h"
@@ -27,11 +28,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double Round(double v, int digits) {
-  double f = std::pow(10.0, digits);
-  return std::round(v * f) / f;
-}
 
 std::string SizeLabel(uint64_t b) {
   if (b >= (uint64_t{1} << 30) && b % (uint64_t{1} << 30) == 0) return fmt::format("{}GiB", b >> 30);
@@ -73,7 +69,7 @@ struct Counters {
     for (const auto& [name, k] : kinds) {
       total += k.total;
       failed += k.failed;
-      by_op[name] = {{"total", k.total}, {"failed", k.failed}, {"failed_pct", Round(100.0 * k.failed / k.total, 3)}};
+      by_op[name] = {{"total", k.total}, {"failed", k.failed}, {"failed_pct", RoundTo(100.0 * k.failed / k.total, 3)}};
     }
     return {{"total", total},         {"failed", failed}, {"retries", retries},
             {"throttled", throttled}, {"by_op", by_op},   {"errors", e}};
@@ -204,8 +200,8 @@ json TransferRow(Context& c, const std::string& op, uint64_t size, int conc,
     if (first_error.empty()) first_error = me.first_error;
     per_stream.push_back({{"ops", me.ops},
                           {"bytes", me.bytes},
-                          {"seconds", Round(secs, 4)},
-                          {"gbps", secs > 0 ? Round(me.bytes / secs / 1e9, 4) : 0.0}});
+                          {"seconds", RoundTo(secs, 4)},
+                          {"gbps", secs > 0 ? RoundTo(me.bytes / secs / 1e9, 4) : 0.0}});
   }
   json row = {{"op", op},
               {"object_bytes", size},
@@ -216,9 +212,9 @@ json TransferRow(Context& c, const std::string& op, uint64_t size, int conc,
               {"ops", ops},
               {"failed", failed},
               {"bytes", bytes},
-              {"seconds", Round(longest, 4)},
-              {"ops_per_s", longest > 0 ? Round(ops / longest, 2) : 0.0},
-              {"aggregate_gbps", longest > 0 ? Round(bytes / longest / 1e9, 4) : 0.0},
+              {"seconds", RoundTo(longest, 4)},
+              {"ops_per_s", longest > 0 ? RoundTo(ops / longest, 2) : 0.0},
+              {"aggregate_gbps", longest > 0 ? RoundTo(bytes / longest / 1e9, 4) : 0.0},
               {"latency", all.SummaryUs()},
               {"per_stream", per_stream}};
   if (op == "GET") row["verified"] = "every byte compared with what was PUT";
@@ -258,9 +254,9 @@ json ListRate(Context& c, uint64_t size, int conc, uint64_t expected) {
               {"page_size", c.o.list_page},
               {"pages", pages},
               {"keys", keys_seen},
-              {"seconds", Round(secs, 4)},
-              {"requests_per_s", secs > 0 ? Round(pages / secs, 2) : 0.0},
-              {"keys_per_s", secs > 0 ? Round(keys_seen / secs, 1) : 0.0},
+              {"seconds", RoundTo(secs, 4)},
+              {"requests_per_s", secs > 0 ? RoundTo(pages / secs, 2) : 0.0},
+              {"keys_per_s", secs > 0 ? RoundTo(keys_seen / secs, 1) : 0.0},
               {"latency", h.SummaryUs()}};
   if (!error.empty()) {
     out["status"] = "error";
@@ -351,21 +347,21 @@ json MixedRun(Context& c) {
     }
   }
   json series = json::array();
-  for (auto n : per_window) series.push_back(Round(static_cast<double>(n) / step, 1));
+  for (auto n : per_window) series.push_back(RoundTo(static_cast<double>(n) / step, 1));
   double p99a = static_cast<double>(first.Percentile(99)), p99b = static_cast<double>(second.Percentile(99));
   json out = {{"object_bytes", size},
               {"concurrency", conc},
               {"mix", "GET 50 %, PUT 30 %, LIST 10 %, DELETE 10 %"},
-              {"seconds", Round(secs, 3)},
+              {"seconds", RoundTo(secs, 3)},
               {"ops", ok},
               {"failed", failed},
-              {"ops_per_s", secs > 0 ? Round(ok / secs, 2) : 0.0},
-              {"error_rate_pct", ok + failed ? Round(100.0 * failed / (ok + failed), 3) : 0.0},
+              {"ops_per_s", secs > 0 ? RoundTo(ok / secs, 2) : 0.0},
+              {"error_rate_pct", ok + failed ? RoundTo(100.0 * failed / (ok + failed), 3) : 0.0},
               {"ops_by_type", {{"GET", by_op['G']}, {"PUT", by_op['P']}, {"LIST", by_op['L']}, {"DELETE", by_op['D']}}},
               {"latency", all.SummaryUs()},
-              {"p99_first_half_us", Round(p99a / 1000, 2)},
-              {"p99_second_half_us", Round(p99b / 1000, 2)},
-              {"p99_drift_pct", p99a > 0 ? Round(100.0 * (p99b - p99a) / p99a, 1) : 0.0},
+              {"p99_first_half_us", RoundTo(p99a / 1000, 2)},
+              {"p99_second_half_us", RoundTo(p99b / 1000, 2)},
+              {"p99_drift_pct", p99a > 0 ? RoundTo(100.0 * (p99b - p99a) / p99a, 1) : 0.0},
               {"ops_per_s_series", series},
               {"series_step_s", step}};
   out["status"] = ok == 0 ? "error" : Cancelled() ? "interrupted" : "ok";
@@ -426,8 +422,8 @@ json Cleanup(Context& c, json& cleanup) {
           {"deleted", deleted.load()},
           {"failed", failed.load()},
           {"concurrency", conc},
-          {"seconds", Round(secs, 4)},
-          {"ops_per_s", secs > 0 ? Round(deleted.load() / secs, 2) : 0.0},
+          {"seconds", RoundTo(secs, 4)},
+          {"ops_per_s", secs > 0 ? RoundTo(deleted.load() / secs, 2) : 0.0},
           {"latency", all.SummaryUs()},
           {"status", failed.load() == 0 ? "ok" : "error"}};
 }
@@ -561,7 +557,7 @@ json RunS3BenchUnredacted(const S3BenchOptions& given) {
   out["cleanup"] = cleanup;
   out["requests"] = c.counters.ToJson();
   out["interrupted"] = Cancelled();
-  out["seconds"] = Round(std::chrono::duration<double>(std::chrono::system_clock::now() - started).count(), 3);
+  out["seconds"] = RoundTo(std::chrono::duration<double>(std::chrono::system_clock::now() - started).count(), 3);
   return out;
 }
 

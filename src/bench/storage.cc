@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/grade.h"
 #include "bench/histogram.h"
 #include "bench/workspace.h"
 #include "core/version.h"
@@ -38,10 +39,6 @@ constexpr uint64_t kMiB = uint64_t{1} << 20;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 uint64_t Nanos(Clock::duration d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-}
-double Round(double v, int digits) {
-  double f = std::pow(10.0, digits);
-  return std::round(v * f) / f;
 }
 
 // Page-aligned buffer (O_DIRECT needs it) filled with pseudo-random bytes: never zeros, which
@@ -416,15 +413,15 @@ json RunIoWorkload(const IoWorkload& w, const StorageOptions& o, const std::vect
     bytes += s.bytes;
     ops += s.ops;
     all.Merge(s.hist);
-    per_thread.push_back({{"bytes", s.bytes}, {"ops", s.ops}, {"seconds", Round(s.seconds, 4)}});
+    per_thread.push_back({{"bytes", s.bytes}, {"ops", s.ops}, {"seconds", RoundTo(s.seconds, 4)}});
     if (!s.error.empty()) errors.push_back(fmt::format("thread {}: {}", t, s.error));
     if (w.write && !w.random && s.covered) written[static_cast<size_t>(t) % files.size()] = true;
   }
   out["bytes"] = bytes;
   out["ops"] = ops;
-  out["seconds"] = Round(longest, 4);
-  out["bw_bytes_per_s"] = longest > 0 ? Round(static_cast<double>(bytes) / longest, 0) : 0.0;
-  out["iops"] = longest > 0 ? Round(static_cast<double>(ops) / longest, 1) : 0.0;
+  out["seconds"] = RoundTo(longest, 4);
+  out["bw_bytes_per_s"] = longest > 0 ? RoundTo(static_cast<double>(bytes) / longest, 0) : 0.0;
+  out["iops"] = longest > 0 ? RoundTo(static_cast<double>(ops) / longest, 1) : 0.0;
   out["latency"] = all.SummaryUs();
   out["per_thread"] = per_thread;
   out["mode"] =
@@ -571,17 +568,17 @@ json RunCheckpoint(const StorageOptions& o, Workspace& ws, int run_index) {
       bytes += b;
       if (s > slowest) slowest = s, slowest_rank = r;
       per_rank.push_back(
-          {{"rank", r}, {"bytes", b}, {"seconds", Round(s, 4)}, {"gbps", s > 0 ? Round(b / s / 1e9, 3) : 0.0}});
+          {{"rank", r}, {"bytes", b}, {"seconds", RoundTo(s, 4)}, {"gbps", s > 0 ? RoundTo(b / s / 1e9, 3) : 0.0}});
     }
     const auto& sr = res[static_cast<size_t>(slowest_rank)];
     uint64_t sb = write ? sr.written : sr.read;
     return json{{"bytes", bytes},
-                {"seconds", Round(slowest, 4)},
-                {"aggregate_gbps", slowest > 0 ? Round(bytes / slowest / 1e9, 3) : 0.0},
+                {"seconds", RoundTo(slowest, 4)},
+                {"aggregate_gbps", slowest > 0 ? RoundTo(bytes / slowest / 1e9, 3) : 0.0},
                 {"slowest_rank",
                  {{"rank", slowest_rank},
-                  {"seconds", Round(slowest, 4)},
-                  {"gbps", slowest > 0 ? Round(sb / slowest / 1e9, 3) : 0.0}}},
+                  {"seconds", RoundTo(slowest, 4)},
+                  {"gbps", slowest > 0 ? RoundTo(sb / slowest / 1e9, 3) : 0.0}}},
                 {"per_rank", per_rank}};
   };
   json out = {{"run", run_index}, {"write", summarize(true)}, {"read", summarize(false)}};
@@ -630,8 +627,8 @@ json Checkpoint(const StorageOptions& o, Workspace& ws) {
               {"runs", runs}};
   if (!reason.empty()) out["reason"] = reason;
   if (ok > 0) {
-    out["write_gbps_mean"] = Round(wsum / ok, 3);
-    out["read_gbps_mean"] = Round(rsum / ok, 3);
+    out["write_gbps_mean"] = RoundTo(wsum / ok, 3);
+    out["read_gbps_mean"] = RoundTo(rsum / ok, 3);
   }
   return out;
 }
@@ -700,8 +697,8 @@ json Metadata(const StorageOptions& o, Workspace& ws) {
     phases.push_back({{"id", id},
                       {"what", what},
                       {"ops", ops},
-                      {"seconds", Round(longest, 4)},
-                      {"ops_per_s", longest > 0 ? Round(ops / longest, 1) : 0.0},
+                      {"seconds", RoundTo(longest, 4)},
+                      {"ops_per_s", longest > 0 ? RoundTo(ops / longest, 1) : 0.0},
                       {"latency", all.SummaryUs()}});
   };
   const uint32_t size = o.meta_file_size;
@@ -932,7 +929,7 @@ json RunStorageBench(const StorageOptions& given) {
     throw;
   }
   out["interrupted"] = Cancelled();
-  out["seconds"] = Round(std::chrono::duration<double>(std::chrono::system_clock::now() - started).count(), 3);
+  out["seconds"] = RoundTo(std::chrono::duration<double>(std::chrono::system_clock::now() - started).count(), 3);
   out["cleanup"] = ws.Cleanup().ToJson();
   return out;
 }
