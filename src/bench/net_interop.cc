@@ -187,12 +187,88 @@ std::string InferCollective(const CollectiveTable& t) {
 
 }  // namespace
 
+namespace {
+std::string ToUpper(std::string_view v) {
+  std::string s(v);
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+// NCCL's algorithm and protocol ids (before 2.23 the tuning line printed numbers; names since)
+// (src/include/nccl_common.h).
+std::string AlgoName(std::string_view v) {
+  static const char* names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+  auto n = util::ParseInt(v);
+  if (!n) return ToUpper(v);
+  return *n >= 0 && *n < 7 ? names[*n] : fmt::format("algo {}", *n);
+}
+// A channel count: a non-negative number NCCL could print (0 otherwise).
+int Count(std::string_view v) {
+  auto n = util::ParseInt(v);
+  return n && *n >= 0 && *n <= 65536 ? static_cast<int>(*n) : 0;
+}
+std::string ProtoName(std::string_view v) {
+  static const char* names[] = {"LL", "LL128", "SIMPLE"};
+  auto n = util::ParseInt(v);
+  if (!n) return ToUpper(v);
+  return *n >= 0 && *n < 3 ? names[*n] : fmt::format("proto {}", *n);
+}
+
+// One line of NCCL_DEBUG=INFO output (srun/mpirun tags removed, trimmed) into the facts: the
+// reading nccl-tests files and NCCL's own debug files share.
+void ReadNcclDebugLine(std::string_view t, NcclDebugFacts& f) {
+  size_t info = t.find("NCCL INFO ");
+  if (size_t at = t.find("NCCL version "); at != std::string_view::npos) {
+    auto w = util::SplitWhitespace(t.substr(at + 13));
+    if (!w.empty()) f.version = w[0];
+  }
+  if (t.starts_with("RCCL version")) {
+    size_t colon = t.find(':');
+    if (colon != std::string_view::npos) f.version = std::string(util::Trim(t.substr(colon + 1)));
+  }
+  if (info == std::string_view::npos) return;
+  std::string_view m = t.substr(info + 10);
+  if (m.starts_with("Using network ")) f.network = std::string(util::Trim(m.substr(14)));
+  if (m.find("NVLS multicast support is available") != std::string_view::npos) f.nvls = true;
+  if (size_t c = m.find(" coll channels"); c != std::string_view::npos) {
+    auto w = util::SplitWhitespace(m);
+    if (!w.empty()) f.coll_channels = Count(w[0]);
+    if (size_t nv = m.find(" nvls channels"); nv != std::string_view::npos) {
+      size_t comma = m.rfind(',', nv);
+      auto ww = util::SplitWhitespace(m.substr(comma == std::string_view::npos ? 0 : comma + 1));
+      if (!ww.empty()) f.nvls_channels = Count(ww[0]);
+    }
+  }
+  if (m.starts_with("Channel ")) {
+    if (size_t via = m.find(" via "); via != std::string_view::npos) {
+      std::string tr(util::Trim(m.substr(via + 5)));
+      if (std::find(f.transports.begin(), f.transports.end(), tr) == f.transports.end()) f.transports.push_back(tr);
+    }
+  }
+  if (size_t arrow = m.find(" Bytes -> Algo "); arrow != std::string_view::npos) {
+    NcclTuning tu;
+    std::string_view head = util::Trim(m.substr(0, arrow));
+    size_t colon = head.find(':');
+    if (colon != std::string_view::npos) {
+      tu.collective = std::string(util::Trim(head.substr(0, colon)));
+      head = util::Trim(head.substr(colon + 1));
+    }
+    tu.bytes = util::ParseInt(head).value_or(-1);
+    auto w = util::SplitWhitespace(m.substr(arrow + 15));
+    if (w.size() >= 3 && w[1] == "proto") {
+      tu.algorithm = AlgoName(w[0]);
+      tu.protocol = ProtoName(w[2]);
+      if (tu.bytes >= 0) f.tuning.push_back(std::move(tu));
+    }
+  }
+}
+}  // namespace
+
 std::vector<CollectiveTable> ParseNcclTests(std::string_view text, std::string_view collective, std::string* error) {
   std::vector<CollectiveTable> out;
   CollectiveTable cur;
   std::vector<std::string> columns;  // of the current table's column header
-  std::string version, network;
-  bool nvls = false, started = false;
+  NcclDebugFacts facts;              // NCCL_DEBUG and version lines of any rank: they hold for the whole run
+  bool started = false;
   auto flush = [&] {
     if (started && !cur.rows.empty()) out.push_back(std::move(cur));
     cur = CollectiveTable{};
@@ -202,18 +278,7 @@ std::vector<CollectiveTable> ParseNcclTests(std::string_view text, std::string_v
   for (std::string_view raw : util::SplitLineViews(text)) {
     std::string_view t = util::Trim(Untagged(raw));
     if (t.empty()) continue;
-    // NCCL_DEBUG=INFO and version lines (of any rank: they hold for the whole run).
-    if (size_t at = t.find("NCCL version "); at != std::string_view::npos) {
-      auto f = util::SplitWhitespace(t.substr(at + 13));
-      if (!f.empty()) version = f[0];
-    }
-    if (t.starts_with("RCCL version")) {
-      size_t colon = t.find(':');
-      if (colon != std::string_view::npos) version = std::string(util::Trim(t.substr(colon + 1)));
-    }
-    if (size_t at = t.find("NCCL INFO Using network "); at != std::string_view::npos)
-      network = std::string(util::Trim(t.substr(at + 24)));
-    if (t.find("NVLS multicast support is available") != std::string_view::npos) nvls = true;
+    ReadNcclDebugLine(t, facts);
     if (t.starts_with("# nThread")) {
       flush();
       started = true;
@@ -284,87 +349,18 @@ std::vector<CollectiveTable> ParseNcclTests(std::string_view text, std::string_v
   }
   flush();
   for (auto& t : out) {
-    t.nccl_version = version;
-    t.network = network;
-    t.nvls = nvls;
+    t.nccl_version = facts.version;
+    t.network = facts.network;
+    t.nvls = facts.nvls;
     t.collective = collective.empty() ? InferCollective(t) : std::string(collective);
   }
   if (out.empty() && error) *error = "no nccl-tests result table (# nThread ... and a size/time header)";
   return out;
 }
 
-namespace {
-std::string ToUpper(std::string_view v) {
-  std::string s(v);
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-// NCCL's algorithm and protocol ids (before 2.23 the tuning line printed numbers; names since)
-// (src/include/nccl_common.h).
-std::string AlgoName(std::string_view v) {
-  static const char* names[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
-  auto n = util::ParseInt(v);
-  if (!n) return ToUpper(v);
-  return *n >= 0 && *n < 7 ? names[*n] : fmt::format("algo {}", *n);
-}
-// A channel count: a non-negative number NCCL could print (0 otherwise).
-int Count(std::string_view v) {
-  auto n = util::ParseInt(v);
-  return n && *n >= 0 && *n <= 65536 ? static_cast<int>(*n) : 0;
-}
-std::string ProtoName(std::string_view v) {
-  static const char* names[] = {"LL", "LL128", "SIMPLE"};
-  auto n = util::ParseInt(v);
-  if (!n) return ToUpper(v);
-  return *n >= 0 && *n < 3 ? names[*n] : fmt::format("proto {}", *n);
-}
-}  // namespace
-
 NcclDebugFacts ParseNcclDebug(std::string_view text) {
   NcclDebugFacts f;
-  for (std::string_view raw : util::SplitLineViews(text)) {
-    std::string_view t = util::Trim(Untagged(raw));
-    size_t info = t.find("NCCL INFO ");
-    if (size_t at = t.find("NCCL version "); at != std::string_view::npos) {
-      auto w = util::SplitWhitespace(t.substr(at + 13));
-      if (!w.empty()) f.version = w[0];
-    }
-    if (info == std::string_view::npos) continue;
-    std::string_view m = t.substr(info + 10);
-    if (m.starts_with("Using network ")) f.network = std::string(util::Trim(m.substr(14)));
-    if (m.find("NVLS multicast support is available") != std::string_view::npos) f.nvls = true;
-    if (size_t c = m.find(" coll channels"); c != std::string_view::npos) {
-      auto w = util::SplitWhitespace(m);
-      if (!w.empty()) f.coll_channels = Count(w[0]);
-      if (size_t nv = m.find(" nvls channels"); nv != std::string_view::npos) {
-        size_t comma = m.rfind(',', nv);
-        auto ww = util::SplitWhitespace(m.substr(comma == std::string_view::npos ? 0 : comma + 1));
-        if (!ww.empty()) f.nvls_channels = Count(ww[0]);
-      }
-    }
-    if (m.starts_with("Channel ")) {
-      if (size_t via = m.find(" via "); via != std::string_view::npos) {
-        std::string tr(util::Trim(m.substr(via + 5)));
-        if (std::find(f.transports.begin(), f.transports.end(), tr) == f.transports.end()) f.transports.push_back(tr);
-      }
-    }
-    if (size_t arrow = m.find(" Bytes -> Algo "); arrow != std::string_view::npos) {
-      NcclTuning tu;
-      std::string_view head = util::Trim(m.substr(0, arrow));
-      size_t colon = head.find(':');
-      if (colon != std::string_view::npos) {
-        tu.collective = std::string(util::Trim(head.substr(0, colon)));
-        head = util::Trim(head.substr(colon + 1));
-      }
-      tu.bytes = util::ParseInt(head).value_or(-1);
-      auto w = util::SplitWhitespace(m.substr(arrow + 15));
-      if (w.size() >= 3 && w[1] == "proto") {
-        tu.algorithm = AlgoName(w[0]);
-        tu.protocol = ProtoName(w[2]);
-        if (tu.bytes >= 0) f.tuning.push_back(std::move(tu));
-      }
-    }
-  }
+  for (std::string_view raw : util::SplitLineViews(text)) ReadNcclDebugLine(util::Trim(Untagged(raw)), f);
   return f;
 }
 
