@@ -80,6 +80,14 @@ Step RunStep(host::Host& login, const audit::NodeScope& scope, const std::vector
              int tasks_per_node, json job, size_t groups) {
   Step s;
   fs::path dir = NewStepDir(o);
+  // The step's rendezvous (with its token) goes when the step does, also when srun fails.
+  struct Remove {
+    fs::path dir;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove{dir};
   if (groups == 0) {
     net::PrepareRendezvous(dir);
   } else {
@@ -100,8 +108,6 @@ Step RunStep(host::Host& login, const audit::NodeScope& scope, const std::vector
   int gpus = o.backend == "nccl" ? tasks_per_node : 0;
   audit::FramedStep step =
       audit::RunFramedStep(login, scope, nodes, so, "clustermax-bench-net", program, kNetMarker, gpus);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
   s.seconds = step.seconds;
   s.error = step.srun_error;
   s.missing = step.missing;
