@@ -13,6 +13,8 @@ pkgs=(
   # benchmarks: io_uring for storage, libcurl's header for S3 (the library is loaded at run time), inih for ~/.aws/credentials;
   # GNU time measures the bench scripts' commands (peak RSS of the command, not of the Python starting it)
   liburing-dev libcurl4-openssl-dev libinih-dev time
+  # bench net: verbs' and PMIx's headers (both libraries are loaded at run time, never linked)
+  libibverbs-dev libpmix-dev
   # rating: the attested assessment file (YAML); the results store (SQLite)
   libyaml-cpp-dev libsqlite3-dev libsqlitecpp-dev
   # dashboard: Boost.Beast (header-only) parses requests for serve; a real headless Chromium and curl in the tests

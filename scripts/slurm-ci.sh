@@ -42,7 +42,7 @@ free_ports() {
 }
 case "$cmd" in
   install)
-    pkgs=(slurmctld slurmd slurm-client munge libpmix2 iproute2)
+    pkgs=(slurmctld slurmd slurm-client munge libpmix2 libpmix-dev iproute2)
     missing=()
     for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
     if ((${#missing[@]})); then
@@ -55,6 +55,9 @@ case "$cmd" in
     N=${3:-3}
     free_ports "$N"
     mkdir -p "$D/state" "$D/spool" "$D/dev" /run/munge /var/log/munge /var/lib/munge
+    # mpi/pmix makes its client directory spmix_appdir_<uid>_<job>.<step> under TmpFS: with one
+    # /tmp for every slurmd of this host the nodes' steps would collide, so each node gets its own.
+    for i in $(seq 1 "$N"); do mkdir -p "$D/tmp/n$i"; done
     [ -s /etc/munge/munge.key ] || mungekey --create --force
     chown munge:munge /etc/munge/munge.key /run/munge /var/log/munge /var/lib/munge
     chmod 0400 /etc/munge/munge.key
@@ -91,6 +94,7 @@ ReturnToService=2
 SlurmdTimeout=10
 MpiDefault=none
 GresTypes=gpu
+TmpFS=$D/tmp/%n
 ${SLURM_CI_EXTRA:-}
 ${node_lines}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES

@@ -20,6 +20,7 @@
 #include "bench/net_bench.h"
 #include "bench/net_comm.h"
 #include "bench/net_interop.h"
+#include "bench/pmix.h"
 #include "testutil.h"
 #include "util/strings.h"
 
@@ -103,6 +104,18 @@ TEST(NetComm, EveryCollectiveDeliversTheRightDataOnOneToFiveRanks) {
                   0.002 + 0.001 * row["busbw"].get<double>());
     }
   }
+}
+
+TEST(NetComm, PmixIsLoadedAtRunTimeAndItsAbsenceIsNamed) {
+  // The node binary never links libpmix: a missing library is a sentence naming the package, and
+  // outside srun --mpi=pmix nothing reaches for it. (The exchange itself runs for real in
+  // SlurmFleet.NetRanksMeetThroughPmixWithoutASharedDirectory.)
+  std::string why = PmixLoadError("libpmix-absent.so.2");
+  EXPECT_NE(why.find("libpmix2"), std::string::npos) << why;
+  EXPECT_NE(why.find("--launch pmix"), std::string::npos) << why;
+  EXPECT_EQ(PmixLoadError("libpmix.so.2"), "");  // scripts/install-deps.sh installs it
+  ::unsetenv("PMIX_RANK");
+  EXPECT_FALSE(UnderPmix());
 }
 
 TEST(NetComm, TheDataCheckCountsEachWrongElement) {

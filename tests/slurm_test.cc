@@ -410,6 +410,40 @@ TEST(SlurmFleet, NetRunsEveryModeAndNamesAPlantedSlowNode) {
   EXPECT_EQ(c["pairwise"]["pairs"].size(), 3u);
 }
 
+TEST(SlurmFleet, NetRanksMeetThroughPmixWithoutASharedDirectory) {
+  // srun --mpi=pmix: Slurm's PMIx server carries every task's address and rank 0's token. The
+  // rendezvous path is a regular file, so nothing could meet there: a figure proves PMIx carried it.
+  fs::path blocker = kDir / "no-rendezvous";
+  { std::ofstream(blocker) << "not a directory\n"; }
+  Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --launch pmix --backend tcp --modes scaling,pairwise" +
+              " --rendezvous " + (blocker / "sub").string() + " --out " + (kDir / "runs" / "net-pmix").string() +
+              " --tasks-per-node 2 --max-bytes 256K --factor 16 --iters 2 --seconds 0.5 --latency-iters 100"
+              " --slow-ratio 0.2 --json --exit-zero 2>" +
+              (kDir / "net-pmix.stderr").string());
+  ASSERT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "net-pmix.stderr").string()).out;
+  json r = JsonFrom(p.out);
+  EXPECT_EQ(r["options"]["launch"], "pmix");
+  // 1, 2 and 3 nodes at two tasks each: six ranks over the three slurmd, the data checked.
+  ASSERT_EQ(r["scaling"]["steps"].size(), 3u) << r["scaling"].dump();
+  for (const auto& st : r["scaling"]["steps"]) {
+    ASSERT_TRUE(st.contains("result")) << st.dump();
+    EXPECT_EQ(st["result"]["met_through"], "pmix") << st.dump();
+    EXPECT_EQ(st["result"]["ranks"].get<int>(), 2 * st["nodes"].get<int>());
+    for (const auto& t : st["result"]["collectives"]) EXPECT_EQ(t["wrong"], 0) << t.dump();
+  }
+  // Pairs: each pair is its own group inside the step's one PMIx exchange.
+  ASSERT_EQ(r["pairwise"]["pairs"].size(), 3u) << r["pairwise"].dump();
+  for (const auto& x : r["pairwise"]["pairs"]) {
+    EXPECT_EQ(x["met_through"], "pmix") << x.dump();
+    EXPECT_GT(x["gbps"].get<double>(), 0.0) << x.dump();
+  }
+  // Launched without PMIx, the same blocked path fails with a reason that points at --launch pmix.
+  Proc f = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --backend tcp --modes single --rank-timeout 5" +
+              " --rendezvous " + (blocker / "sub").string() + " --out " + (kDir / "runs" / "net-nofs").string() +
+              " --max-bytes 1K --json --exit-zero 2>&1");
+  EXPECT_NE(f.out.find("--launch pmix"), std::string::npos) << f.out;
+}
+
 // Last: it kills a node.
 TEST(SlurmFleet, AKilledNodeIsReportedAndTheRestKept) {
   std::ifstream pidf(kDir / "slurmd-n3.pid");

@@ -184,6 +184,7 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   }
   if (gpus_per_node > 0) argv.push_back(fmt::format("--gres=gpu:{}", gpus_per_node));
   if (!o.bcast.empty()) argv.push_back("--bcast=" + o.bcast);
+  if (!o.mpi.empty()) argv.push_back("--mpi=" + o.mpi);
   argv.push_back(o.self_exe);
   argv.insert(argv.end(), program.begin(), program.end());
   res.argv = argv;

@@ -16,15 +16,16 @@
 namespace clustermax::audit {
 
 struct SlurmFanOutOptions {
-  std::string partition;                  // --partition
-  std::string nodelist;                   // --nodelist (Slurm hostlist)
-  int nodes = 0;                          // at most this many nodes (0: every node in scope)
-  std::string time_limit = "10";          // srun --time (minutes) when asking for an allocation
-  double timeout_s = 300;                 // the whole step; srun is killed after it, and what arrived is kept
-  double immediate_s = 30;                // outside an allocation: give up if the nodes are not granted within this
-  std::string bcast;                      // non-empty: srun --bcast=PATH (copy the binary to the nodes first)
-  int tasks_per_node = 1;                 // RunFramedStep: tasks per node (bench net: one per rank)
-  std::string self_exe;                   // path of this binary as the nodes see it
+  std::string partition;          // --partition
+  std::string nodelist;           // --nodelist (Slurm hostlist)
+  int nodes = 0;                  // at most this many nodes (0: every node in scope)
+  std::string time_limit = "10";  // srun --time (minutes) when asking for an allocation
+  double timeout_s = 300;         // the whole step; srun is killed after it, and what arrived is kept
+  double immediate_s = 30;        // outside an allocation: give up if the nodes are not granted within this
+  std::string bcast;              // non-empty: srun --bcast=PATH (copy the binary to the nodes first)
+  int tasks_per_node = 1;         // RunFramedStep: tasks per node (bench net: one per rank)
+  std::string mpi;                // RunFramedStep: srun --mpi=VALUE (bench net: pmix); empty: the site's default
+  std::string self_exe;           // path of this binary as the nodes see it
   std::vector<std::string> collect_args;  // selection passed to `collect` (target, profiles, checks, probes, timeouts)
 };
 

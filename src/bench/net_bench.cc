@@ -319,14 +319,20 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
       return json{{"error", e.what()}};
     }
   }
+  // Under srun --mpi=pmix the ranks meet through the step's PMIx, not the rendezvous directory.
+  bool pmix = job.value("launch", "file") == "pmix";
   if (kind == "collectives") {
-    o.rendezvous = job.at("rendezvous").get<std::string>();
+    if (pmix)
+      o.pmix_group = "step";
+    else
+      o.rendezvous = job.at("rendezvous").get<std::string>();
     o.fabric_only = job.value("fabric_only", false);
     o.iface = job.value("rail", "");
     try {
       auto comm = Comm::Connect(me, o);
       json r = RunCollectiveJob(*comm, job);
       if (me.rank != 0) return std::nullopt;
+      r["met_through"] = comm->met_through();
       r["seconds"] = RoundTo(std::chrono::duration<double>(Clock::now() - started).count(), 3);
       return r;
     } catch (const std::exception& e) {
@@ -341,7 +347,10 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
       std::string a = pairs[i].at(0).get<std::string>(), b = pairs[i].at(1).get<std::string>();
       if (me.node != a && me.node != b) continue;
       RankInfo pr{me.node == a ? 0 : 1, 2, 0, me.node};
-      o.rendezvous = std::filesystem::path(job.at("rendezvous").get<std::string>()) / fmt::format("pair-{}", i);
+      if (pmix)
+        o.pmix_group = fmt::format("pair-{}", i);
+      else
+        o.rendezvous = std::filesystem::path(job.at("rendezvous").get<std::string>()) / fmt::format("pair-{}", i);
       if (nccl) {
         // The pair's GPUs as one NCCL job: tasks_per_node ranks on each of the two nodes.
         int tpn = std::max(1, job.value("tasks_per_node", 1));
@@ -391,12 +400,14 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
                     {"b_to_a_gbps", RoundTo(ba.bytes_per_s * 8 / 1e9, 3)},
                     {"latency_p50_us", RoundTo(pct(0.5), 2)},
                     {"latency_p99_us", RoundTo(pct(0.99), 2)},
-                    {"transport", comm->transport()}};
+                    {"transport", comm->transport()},
+                    {"met_through", comm->met_through()}};
       } catch (const std::exception& e) {
         if (pr.rank != 0) throw;
         return json{{"pair", i}, {"error", e.what()}};
       }
     }
+    if (pmix) PmixAbstain(o.timeout_s);  // in no pair: the others' fence still counts this task
     return std::nullopt;
   }
   throw std::invalid_argument("unknown rank job kind '" + kind + "'");

@@ -26,6 +26,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/pmix.h"
 #include "util/files.h"
 #include "util/strings.h"
 
@@ -261,14 +262,17 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
   c->me_ = me;
   c->opt_ = o;
   auto deadline = Clock::now() + std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000));
-  // The token: made by the launcher before the step started.
-  std::optional<std::string> token;
-  while (!(token = util::ReadLocalFile(o.rendezvous / "token", 4096)) && Clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!token || util::Trim(*token).size() != kTokenHex)
-    throw std::runtime_error("no rendezvous token in " + o.rendezvous.string() +
-                             " (is the directory on a filesystem every node shares?)");
-  c->token_ = std::string(util::Trim(*token));
+  bool pmix = !o.pmix_group.empty();
+  if (!pmix) {
+    // The token: made by the launcher before the step started.
+    std::optional<std::string> token;
+    while (!(token = util::ReadLocalFile(o.rendezvous / "token", 4096)) && Clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (!token || util::Trim(*token).size() != kTokenHex)
+      throw std::runtime_error("no rendezvous token in " + o.rendezvous.string() +
+                               " (is the directory on a filesystem every node shares? If none is, --launch pmix)");
+    c->token_ = std::string(util::Trim(*token));
+  }
 
   std::string bind_address = "0.0.0.0";
   if (!o.iface.empty()) {
@@ -296,9 +300,6 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
   ::getsockname(c->listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
   int port = ntohs(sa.sin_port);
 
-  util::WriteFileAtomic(o.rendezvous / fmt::format("rank-{}", me.rank),
-                        fmt::format("{} {} {}\n", me.node, c->published_, port), 0600);
-
   int n = me.world;
   c->nodes_.assign(n, "");
   c->addresses_.assign(n, "");
@@ -306,6 +307,36 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
   c->fds_.assign(n, -1);
   std::vector<bool> have(n, false);
   int missing = n;
+  if (pmix) {
+    // "group rank node address port token" from every task of the step; ours are those of our group.
+    std::string mine =
+        fmt::format("{} {} {} {} {} {}", o.pmix_group, me.rank, me.node, c->published_, port, RandomHex(kTokenHex));
+    for (const auto& entry : PmixAllGather(mine, o.timeout_s)) {
+      auto f = util::SplitWhitespace(entry);
+      if (f.size() != 6 || f[0] != o.pmix_group) continue;
+      auto r = util::ParseInt(f[1]);
+      auto p = util::ParseInt(f[4]);
+      if (!r || *r < 0 || *r >= n || !p || *p < 1 || *p > 65535 || !ValidIpv4(f[3]) || f[5].size() != kTokenHex)
+        throw std::runtime_error(fmt::format("a PMIx entry of group {} is not understood", o.pmix_group));
+      if (have[*r]) throw std::runtime_error(fmt::format("rank {} of group {} appears twice", *r, o.pmix_group));
+      c->nodes_[*r] = util::SanitizeUtf8(f[2]);
+      c->addresses_[*r] = f[3];
+      c->ports_[*r] = static_cast<int>(*p);
+      if (*r == 0) c->token_ = f[5];
+      have[*r] = true;
+      --missing;
+    }
+    if (missing > 0) {
+      std::vector<std::string> absent;
+      for (int r = 0; r < n; ++r)
+        if (!have[r]) absent.push_back(std::to_string(r));
+      throw std::runtime_error(fmt::format("rank(s) {} of group {} are not in the step's PMIx exchange",
+                                           fmt::join(absent, ","), o.pmix_group));
+    }
+  } else {
+    util::WriteFileAtomic(o.rendezvous / fmt::format("rank-{}", me.rank),
+                          fmt::format("{} {} {}\n", me.node, c->published_, port), 0600);
+  }
   while (missing > 0) {
     for (int r = 0; r < n; ++r) {
       if (have[r]) continue;
@@ -348,6 +379,8 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
   c->pace_start_ = Clock::now();
   return c;
 }
+
+void PmixAbstain(double timeout_s) { PmixAllGather("", timeout_s); }
 
 Comm::~Comm() {
   for (int fd : fds_) {

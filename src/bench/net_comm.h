@@ -5,9 +5,10 @@
 //
 // Ranks find each other through a rendezvous directory on a filesystem every node shares (the
 // launcher makes it, mode 0700, with a random token in it): each rank writes its address there
-// atomically and reads the others'. Every connection starts with a handshake carrying the token, so
-// a stranger that connects to a rank's port is dropped. No daemon of ours runs anywhere: the job
-// step's ranks are the whole system. Peers on the same node talk over loopback (the analogue of
+// atomically and reads the others'. Under srun --mpi=pmix they use the step's PMIx instead (no
+// shared filesystem needed): one exchange of every task's address and a token from rank 0. Every connection starts with
+// a handshake carrying the token, so a stranger that connects to a rank's port is dropped. No daemon of ours runs
+// anywhere: the job step's ranks are the whole system. Peers on the same node talk over loopback (the analogue of
 // NCCL's shared memory) unless fabric-only is asked for; a rail binds every rank to the address of
 // one interface.
 #pragma once
@@ -36,7 +37,15 @@ struct CommOptions {
   bool fabric_only = false;          // same-node peers through the published address, not loopback
   double timeout_s = 120;            // to find and connect every peer
   double throttle_bytes_per_s = 0;   // test hook: pace this rank's sends (0: none)
+  // Non-empty: find the group's ranks through the step's PMIx (srun --mpi=pmix) under this name,
+  // with the token of the group's rank 0, instead of the rendezvous directory (bench/pmix.h). Every
+  // task of the step then takes part in one exchange: Connect once, or PmixAbstain.
+  std::string pmix_group;
 };
+
+// A task of a PMIx step that is in no group (a pair round's idle node) still takes its part in the
+// step's one exchange, so the others' fence completes.
+void PmixAbstain(double timeout_s);
 
 // The environment's test hook: CLUSTERMAX_NET_TEST_THROTTLE="NODE=MB/s[,NODE=MB/s]" paces the
 // sends of ranks on NODE (how the tests plant a slow node); 0 when this node is not named.
@@ -64,6 +73,7 @@ class Comm {
   const std::string& node_of(int r) const { return nodes_[r]; }
   const std::vector<std::string>& nodes() const { return nodes_; }
   std::string transport() const;  // "tcp/loopback+<addr>", "tcp/<iface>" ...
+  const char* met_through() const { return opt_.pmix_group.empty() ? "file" : "pmix"; }  // how the ranks met
 
   // Point to point, full duplex: sends `sn` bytes to `to` while receiving `rn` from `from`
   // (either may be -1 for none). Throws on a lost peer or a deadline (timeout_s without progress).

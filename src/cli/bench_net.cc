@@ -50,6 +50,7 @@ struct NetCli {
   double seconds = 3, slow_ratio = 0.7, rank_timeout = 120;
   std::vector<std::string> rails;
   std::string pairing = "auto", rendezvous, rank_job;
+  std::string launch = "file";  // how the ranks meet: file (the rendezvous directory) or pmix (srun --mpi=pmix)
   audit::SlurmFanOutOptions slurm;
   double step_timeout = 0;
   bool no_check = false;
@@ -72,37 +73,51 @@ fs::path RendezvousBase(const NetCli& o) {
 fs::path NewStepDir(const NetCli& o) {
   static int serial = 0;
   fs::path base = RendezvousBase(o);
-  util::CreatePrivateDirectories(base);
+  try {
+    util::CreatePrivateDirectories(base);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format(
+        "cannot make the rendezvous directory {} ({}): the ranks meet there, on a filesystem every node shares; "
+        "where there is none, --launch pmix",
+        base.string(), e.what()));
+  }
   return base / fmt::format("{}-{}-{}", util::FormatCompact(std::chrono::system_clock::now()), ::getpid(), ++serial);
 }
 
 Step RunStep(host::Host& login, const audit::NodeScope& scope, const std::vector<std::string>& nodes, NetCli& o,
              int tasks_per_node, json job, size_t groups) {
   Step s;
-  fs::path dir = NewStepDir(o);
+  // TCP ranks launched through PMIx need no directory; NCCL's unique id always goes through one.
+  bool pmix_only = o.launch == "pmix" && o.backend != "nccl";
+  fs::path dir = pmix_only ? fs::path() : NewStepDir(o);
   // The step's rendezvous (with its token) goes when the step does, also when srun fails.
   struct Remove {
     fs::path dir;
     ~Remove() {
       std::error_code ec;
-      fs::remove_all(dir, ec);
+      if (!dir.empty()) fs::remove_all(dir, ec);
     }
   } remove{dir};
-  if (groups == 0) {
+  if (pmix_only) {
+    // nothing to prepare: the ranks exchange their addresses and rank 0's token through PMIx
+  } else if (groups == 0) {
     net::PrepareRendezvous(dir);
   } else {
     util::CreatePrivateDirectories(dir);
     for (size_t i = 0; i < groups; ++i) net::PrepareRendezvous(dir / fmt::format("pair-{}", i));
   }
-  job["rendezvous"] = dir.string();
+  if (!pmix_only) job["rendezvous"] = dir.string();
   job["timeout_s"] = o.rank_timeout;
   job["backend"] = o.backend;
   job["nodes"] = nodes;
   job["tasks_per_node"] = tasks_per_node;
+  job["launch"] = o.launch;
   if (!o.helper.empty()) job["helper"] = o.helper;
   if (!o.algo.empty()) job["algo"] = o.algo;
   audit::SlurmFanOutOptions so = o.slurm;
   so.tasks_per_node = tasks_per_node;
+  // PMIx carries the TCP ranks' addresses; NCCL's unique id still goes through the directory.
+  if (o.launch == "pmix") so.mpi = "pmix";
   std::vector<std::string> program = {"bench", "net", "--rank-job", job.dump()};
   // NCCL: one GPU per rank, so the step sees them (GRES).
   int gpus = o.backend == "nccl" ? tasks_per_node : 0;
@@ -307,7 +322,7 @@ std::vector<json> RunPairRound(host::Host& login, const audit::NodeScope& scope,
         fig["error"] = d->second["error"];
       } else {
         for (const char* k : {"a_to_b_gbps", "b_to_a_gbps", "latency_p50_us", "latency_p99_us", "streams", "transport",
-                              "busbw", "wrong", "nccl"})
+                              "busbw", "wrong", "nccl", "met_through"})
           if (d->second.contains(k)) fig[k] = d->second[k];
         fig["gbps"] = std::min(fig.value("a_to_b_gbps", 0.0), fig.value("b_to_a_gbps", 0.0));
       }
@@ -495,6 +510,7 @@ int RunNet(NetCli& o) {
                        {"iters", o.iters},
                        {"warmup", o.warmup},
                        {"tasks_per_node", o.tasks_per_node},
+                       {"launch", o.launch},
                        {"nodes_in_scope", scope.in_scope},
                        {"inside_allocation", scope.inside_allocation}};
   auto want = [&](const char* m) { return std::find(o.modes.begin(), o.modes.end(), m) != o.modes.end(); };
@@ -551,6 +567,10 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
   cmd->add_option(
       "--rendezvous", o->rendezvous,
       "Directory on a filesystem every node shares, where ranks find each other (default ~/.clustermax/rendezvous)");
+  cmd->add_option("--launch", o->launch,
+                  "How the ranks find each other: file (the --rendezvous directory, default) or pmix (srun --mpi=pmix: "
+                  "the step's PMIx, no shared filesystem needed for tcp; NCCL's unique id still uses the directory)")
+      ->check(CLI::IsMember({"file", "pmix"}));
   cmd->add_option("--rank-timeout", o->rank_timeout, "Seconds a rank waits for its peers or for progress");
   cmd->add_option("--partition", o->slurm.partition, "The partition to take nodes from");
   cmd->add_option("--nodelist", o->slurm.nodelist, "These nodes (Slurm hostlist)");
