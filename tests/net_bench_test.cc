@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench/grade.h"
@@ -555,6 +556,97 @@ TEST(NetPlan, UncheckedAndSkippedPlacementsAreNotCleanOnes) {
   EXPECT_NO_THROW(SummarizeTable({{"collective", "all_reduce"}, {"rows", {1, "x"}}}, 2));
 }
 
+namespace {
+std::string VerdictOf(const json& result, const std::string& id, json* grade = nullptr) {
+  json g = clustermax::bench::Grade(NetMetrics(result), clustermax::bench::EmbeddedBenchThresholds());
+  for (const auto& x : g)
+    if (x["metric"] == id) {
+      if (grade) *grade = x;
+      return x["verdict"].get<std::string>();
+    }
+  return "none";
+}
+
+// One port's figures as RunRdmaPair reports them.
+json RdmaPort(const std::string& dev, double write, double p99, double rate = 400) {
+  return {{"device", dev},         {"port", 1},           {"link_layer", "InfiniBand"},
+          {"rate_gbps", rate},     {"write_gbps", write}, {"read_gbps", write},
+          {"lat_p50_us", p99 / 2}, {"lat_p99_us", p99},   {"bytes", 8388608}};
+}
+}  // namespace
+
+TEST(NetPlan, RdmaBlamesTheHcaThatIsSlowWithEveryPartner) {
+  // A ring of three nodes (the rdma mode's pairing): n2's mlx5_1 reaches 150 of 400 Gb/s with both
+  // its partners, while n1's and n3's mlx5_1 reach 390 with each other. The HCA at fault is n2's,
+  // not its peers' (each of which was slow once).
+  auto pair = [](const char* a, const char* b, double w1) {
+    return json{{"a", a},
+                {"b", b},
+                {"library", "libibverbs.so.1"},
+                {"memory", "host"},
+                {"ports", {RdmaPort("mlx5_0", 392, 2.1), RdmaPort("mlx5_1", w1, 2.4)}}};
+  };
+  json sec = SummarizeRdma({pair("n1", "n2", 150), pair("n2", "n3", 150), pair("n3", "n1", 390)});
+  ASSERT_EQ(sec["hcas"].size(), 6u) << sec.dump();
+  EXPECT_EQ(sec["worst_line_ratio"], 0.375) << sec.dump();
+  EXPECT_NE(sec["worst_line_ratio_detail"].get<std::string>().find("n2 mlx5_1 port 1"), std::string::npos);
+  for (const auto& h : sec["hcas"]) {
+    if (h["node"] != "n2" && h["device"] == "mlx5_1") {
+      EXPECT_EQ(h["best_write_gbps"], 390.0) << h.dump();
+    }
+    EXPECT_EQ(h["partners"].size(), 2u);
+  }
+  json result = {{"rdma", sec}};
+  json g;
+  EXPECT_EQ(VerdictOf(result, "net.rdma-write-line-ratio", &g), "FAIL") << g.dump();
+  EXPECT_EQ(VerdictOf(result, "net.rdma-latency-p99", &g), "PASS") << g.dump();
+  EXPECT_EQ(g["value"], 2.4);
+  // Healthy: every HCA at 0.975 of its line.
+  result["rdma"] = SummarizeRdma({pair("n1", "n2", 390), pair("n2", "n3", 390), pair("n3", "n1", 390)});
+  EXPECT_EQ(VerdictOf(result, "net.rdma-write-line-ratio"), "PASS");
+  // A port that failed with every partner is at 0 of its line; a slow latency tail warns.
+  json bad = pair("n1", "n2", 390);
+  bad["ports"][1] = {{"device", "mlx5_1"}, {"port", 1}, {"rate_gbps", 400}, {"error", "IBV_WC_RETRY_EXC_ERR"}};
+  bad["ports"][0]["lat_p99_us"] = 7.5;
+  result["rdma"] = SummarizeRdma({bad});
+  EXPECT_EQ(result["rdma"]["worst_line_ratio"], 0.0) << result["rdma"].dump();
+  EXPECT_EQ(VerdictOf(result, "net.rdma-write-line-ratio"), "FAIL");
+  EXPECT_EQ(VerdictOf(result, "net.rdma-latency-p99"), "WARN");
+  // Nothing measured (the CI cluster: no HCA): SKIP with the nodes' reason, never PASS.
+  result["rdma"] = SummarizeRdma({{{"a", "n1"}, {"b", "n2"}, {"error", "n1: no RDMA device"}}});
+  EXPECT_EQ(VerdictOf(result, "net.rdma-write-line-ratio", &g), "SKIP");
+  EXPECT_NE(g.dump().find("n1: no RDMA device"), std::string::npos) << g.dump();
+  EXPECT_EQ(VerdictOf(json::object(), "net.rdma-latency-p99"), "SKIP");
+  // Documents of the wrong shape do not throw.
+  EXPECT_NO_THROW(SummarizeRdma({1, "x", {{"ports", 3}}, {{"ports", {1, {{"device", 2}}}}}}));
+}
+
+TEST(NetPlan, PerNicBusbwIsGradedAgainstTheHcaLineRate) {
+  // NCCL per-rail runs: one HCA carries the all_reduce; 47 GB/s of a 400 Gb/s (50 GB/s) NIC is
+  // 0.94 (performance.md 12.4's 46-48 GB/s), 30 GB/s is 0.6.
+  json hcas = json::array();
+  for (int i = 0; i < 8; ++i) hcas.push_back({{"device", fmt::format("mlx5_{}", i)}, {"port", 1}, {"rate_gbps", 400}});
+  json rails = {
+      {"rails", {{{"rail", "mlx5_0"}, {"busbw_at_max", 47.0}, {"result", {{"transport", "nccl"}, {"hcas", hcas}}}}}}};
+  json g;
+  EXPECT_EQ(VerdictOf({{"rails", rails}}, "net.nic-busbw-ratio", &g), "PASS") << g.dump();
+  EXPECT_EQ(g["value"], 0.94);
+  rails["rails"].push_back({{"rail", "mlx5_3:1"}, {"busbw_at_max", 30.0}, {"result", {{"hcas", hcas}}}});
+  EXPECT_EQ(VerdictOf({{"rails", rails}}, "net.nic-busbw-ratio", &g), "FAIL") << g.dump();
+  EXPECT_NE(g.dump().find("mlx5_3:1"), std::string::npos);
+  // Fabric-only across two nodes: 370 GB/s over eight NICs is 46.25 GB/s each, 0.925.
+  json t = {{"collective", "all_reduce"}, {"busbw_at_max", 370.0}, {"rows", {{{"bytes", 17179869184LL}}}}};
+  json fab = {{"nodes", {"a", "b"}}, {"hcas", hcas}, {"collectives", {t}}};
+  EXPECT_EQ(VerdictOf({{"fabric_only", fab}}, "net.nic-busbw-ratio", &g), "PASS") << g.dump();
+  EXPECT_EQ(g["value"], 0.925);
+  // One node's fabric-only run never crossed a NIC; a TCP run has no HCAs: SKIP, not PASS.
+  fab["nodes"] = {"a"};
+  EXPECT_EQ(VerdictOf({{"fabric_only", fab}}, "net.nic-busbw-ratio"), "SKIP");
+  EXPECT_EQ(VerdictOf({{"rails", {{"rails", {{{"rail", "lo"}, {"busbw_at_max", 3.0}, {"result", json::object()}}}}}}},
+                      "net.nic-busbw-ratio"),
+            "SKIP");
+}
+
 TEST(NetPlan, APairThatFailedCountsAsTheSlowestAndItsNodeIsNamed) {
   // n4 never answered: its pairs count 0 Gb/s (the launcher's rule), so it is the suspect, and a
   // failed retest against a good node makes it the culprit.
@@ -584,4 +676,9 @@ TEST(NetImport, ThroughTheBinaryAFileIsGradedAndABadModeRefused) {
   auto bad = clustermax::testing::RunShell(bin + " bench net --modes single,bogus 2>&1");
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("unknown mode 'bogus'"), std::string::npos) << bad.out;
+  bad = clustermax::testing::RunShell(bin + " bench net --modes rdma --rdma-bytes 2G 2>&1");
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("--rdma-bytes: from 1 byte to 1G"), std::string::npos) << bad.out;
+  bad = clustermax::testing::RunShell(bin + " bench net --launch carrier-pigeon 2>&1");
+  EXPECT_NE(bad.code, 0) << bad.out;
 }

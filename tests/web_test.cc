@@ -233,6 +233,16 @@ TEST(Web, NetworkBenchmarkChartsSizesScalingAndPairs) {
   cell = table.find("title=\"n1 to n3\"");
   hsl = table.rfind("background:hsl(", cell);
   EXPECT_GT(std::stoi(table.substr(hsl + 15)), 100);
+  // RDMA per HCA port (the section's shape as SummarizeRdma makes it; no HCA exists here to record
+  // one): a bar per port against its link rate, an outline for a port that failed with everyone.
+  net["rdma"] = {{"hcas",
+                  {{{"node", "n1"}, {"device", "mlx5_0"}, {"port", 1}, {"rate_gbps", 400}, {"best_write_gbps", 391.5}},
+                   {{"node", "n2"}, {"device", "mlx5_0"}, {"port", 1}, {"rate_gbps", 400}, {"line_ratio", 0.0}}}}};
+  html = Benchmark(net);
+  EXPECT_NE(html.find("RDMA write per HCA port"), std::string::npos);
+  EXPECT_NE(html.find("n1 mlx5_0:1"), std::string::npos);
+  EXPECT_NE(html.find("failed with every partner"), std::string::npos);
+  net["rdma"]["hcas"][0]["device"] = kHostile;
   for (auto& p : net["pairwise"]["pairs"]) {
     if (p["a"] == "n1") p["a"] = kScript;
   }
@@ -243,7 +253,8 @@ TEST(Web, NetworkBenchmarkChartsSizesScalingAndPairs) {
   json broken = {{"kind", "clustermax.bench.net"},
                  {"pairwise", {{"error", "pairwise needs two nodes or more"}}},
                  {"single", {{"error", "srun: no"}}},
-                 {"scaling", {{"steps", json::array({{{"nodes", 2}, {"error", "x"}}})}}}};
+                 {"scaling", {{"steps", json::array({{{"nodes", 2}, {"error", "x"}}})}}},
+                 {"rdma", {{"why", "n1: no RDMA device"}, {"hcas", {1, "x"}}}}};
   EXPECT_NE(Benchmark(broken).find("Networking"), std::string::npos);
 }
 

@@ -4,13 +4,17 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "bench/gpu_bench.h"
 #include "bench/net_interop.h"
+#include "bench/rdma.h"
+#include "host/local_host.h"
 #include "host/process.h"
 #include "util/files.h"
 #include "bench/render.h"
@@ -299,8 +303,31 @@ std::optional<json> RunNcclRank(const json& job, const RankInfo& me, const std::
     facts["debug"] = "NCCL's debug output was not read (NCCL_DEBUG set by the caller, or no file)";
   }
   r["nccl"] = facts;
+  // The node's HCA ports and their link rates: what a per-NIC busbw is measured against.
+  host::LocalHost local;
+  json hcas = json::array();
+  for (const auto& p : ListRdmaPorts(local))
+    if (p.skip.empty()) hcas.push_back(PortJson(p));
+  r["hcas"] = hcas;
   return r;
 }
+
+namespace {
+// The verbs tests' settings from a rank job's "rdma" object (the launcher's --rdma-* options).
+RdmaOptions RdmaOptionsFromJob(const json& job) {
+  RdmaOptions o;
+  const json r = job.value("rdma", json::object());
+  o.bytes = r.value("bytes", o.bytes);
+  o.seconds = r.value("seconds", o.seconds);
+  o.latency_iters = r.value("latency_iters", o.latency_iters);
+  o.bidirectional = r.value("bidirectional", o.bidirectional);
+  o.gpu_memory = r.value("gpu_memory", o.gpu_memory);
+  o.devices = r.value("devices", o.devices);
+  // A port's test gives up after a minute without a completion (or the rank's timeout, if shorter).
+  o.timeout_s = std::min(60.0, job.value("timeout_s", o.timeout_s));
+  return o;
+}
+}  // namespace
 
 std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
   std::string kind = job.value("kind", "");
@@ -340,7 +367,7 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
       return json{{"error", e.what()}};
     }
   }
-  if (kind == "pairs") {
+  if (kind == "pairs" || kind == "rdma") {
     const json& pairs = job.at("pairs");
     for (size_t i = 0; i < pairs.size(); ++i) {
       // Pairs by node name: a task's rank depends on Slurm's node order, its node does not.
@@ -351,6 +378,26 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
         o.pmix_group = fmt::format("pair-{}", i);
       else
         o.rendezvous = std::filesystem::path(job.at("rendezvous").get<std::string>()) / fmt::format("pair-{}", i);
+      if (kind == "rdma") {
+        // Verbs per HCA port between the two nodes; the TCP comm carries the queue pairs' addresses.
+        try {
+          // The partner waits in a comm receive while the leader runs a port's tests: the comm's
+          // patience must outlast the longest of them (three timed tests, then a stuck completion).
+          RdmaOptions ro = RdmaOptionsFromJob(job);
+          o.timeout_s += 4 * ro.seconds + ro.timeout_s;
+          auto comm = Comm::Connect(pr, o);
+          host::LocalHost local;
+          json r = RunRdmaPair(*comm, local, ro);
+          if (pr.rank != 0) return std::nullopt;
+          r["pair"] = i;
+          r["a"] = a;
+          r["b"] = b;
+          return r;
+        } catch (const std::exception& e) {
+          if (pr.rank != 0) throw;
+          return json{{"pair", i}, {"a", a}, {"b", b}, {"error", e.what()}};
+        }
+      }
       if (nccl) {
         // The pair's GPUs as one NCCL job: tasks_per_node ranks on each of the two nodes.
         int tpn = std::max(1, job.value("tasks_per_node", 1));
@@ -633,6 +680,82 @@ std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFig
   return out;
 }
 
+json SummarizeRdma(const std::vector<json>& pairs) {
+  struct Hca {
+    double rate = 0, best_write = -1, best_read = -1, worst_p99 = -1;
+    std::vector<std::string> partners, errors;
+  };
+  std::map<std::tuple<std::string, std::string, int>, Hca> hcas;  // (node, device, port)
+  std::vector<std::string> errors;
+  auto num = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : -1.0; };
+  json out = {{"pairs", pairs}};
+  for (const auto& pr : pairs) {
+    if (!pr.is_object()) continue;
+    std::string a = pr.value("a", ""), b = pr.value("b", "");
+    if (pr.contains("error")) {
+      errors.push_back(
+          fmt::format("{}<->{}: {}", a, b, pr["error"].is_string() ? pr["error"].get<std::string>() : "?"));
+      continue;
+    }
+    if (!pr.contains("ports") || !pr["ports"].is_array()) continue;
+    for (const auto& p : pr["ports"]) {
+      if (!p.is_object() || !p.contains("device") || !p["device"].is_string()) continue;
+      std::string dev = p["device"].get<std::string>();
+      int port = p.contains("port") && p["port"].is_number_integer() ? p["port"].get<int>() : 1;
+      // The figure belongs to both ends: the HCA of each node that took part.
+      for (const auto& [node, partner] : {std::pair{a, b}, std::pair{b, a}}) {
+        Hca& h = hcas[{node, dev, port}];
+        h.partners.push_back(partner);
+        if (double r = num(p, "rate_gbps"); r > 0) h.rate = r;
+        if (p.contains("error")) {
+          h.errors.push_back(
+              fmt::format("with {}: {}", partner, p["error"].is_string() ? p["error"].get<std::string>() : "?"));
+          continue;
+        }
+        h.best_write = std::max(h.best_write, num(p, "write_gbps"));
+        h.best_read = std::max(h.best_read, num(p, "read_gbps"));
+        h.worst_p99 = std::max(h.worst_p99, num(p, "lat_p99_us"));
+      }
+    }
+  }
+  json list = json::array();
+  double worst = 1e300;
+  std::string worst_detail;
+  for (const auto& [key, h] : hcas) {
+    const auto& [node, dev, port] = key;
+    json e = {{"node", node}, {"device", dev}, {"port", port}, {"partners", h.partners}};
+    if (h.rate > 0) e["rate_gbps"] = h.rate;
+    if (h.best_write >= 0) e["best_write_gbps"] = RoundTo(h.best_write, 3);
+    if (h.best_read >= 0) e["best_read_gbps"] = RoundTo(h.best_read, 3);
+    if (h.worst_p99 >= 0) e["worst_lat_p99_us"] = RoundTo(h.worst_p99, 3);
+    if (!h.errors.empty()) e["errors"] = h.errors;
+    // A port that failed with every partner reached 0 of its line.
+    double best = h.best_write >= 0 ? h.best_write : 0.0;
+    if (h.rate > 0 && (h.best_write >= 0 || !h.errors.empty())) {
+      double ratio = best / h.rate;
+      e["line_ratio"] = RoundTo(ratio, 3);
+      if (ratio < worst) {
+        worst = ratio;
+        worst_detail =
+            fmt::format("{} {} port {}: best RDMA write {:.1f} Gb/s with any of {} partner(s) over its {:g} Gb/s link",
+                        node, dev, port, best, h.partners.size(), h.rate);
+      }
+    }
+    list.push_back(std::move(e));
+  }
+  out["hcas"] = list;
+  if (worst < 1e300) {
+    out["worst_line_ratio"] = RoundTo(worst, 3);
+    out["worst_line_ratio_detail"] = worst_detail;
+  } else {
+    out["why"] = !errors.empty() ? errors.front()
+                 : hcas.empty()  ? "no HCA port was measured"
+                                 : "no measured port has a known link rate";
+  }
+  if (!errors.empty()) out["errors"] = errors;
+  return out;
+}
+
 json ImportFile(const std::string& name, std::string_view text) {
   json out = {{"file", name}};
   // nccl-tests names its binaries after the collective (all_reduce_perf): a file named so says which.
@@ -871,6 +994,64 @@ std::vector<MetricValue> NetMetrics(const json& r) {
   out.push_back(section_ratio("net.scaling-efficiency", "scaling", "efficiency", "scaling"));
   out.push_back(section_ratio("net.rail-spread", "rails", "spread", "per-rail"));
   {
+    // Per-NIC busbw across nodes over the NIC's line rate, from NCCL runs whose rank 0 reported its
+    // node's HCAs: each rail's all_reduce (one HCA carries it all), and the fabric-only all_reduce
+    // shared over every HCA of the node (8 NDR NICs: about 46-48 of 50 GB/s each, performance.md 12.4).
+    MetricValue m{"net.nic-busbw-ratio", std::nullopt, "", "", ""};
+    double worst = 1e300;
+    std::string why = "no NCCL run over RDMA NICs with known link rates (per-rail or fabric-only, NCCL backend)";
+    // The link rate of `rail` (a device, or device:port as NCCL_IB_HCA names it) among a node's
+    // HCAs; with no rail, the slowest HCA's.
+    auto rate_of = [](const json& hcas, const std::string& rail) {
+      double rate = 0;
+      for (const auto& h : hcas) {
+        if (!h.is_object() || !h.contains("rate_gbps") || !h["rate_gbps"].is_number()) continue;
+        std::string dev = h.contains("device") && h["device"].is_string() ? h["device"].get<std::string>() : "";
+        int port = h.contains("port") && h["port"].is_number_integer() ? h["port"].get<int>() : 1;
+        double v = h["rate_gbps"].get<double>();
+        if (rail.empty()) {
+          rate = rate > 0 ? std::min(rate, v) : v;
+        } else if (rail == dev || rail == fmt::format("{}:{}", dev, port)) {
+          return v;
+        }
+      }
+      return rate;
+    };
+    auto consider = [&](double busbw, double rate, const std::string& what) {
+      if (busbw <= 0 || rate <= 0) return;
+      double ratio = busbw * 8 / rate;
+      if (ratio < worst) {
+        worst = ratio;
+        m.detail =
+            fmt::format("{}: {:.2f} GB/s per NIC over its {:g} Gb/s line ({:.2f} GB/s)", what, busbw, rate, rate / 8);
+      }
+    };
+    const json rails =
+        r.contains("rails") && r["rails"].is_object() ? r["rails"].value("rails", json::array()) : json::array();
+    for (const auto& x : rails) {
+      if (!x.is_object() || !x.contains("result") || !x["result"].is_object()) continue;
+      const json& res = x["result"];
+      if (!res.contains("hcas") || !res["hcas"].is_array()) continue;
+      std::string rail = x.value("rail", "");
+      consider(x.value("busbw_at_max", 0.0), rate_of(res["hcas"], rail), "rail " + rail);
+    }
+    if (r.contains("fabric_only") && r["fabric_only"].is_object()) {
+      const json& f = r["fabric_only"];
+      const json* t = FindCollective(f, "all_reduce");
+      if (t && f.contains("hcas") && f["hcas"].is_array() && !f["hcas"].empty() &&
+          f.value("nodes", json::array()).size() >= 2) {
+        size_t n = f["hcas"].size();
+        consider((*t)["busbw_at_max"].get<double>() / static_cast<double>(n), rate_of(f["hcas"], ""),
+                 fmt::format("fabric-only all_reduce over {} NIC(s) per node", n));
+      }
+    }
+    if (worst < 1e300)
+      m.value = RoundTo(worst, 3);
+    else
+      m.why_missing = why;
+    out.push_back(m);
+  }
+  {
     MetricValue m{"net.host-latency-p99", std::nullopt, "", "", ""};
     const json* p = r.contains("pairwise") && r["pairwise"].is_object() ? &r["pairwise"] : nullptr;
     double worst = -1;
@@ -888,6 +1069,25 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     } else {
       m.why_missing = "no pair latency was measured";
     }
+    out.push_back(m);
+  }
+  out.push_back(section_ratio("net.rdma-write-line-ratio", "rdma", "worst_line_ratio", "rdma"));
+  {
+    MetricValue m{"net.rdma-latency-p99", std::nullopt, "", "", ""};
+    const json* sec = r.contains("rdma") && r["rdma"].is_object() ? &r["rdma"] : nullptr;
+    double worst = -1;
+    for (const auto& h : sec ? sec->value("hcas", json::array()) : json::array()) {
+      if (!h.is_object() || !h.contains("worst_lat_p99_us") || !h["worst_lat_p99_us"].is_number()) continue;
+      if (double v = h["worst_lat_p99_us"].get<double>(); v > worst) {
+        worst = v;
+        m.detail = fmt::format("{} {} port {}: RDMA write ping-pong, half the round trip", h.value("node", ""),
+                               h.value("device", ""), h.value("port", 1));
+      }
+    }
+    if (worst >= 0)
+      m.value = worst;
+    else
+      m.why_missing = sec && sec->contains("why") ? sec->value("why", "") : "the rdma mode did not run";
     out.push_back(m);
   }
   return out;
@@ -983,6 +1183,26 @@ std::string RenderNet(const json& r) {
                          util::TerminalSafeText(c.value("why", "")));
     for (const auto& t : p.value("transient", json::array()))
       out += fmt::format("    transient: {}\n", util::TerminalSafeText(t.get<std::string>()));
+  }
+  if (r.contains("rdma") && r["rdma"].is_object()) {
+    const json& d = r["rdma"];
+    out += "  rdma per HCA port (verbs RC; best with any partner):\n";
+    for (const auto& e : d.value("errors", json::array()))
+      out += fmt::format("    error: {}\n", util::TerminalSafeText(e.get<std::string>()));
+    const json hcas = d.value("hcas", json::array());
+    if (!hcas.empty())
+      out += fmt::format("    {:<24} {:>9} {:>11} {:>11} {:>8} {:>9}\n", "node hca:port", "link Gb/s", "write Gb/s",
+                         "read Gb/s", "of line", "p99 us");
+    for (const auto& h : hcas) {
+      std::string name = util::TerminalSafeText(
+          fmt::format("{} {}:{}", h.value("node", ""), h.value("device", ""), h.value("port", 1)));
+      out += fmt::format("    {:<24} {:>9} {:>11} {:>11} {:>8} {:>9}\n", name, Gb(h, "rate_gbps"),
+                         Gb(h, "best_write_gbps"), Gb(h, "best_read_gbps"), Gb(h, "line_ratio"),
+                         Gb(h, "worst_lat_p99_us"));
+      for (const auto& e : h.value("errors", json::array()))
+        out += fmt::format("      {}\n", util::TerminalSafeText(e.get<std::string>()));
+    }
+    if (d.contains("why")) out += fmt::format("    ({})\n", util::TerminalSafeText(d.value("why", "")));
   }
   for (const auto& imp : r.value("imported", json::array())) {
     out += fmt::format("  imported {} ({}):\n", util::TerminalSafeText(imp.value("file", "")), imp.value("tool", "?"));

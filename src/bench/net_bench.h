@@ -9,6 +9,11 @@
 //   {"kind": "pairs", "rendezvous": DIR, "pairs": [[A, B], ...], "streams": N, "seconds": S,
 //    "latency_iters": N, "timeout_s": S}      (A, B: node names, one task per node; pair i meets
 //                                              in DIR/pair-i)
+//   {"kind": "rdma", "pairs": [...], "rdma": {"bytes", "seconds", "latency_iters", "bidirectional",
+//    "gpu_memory", "devices"}, ...}          (as pairs; each pair runs the verbs tests of bench/rdma.h
+//                                              per HCA port, its TCP comm carrying the QP addresses)
+// Every job also carries "launch": "file" (the ranks meet in DIR) or "pmix" (through the step's
+// PMIx, bench/pmix.h; DIR unused except for NCCL's unique id).
 // Rank 0 of a collectives job, and the first rank of each pair, print the result as framed lines
 // keyed by their node; a rank that fails prints {"error": ...} (rank 0 and pair leads) or the
 // reason on stderr (srun labels it).
@@ -94,13 +99,21 @@ std::vector<std::vector<std::pair<std::string, std::string>>> RetestRounds(const
 std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFigure>& retest, double slow_ratio,
                            std::vector<std::string>* transient);
 
+// The rdma mode's section from its pairs' results (each as RunRdmaPair's, plus "a", "b" or
+// "error"): every HCA port (node, device, port) with the best write and read bandwidth it reached
+// with any partner (an HCA slow with every partner is the one at fault, not its peers), its line
+// ratio (best write over the link rate) and its worst write-latency p99; the worst HCA named in
+// "worst_line_ratio" and "worst_detail", or "why" nothing was measured. Pure.
+nlohmann::json SummarizeRdma(const std::vector<nlohmann::json>& pairs);
+
 // An nccl-tests or perftest output file read into bench net's schema (`bench net --import`):
 // {"file", "tool": "nccl-tests"|"perftest", "result": {...}} or {"file", "error"}. Pure.
 nlohmann::json ImportFile(const std::string& name, std::string_view text);
 
 // The metrics of a `bench net` result (docs/bench-schema.md "net"), graded with the storage bars'
-// rules: net.wrong-elements, net.pairwise-worst-node, net.scaling-efficiency, net.rail-spread,
-// net.host-latency-p99.
+// rules: net.wrong-elements, net.node-allreduce, net.pairwise-worst-node, net.scaling-efficiency,
+// net.rail-spread, net.nic-busbw-ratio, net.host-latency-p99, net.rdma-write-line-ratio,
+// net.rdma-latency-p99.
 std::vector<MetricValue> NetMetrics(const nlohmann::json& result);
 
 std::string RenderNet(const nlohmann::json& result);

@@ -40,7 +40,7 @@ constexpr const char* kNetMarker = "CLUSTERMAX-NET";
 
 struct NetCli {
   BenchCommon common;
-  std::vector<std::string> modes = {"single", "scaling", "fabric-only", "per-rail", "pairwise"};
+  std::vector<std::string> modes = {"single", "scaling", "fabric-only", "per-rail", "pairwise", "rdma"};
   std::vector<std::string> collectives;
   std::string backend = "auto", min_bytes = "8", max_bytes;  // max: 64M on tcp, 16G on nccl
   double factor = 4;
@@ -51,6 +51,12 @@ struct NetCli {
   std::vector<std::string> rails;
   std::string pairing = "auto", rendezvous, rank_job;
   std::string launch = "file";  // how the ranks meet: file (the rendezvous directory) or pmix (srun --mpi=pmix)
+  // rdma: the verbs tests per HCA port (bench/rdma.h)
+  std::string rdma_bytes = "8M";
+  double rdma_seconds = 2;
+  int rdma_latency_iters = 1000;
+  bool rdma_bidir = false, rdma_gpu = false;
+  std::vector<std::string> rdma_devices;
   audit::SlurmFanOutOptions slurm;
   double step_timeout = 0;
   bool no_check = false;
@@ -417,6 +423,52 @@ json RunPairwise(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
   return out;
 }
 
+// Verbs per HCA port, node against node: a ring of pairs (each node with its two neighbours), so an
+// HCA slow with both partners is told from a slow peer. One task per node; each pair's TCP comm
+// carries the queue pairs' addresses.
+json RunRdma(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
+  json opts = {
+      {"bytes", bench::ParseSize(o.rdma_bytes)}, {"seconds", o.rdma_seconds}, {"latency_iters", o.rdma_latency_iters},
+      {"bidirectional", o.rdma_bidir},           {"gpu_memory", o.rdma_gpu},  {"devices", o.rdma_devices}};
+  std::vector<std::string> nodes = scope.targets;
+  if (nodes.size() < 2)
+    return {{"why", "rdma needs two nodes or more (each HCA port against its peer on another node)"},
+            {"options", opts}};
+  std::vector<json> results;
+  auto rounds = net::PairRounds(static_cast<int>(nodes.size()), false);
+  int ri = 0;
+  for (const auto& round : rounds) {
+    if (bench::Cancelled()) break;
+    std::vector<std::string> step_nodes;
+    json jp = json::array();
+    for (const auto& [i, j] : round) {
+      step_nodes.push_back(nodes[i]);
+      step_nodes.push_back(nodes[j]);
+      jp.push_back({nodes[i], nodes[j]});
+    }
+    Say(o, fmt::format("rdma: round {} of {}, {} pair(s), every HCA port", ++ri, rounds.size(), round.size()));
+    json job = {{"kind", "rdma"}, {"pairs", jp}, {"rdma", opts}};
+    Step s = RunStep(login, scope, step_nodes, o, 1, job, round.size());
+    for (const auto& [i, j] : round) {
+      const std::string &a = nodes[i], &b = nodes[j];
+      json r;
+      if (auto d = s.docs.find(a); d != s.docs.end()) {
+        r = d->second;
+      } else {
+        std::string why = s.missing.count(a) ? s.missing[a] : s.missing.count(b) ? s.missing[b] : s.error;
+        r = {{"error", why.empty() ? "no result" : why}};
+      }
+      r["a"] = a;
+      r["b"] = b;
+      r["round"] = ri;
+      results.push_back(std::move(r));
+    }
+  }
+  json out = net::SummarizeRdma(results);
+  out["options"] = opts;
+  return out;
+}
+
 int RunRank(const NetCli& o) {
   json job;
   try {
@@ -468,7 +520,7 @@ int RunNet(NetCli& o) {
   if (!o.rank_job.empty()) return RunRank(o);
   if (!o.imports.empty()) return RunImport(o);
   for (const auto& m : o.modes) {
-    static const std::set<std::string> known = {"single", "scaling", "fabric-only", "per-rail", "pairwise"};
+    static const std::set<std::string> known = {"single", "scaling", "fabric-only", "per-rail", "pairwise", "rdma"};
     if (!known.count(m)) throw UsageError(fmt::format("--modes: unknown mode '{}'", m));
   }
   for (const auto& c : o.collectives) {
@@ -476,6 +528,9 @@ int RunNet(NetCli& o) {
     if (std::find(all.begin(), all.end(), c) == all.end())
       throw UsageError(fmt::format("--collectives: unknown collective '{}' (known: {})", c, fmt::join(all, " ")));
   }
+  // One work request carries the message: verbs' length is 32 bits, and HCAs take at most 2 GiB.
+  if (uint64_t b = bench::ParseSize(o.rdma_bytes); b < 1 || b > (1ull << 30))
+    throw UsageError("--rdma-bytes: from 1 byte to 1G");
   CheckBenchOut(o.common, "net");
   host::LocalHost login;
   o.slurm.self_exe = util::SelfExe();
@@ -519,6 +574,7 @@ int RunNet(NetCli& o) {
   if (want("fabric-only") && !bench::Cancelled()) result["fabric_only"] = RunFabricOnly(login, scope, o);
   if (want("per-rail") && !bench::Cancelled()) result["rails"] = RunRails(login, scope, o);
   if (want("pairwise") && !bench::Cancelled()) result["pairwise"] = RunPairwise(login, scope, o);
+  if (want("rdma") && !bench::Cancelled()) result["rdma"] = RunRdma(login, scope, o);
   StampFleetResult(result, started, t0, scope.unreachable);
   const BenchCommon& c = o.common;
   return FinishBench(std::move(result), c, "net", net::RenderNet,
@@ -531,8 +587,8 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
   auto o = std::make_shared<NetCli>();
   auto* cmd = parent->add_subcommand(
       "net",
-      "Networking through Slurm: collectives (single node, scaling, fabric-only, per rail) and a pairwise "
-      "search that names the slow node or link (TCP backend)");
+      "Networking through Slurm: collectives through NCCL or TCP (single node, scaling, fabric-only, per rail), a "
+      "pairwise search that names the slow node or link, and RDMA write/read/latency per HCA port over verbs");
   cmd->add_option(
          "--backend", o->backend,
          "auto (nccl on GPU nodes with the GPU helper, else tcp), nccl (one rank per GPU through clustermax-gpu), "
@@ -540,7 +596,8 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
       ->check(CLI::IsMember({"auto", "nccl", "tcp"}));
   cmd->add_option("--algo", o->algo, "nccl: NCCL_ALGO for every run (default: NCCL's choice; RING for pairs)");
   cmd->add_option("--helper", o->helper, "nccl: path of clustermax-gpu (default: next to this binary)");
-  cmd->add_option("--modes", o->modes, "single scaling fabric-only per-rail pairwise (default: all)")->delimiter(',');
+  cmd->add_option("--modes", o->modes, "single scaling fabric-only per-rail pairwise rdma (default: all)")
+      ->delimiter(',');
   cmd->add_option(
          "--collectives", o->collectives,
          fmt::format("Collectives: {} (single: all; other modes: all_reduce)", fmt::join(net::Collectives(), " ")))
@@ -572,6 +629,14 @@ void AddNetCommand(CLI::App* parent, Commands& table) {
                   "the step's PMIx, no shared filesystem needed for tcp; NCCL's unique id still uses the directory)")
       ->check(CLI::IsMember({"file", "pmix"}));
   cmd->add_option("--rank-timeout", o->rank_timeout, "Seconds a rank waits for its peers or for progress");
+  cmd->add_option("--rdma-bytes", o->rdma_bytes, "rdma: message size of the bandwidth tests (ib_write_bw -s)");
+  cmd->add_option("--rdma-seconds", o->rdma_seconds, "rdma: seconds per bandwidth test and HCA port");
+  cmd->add_option("--rdma-latency-iters", o->rdma_latency_iters, "rdma: write ping-pongs per port (ib_write_lat -n)");
+  cmd->add_flag("--rdma-bidir", o->rdma_bidir, "rdma: also both directions at once (ib_write_bw -b)");
+  cmd->add_flag("--rdma-gpu", o->rdma_gpu,
+                "rdma: bandwidth buffers in the GPU nearest each HCA (GPUDirect: needs nvidia_peermem and libcuda)");
+  cmd->add_option("--rdma-devices", o->rdma_devices, "rdma: only these HCAs (default: every active port)")
+      ->delimiter(',');
   cmd->add_option("--partition", o->slurm.partition, "The partition to take nodes from");
   cmd->add_option("--nodelist", o->slurm.nodelist, "These nodes (Slurm hostlist)");
   cmd->add_option("--nodes", o->slurm.nodes, "At most this many nodes");

@@ -531,6 +531,21 @@ std::string NetCharts(const json& b) {
     out += BarChart("Per rail: all_reduce busbw at the largest size", bars, "GB/s");
   }
   if (b.contains("pairwise") && b["pairwise"].is_object()) out += PairHeatMap(b["pairwise"]);
+  if (b.contains("rdma") && b["rdma"].is_object()) {
+    // Each HCA port's best RDMA write, its link rate as the mark; a port that never worked is an outline.
+    std::vector<Bar> bars;
+    for (const auto& h : b["rdma"].value("hcas", json::array())) {
+      if (!h.is_object()) continue;
+      std::string label =
+          S(h.value("node", json())) + " " + S(h.value("device", json())) + ":" + S(h.value("port", json()));
+      if (auto v = Num(h, "best_write_gbps"))
+        bars.push_back({label, *v, Num(h, "rate_gbps"), "", "", "", std::nullopt});
+      else
+        bars.push_back({label, 0, Num(h, "rate_gbps"), "", "", "failed with every partner", std::nullopt});
+    }
+    out += BarChart("RDMA write per HCA port (Gb/s, best with any partner; mark: link rate)", bars, "Gb/s");
+    if (b["rdma"].contains("why")) out += "<p>RDMA: " + E(b["rdma"].value("why", json())) + "</p>";
+  }
   for (const auto& imp : b.value("imported", json::array()))
     if (imp.is_object() && imp.contains("result") && imp["result"].is_object())
       out += BusbwBySize("Imported " + S(imp.value("file", json())), imp["result"]);
