@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 #include <pmix.h>
 
+#include "util/dynlib.h"
+
 namespace clustermax::bench::net {
 
 namespace {
@@ -28,11 +30,7 @@ struct PmixApi {
   const char* (*error_string)(pmix_status_t) = nullptr;
 };
 
-template <typename F>
-void Bind(void* handle, F& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F>(::dlsym(handle, name));
-  if (!slot) missing += missing.empty() ? name : fmt::format(", {}", name);
-}
+using util::BindSymbol;
 
 std::string Load(const char* library, PmixApi* api) {
   void* handle = ::dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -44,13 +42,13 @@ std::string Load(const char* library, PmixApi* api) {
         e ? e : library);
   }
   std::string missing;
-  Bind(handle, api->init, "PMIx_Init", missing);
-  Bind(handle, api->finalize, "PMIx_Finalize", missing);
-  Bind(handle, api->put, "PMIx_Put", missing);
-  Bind(handle, api->commit, "PMIx_Commit", missing);
-  Bind(handle, api->fence, "PMIx_Fence", missing);
-  Bind(handle, api->get, "PMIx_Get", missing);
-  Bind(handle, api->error_string, "PMIx_Error_string", missing);
+  BindSymbol(handle, api->init, "PMIx_Init", missing);
+  BindSymbol(handle, api->finalize, "PMIx_Finalize", missing);
+  BindSymbol(handle, api->put, "PMIx_Put", missing);
+  BindSymbol(handle, api->commit, "PMIx_Commit", missing);
+  BindSymbol(handle, api->fence, "PMIx_Fence", missing);
+  BindSymbol(handle, api->get, "PMIx_Get", missing);
+  BindSymbol(handle, api->error_string, "PMIx_Error_string", missing);
   if (!missing.empty()) return fmt::format("{} lacks {}: not a usable libpmix", library, missing);
   return "";  // the handle stays open for the life of the process, as a linked library would
 }

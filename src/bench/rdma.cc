@@ -26,6 +26,7 @@
 
 #include "bench/grade.h"
 #include "util/strings.h"
+#include "util/dynlib.h"
 
 namespace clustermax::bench::net {
 
@@ -74,11 +75,7 @@ struct Verbs {
   std::string library;
 };
 
-template <typename F>
-void Bind(void* handle, F& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F>(::dlsym(handle, name));
-  if (!slot) missing += missing.empty() ? name : fmt::format(", {}", name);
-}
+using util::BindSymbol;
 
 struct LoadedVerbs {
   Verbs api{};
@@ -97,24 +94,24 @@ LoadedVerbs LoadVerbs(const char* library) {
   }
   l.api.library = library;
   std::string missing;
-  Bind(handle, l.api.get_device_list, "ibv_get_device_list", missing);
-  Bind(handle, l.api.free_device_list, "ibv_free_device_list", missing);
-  Bind(handle, l.api.get_device_name, "ibv_get_device_name", missing);
-  Bind(handle, l.api.open_device, "ibv_open_device", missing);
-  Bind(handle, l.api.close_device, "ibv_close_device", missing);
-  Bind(handle, l.api.query_device, "ibv_query_device", missing);
-  Bind(handle, l.api.query_port, "ibv_query_port", missing);
-  Bind(handle, l.api.query_gid, "ibv_query_gid", missing);
-  Bind(handle, l.api.alloc_pd, "ibv_alloc_pd", missing);
-  Bind(handle, l.api.dealloc_pd, "ibv_dealloc_pd", missing);
-  Bind(handle, l.api.reg_mr, "ibv_reg_mr", missing);
-  Bind(handle, l.api.dereg_mr, "ibv_dereg_mr", missing);
-  Bind(handle, l.api.create_cq, "ibv_create_cq", missing);
-  Bind(handle, l.api.destroy_cq, "ibv_destroy_cq", missing);
-  Bind(handle, l.api.create_qp, "ibv_create_qp", missing);
-  Bind(handle, l.api.modify_qp, "ibv_modify_qp", missing);
-  Bind(handle, l.api.destroy_qp, "ibv_destroy_qp", missing);
-  Bind(handle, l.api.wc_status_str, "ibv_wc_status_str", missing);
+  BindSymbol(handle, l.api.get_device_list, "ibv_get_device_list", missing);
+  BindSymbol(handle, l.api.free_device_list, "ibv_free_device_list", missing);
+  BindSymbol(handle, l.api.get_device_name, "ibv_get_device_name", missing);
+  BindSymbol(handle, l.api.open_device, "ibv_open_device", missing);
+  BindSymbol(handle, l.api.close_device, "ibv_close_device", missing);
+  BindSymbol(handle, l.api.query_device, "ibv_query_device", missing);
+  BindSymbol(handle, l.api.query_port, "ibv_query_port", missing);
+  BindSymbol(handle, l.api.query_gid, "ibv_query_gid", missing);
+  BindSymbol(handle, l.api.alloc_pd, "ibv_alloc_pd", missing);
+  BindSymbol(handle, l.api.dealloc_pd, "ibv_dealloc_pd", missing);
+  BindSymbol(handle, l.api.reg_mr, "ibv_reg_mr", missing);
+  BindSymbol(handle, l.api.dereg_mr, "ibv_dereg_mr", missing);
+  BindSymbol(handle, l.api.create_cq, "ibv_create_cq", missing);
+  BindSymbol(handle, l.api.destroy_cq, "ibv_destroy_cq", missing);
+  BindSymbol(handle, l.api.create_qp, "ibv_create_qp", missing);
+  BindSymbol(handle, l.api.modify_qp, "ibv_modify_qp", missing);
+  BindSymbol(handle, l.api.destroy_qp, "ibv_destroy_qp", missing);
+  BindSymbol(handle, l.api.wc_status_str, "ibv_wc_status_str", missing);
   if (!missing.empty()) l.error = fmt::format("{} lacks {}: not a usable libibverbs", library, missing);
   // The handle stays open for the life of the process, as a linked library would (the provider
   // libraries it loads keep state behind it).
@@ -172,18 +169,18 @@ LoadedCuda LoadCuda() {
     return l;
   }
   std::string missing;
-  Bind(handle, l.api.init, "cuInit", missing);
-  Bind(handle, l.api.device_get_count, "cuDeviceGetCount", missing);
-  Bind(handle, l.api.device_get, "cuDeviceGet", missing);
-  Bind(handle, l.api.device_get_pci_bus_id, "cuDeviceGetPCIBusId", missing);
-  Bind(handle, l.api.primary_ctx_retain, "cuDevicePrimaryCtxRetain", missing);
+  BindSymbol(handle, l.api.init, "cuInit", missing);
+  BindSymbol(handle, l.api.device_get_count, "cuDeviceGetCount", missing);
+  BindSymbol(handle, l.api.device_get, "cuDeviceGet", missing);
+  BindSymbol(handle, l.api.device_get_pci_bus_id, "cuDeviceGetPCIBusId", missing);
+  BindSymbol(handle, l.api.primary_ctx_retain, "cuDevicePrimaryCtxRetain", missing);
   // cuda.h maps cuDevicePrimaryCtxRelease to its _v2 since CUDA 11; older drivers have only the first.
   std::string no_v2;
-  Bind(handle, l.api.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", no_v2);
-  if (!l.api.primary_ctx_release) Bind(handle, l.api.primary_ctx_release, "cuDevicePrimaryCtxRelease", missing);
-  Bind(handle, l.api.ctx_set_current, "cuCtxSetCurrent", missing);
-  Bind(handle, l.api.mem_alloc, "cuMemAlloc_v2", missing);
-  Bind(handle, l.api.mem_free, "cuMemFree_v2", missing);
+  BindSymbol(handle, l.api.primary_ctx_release, "cuDevicePrimaryCtxRelease_v2", no_v2);
+  if (!l.api.primary_ctx_release) BindSymbol(handle, l.api.primary_ctx_release, "cuDevicePrimaryCtxRelease", missing);
+  BindSymbol(handle, l.api.ctx_set_current, "cuCtxSetCurrent", missing);
+  BindSymbol(handle, l.api.mem_alloc, "cuMemAlloc_v2", missing);
+  BindSymbol(handle, l.api.mem_free, "cuMemFree_v2", missing);
   if (!missing.empty()) {
     l.error = fmt::format("{} lacks {}: not a usable NVIDIA driver", kCudaLibrary, missing);
     return l;

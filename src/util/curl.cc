@@ -6,18 +6,14 @@
 
 #include <fmt/format.h>
 
+#include "util/dynlib.h"
+
 namespace clustermax::util {
 
 namespace {
 // 7.75.0: CURLOPT_AWS_SIGV4.
 constexpr unsigned kMinimumCurl = 0x074b00;
 constexpr const char* kLibraries[] = {"libcurl.so.4", "libcurl-gnutls.so.4"};
-
-template <typename F>
-void Bind(void* handle, F& slot, const char* name, std::string& missing) {
-  slot = reinterpret_cast<F>(::dlsym(handle, name));
-  if (!slot) missing += missing.empty() ? name : fmt::format(", {}", name);
-}
 
 struct Loaded {
   CurlApi api{};
@@ -44,17 +40,17 @@ Loaded Load() {
     return l;
   }
   std::string missing;
-  Bind(handle, l.api.global_init, "curl_global_init", missing);
-  Bind(handle, l.api.easy_init, "curl_easy_init", missing);
-  Bind(handle, l.api.easy_cleanup, "curl_easy_cleanup", missing);
-  Bind(handle, l.api.easy_reset, "curl_easy_reset", missing);
-  Bind(handle, l.api.easy_setopt, "curl_easy_setopt", missing);
-  Bind(handle, l.api.easy_getinfo, "curl_easy_getinfo", missing);
-  Bind(handle, l.api.easy_perform, "curl_easy_perform", missing);
-  Bind(handle, l.api.easy_strerror, "curl_easy_strerror", missing);
-  Bind(handle, l.api.slist_append, "curl_slist_append", missing);
-  Bind(handle, l.api.slist_free_all, "curl_slist_free_all", missing);
-  Bind(handle, l.api.version_info, "curl_version_info", missing);
+  BindSymbol(handle, l.api.global_init, "curl_global_init", missing);
+  BindSymbol(handle, l.api.easy_init, "curl_easy_init", missing);
+  BindSymbol(handle, l.api.easy_cleanup, "curl_easy_cleanup", missing);
+  BindSymbol(handle, l.api.easy_reset, "curl_easy_reset", missing);
+  BindSymbol(handle, l.api.easy_setopt, "curl_easy_setopt", missing);
+  BindSymbol(handle, l.api.easy_getinfo, "curl_easy_getinfo", missing);
+  BindSymbol(handle, l.api.easy_perform, "curl_easy_perform", missing);
+  BindSymbol(handle, l.api.easy_strerror, "curl_easy_strerror", missing);
+  BindSymbol(handle, l.api.slist_append, "curl_slist_append", missing);
+  BindSymbol(handle, l.api.slist_free_all, "curl_slist_free_all", missing);
+  BindSymbol(handle, l.api.version_info, "curl_version_info", missing);
   if (!missing.empty()) {
     l.error = fmt::format("{} lacks {}: not a usable libcurl", l.api.library, missing);
     return l;
