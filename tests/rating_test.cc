@@ -418,7 +418,10 @@ TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
       << words["decided_by"];
   // Mutation: one result read from the machine, and the same answers give a tier.
   // A Slurm audit's report lists the Kubernetes-only rows as not in scope: left out, not unknown.
-  std::vector<json> results = {Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS")};
+  // (Its rows must cover half the criteria by weight with the attestations: the measured-only
+  // criteria, bench results the report does not carry, count against that.)
+  std::vector<json> results = {Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS"),
+                               Result("nccl-installed", "PASS")};
   for (const auto& check : checks::DefaultRegistry().all())
     if (check.info.targets == core::kK) results.push_back(Result(check.info.id, "SKIP", "not-in-scope"));
   json with = Rate(Cat(), {Report(results)}, Answers(Cat(), all));
@@ -574,6 +577,30 @@ TEST(RatingCommand, ANetworkRunFeedsTheMeasuredNetworkingCriterion) {
       EXPECT_TRUE(failed) << c.dump();
     }
   }
+  EXPECT_TRUE(seen) << r.out.substr(0, 2000);
+  fs::remove_all(d);
+}
+
+TEST(RatingCommand, AnInferenceRunFeedsTheServingCriterion) {
+  // A recorded bench infer run with refused requests: the lifecycle criterion built on infer.*
+  // loses credit and names the grade that failed.
+  fs::path d = TempDir("infer");
+  fs::create_directories(d / "run" / "bench");
+  std::ofstream(d / "run" / "bench" / "infer.json") << clustermax::testing::ReadFixture("infer/scripted-run.json");
+  auto r = clustermax::testing::RunShell(std::string(CLUSTERMAX_BINARY) + " rate " + (d / "run").string() +
+                                         " --json 2>/dev/null");
+  json got = json::parse(r.out);
+  bool seen = false;
+  for (const auto& cat : got["categories"])
+    for (const auto& c : cat.value("criteria", json::array())) {
+      if (c["id"] != "life-inference-serving") continue;
+      seen = true;
+      EXPECT_EQ(cat["id"], "lifecycle");
+      EXPECT_LT(c["credit"].get<double>(), 1.0) << c.dump();
+      bool failed = false;
+      for (const auto& i : c["items"]) failed |= i["source"] == "metric:infer.failed-requests" && i["status"] == "FAIL";
+      EXPECT_TRUE(failed) << c.dump();
+    }
   EXPECT_TRUE(seen) << r.out.substr(0, 2000);
   fs::remove_all(d);
 }

@@ -258,6 +258,19 @@ TEST(Web, NetworkBenchmarkChartsSizesScalingAndPairs) {
   EXPECT_NE(Benchmark(broken).find("Networking"), std::string::npos);
 }
 
+TEST(Web, InferenceBenchmarkChartsThroughputAndLatencyByConcurrency) {
+  json r = json::parse(clustermax::testing::ReadFixture("infer/scripted-run.json"));
+  std::string html = Benchmark(r);
+  EXPECT_NE(html.find("Benchmark: Inference serving"), std::string::npos);
+  EXPECT_NE(html.find("32/8: output tokens/s by concurrency"), std::string::npos) << html.substr(0, 3000);
+  EXPECT_NE(html.find("32/8: latency p99 by concurrency"), std::string::npos);
+  EXPECT_NE(html.find("infer.failed-requests"), std::string::npos);
+  r["points"][0]["shape"] = kScript;
+  r["server"] = {{"error", kHostile}};
+  ExpectEscaped(Benchmark(r));
+  EXPECT_NO_THROW(Benchmark({{"kind", "clustermax.bench.infer"}, {"points", {1, {{"metrics", 2}}}}}));
+}
+
 bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }
 
 fs::path Artifacts() {

@@ -411,12 +411,13 @@ void AddProbeCommands(CLI::App& app, Commands& table) {
 }  // namespace
 
 void AddBenchCommands(CLI::App& app, Commands& table) {
-  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3, net");
+  auto* bench_cmd = app.add_subcommand("bench", "Benchmarks (phase 2): gpu, storage, s3, net, infer");
   bench_cmd->require_subcommand(1);
   AddGpuCommand(bench_cmd, table);
   AddStorageCommand(bench_cmd, table);
   AddS3Command(bench_cmd, table);
   AddNetCommand(bench_cmd, table);
+  AddInferCommand(bench_cmd, table);
   AddProbeCommands(app, table);
 }
 

@@ -41,5 +41,7 @@ void ReportProgress(util::Progress& progress, std::function<void(const std::stri
 
 // `bench net` (cli/bench_net.cc), registered by AddBenchCommands.
 void AddNetCommand(CLI::App* parent, Commands& table);
+// `bench infer` (cli/bench_infer.cc).
+void AddInferCommand(CLI::App* parent, Commands& table);
 
 }  // namespace clustermax::cli

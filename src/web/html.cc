@@ -133,6 +133,7 @@ std::string BenchTitle(const std::string& kind) {
   if (kind == "clustermax.bench.storage-scaling") return "Storage scaling across nodes";
   if (kind == "clustermax.bench.s3") return "S3 object storage";
   if (kind == "clustermax.bench.net") return "Networking";
+  if (kind == "clustermax.bench.infer") return "Inference serving";
   return kind;
 }
 
@@ -552,6 +553,40 @@ std::string NetCharts(const json& b) {
   return out;
 }
 
+// bench infer: per shape, output tokens/s and TTFT/TPOT p99 by concurrency (or request rate).
+std::string InferCharts(const json& b) {
+  std::string out;
+  std::map<std::string, std::vector<const json*>> by_shape;
+  const json points = b.value("points", json::array());  // named: the pointers below point into it
+  for (const auto& p : points)
+    if (p.is_object() && p.contains("metrics") && p["metrics"].is_object())
+      by_shape[S(p.value("shape", json()))].push_back(&p);
+  for (const auto& [shape, shape_points] : by_shape) {
+    std::vector<std::string> xs;
+    std::vector<std::optional<double>> tput, ttft, tpot;
+    bool rates = false;
+    for (const json* p : shape_points) {
+      double rate = Num(*p, "rate").value_or(0);
+      rates |= rate > 0;
+      xs.push_back(rate > 0 ? fmt::format("{:g}/s", rate) : S(p->value("concurrency", json())));
+      const json& m = (*p)["metrics"];
+      tput.push_back(Num(m, "output_throughput"));
+      ttft.push_back(Num(m.value("ttft_ms", json::object()), "p99"));
+      tpot.push_back(Num(m.value("tpot_ms", json::object()), "p99"));
+    }
+    std::string by = rates ? "request rate" : "concurrency";
+    out += LineChart(fmt::format("{}: output tokens/s by {}", shape, by), xs, {{"output tokens/s", tput}}, "tokens/s");
+    out +=
+        LineChart(fmt::format("{}: latency p99 by {}", shape, by), xs, {{"TTFT p99", ttft}, {"TPOT p99", tpot}}, "ms");
+  }
+  if (b.contains("server") && b["server"].is_object()) {
+    const json& sv = b["server"];
+    out += sv.contains("ready_s") ? fmt::format("<p>server ready after {} s</p>", E(sv["ready_s"]))
+                                  : fmt::format("<p>{} server: {}</p>", Status("FAIL"), E(sv.value("error", json())));
+  }
+  return out;
+}
+
 std::string StorageCharts(const json& b) {
   // bench storage: workloads[] (bytes per second), the checkpoint means, metadata phases (ops/s);
   // bench s3: transfers[] (aggregate GB/s).
@@ -851,6 +886,8 @@ std::string Benchmark(const json& b) {
     out += "<ul class=\"small\">" + gpus + "</ul>" + GpuCharts(b);
   } else if (kind == "clustermax.bench.net") {
     out += NetCharts(b);
+  } else if (kind == "clustermax.bench.infer") {
+    out += InferCharts(b);
   } else if (kind == "clustermax.bench.storage-scaling") {
     out += ScalingTable(b);
   } else {
