@@ -7,10 +7,12 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include <fmt/format.h>
 
+#include "util/cancel.h"
 #include "util/curl.h"
 #include "util/strings.h"
 
@@ -45,6 +47,12 @@ bool SseParser::Feed(std::string_view piece, const std::function<void(const std:
           colon == std::string::npos ? std::string_view() : std::string_view(line_).substr(colon + 1);
       if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
       if (field == "data") {
+        // An event's data lines are joined: they too stop at the limit (a stream of data lines with
+        // no blank line between them would otherwise grow without end).
+        if (data_.size() + value.size() + 1 > max_line_) {
+          broken_ = true;
+          return false;
+        }
         if (has_data_) data_ += '\n';
         data_ += value;
         has_data_ = true;
@@ -294,7 +302,7 @@ std::string RequestBody(const Target& t, const Shape& shape, uint64_t index) {
     b["ignore_eos"] = true;  // vLLM, SGLang: exactly max_tokens, whatever the model would stop at
     b["min_tokens"] = shape.output;
   }
-  return b.dump();
+  return b.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 void SendOne(const util::CurlApi& api, CURL* h, const Target& t, const Shape& shape, uint64_t index,
@@ -306,6 +314,9 @@ void SendOne(const util::CurlApi& api, CURL* h, const Target& t, const Shape& sh
   curl_slist* headers = nullptr;
   headers = api.slist_append(headers, "Content-Type: application/json");
   headers = api.slist_append(headers, "Accept: text/event-stream");
+  // No "Expect: 100-continue" on a large prompt: it costs a round trip (or a second against a server
+  // that never answers 100) before the body, inside every TTFT. vLLM's aiohttp client sends none.
+  headers = api.slist_append(headers, "Expect:");
   std::string auth = t.api_key.empty() ? "" : "Authorization: Bearer " + t.api_key;
   if (!auth.empty()) headers = api.slist_append(headers, auth.c_str());
   Stream s;
@@ -322,6 +333,14 @@ void SendOne(const util::CurlApi& api, CURL* h, const Target& t, const Shape& sh
   api.easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(t.timeout_s * 1000));
   api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
   api.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+  // Straight to the server, as vLLM's client goes (aiohttp ignores proxy variables by default): the
+  // bearer key and the timings do not pass through a proxy.
+  api.easy_setopt(h, CURLOPT_NOPROXY, "*");
+  // Ctrl-C ends a request in flight (an 8k-token answer can take minutes).
+  api.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  api.easy_setopt(
+      h, CURLOPT_XFERINFOFUNCTION,
+      +[](void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int { return util::Cancelled() ? 1 : 0; });
   s.sent = Clock::now();
   rec->start = std::chrono::duration<double>(s.sent - run_start).count();
   CURLcode rc = api.easy_perform(h);
@@ -364,20 +383,30 @@ std::vector<RequestRecord> RunPoint(const Target& t, const PointPlan& p, double*
   auto start = Clock::now();
   int workers = std::max(1, std::min<int>(p.concurrency, static_cast<int>(records.size())));
   std::vector<std::thread> pool;
-  for (int w = 0; w < workers; ++w) {
-    pool.emplace_back([&] {
-      CURL* h = api.easy_init();
-      for (size_t i; (i = next.fetch_add(1)) < records.size();) {
-        if (!h) {
-          records[i].error = "curl_easy_init failed";
-          continue;
-        }
-        auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
-        std::this_thread::sleep_until(due);
-        SendOne(api, h, t, p.shape, p.seed * 1000003 + i, start, &records[i]);
+  auto work = [&] {
+    CURL* h = api.easy_init();
+    for (size_t i; (i = next.fetch_add(1)) < records.size();) {
+      if (!h) {
+        records[i].error = "curl_easy_init failed";
+        continue;
       }
-      if (h) api.easy_cleanup(h);
-    });
+      // Wait for the request's arrival in short slices, so Ctrl-C is seen.
+      auto due = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(arrival[i]));
+      while (!util::Cancelled() && Clock::now() < due)
+        std::this_thread::sleep_until(std::min(due, Clock::now() + std::chrono::milliseconds(100)));
+      if (util::Cancelled()) {
+        records[i].error = "not sent: interrupted";
+        continue;
+      }
+      SendOne(api, h, t, p.shape, p.seed * 1000003 + i, start, &records[i]);
+    }
+    if (h) api.easy_cleanup(h);
+  };
+  try {
+    for (int w = 0; w < workers; ++w) pool.emplace_back(work);
+  } catch (const std::system_error&) {
+    // The system gave fewer threads than asked (a pids limit): the ones running take every request.
+    if (pool.empty()) throw;
   }
   for (auto& th : pool) th.join();
   if (duration_s) *duration_s = std::chrono::duration<double>(Clock::now() - start).count();

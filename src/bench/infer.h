@@ -100,7 +100,7 @@ struct Target {
   std::string endpoint = "chat";  // chat (/chat/completions) or completions (/completions)
   std::string api_key;            // sent as a bearer token; never printed or saved
   bool ignore_eos = true;         // vLLM/SGLang: generate exactly max_tokens
-  double timeout_s = 600;         // one request
+  double timeout_s = 6 * 3600;    // one request (vLLM's client allows six hours)
 };
 
 struct Shape {
