@@ -625,6 +625,40 @@ TEST(NetPlan, RdmaBlamesTheHcaThatIsSlowWithEveryPartner) {
   EXPECT_NO_THROW(SummarizeRdma({1, "x", {{"ports", 3}}, {{"ports", {1, {{"device", 2}}}}}}));
 }
 
+TEST(NetPlan, RdmaCreditsEachEndAtItsOwnRateAndNeverPassesAnUnmeasuredPort) {
+  // n1's mlx5_0 links at 400, n2's at 200 (peer_rate_gbps): 190 Gb/s is 0.475 of n1's line and 0.95
+  // of n2's.
+  json p = RdmaPort("mlx5_0", 190, 2.0);
+  p["peer_rate_gbps"] = 200;
+  json sec = SummarizeRdma({{{"a", "n1"}, {"b", "n2"}, {"ports", {p}}}});
+  for (const auto& h : sec["hcas"]) {
+    EXPECT_EQ(h["line_ratio"], h["node"] == "n1" ? 0.475 : 0.95) << h.dump();
+    EXPECT_EQ(h["rate_gbps"], h["node"] == "n1" ? 400 : 200) << h.dump();
+  }
+  // A latency test that failed after a good write keeps the write's figure.
+  json late = RdmaPort("mlx5_0", 390, 2.0);
+  late["error"] = "the peer's write 7 did not arrive within 60 s";
+  sec = SummarizeRdma({{{"a", "n1"}, {"b", "n2"}, {"ports", {late}}}});
+  EXPECT_EQ(sec["worst_line_ratio"], 0.975) << sec.dump();
+  EXPECT_EQ(sec["hcas"][0]["errors"].size(), 1u);
+  // A port that is down on one side is not measured: the grade fails, whatever the others reached.
+  json down = {{"a", "n1"},
+               {"b", "n2"},
+               {"ports", {RdmaPort("mlx5_0", 392, 2.0)}},
+               {"unmatched", {{{"device", "mlx5_1"}, {"port", 1}, {"why", "n2 mlx5_1 port 1: not ACTIVE (1: DOWN)"}}}}};
+  json g;
+  EXPECT_EQ(VerdictOf({{"rdma", SummarizeRdma({down})}}, "net.rdma-write-line-ratio", &g), "FAIL") << g.dump();
+  EXPECT_NE(g.dump().find("mlx5_1"), std::string::npos) << g.dump();
+  // Ports left out by --rdma-devices are not a problem.
+  down["unmatched"][0]["why"] = "not among the devices asked for";
+  EXPECT_EQ(VerdictOf({{"rdma", SummarizeRdma({down})}}, "net.rdma-write-line-ratio"), "PASS");
+  // Every port of a node down: nothing measured where RDMA applies is 0 of the line, not a SKIP.
+  json dead = {{"a", "n1"}, {"b", "n2"}, {"error", "n2: no active RDMA port (mlx5_0 port 1: not ACTIVE)"}};
+  sec = SummarizeRdma({dead});
+  EXPECT_EQ(sec["worst_line_ratio"], 0.0) << sec.dump();
+  EXPECT_EQ(VerdictOf({{"rdma", sec}}, "net.rdma-write-line-ratio"), "FAIL");
+}
+
 TEST(NetPlan, PerNicBusbwIsGradedAgainstTheHcaLineRate) {
   // NCCL per-rail runs: one HCA carries the all_reduce; 47 GB/s of a 400 Gb/s (50 GB/s) NIC is
   // 0.94 (performance.md 12.4's 46-48 GB/s), 30 GB/s is 0.6.

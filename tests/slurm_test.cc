@@ -446,6 +446,16 @@ TEST(SlurmFleet, NetRanksMeetThroughPmixWithoutASharedDirectory) {
     EXPECT_EQ(x["met_through"], "pmix") << x.dump();
     EXPECT_GT(x["gbps"].get<double>(), 0.0) << x.dump();
   }
+  // A rank that fails before the exchange (no such interface) still tells the others through PMIx,
+  // so the step ends with the reason instead of waiting out the fence.
+  auto t0 = std::chrono::steady_clock::now();
+  Proc rail = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --launch pmix --backend tcp --modes per-rail" +
+                 " --rails bogus0 --out " + (kDir / "runs" / "net-pmix-rail").string() +
+                 " --max-bytes 1K --json --exit-zero 2>/dev/null");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 60.0);
+  json rr = JsonFrom(rail.out);
+  ASSERT_EQ(rr["rails"]["rails"].size(), 1u) << rr.dump();
+  EXPECT_NE(rr["rails"]["rails"][0].value("error", "").find("bogus0"), std::string::npos) << rr["rails"].dump();
   // Launched without PMIx, the same blocked path fails with a reason that points at --launch pmix.
   Proc f = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench net --backend tcp --modes single --rank-timeout 5" +
               " --rendezvous " + (blocker / "sub").string() + " --out " + (kDir / "runs" / "net-nofs").string() +

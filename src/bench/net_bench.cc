@@ -374,7 +374,8 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
       std::string a = pairs[i].at(0).get<std::string>(), b = pairs[i].at(1).get<std::string>();
       if (me.node != a && me.node != b) continue;
       RankInfo pr{me.node == a ? 0 : 1, 2, 0, me.node};
-      if (pmix)
+      // NCCL's unique id always goes through the directory; PMIx carries only the TCP comm's addresses.
+      if (pmix && !nccl)
         o.pmix_group = fmt::format("pair-{}", i);
       else
         o.rendezvous = std::filesystem::path(job.at("rendezvous").get<std::string>()) / fmt::format("pair-{}", i);
@@ -454,7 +455,7 @@ std::optional<json> RunRankJob(const json& job, const RankInfo& me) {
         return json{{"pair", i}, {"error", e.what()}};
       }
     }
-    if (pmix) PmixAbstain(o.timeout_s);  // in no pair: the others' fence still counts this task
+    if (pmix && !nccl) PmixAbstain(o.timeout_s);  // in no pair: the others' fence still counts this task
     return std::nullopt;
   }
   throw std::invalid_argument("unknown rank job kind '" + kind + "'");
@@ -686,35 +687,45 @@ json SummarizeRdma(const std::vector<json>& pairs) {
     std::vector<std::string> partners, errors;
   };
   std::map<std::tuple<std::string, std::string, int>, Hca> hcas;  // (node, device, port)
-  std::vector<std::string> errors;
+  // What kept a port or a pair from being measured where RDMA applies (a node with no RDMA device
+  // at all, or without libibverbs, is "not applicable", not a problem of the fabric).
+  std::vector<std::string> problems, not_applicable;
   auto num = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<double>() : -1.0; };
+  auto str = [](const json& j, const char* k) {
+    return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : std::string("?");
+  };
   json out = {{"pairs", pairs}};
   for (const auto& pr : pairs) {
     if (!pr.is_object()) continue;
     std::string a = pr.value("a", ""), b = pr.value("b", "");
     if (pr.contains("error")) {
-      errors.push_back(
-          fmt::format("{}<->{}: {}", a, b, pr["error"].is_string() ? pr["error"].get<std::string>() : "?"));
-      continue;
+      std::string e = fmt::format("{}<->{}: {}", a, b, str(pr, "error"));
+      bool na =
+          e.find("no RDMA device") != std::string::npos || e.find("libibverbs is not installed") != std::string::npos;
+      (na ? not_applicable : problems).push_back(e);
+    }
+    for (const auto& u : pr.contains("unmatched") && pr["unmatched"].is_array() ? pr["unmatched"] : json::array()) {
+      if (!u.is_object() || str(u, "why").rfind("not among the devices asked for", 0) == 0) continue;
+      problems.push_back(fmt::format("{}<->{}: {} port {}: {}", a, b, str(u, "device"),
+                                     u.contains("port") && u["port"].is_number_integer() ? u["port"].get<int>() : 0,
+                                     str(u, "why")));
     }
     if (!pr.contains("ports") || !pr["ports"].is_array()) continue;
     for (const auto& p : pr["ports"]) {
       if (!p.is_object() || !p.contains("device") || !p["device"].is_string()) continue;
       std::string dev = p["device"].get<std::string>();
       int port = p.contains("port") && p["port"].is_number_integer() ? p["port"].get<int>() : 1;
-      // The figure belongs to both ends: the HCA of each node that took part.
+      // The figure belongs to both ends: the HCA of each node that took part, at its own link rate.
       for (const auto& [node, partner] : {std::pair{a, b}, std::pair{b, a}}) {
         Hca& h = hcas[{node, dev, port}];
         h.partners.push_back(partner);
-        if (double r = num(p, "rate_gbps"); r > 0) h.rate = r;
-        if (p.contains("error")) {
-          h.errors.push_back(
-              fmt::format("with {}: {}", partner, p["error"].is_string() ? p["error"].get<std::string>() : "?"));
-          continue;
-        }
+        double rate = node == b && num(p, "peer_rate_gbps") > 0 ? num(p, "peer_rate_gbps") : num(p, "rate_gbps");
+        if (rate > 0) h.rate = rate;
+        // A later test's failure (read, latency) does not erase the write figure measured before it.
         h.best_write = std::max(h.best_write, num(p, "write_gbps"));
         h.best_read = std::max(h.best_read, num(p, "read_gbps"));
         h.worst_p99 = std::max(h.worst_p99, num(p, "lat_p99_us"));
+        if (p.contains("error")) h.errors.push_back(fmt::format("with {}: {}", partner, str(p, "error")));
       }
     }
   }
@@ -729,7 +740,7 @@ json SummarizeRdma(const std::vector<json>& pairs) {
     if (h.best_read >= 0) e["best_read_gbps"] = RoundTo(h.best_read, 3);
     if (h.worst_p99 >= 0) e["worst_lat_p99_us"] = RoundTo(h.worst_p99, 3);
     if (!h.errors.empty()) e["errors"] = h.errors;
-    // A port that failed with every partner reached 0 of its line.
+    // A port whose write never worked with any partner reached 0 of its line.
     double best = h.best_write >= 0 ? h.best_write : 0.0;
     if (h.rate > 0 && (h.best_write >= 0 || !h.errors.empty())) {
       double ratio = best / h.rate;
@@ -744,15 +755,20 @@ json SummarizeRdma(const std::vector<json>& pairs) {
     list.push_back(std::move(e));
   }
   out["hcas"] = list;
+  if (!problems.empty()) out["problems"] = problems;
+  if (!not_applicable.empty()) out["not_applicable"] = not_applicable;
   if (worst < 1e300) {
     out["worst_line_ratio"] = RoundTo(worst, 3);
     out["worst_line_ratio_detail"] = worst_detail;
+  } else if (!problems.empty()) {
+    // RDMA applies (a node has HCAs) but nothing was measured: the fabric failed, not the tool.
+    out["worst_line_ratio"] = 0.0;
+    out["worst_line_ratio_detail"] = "nothing measured: " + problems.front();
   } else {
-    out["why"] = !errors.empty() ? errors.front()
-                 : hcas.empty()  ? "no HCA port was measured"
-                                 : "no measured port has a known link rate";
+    out["why"] = !not_applicable.empty() ? not_applicable.front()
+                 : hcas.empty()          ? "no HCA port was measured"
+                                         : "no measured port has a known link rate";
   }
-  if (!errors.empty()) out["errors"] = errors;
   return out;
 }
 
@@ -1001,21 +1017,15 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     double worst = 1e300;
     std::string why = "no NCCL run over RDMA NICs with known link rates (per-rail or fabric-only, NCCL backend)";
     // The link rate of `rail` (a device, or device:port as NCCL_IB_HCA names it) among a node's
-    // HCAs; with no rail, the slowest HCA's.
+    // HCAs; 0 when it is not among them.
     auto rate_of = [](const json& hcas, const std::string& rail) {
-      double rate = 0;
       for (const auto& h : hcas) {
         if (!h.is_object() || !h.contains("rate_gbps") || !h["rate_gbps"].is_number()) continue;
         std::string dev = h.contains("device") && h["device"].is_string() ? h["device"].get<std::string>() : "";
         int port = h.contains("port") && h["port"].is_number_integer() ? h["port"].get<int>() : 1;
-        double v = h["rate_gbps"].get<double>();
-        if (rail.empty()) {
-          rate = rate > 0 ? std::min(rate, v) : v;
-        } else if (rail == dev || rail == fmt::format("{}:{}", dev, port)) {
-          return v;
-        }
+        if (rail == dev || rail == fmt::format("{}:{}", dev, port)) return h["rate_gbps"].get<double>();
       }
-      return rate;
+      return 0.0;
     };
     auto consider = [&](double busbw, double rate, const std::string& what) {
       if (busbw <= 0 || rate <= 0) return;
@@ -1040,9 +1050,20 @@ std::vector<MetricValue> NetMetrics(const json& r) {
       const json* t = FindCollective(f, "all_reduce");
       if (t && f.contains("hcas") && f["hcas"].is_array() && !f["hcas"].empty() &&
           f.value("nodes", json::array()).size() >= 2) {
-        size_t n = f["hcas"].size();
-        consider((*t)["busbw_at_max"].get<double>() / static_cast<double>(n), rate_of(f["hcas"], ""),
-                 fmt::format("fabric-only all_reduce over {} NIC(s) per node", n));
+        // The compute rails are the node's fastest HCAs; slower ports (storage, frontend) carry no
+        // NCCL traffic and are not counted.
+        double top = 0;
+        size_t n = 0;
+        for (const auto& h : f["hcas"])
+          if (h.is_object() && h.contains("rate_gbps") && h["rate_gbps"].is_number())
+            top = std::max(top, h["rate_gbps"].get<double>());
+        for (const auto& h : f["hcas"])
+          if (h.is_object() && h.contains("rate_gbps") && h["rate_gbps"].is_number() &&
+              h["rate_gbps"].get<double>() == top)
+            ++n;
+        if (n > 0)
+          consider((*t)["busbw_at_max"].get<double>() / static_cast<double>(n), top,
+                   fmt::format("fabric-only all_reduce over the node's {} fastest NIC(s)", n));
       }
     }
     if (worst < 1e300)
@@ -1071,7 +1092,17 @@ std::vector<MetricValue> NetMetrics(const json& r) {
     }
     out.push_back(m);
   }
-  out.push_back(section_ratio("net.rdma-write-line-ratio", "rdma", "worst_line_ratio", "rdma"));
+  {
+    // Every port measured near its line, and none left unmeasured where RDMA applies.
+    MetricValue m = section_ratio("net.rdma-write-line-ratio", "rdma", "worst_line_ratio", "rdma");
+    const json& sec = r.contains("rdma") && r["rdma"].is_object() ? r["rdma"] : json::object();
+    if (m.value && sec.contains("problems") && sec["problems"].is_array() && !sec["problems"].empty()) {
+      const json& first = sec["problems"][0];
+      m.fail_reason = fmt::format("{} port(s) or pair(s) not measured, e.g. {}", sec["problems"].size(),
+                                  first.is_string() ? first.get<std::string>() : "?");
+    }
+    out.push_back(m);
+  }
   {
     MetricValue m{"net.rdma-latency-p99", std::nullopt, "", "", ""};
     const json* sec = r.contains("rdma") && r["rdma"].is_object() ? &r["rdma"] : nullptr;

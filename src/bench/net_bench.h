@@ -102,8 +102,11 @@ std::vector<Culprit> Judge(const StragglerAnalysis& a, const std::vector<PairFig
 // The rdma mode's section from its pairs' results (each as RunRdmaPair's, plus "a", "b" or
 // "error"): every HCA port (node, device, port) with the best write and read bandwidth it reached
 // with any partner (an HCA slow with every partner is the one at fault, not its peers), its line
-// ratio (best write over the link rate) and its worst write-latency p99; the worst HCA named in
-// "worst_line_ratio" and "worst_detail", or "why" nothing was measured. Pure.
+// ratio (best write over its own link rate; 0 when its write never worked) and its worst write
+// latency p99; the worst HCA in "worst_line_ratio" and "worst_line_ratio_detail". "problems" lists
+// what was not measured where RDMA applies (a port down on one side, a pair that failed): with
+// nothing measured at all that is a worst_line_ratio of 0. "why" says why nothing applies (no RDMA
+// device, no libibverbs). Pure.
 nlohmann::json SummarizeRdma(const std::vector<nlohmann::json>& pairs);
 
 // An nccl-tests or perftest output file read into bench net's schema (`bench net --import`):

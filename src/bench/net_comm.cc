@@ -274,31 +274,47 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
     c->token_ = std::string(util::Trim(*token));
   }
 
-  std::string bind_address = "0.0.0.0";
-  if (!o.iface.empty()) {
-    auto a = InterfaceAddress(o.iface);
-    if (!a) throw std::runtime_error(fmt::format("interface {} has no IPv4 address on {}", o.iface, me.node));
-    c->published_ = bind_address = *a;
-  }
-  if (!o.address.empty()) c->published_ = o.address;
-  if (c->published_.empty()) c->published_ = DefaultAddress();
+  // The listening socket this rank publishes.
+  auto open_listener = [&]() -> int {
+    std::string bind_address = "0.0.0.0";
+    if (!o.iface.empty()) {
+      auto a = InterfaceAddress(o.iface);
+      if (!a) throw std::runtime_error(fmt::format("interface {} has no IPv4 address on {}", o.iface, me.node));
+      c->published_ = bind_address = *a;
+    }
+    if (!o.address.empty()) c->published_ = o.address;
+    if (c->published_.empty()) c->published_ = DefaultAddress();
 
-  // A full mesh holds a socket per peer: raise the soft descriptor limit to the hard one.
-  rlimit nofile{};
-  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
-    nofile.rlim_cur = nofile.rlim_max;
-    ::setrlimit(RLIMIT_NOFILE, &nofile);
+    // A full mesh holds a socket per peer: raise the soft descriptor limit to the hard one.
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+      nofile.rlim_cur = nofile.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &nofile);
+    }
+    c->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (c->listen_fd_ < 0) throw Errno("socket");
+    int one = 1;
+    ::setsockopt(c->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in sa = SockAddr(bind_address, 0);
+    if (::bind(c->listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) throw Errno("bind " + bind_address);
+    if (::listen(c->listen_fd_, SOMAXCONN) != 0) throw Errno("listen");
+    socklen_t len = sizeof sa;
+    ::getsockname(c->listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+    return static_cast<int>(ntohs(sa.sin_port));
+  };
+  int port = 0;
+  if (!pmix) {
+    port = open_listener();
+  } else {
+    try {
+      port = open_listener();
+    } catch (const std::exception& e) {
+      // Still take part in the step's one exchange, saying why, so that the peers fail at once
+      // with this reason instead of waiting out the fence.
+      PmixAllGather(fmt::format("{} {} ERROR {}", o.pmix_group, me.rank, e.what()), o.timeout_s);
+      throw;
+    }
   }
-  c->listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (c->listen_fd_ < 0) throw Errno("socket");
-  int one = 1;
-  ::setsockopt(c->listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa = SockAddr(bind_address, 0);
-  if (::bind(c->listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) throw Errno("bind " + bind_address);
-  if (::listen(c->listen_fd_, SOMAXCONN) != 0) throw Errno("listen");
-  socklen_t len = sizeof sa;
-  ::getsockname(c->listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-  int port = ntohs(sa.sin_port);
 
   int n = me.world;
   c->nodes_.assign(n, "");
@@ -313,6 +329,10 @@ std::unique_ptr<Comm> Comm::Connect(const RankInfo& me, const CommOptions& o) {
         fmt::format("{} {} {} {} {} {}", o.pmix_group, me.rank, me.node, c->published_, port, RandomHex(kTokenHex));
     for (const auto& entry : PmixAllGather(mine, o.timeout_s)) {
       auto f = util::SplitWhitespace(entry);
+      if (f.size() >= 3 && f[0] == o.pmix_group && f[2] == "ERROR")
+        throw std::runtime_error(fmt::format("rank {} of group {} failed before the exchange: {}",
+                                             util::SanitizeUtf8(f[1]), o.pmix_group,
+                                             util::SanitizeUtf8(entry.substr(entry.find(" ERROR ") + 7))));
       if (f.size() != 6 || f[0] != o.pmix_group) continue;
       auto r = util::ParseInt(f[1]);
       auto p = util::ParseInt(f[4]);

@@ -91,7 +91,7 @@ fs::path NewStepDir(const NetCli& o) {
 }
 
 Step RunStep(host::Host& login, const audit::NodeScope& scope, const std::vector<std::string>& nodes, NetCli& o,
-             int tasks_per_node, json job, size_t groups) {
+             int tasks_per_node, json job, size_t groups, int gpus_per_node = -1) {
   Step s;
   // TCP ranks launched through PMIx need no directory; NCCL's unique id always goes through one.
   bool pmix_only = o.launch == "pmix" && o.backend != "nccl";
@@ -126,7 +126,7 @@ Step RunStep(host::Host& login, const audit::NodeScope& scope, const std::vector
   if (o.launch == "pmix") so.mpi = "pmix";
   std::vector<std::string> program = {"bench", "net", "--rank-job", job.dump()};
   // NCCL: one GPU per rank, so the step sees them (GRES).
-  int gpus = o.backend == "nccl" ? tasks_per_node : 0;
+  int gpus = gpus_per_node >= 0 ? gpus_per_node : o.backend == "nccl" ? tasks_per_node : 0;
   audit::FramedStep step =
       audit::RunFramedStep(login, scope, nodes, so, "clustermax-bench-net", program, kNetMarker, gpus);
   s.seconds = step.seconds;
@@ -448,7 +448,11 @@ json RunRdma(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
     }
     Say(o, fmt::format("rdma: round {} of {}, {} pair(s), every HCA port", ++ri, rounds.size(), round.size()));
     json job = {{"kind", "rdma"}, {"pairs", jp}, {"rdma", opts}};
-    Step s = RunStep(login, scope, step_nodes, o, 1, job, round.size());
+    // --rdma-gpu: every GPU of the node, so each HCA can use the one nearest to it. The step lasts
+    // as long as its slowest pair: up to 16 ports, each three timed tests and a stuck one.
+    NetCli ro = o;
+    ro.slurm.timeout_s = std::max(o.slurm.timeout_s, 16 * (4 * o.rdma_seconds + 60) + o.rank_timeout);
+    Step s = RunStep(login, scope, step_nodes, ro, 1, job, round.size(), o.rdma_gpu ? scope.gpus_per_node : 0);
     for (const auto& [i, j] : round) {
       const std::string &a = nodes[i], &b = nodes[j];
       json r;
