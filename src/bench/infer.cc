@@ -474,7 +474,7 @@ std::vector<MetricValue> InferMetrics(const json& r) {
                              NumOf(p, "concurrency"),
                              num(p, "rate") && *num(p, "rate") > 0 ? fmt::format(", {:g} req/s", *num(p, "rate")) : "",
                              num(mt, "good_requests").value_or(0), num(mt, "requests").value_or(0),
-                             mt.value("slo", json::object()).dump());
+                             ObjOf(mt, "slo").dump(-1, ' ', false, json::error_handler_t::replace));
     }
     if (worst <= 1)
       m.value = worst;
