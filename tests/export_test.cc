@@ -37,6 +37,7 @@
 namespace clustermax::report {
 namespace {
 namespace fs = std::filesystem;
+using clustermax::testing::FreePort;
 using clustermax::testing::RunShell;
 using nlohmann::json;
 
@@ -619,20 +620,6 @@ TEST(ExportTools, SarifValidatesAgainstTheOfficialSchema) {
 
 namespace scrape {
 
-int FreePort() {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (s >= 0 && bind(s, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
-      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  if (s >= 0) close(s);
-  return port;
-}
-
 // A child process (argv), stdout and stderr to `log`; SIGTERM and wait in the destructor.
 struct Child {
   Child(std::vector<std::string> args, const fs::path& log) {
@@ -685,7 +672,7 @@ TEST(ExportTools, NodeExporterReadsTheTextfile) {
   auto out = RunShell(cli + " export " + run.string() + " --textfile " + (d / "textfile" / "clustermax.prom").string() +
                       " >/dev/null");
   ASSERT_EQ(out.code, 0) << out.out;
-  int port = scrape::FreePort();
+  int port = FreePort();
   scrape::Child ne({"prometheus-node-exporter", "--collector.disable-defaults", "--collector.textfile",
                     "--collector.textfile.directory=" + (d / "textfile").string(),
                     "--web.listen-address=127.0.0.1:" + std::to_string(port)},
@@ -730,7 +717,7 @@ TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
   }
   ASSERT_FALSE(failing.empty());
 
-  int serve_port = scrape::FreePort();
+  int serve_port = FreePort();
   std::string serve_url = "http://127.0.0.1:" + std::to_string(serve_port);
   scrape::Child serve({cli, "serve", "--db", db.string(), "--listen", "127.0.0.1:" + std::to_string(serve_port)},
                       d / "serve.log");
@@ -748,7 +735,7 @@ TEST(ExportTools, PrometheusScrapesServeAndAnswersAQuery) {
     EXPECT_EQ(check.code, 0) << check.out;
   }
 
-  int prom_port = scrape::FreePort();
+  int prom_port = FreePort();
   std::string prom_url = "http://127.0.0.1:" + std::to_string(prom_port);
   std::ofstream(d / "prometheus.yml") << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n"
                                          "  - job_name: clustermax\n    static_configs:\n      - targets: ['127.0.0.1:"

@@ -23,6 +23,7 @@
 #include "testutil.h"
 
 namespace fs = std::filesystem;
+using clustermax::testing::FreePort;
 using nlohmann::json;
 using namespace clustermax::bench::infer;
 using clustermax::testing::Fixture;
@@ -171,19 +172,6 @@ bool Listening(int port) {
   bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
   ::close(fd);
   return ok;
-}
-
-// A free loopback port now (the server binds it moments later).
-int FreePort() {
-  int probe = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(probe);
-  return ntohs(a.sin_port);
 }
 
 const json& Grade(const json& r, const std::string& id) {

@@ -25,23 +25,12 @@
 #include "testutil.h"
 
 extern char** environ;
+using clustermax::testing::FreePort;
 using namespace clustermax::bench;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 bool Accepts(int port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -1,5 +1,8 @@
 // Shared test helpers: fixture paths and reading, running a shell command.
 #pragma once
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,6 +17,22 @@
 #include "util/files.h"
 
 namespace clustermax::testing {
+
+// A loopback TCP port free at this moment (bound, read back and released; a server started by the
+// test binds it moments later). 0 when none could be had.
+inline int FreePort() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  int port = 0;
+  if (s >= 0 && ::bind(s, reinterpret_cast<sockaddr*>(&a), len) == 0 &&
+      ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  if (s >= 0) ::close(s);
+  return port;
+}
 
 inline std::filesystem::path SourceDir() { return CLUSTERMAX_SOURCE_DIR; }
 inline std::filesystem::path Fixture(const std::string& rel) { return SourceDir() / "tests" / "fixtures" / rel; }
