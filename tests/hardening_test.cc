@@ -241,6 +241,7 @@ TEST(Hardening, PrivateDirectoriesAndTightenedStateDir) {
 
 // Item 4: secrets planted in every secret-bearing file of a sysroot never reach an output.
 TEST(Redaction, KnownFilesAndKeys) {
+  using host::RedactCommandLine;
   using host::RedactFile;
   EXPECT_EQ(RedactFile("/etc/sssd/sssd.conf", "[domain/x]\nid_provider = ldap\nldap_default_authtok = S3cr3t!\n"),
             "[domain/x]\nid_provider = ldap\nldap_default_authtok = <redacted>\n");
@@ -259,6 +260,9 @@ TEST(Redaction, KnownFilesAndKeys) {
             "PATH=/bin\0AWS_SECRET_ACCESS_KEY=<redacted>\0DCGM_X=1"s);
   EXPECT_EQ(RedactFile("/proc/42/cmdline", "exporter\0--db-password\0pw1\0-f\0x"s),
             "exporter\0--db-password\0<redacted>\0-f\0x"s);
+  // A shell command line (bench infer's --server-cmd) by the same argument rules.
+  EXPECT_EQ(RedactCommandLine("HF_TOKEN=hf_abc vllm serve m  --api-key sk-1 --port 8000 --hf-token=xyz --api-key -v"),
+            "HF_TOKEN=<redacted> vllm serve m --api-key <redacted> --port 8000 --hf-token=<redacted> --api-key -v");
   EXPECT_EQ(RedactFile("/etc/systemd/system/x.service", "ExecStart=/usr/bin/x --api-token=abc123 --port 9400\n"),
             "ExecStart=/usr/bin/x --api-token=<redacted> --port 9400\n");
   EXPECT_EQ(RedactFile("/root/.netrc", "machine h login u password p4ss\n"), "machine h login u password <redacted>\n");

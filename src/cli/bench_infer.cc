@@ -163,23 +163,12 @@ class Server {
   std::string log_;
 };
 
-// The server command as the result keeps it: secrets out (the API key, and the values of
-// secret-named flags and variables such as --api-key X, HF_TOKEN=X).
+// The server command as the result keeps it: secrets out (host::RedactCommandLine's rules, and the
+// API key itself wherever it stands).
 std::string RedactCommand(const std::string& cmd, const std::string& api_key) {
-  std::string out;
-  bool hide_next = false;
-  for (auto w : util::SplitWhitespace(cmd)) {
-    if (hide_next) {
-      w = std::string(host::kRedacted);
-      hide_next = false;
-    } else if (auto eq = w.find('='); eq != std::string::npos && host::IsSecretName(w.substr(0, eq))) {
-      w = w.substr(0, eq + 1) + std::string(host::kRedacted);
-    } else if (w.rfind("--", 0) == 0 && host::IsSecretName(w)) {
-      hide_next = true;
-    }
-    if (!api_key.empty() && w.find(api_key) != std::string::npos) w = std::string(host::kRedacted);
-    out += (out.empty() ? "" : " ") + w;
-  }
+  std::string out = host::RedactCommandLine(cmd);
+  for (size_t at; !api_key.empty() && (at = out.find(api_key)) != std::string::npos;)
+    out.replace(at, api_key.size(), host::kRedacted);
   return out;
 }
 

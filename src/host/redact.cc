@@ -271,9 +271,9 @@ std::string RedactLines(std::string text, bool spaced) {
   return out;
 }
 
-// NUL-separated: environ (KEY=VALUE) and cmdline (--secret=VALUE, --secret VALUE).
-std::string RedactNulList(const std::string& text) {
-  std::vector<std::string> items = util::Split(text, '\0', /*keep_empty=*/true);
+// Arguments one by one: `KEY=VALUE` and `--secret=VALUE` keep the key, `--secret VALUE` loses the
+// next argument, each only when the value could be a secret.
+void RedactItems(std::vector<std::string>& items) {
   bool next_is_secret = false;
   for (auto& item : items) {
     if (next_is_secret) {
@@ -292,12 +292,22 @@ std::string RedactNulList(const std::string& text) {
       next_is_secret = true;
     }
   }
+}
+
+std::string Join(const std::vector<std::string>& items, char sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out.push_back('\0');
+    if (i) out.push_back(sep);
     out += items[i];
   }
   return out;
+}
+
+// NUL-separated: environ (KEY=VALUE) and cmdline (--secret=VALUE, --secret VALUE).
+std::string RedactNulList(const std::string& text) {
+  std::vector<std::string> items = util::Split(text, '\0', /*keep_empty=*/true);
+  RedactItems(items);
+  return Join(items, '\0');
 }
 
 }  // namespace
@@ -349,6 +359,12 @@ std::string RedactEnv(std::string_view name, std::string value) {
   if (IsSecretName(name) && CouldBeSecret(value)) return std::string(kRedacted);
   if (value.find("://") != std::string::npos) return RedactUrlUserinfo(std::move(value), /*drop=*/true);
   return value;
+}
+
+std::string RedactCommandLine(std::string_view command) {
+  std::vector<std::string> words = util::SplitWhitespace(command);
+  RedactItems(words);
+  return Join(words, ' ');
 }
 
 std::string RedactArg(std::string arg) {

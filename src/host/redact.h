@@ -29,6 +29,9 @@ bool CouldBeSecret(std::string_view value);
 std::string RedactFile(std::string_view path, std::string content);
 // A command's output (stdout or stderr), redacted by the generic rules.
 std::string RedactText(std::string content);
+// A shell command line as one string (words split on white space and joined by one space), each
+// word judged as /proc/<pid>/cmdline's arguments are: `KEY=VALUE`, `--secret=VALUE`, `--secret VALUE`.
+std::string RedactCommandLine(std::string_view command);
 // One argument of a command line we record (our own argv in a bundle's manifest): URL credentials out.
 std::string RedactArg(std::string arg);
 // An environment variable's value: kRedacted when the name names a secret; a URL loses its user
