@@ -23,6 +23,7 @@
 #include "testutil.h"
 
 namespace fs = std::filesystem;
+using clustermax::testing::Accepts;
 using clustermax::testing::FreePort;
 using nlohmann::json;
 using namespace clustermax::bench::infer;
@@ -163,17 +164,6 @@ json RunInfer(const std::string& args, const fs::path& out, int* code = nullptr)
   return j;
 }
 
-bool Listening(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
-
 const json& Grade(const json& r, const std::string& id) {
   for (const auto& g : r["grades"])
     if (g["metric"] == id) return g;
@@ -280,7 +270,7 @@ TEST(InferRun, TheServerCommandIsTimedToReadyAndStoppedAfter) {
   EXPECT_NE(r["server"]["command"].get<std::string>().find("HF_TOKEN=<redacted>"), std::string::npos) << r["server"];
   EXPECT_EQ(r.dump().find("hf_secret123"), std::string::npos);
   // Stopped with its process group: nothing listens on the port any more.
-  EXPECT_FALSE(Listening(port));
+  EXPECT_FALSE(Accepts(port));
   // A server command that dies is reported, and nothing is sent.
   json died =
       RunInfer("--url http://127.0.0.1:1/v1 --server-cmd 'echo loading weights; exit 3' --shapes 8/4", dir / "died");
@@ -322,5 +312,5 @@ TEST(InferRun, CtrlCKeepsWhatWasMeasuredAndStopsTheServer) {
   ASSERT_FALSE(j.is_discarded()) << r.out;
   EXPECT_EQ(j["interrupted"], true) << j.dump().substr(0, 400);
   EXPECT_EQ(j["verdict"], "INCOMPLETE");
-  EXPECT_FALSE(Listening(port));
+  EXPECT_FALSE(Accepts(port));
 }

@@ -25,23 +25,13 @@
 #include "testutil.h"
 
 extern char** environ;
+using clustermax::testing::Accepts;
 using clustermax::testing::FreePort;
 using namespace clustermax::bench;
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-bool Accepts(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
 
 // One s3rver process with bucket ci-bucket; killed by PID in the destructor.
 class S3rver {

@@ -18,6 +18,18 @@
 
 namespace clustermax::testing {
 
+// Whether something accepts TCP connections on the loopback `port` now.
+inline bool Accepts(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  bool ok = fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  if (fd >= 0) ::close(fd);
+  return ok;
+}
+
 // A loopback TCP port free at this moment (bound, read back and released; a server started by the
 // test binds it moments later). 0 when none could be had.
 inline int FreePort() {
