@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -305,11 +306,30 @@ std::string RequestBody(const Target& t, const Shape& shape, uint64_t index) {
   return b.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// What every request to the server shares: the handle reset, the URL (the API base and `path`),
+// `headers` plus the bearer key, no signals (worker threads), no proxy (as vLLM's client goes:
+// aiohttp ignores proxy variables by default, so the key and the timings do not pass through one),
+// and Ctrl-C ending the transfer. The header list is the caller's to free after the request.
+curl_slist* Prepare(const util::CurlApi& api, CURL* h, const Target& t, const char* path, curl_slist* headers,
+                    std::string* url) {
+  *url = t.url;
+  while (!url->empty() && url->back() == '/') url->pop_back();
+  *url += path;
+  if (!t.api_key.empty()) headers = api.slist_append(headers, ("Authorization: Bearer " + t.api_key).c_str());
+  api.easy_reset(h);
+  api.easy_setopt(h, CURLOPT_URL, url->c_str());
+  api.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+  api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  api.easy_setopt(h, CURLOPT_NOPROXY, "*");
+  api.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  api.easy_setopt(
+      h, CURLOPT_XFERINFOFUNCTION,
+      +[](void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int { return util::Cancelled() ? 1 : 0; });
+  return headers;
+}
+
 void SendOne(const util::CurlApi& api, CURL* h, const Target& t, const Shape& shape, uint64_t index,
              Clock::time_point run_start, RequestRecord* rec) {
-  std::string url = t.url;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  url += t.endpoint == "chat" ? "/chat/completions" : "/completions";
   std::string body = RequestBody(t, shape, index);
   curl_slist* headers = nullptr;
   headers = api.slist_append(headers, "Content-Type: application/json");
@@ -317,30 +337,18 @@ void SendOne(const util::CurlApi& api, CURL* h, const Target& t, const Shape& sh
   // No "Expect: 100-continue" on a large prompt: it costs a round trip (or a second against a server
   // that never answers 100) before the body, inside every TTFT. vLLM's aiohttp client sends none.
   headers = api.slist_append(headers, "Expect:");
-  std::string auth = t.api_key.empty() ? "" : "Authorization: Bearer " + t.api_key;
-  if (!auth.empty()) headers = api.slist_append(headers, auth.c_str());
+  std::string url;
+  headers = Prepare(api, h, t, t.endpoint == "chat" ? "/chat/completions" : "/completions", headers, &url);
   Stream s;
   s.run_start = run_start;
   s.rec = rec;
-  api.easy_reset(h);
-  api.easy_setopt(h, CURLOPT_URL, url.c_str());
-  api.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
   api.easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
   api.easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
   api.easy_setopt(h, CURLOPT_WRITEFUNCTION, &OnBody);
   api.easy_setopt(h, CURLOPT_WRITEDATA, &s);
-  api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
   api.easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(t.timeout_s * 1000));
   api.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 30000L);
   api.easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-  // Straight to the server, as vLLM's client goes (aiohttp ignores proxy variables by default): the
-  // bearer key and the timings do not pass through a proxy.
-  api.easy_setopt(h, CURLOPT_NOPROXY, "*");
-  // Ctrl-C ends a request in flight (an 8k-token answer can take minutes).
-  api.easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  api.easy_setopt(
-      h, CURLOPT_XFERINFOFUNCTION,
-      +[](void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) -> int { return util::Cancelled() ? 1 : 0; });
   s.sent = Clock::now();
   rec->start = std::chrono::duration<double>(s.sent - run_start).count();
   CURLcode rc = api.easy_perform(h);
@@ -363,6 +371,31 @@ void SendOne(const util::CurlApi& api, CURL* h, const Target& t, const Shape& sh
 }
 
 }  // namespace
+
+std::pair<long, std::string> ListModels(const Target& t) {
+  const util::CurlApi& api = util::Curl("bench infer");
+  std::unique_ptr<CURL, void (*)(CURL*)> h(api.easy_init(), api.easy_cleanup);
+  if (!h) return {0, ""};
+  std::string url, body;
+  curl_slist* headers = Prepare(api, h.get(), t, "/models", nullptr, &url);
+  auto sink = +[](char* d, size_t s, size_t n, void* u) {
+    auto* b = static_cast<std::string*>(u);
+    if (b->size() < (1u << 20)) b->append(d, s * n);
+    return s * n;
+  };
+  api.easy_setopt(h.get(), CURLOPT_WRITEFUNCTION, sink);
+  api.easy_setopt(h.get(), CURLOPT_WRITEDATA, &body);
+  api.easy_setopt(h.get(), CURLOPT_TIMEOUT_MS, 5000L);
+  long code = 0;
+  if (api.easy_perform(h.get()) == CURLE_OK) api.easy_getinfo(h.get(), CURLINFO_RESPONSE_CODE, &code);
+  api.slist_free_all(headers);
+  std::string id;
+  json j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].is_object() &&
+      j["data"][0].contains("id") && j["data"][0]["id"].is_string())
+    id = util::SanitizeUtf8(j["data"][0]["id"].get<std::string>());
+  return {code, id};
+}
 
 std::vector<RequestRecord> RunPoint(const Target& t, const PointPlan& p, double* duration_s) {
   const util::CurlApi& api = util::Curl("bench infer");

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -119,6 +120,9 @@ struct PointPlan {
 // The records as the result keeps them (times in seconds, rounded to the microsecond), for the
 // reference check and later analysis; no prompt or output text.
 nlohmann::json RecordsJson(const std::vector<RequestRecord>& records);
+
+// GET the API base's /models: the HTTP status (0: no answer) and the first model's id ("" none).
+std::pair<long, std::string> ListModels(const Target& t);
 
 // Sends the point's requests and measures each. Throws only when libcurl cannot be loaded.
 std::vector<RequestRecord> RunPoint(const Target& t, const PointPlan& p, double* duration_s);

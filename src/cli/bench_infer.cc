@@ -20,7 +20,6 @@
 #include "cli/cli.h"
 #include "host/redact.h"
 #include "util/cancel.h"
-#include "util/curl.h"
 #include "util/files.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -63,41 +62,6 @@ infer::Shape ParseShape(const std::string& s) {
   };
   if (slash == std::string::npos) throw UsageError(fmt::format("--shapes: '{}' is not INPUT/OUTPUT (e.g. 1k/1k)", s));
   return {len(std::string_view(s).substr(0, slash)), len(std::string_view(s).substr(slash + 1))};
-}
-
-// GET url/models: the HTTP status (0: no answer) and the first model's id.
-std::pair<long, std::string> Models(const infer::Target& t) {
-  const util::CurlApi& api = util::Curl("bench infer");
-  CURL* h = api.easy_init();
-  if (!h) return {0, ""};
-  std::string url = t.url;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  url += "/models";
-  std::string body;
-  curl_slist* headers = nullptr;
-  std::string auth = t.api_key.empty() ? "" : "Authorization: Bearer " + t.api_key;
-  if (!auth.empty()) headers = api.slist_append(headers, auth.c_str());
-  auto sink = +[](char* d, size_t s, size_t n, void* u) {
-    auto* b = static_cast<std::string*>(u);
-    if (b->size() < (1u << 20)) b->append(d, s * n);
-    return s * n;
-  };
-  api.easy_setopt(h, CURLOPT_URL, url.c_str());
-  api.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-  api.easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-  api.easy_setopt(h, CURLOPT_WRITEDATA, &body);
-  api.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  api.easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-  long code = 0;
-  if (api.easy_perform(h) == CURLE_OK) api.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-  api.slist_free_all(headers);
-  api.easy_cleanup(h);
-  std::string id;
-  json j = json::parse(body, nullptr, false);
-  if (j.is_object() && j.contains("data") && j["data"].is_array() && !j["data"].empty() && j["data"][0].is_object() &&
-      j["data"][0].contains("id") && j["data"][0]["id"].is_string())
-    id = util::SanitizeUtf8(j["data"][0]["id"].get<std::string>());
-  return {code, id};
 }
 
 // The server the user asked us to start: its own process group, stdin from /dev/null, its output
@@ -224,7 +188,7 @@ int RunInfer(InferCli& o) {
         if (std::string tail = server->Tail(); !tail.empty()) sj["output_tail"] = tail;
         break;
       }
-      if (Models(o.target).first == 200) {
+      if (infer::ListModels(o.target).first == 200) {
         sj["ready_s"] = bench::RoundTo(std::chrono::duration<double>(std::chrono::steady_clock::now() - s0).count(), 3);
         break;
       }
@@ -243,7 +207,7 @@ int RunInfer(InferCli& o) {
                                            : fmt::format("  server: {}\n", sj.value("error", "")));
   }
   if (o.target.model.empty()) {
-    auto [code, id] = Models(o.target);
+    auto [code, id] = infer::ListModels(o.target);
     if (id.empty()) {
       result["error"] = fmt::format("no --model given and {}/models named none (HTTP {})", o.target.url, code);
     }
