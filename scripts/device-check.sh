@@ -102,4 +102,23 @@ if n < 2:
     print("one GPU: no bus bandwidth to measure (busbw needs two ranks); times and the data check only")
 PY
 grep -h "Bytes -> Algo" "$out"/nccl-debug-0.log 2>/dev/null | head -5 | tee -a "$log"
+step "bench train's built-in transformer on one GPU (builtin-350m's shape, bf16, 20 steps)"
+# No Slurm here either: one rank started directly. The log lines are the ones bench train reads;
+# the table's MFU is against the H200's dense bf16 peak (989.4 TFLOP/s, data/gpu-peaks.json).
+RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 timeout 300 \
+  python3 data/train/clustermax_train.py --layers 24 --dim 1024 --heads 16 --ffn 4096 --vocab 32768 \
+  --seq 2048 --batch 8 --steps 20 --warmup-steps 5 --dtype bf16 >"$out/train.log" 2>>"$log"
+echo "train rc=$?" | tee -a "$log"
+python3 - "$out/train.log" <<'PY' | tee "$out/train-table.txt"
+import json, statistics, sys
+ev = [json.loads(l.split("CMAX-TRAIN ", 1)[1]) for l in open(sys.argv[1]) if "CMAX-TRAIN " in l]
+steps = [e for e in ev if e["event"] == "step" and e["step"] > 5]
+if not steps:
+    print("train: no timed step", [e for e in ev if e["event"] == "error"]); sys.exit(0)
+L, d, f, V, T = 24, 1024, 4096, 32768, 2048
+flops = 6 * (L * (4 * d * d + 2 * d * f + 2 * d) + d + d * V) + 12 * L * d * T
+tps = statistics.median(e["tokens"] / e["step_s"] for e in steps)
+print(f"tokens/s {tps:,.0f}  TFLOP/s {tps * flops / 1e12:.1f}  MFU {tps * flops / 1e12 / 989.4:.3f}  "
+      f"loss {steps[0]['loss']:.3f} -> {steps[-1]['loss']:.3f}")
+PY
 step "done"

@@ -19,6 +19,9 @@ pkgs=(
   libyaml-cpp-dev libsqlite3-dev libsqlitecpp-dev
   # dashboard: Boost.Beast (header-only) parses requests for serve; a real headless Chromium and curl in the tests
   libboost-dev chromium fonts-dejavu-core curl
+  # bench train runs its built-in transformer on Debian's PyTorch (CPU, gloo) in the tests; bench
+  # lifecycle times `import torch` with it and installs a wheel into a fresh venv (python3-venv)
+  python3-torch python3-venv
   # tests: real tools whose output the parsers read
   pciutils kmod sudo procps util-linux
   # tests: the shells the completion scripts are for; man-db renders the man page

@@ -95,6 +95,8 @@ SlurmdTimeout=10
 MpiDefault=none
 GresTypes=gpu
 TmpFS=$D/tmp/%n
+# scontrol reboot restarts the node's slurmd (bench lifecycle --reboot times it)
+RebootProgram=$(cd "$(dirname "$0")" && pwd)/slurm-ci-reboot.sh
 ${SLURM_CI_EXTRA:-}
 ${node_lines}
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES

@@ -421,7 +421,7 @@ TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
   // (Its rows must cover half the criteria by weight with the attestations: the measured-only
   // criteria, bench results the report does not carry, count against that.)
   std::vector<json> results = {Result("pcie-acs", "PASS"), Result("mpi-srun-pmix", "PASS"),
-                               Result("nccl-installed", "PASS")};
+                               Result("nccl-installed", "PASS"), Result("gpudirect-rdma", "PASS")};
   for (const auto& check : checks::DefaultRegistry().all())
     if (check.info.targets == core::kK) results.push_back(Result(check.info.id, "SKIP", "not-in-scope"));
   json with = Rate(Cat(), {Report(results)}, Answers(Cat(), all));

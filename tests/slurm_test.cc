@@ -614,6 +614,153 @@ TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
   Up();
 }
 
+// bench lifecycle on the real cluster: jobs submitted until RUNNING, an allocation of the three
+// nodes with their GPUs (GRES), srun launching inside it on 1, 2 and 3 nodes, `import torch` from
+// Debian's python3-torch on every node cold and warm, a model directory read into memory, and n2
+// rebooted through the cluster's RebootProgram (scripts/slurm-ci-reboot.sh restarts its slurmd)
+// until schedulable again.
+TEST(SlurmFleet, LifecycleTimesJobsLaunchesImportsAModelLoadAndAReboot) {
+  if (Sh("/usr/bin/python3 -c 'import torch'").code != 0) GTEST_SKIP() << "no python3-torch (scripts/install-deps.sh)";
+  fs::path model = kDir / "model";
+  fs::remove_all(model);
+  fs::create_directories(model);
+  {
+    std::ofstream w(model / "model.safetensors", std::ios::binary);
+    std::string chunk(1 << 20, 'm');
+    for (int i = 0; i < 48; ++i) w << chunk;
+    std::ofstream(model / "config.json") << "{}";
+  }
+  auto boot_before = NodeRecord("n2")["BootTime"];
+  fs::path out = kDir / "runs" / "lifecycle";
+  fs::remove_all(out);
+  Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench lifecycle --python /usr/bin/python3 --repeat 2 --warm-runs 2" +
+              " --model-path " + model.string() + " --reboot n2 --reboot-timeout 120 --json --exit-zero --out " +
+              out.string() + " 2>" + (kDir / "lifecycle.stderr").string());
+  ASSERT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "lifecycle.stderr").string()).out;
+  json r = JsonFrom(p.out);
+  std::cout << "[ lifecycle ] " << r["job_start"].dump() << "\n[ lifecycle ] " << r["launch"].dump()
+            << "\n[ lifecycle ] " << r["reboot"].dump() << "\n";
+  EXPECT_EQ(r["kind"], "clustermax.bench.lifecycle");
+  ASSERT_EQ(r["job_start"]["samples"].size(), 2u) << r["job_start"].dump();
+  EXPECT_GT(r["job_start"]["median_s"].get<double>(), 0);
+  EXPECT_EQ(r["alloc"]["nodes"], 3);
+  EXPECT_EQ(r["alloc"]["gpus_per_node"], 8);
+  EXPECT_EQ(r["alloc"]["gpus_seen"], 8) << r["alloc"].dump();
+  ASSERT_EQ(r["launch"].size(), 3u) << r["launch"].dump();
+  for (int k = 1; k <= 3; ++k) {
+    const json& l = r["launch"][k - 1];
+    EXPECT_EQ(l["nodes"], k);
+    EXPECT_FALSE(l.contains("error")) << l.dump();
+    EXPECT_EQ(l["samples"].size(), 2u);
+    EXPECT_GT(l["median_s"].get<double>(), 0);
+  }
+  for (const char* n : {"n1", "n2", "n3"}) {
+    const json& node = r["nodes"][n];
+    ASSERT_EQ(node["imports"].size(), 1u) << r["nodes"].dump();
+    const json& imp = node["imports"][0];
+    EXPECT_EQ(imp["package"], "torch");
+    EXPECT_FALSE(imp.contains("error")) << imp.dump();
+    EXPECT_GT(imp["cold_s"].get<double>(), imp["interpreter_s"].get<double>()) << imp.dump();
+    EXPECT_GT(imp["dropped_files"].get<int>(), 100) << imp.dump();
+    EXPECT_EQ(node["model"]["bytes"].get<uint64_t>(), (48u << 20) + 2) << node["model"].dump();
+    EXPECT_GT(node["model"]["cold_gbps"].get<double>(), 0);
+  }
+  ASSERT_EQ(r["reboot"].size(), 1u);
+  const json& b = r["reboot"][0];
+  EXPECT_EQ(b["node"], "n2");
+  EXPECT_FALSE(b.contains("error")) << b.dump();
+  EXPECT_GT(b["back_s"].get<double>(), b["issued_s"].get<double>()) << b.dump();
+  EXPECT_NE(b["boot_time_after"], b["boot_time_before"]) << b.dump();
+  EXPECT_EQ(b["boot_time_before"], boot_before);
+  std::set<std::string> graded;
+  for (const auto& g : r["grades"])
+    if (g["verdict"] != "SKIP") graded.insert(g["metric"].get<std::string>());
+  for (const char* id :
+       {"life.job-start", "life.alloc-gpus", "life.srun-launch", "life.import-cold", "life.model-load", "life.reboot"})
+    EXPECT_TRUE(graded.count(id)) << id << " " << r["grades"].dump();
+  EXPECT_TRUE(fs::exists(out / "bench" / "lifecycle.json"));
+  // Nothing is left behind: no job of ours, every node schedulable.
+  EXPECT_EQ(Sh(Env() + " squeue -h -n clustermax-lifecycle").out, "");
+  EXPECT_EQ(Sh(Env() + " sinfo -h -o '%D %t'").out, "3 idle\n");
+}
+
+// bench train on the real cluster: the built-in transformer on Debian's PyTorch (CPU), one task per
+// node over gloo, read as it runs. With --deterministic every rank trains on the same batches, so
+// their exact losses agree; a node given a different learning rate (as a node computing
+// differently would) is named. A run that stops making progress is stopped by the watchdog.
+TEST(SlurmFleet, TrainRunsTheBuiltinTransformerAndNamesANodeComputingDifferently) {
+  if (Sh("/usr/bin/python3 -c 'import torch'").code != 0) GTEST_SKIP() << "no python3-torch (scripts/install-deps.sh)";
+  auto train = [&](const std::string& name, const std::string& args, Proc* proc = nullptr) {
+    fs::path out = kDir / "runs" / ("train-" + name);
+    fs::remove_all(out);
+    Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench train --python /usr/bin/python3 --json --exit-zero --out " +
+                out.string() + " " + args + " 2>" + (kDir / ("train-" + name + ".stderr")).string());
+    if (proc) *proc = p;
+    EXPECT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / ("train-" + name + ".stderr")).string()).out;
+    return JsonFrom(p.out);
+  };
+  auto grade = [](const json& r, const std::string& id) {
+    for (const auto& g : r["grades"])
+      if (g["metric"] == id) return g;
+    return json::object();
+  };
+  json r = train("same", "--recipe builtin-tiny --steps 8 --warmup 2 --deterministic");
+  const json& s = r["summary"];
+  std::cout << "[ train ] " << s.dump() << "\n";
+  EXPECT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["options"]["nodes"], 3);
+  EXPECT_EQ(r["options"]["tasks_per_node"], 1);
+  EXPECT_EQ(r["rank_nodes"], json({{"0", "n1"}, {"1", "n2"}, {"2", "n3"}}));
+  EXPECT_EQ(s["steps_logged"], 8);
+  EXPECT_EQ(s["ranks_logged"], 3);
+  EXPECT_EQ(s["loss_decreased"], true) << s["loss_curve"].dump();
+  EXPECT_GT(s["tokens_per_s_per_gpu"].get<double>(), 0);
+  // MFU is the model's TFLOP/s over the ranks' measured fp32 matmul peak.
+  EXPECT_EQ(s["measured_matmul_tflops"]["ranks"], 3);
+  EXPECT_NEAR(s["mfu"].get<double>(), s["tflops_per_gpu"].get<double>() / s["peak_tflops"].get<double>(), 1e-4);
+  EXPECT_EQ(s["determinism"]["steps_compared"], 8);
+  EXPECT_TRUE(s["determinism"]["differing"].empty()) << s["determinism"].dump();
+  EXPECT_EQ(grade(r, "train.determinism")["verdict"], "PASS");
+  EXPECT_EQ(grade(r, "train.completed")["verdict"], "PASS");
+  EXPECT_NE(grade(r, "train.rank-spread")["verdict"], "SKIP");
+
+  // n2 trains with another learning rate: its parameters, and from step 2 its losses, differ.
+  json recipes = json::parse(Sh("cat " + std::string(CLUSTERMAX_SOURCE_DIR) + "/data/train/recipes.json").out);
+  json tiny = recipes["recipes"][0];
+  json cmd = {"/bin/sh", "-c", "if [ \"$SLURMD_NODENAME\" = n2 ]; then exec \"$@\" --lr 0.05; fi; exec \"$@\"", "sh"};
+  for (const auto& a : tiny["command"]) cmd.push_back(a);
+  tiny["name"] = "tiny-n2-differs";
+  tiny["command"] = cmd;
+  std::ofstream(kDir / "recipe-n2.json") << tiny.dump();
+  json d = train("n2", "--recipe-file " + (kDir / "recipe-n2.json").string() + " --steps 6 --warmup 1 --deterministic");
+  const json& diff = d["summary"]["determinism"]["differing"];
+  ASSERT_EQ(diff.size(), 1u) << d["summary"].dump();
+  EXPECT_EQ(diff[0]["node"], "n2");
+  EXPECT_EQ(diff[0]["rank"], 1);
+  EXPECT_GE(diff[0]["first_step"].get<int>(), 2);
+  EXPECT_EQ(grade(d, "train.determinism")["verdict"], "FAIL");
+
+  // A run that logs one step and then hangs: stopped by the watchdog, with the job gone.
+  json hang = {
+      {"name", "hang"},
+      {"device", "cpu"},
+      {"command",
+       {"/bin/sh", "-c",
+        "echo 'CMAX-TRAIN {\"event\":\"step\",\"rank\":0,\"step\":1,\"loss\":1.0,\"step_s\":0.1,\"tokens\":1}'; "
+        "exec sleep 300"}}};
+  std::ofstream(kDir / "recipe-hang.json") << hang.dump();
+  auto t0 = std::chrono::steady_clock::now();
+  json h = train("hang",
+                 "--recipe-file " + (kDir / "recipe-hang.json").string() + " --steps 5 --warmup 0 --stall-timeout 3");
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 60);
+  EXPECT_NE(h.value("error", "").find("no progress for 3 s after step 1"), std::string::npos) << h.dump();
+  EXPECT_EQ(grade(h, "train.completed")["verdict"], "FAIL");
+  for (int i = 0; i < 50 && !Sh(Env() + " squeue -h -n clustermax-train").out.empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(Sh(Env() + " squeue -h -n clustermax-train").out, "");
+}
+
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::AddGlobalTestEnvironment(new SlurmCluster);

@@ -175,7 +175,10 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
                                    "--kill-on-bad-exit=0",
                                    "--no-kill",
                                    "--label"};
-  if (scope.inside_allocation) {
+  if (!o.jobid.empty()) {
+    argv.push_back("--jobid=" + o.jobid);
+    argv.push_back("--overlap");
+  } else if (scope.inside_allocation) {
     argv.push_back("--overlap");
   } else {
     if (!o.partition.empty()) argv.push_back("--partition=" + o.partition);

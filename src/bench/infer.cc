@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/json_read.h"
 #include "util/cancel.h"
 #include "util/curl.h"
 #include "util/strings.h"
@@ -450,27 +451,9 @@ std::vector<RequestRecord> RunPoint(const Target& t, const PointPlan& p, double*
 
 namespace clustermax::bench::infer {
 
-namespace {
-// Typed reads of a result read back from disk: a field of the wrong type reads as absent.
-std::string StrOf(const json& o, const char* k) {
-  return o.is_object() && o.contains(k) && o[k].is_string() ? o[k].get<std::string>() : "";
-}
-double NumOf(const json& o, const char* k, double def = 0) {
-  return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : def;
-}
-const json& ObjOf(const json& o, const char* k) {
-  static const json empty = json::object();
-  return o.is_object() && o.contains(k) && o[k].is_object() ? o[k] : empty;
-}
-}  // namespace
-
 std::vector<MetricValue> InferMetrics(const json& r) {
   std::vector<MetricValue> out;
   const json points = r.contains("points") && r["points"].is_array() ? r["points"] : json::array();
-  auto num = [](const json& o, const char* k) -> std::optional<double> {
-    if (!o.is_object() || !o.contains(k) || !o[k].is_number()) return std::nullopt;
-    return o[k].get<double>();
-  };
   {
     // Requests that failed, over every point: the server refused, broke the stream or timed out.
     MetricValue m{"infer.failed-requests", std::nullopt, "", "", ""};
@@ -478,8 +461,8 @@ std::vector<MetricValue> InferMetrics(const json& r) {
     std::string first_error;
     for (const auto& p : points) {
       const json& mt = ObjOf(p, "metrics");
-      sent += num(mt, "requests").value_or(0);
-      failed += num(mt, "failed").value_or(0);
+      sent += OptNumOf(mt, "requests").value_or(0);
+      failed += OptNumOf(mt, "failed").value_or(0);
       if (first_error.empty() && mt.is_object() && mt.contains("errors") && mt["errors"].is_object() &&
           !mt["errors"].empty())
         first_error = mt["errors"].begin().key();
@@ -500,14 +483,14 @@ std::vector<MetricValue> InferMetrics(const json& r) {
     double worst = 2;
     for (const auto& p : points) {
       const json& mt = ObjOf(p, "metrics");
-      auto a = num(mt, "slo_attainment");
+      auto a = OptNumOf(mt, "slo_attainment");
       if (!a || *a >= worst) continue;
       worst = *a;
-      m.detail = fmt::format("{} at concurrency {}{}: {:g} of {:g} requests within {}", StrOf(p, "shape"),
-                             NumOf(p, "concurrency"),
-                             num(p, "rate") && *num(p, "rate") > 0 ? fmt::format(", {:g} req/s", *num(p, "rate")) : "",
-                             num(mt, "good_requests").value_or(0), num(mt, "requests").value_or(0),
-                             ObjOf(mt, "slo").dump(-1, ' ', false, json::error_handler_t::replace));
+      m.detail = fmt::format(
+          "{} at concurrency {}{}: {:g} of {:g} requests within {}", StrOf(p, "shape"), NumOf(p, "concurrency"),
+          OptNumOf(p, "rate") && *OptNumOf(p, "rate") > 0 ? fmt::format(", {:g} req/s", *OptNumOf(p, "rate")) : "",
+          OptNumOf(mt, "good_requests").value_or(0), OptNumOf(mt, "requests").value_or(0),
+          ObjOf(mt, "slo").dump(-1, ' ', false, json::error_handler_t::replace));
     }
     if (worst <= 1)
       m.value = worst;
@@ -518,10 +501,10 @@ std::vector<MetricValue> InferMetrics(const json& r) {
   {
     MetricValue m{"infer.server-ready", std::nullopt, "", "", ""};
     const json& server = ObjOf(r, "server");
-    if (auto s = num(server, "ready_s")) {
+    if (auto s = OptNumOf(server, "ready_s")) {
       m.value = *s;
       m.detail = "from starting the server command to its first answer on /models";
-    } else if (auto w = num(server, "waited_s"); w && server.contains("error")) {
+    } else if (auto w = OptNumOf(server, "waited_s"); w && server.contains("error")) {
       // Never ready (it exited, or the wait ran out): a failure, not a missing figure.
       m.value = *w;
       m.fail_reason = "the server never became ready: " + StrOf(server, "error");

@@ -78,12 +78,7 @@ int RunStorageScaling(const bench::StorageOptions& so, audit::SlurmFanOutOptions
   host::LocalHost login;
   o.self_exe = util::SelfExe();
   audit::NodeScope scope = audit::SelectNodes(login, o);
-  if (scope.targets.empty()) {
-    std::string why;
-    for (const auto& u : scope.unreachable) why += fmt::format("\n  {}: {}", u.node, u.reason);
-    throw std::runtime_error("bench storage --scale: no node to run on" +
-                             (why.empty() ? std::string(" (check --partition / --nodelist)") : why));
-  }
+  RequireTargets(scope, "bench storage --scale");
   // Every node writes its own data at the same time: the shared path must hold all of it.
   uint64_t need = bench::StorageFootprint(so) * scope.targets.size();
   std::error_code ec;
@@ -418,6 +413,8 @@ void AddBenchCommands(CLI::App& app, Commands& table) {
   AddS3Command(bench_cmd, table);
   AddNetCommand(bench_cmd, table);
   AddInferCommand(bench_cmd, table);
+  AddLifecycleCommand(bench_cmd, table);
+  AddTrainCommand(bench_cmd, table);
   AddProbeCommands(app, table);
 }
 

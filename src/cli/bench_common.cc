@@ -14,6 +14,7 @@
 #include "bench/grade.h"
 #include "cli/cli.h"
 #include "util/files.h"
+#include "util/line_frames.h"
 #include "util/cancel.h"
 #include "util/time.h"
 #include "util/usage_error.h"
@@ -144,6 +145,44 @@ void StampFleetResult(json& result, std::chrono::system_clock::time_point starte
   result["unreachable"] = json::array();
   for (const auto& u : unreachable) result["unreachable"].push_back({{"node", u.node}, {"reason", u.reason}});
   if (util::Cancelled()) result["interrupted"] = true;
+}
+
+void RequireTargets(const audit::NodeScope& scope, const std::string& command) {
+  if (!scope.targets.empty()) return;
+  std::string why;
+  for (const auto& u : scope.unreachable) why += fmt::format("\n  {}: {}", u.node, u.reason);
+  throw std::runtime_error(command + ": no node to run on" +
+                           (why.empty() ? std::string(" (check --partition / --nodelist)") : why));
+}
+
+int RunRankTask(
+    const std::string& rank_job, const std::string& command, const char* marker,
+    const std::function<std::optional<nlohmann::json>(const nlohmann::json&, const bench::net::RankInfo&)>& run) {
+  nlohmann::json job;
+  try {
+    job = nlohmann::json::parse(rank_job);
+  } catch (const std::exception& e) {
+    std::cerr << "clustermax: --rank-job is not JSON: " << e.what() << "\n";
+    return kExitToolError;
+  }
+  auto me = bench::net::RankFromSlurm();
+  if (!me) {
+    std::cerr << "clustermax: " << command << " --rank-job runs as a task of a Slurm job step (no SLURM_PROCID)\n";
+    return kExitToolError;
+  }
+  try {
+    auto doc = run(job, *me);
+    if (doc) {
+      for (const auto& line :
+           util::FrameLines(marker, me->node, doc->dump(-1, ' ', true, nlohmann::json::error_handler_t::replace)))
+        std::cout << line << "\n";
+      std::cout.flush();
+    }
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("rank {} on {}: {}\n", me->rank, me->node, e.what());
+    return kExitToolError;
+  }
 }
 
 }  // namespace clustermax::cli

@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "audit/engine.h"
+#include "audit/slurm_fanout.h"
+#include "bench/net_comm.h"
 #include "cli/command.h"
 #include "util/progress.h"
 
@@ -39,9 +42,23 @@ void StampFleetResult(nlohmann::json& result, std::chrono::system_clock::time_po
 void ReportProgress(util::Progress& progress, std::function<void(const std::string&)>& lines,
                     std::function<void(double)>& fraction);
 
+// The nodes a fleet benchmark runs on: `scope`'s targets, or an error naming why there are none
+// (each unreachable node with its reason). `command` names the benchmark ("bench net").
+void RequireTargets(const audit::NodeScope& scope, const std::string& command);
+// One task of a fleet benchmark's job step (`--rank-job JSON`): the job parsed, the task's rank
+// from Slurm, `run` called, and the document it returns (none: this task reports nothing) framed
+// on stdout under `marker` and the task's node. The exit code.
+int RunRankTask(
+    const std::string& rank_job, const std::string& command, const char* marker,
+    const std::function<std::optional<nlohmann::json>(const nlohmann::json& job, const bench::net::RankInfo& me)>& run);
+
 // `bench net` (cli/bench_net.cc), registered by AddBenchCommands.
 void AddNetCommand(CLI::App* parent, Commands& table);
 // `bench infer` (cli/bench_infer.cc).
 void AddInferCommand(CLI::App* parent, Commands& table);
+// `bench lifecycle` (cli/bench_lifecycle.cc).
+void AddLifecycleCommand(CLI::App* parent, Commands& table);
+// `bench train` (cli/bench_train.cc).
+void AddTrainCommand(CLI::App* parent, Commands& table);
 
 }  // namespace clustermax::cli

@@ -23,7 +23,6 @@
 #include "cli/bench_common.h"
 #include "host/local_host.h"
 #include "util/files.h"
-#include "util/line_frames.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -474,31 +473,8 @@ json RunRdma(host::Host& login, const audit::NodeScope& scope, NetCli& o) {
 }
 
 int RunRank(const NetCli& o) {
-  json job;
-  try {
-    job = json::parse(o.rank_job);
-  } catch (const std::exception& e) {
-    std::cerr << "clustermax: --rank-job is not JSON: " << e.what() << "\n";
-    return kExitToolError;
-  }
-  auto me = net::RankFromSlurm();
-  if (!me) {
-    std::cerr << "clustermax: bench net --rank-job runs as a task of a Slurm job step (no SLURM_PROCID)\n";
-    return kExitToolError;
-  }
-  try {
-    auto doc = net::RunRankJob(job, *me);
-    if (doc) {
-      for (const auto& line :
-           util::FrameLines(kNetMarker, me->node, doc->dump(-1, ' ', true, json::error_handler_t::replace)))
-        std::cout << line << "\n";
-      std::cout.flush();
-    }
-    return kExitOk;
-  } catch (const std::exception& e) {
-    std::cerr << fmt::format("rank {} on {}: {}\n", me->rank, me->node, e.what());
-    return kExitToolError;
-  }
+  return RunRankTask(o.rank_job, "bench net", kNetMarker,
+                     [](const json& job, const net::RankInfo& me) { return net::RunRankJob(job, me); });
 }
 
 // `--import`: output files users already have, read into the same schema and graded.
@@ -551,12 +527,7 @@ int RunNet(NetCli& o) {
   // An NCCL sweep to 16 GiB with every collective takes minutes, not seconds.
   if (o.step_timeout <= 0 && nccl) o.slurm.timeout_s = 1800;
   net::SizeSweep(bench::ParseSize(o.min_bytes), bench::ParseSize(o.max_bytes), o.factor);  // throws early
-  if (scope.targets.empty()) {
-    std::string why;
-    for (const auto& u : scope.unreachable) why += fmt::format("\n  {}: {}", u.node, u.reason);
-    throw std::runtime_error("bench net: no node to run on" +
-                             (why.empty() ? std::string(" (check --partition / --nodelist)") : why));
-  }
+  RequireTargets(scope, "bench net");
   bench::InstallCancelHandlers();
   auto started = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();

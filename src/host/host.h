@@ -76,6 +76,9 @@ struct CommandSpec {
   // The child's standard input (an object for `kubectl create --raw PATH -f -`); empty: /dev/null.
   // Not part of a bundle's key: commands that differ only by stdin must differ in argv too.
   std::string stdin_data;
+  // Polled while the command runs (LocalHost): true stops it (SIGTERM to its process group, SIGKILL
+  // 10 s later) and sets the result's `stopped`. A watchdog, or Ctrl-C. Not recorded in a bundle.
+  std::function<bool()> stop_when;
 };
 
 struct CommandResult {
@@ -89,6 +92,7 @@ struct CommandResult {
   bool truncated = false;
   std::string resolved;  // absolute path that was executed
   std::string error;     // why it could not run
+  bool stopped = false;  // ended by CommandSpec::stop_when
 };
 
 struct WhichResult {

@@ -55,7 +55,7 @@ std::vector<std::string> MergeEnv(const std::vector<std::string>& extra) {
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
                          const std::function<void(std::string_view)>& on_stdout, bool keep_stdout,
-                         const std::string& stdin_data) {
+                         const std::string& stdin_data, const std::function<bool()>& stop_when) {
   CommandResult r;
   r.resolved = path;
   auto start = Clock::now();
@@ -166,6 +166,12 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
         exited = true;
         grace_end = std::min(deadline, now + kPipeGrace);
       }
+    }
+    if (!exited && !r.stopped && stop_when && stop_when()) {
+      // Asked to stop: TERM to the group now, KILL (as a timeout) if it is still there in 10 s.
+      r.stopped = true;
+      ::kill(-pid, SIGTERM);
+      deadline = std::min(deadline, now + std::chrono::seconds(10));
     }
     auto limit = exited ? grace_end : deadline;
     if (now >= limit) {

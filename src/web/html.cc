@@ -134,6 +134,8 @@ std::string BenchTitle(const std::string& kind) {
   if (kind == "clustermax.bench.s3") return "S3 object storage";
   if (kind == "clustermax.bench.net") return "Networking";
   if (kind == "clustermax.bench.infer") return "Inference serving";
+  if (kind == "clustermax.bench.lifecycle") return "Lifecycle timings";
+  if (kind == "clustermax.bench.train") return "Training run";
   return kind;
 }
 
@@ -587,6 +589,81 @@ std::string InferCharts(const json& b) {
   return out;
 }
 
+// bench lifecycle: what users wait for (Slurm, imports per tier, model loads, reboots), as bars.
+std::string LifecycleCharts(const json& b) {
+  auto obj = [](const json& o, const char* k) -> const json& {
+    static const json empty = json::object();
+    return o.is_object() && o.contains(k) && o[k].is_object() ? o[k] : empty;
+  };
+  auto arr = [](const json& o, const char* k) -> const json& {
+    static const json empty = json::array();
+    return o.is_object() && o.contains(k) && o[k].is_array() ? o[k] : empty;
+  };
+  std::vector<Bar> slurm;
+  if (auto v = Num(obj(b, "job_start"), "median_s")) slurm.push_back({"job start (sbatch to RUNNING)", *v, {}, "", ""});
+  if (auto v = Num(obj(b, "alloc"), "seconds"))
+    slurm.push_back({fmt::format("allocation, {} node(s)", S(obj(b, "alloc").value("nodes", json()))), *v, {}, "", ""});
+  for (const auto& l : arr(b, "launch"))
+    if (auto v = Num(l, "median_s"))
+      slurm.push_back({fmt::format("srun on {} node(s)", S(l.value("nodes", json()))), *v, {}, "", ""});
+  if (auto v = Num(obj(b, "pyxis"), "import_s")) slurm.push_back({"pyxis first start", *v, {}, "", ""});
+  for (const auto& r : arr(b, "reboot"))
+    if (auto v = Num(r, "back_s"))
+      slurm.push_back({"reboot " + S(r.value("node", json())), *v, {}, "", "until schedulable"});
+  std::string out = BarChart("Slurm: seconds until ...", slurm, "s");
+  std::vector<Bar> imports, loads;
+  for (const auto& [node, d] : obj(b, "nodes").items()) {
+    for (const auto& i : arr(d, "imports")) {
+      if (!i.is_object()) continue;
+      std::string label = fmt::format("{} {}", node, S(i.value("tier", json())));
+      if (auto v = Num(i, "cold_s")) imports.push_back({label + " cold", *v, {}, "", S(i.value("fs_type", json()))});
+      if (auto v = Num(i, "warm_s")) imports.push_back({label + " warm", *v, {}, "", ""});
+    }
+    if (auto v = Num(obj(d, "model"), "cold_gbps")) loads.push_back({node + " shared FS cold", *v, {}, "", ""});
+    if (auto v = Num(obj(d, "model"), "warm_gbps")) loads.push_back({node + " shared FS warm", *v, {}, "", ""});
+    if (auto v = Num(obj(d, "s3"), "gbps")) loads.push_back({node + " S3", *v, {}, "", ""});
+  }
+  out += BarChart("import (seconds), per node and storage tier", imports, "s");
+  out += BarChart("Model load into host memory (GB/s)", loads, "GB/s");
+  return out;
+}
+
+// bench train: the loss curve and each rank's median step time.
+std::string TrainCharts(const json& b) {
+  const json summary = b.value("summary", json::object());  // named: read below by reference
+  if (!summary.is_object()) return "";
+  std::vector<std::string> xs;
+  std::vector<std::optional<double>> loss;
+  for (const auto& p : summary.value("loss_curve", json::array())) {
+    if (!p.is_array() || p.size() != 2 || !p[1].is_number()) continue;
+    xs.push_back(S(p[0]));
+    loss.push_back(p[1].get<double>());
+  }
+  std::string out = LineChart("Loss by step", xs, {{"loss", loss}}, "loss");
+  std::vector<Bar> ranks;
+  const json rank_nodes = b.value("rank_nodes", json::object());
+  const json per = summary.value("rank_step_s", json::object());
+  if (per.is_object())
+    for (const auto& [r, v] : per.items()) {
+      if (!v.is_number()) continue;
+      std::string node = rank_nodes.is_object() && rank_nodes.contains(r) ? S(rank_nodes[r]) : "";
+      ranks.push_back(
+          {fmt::format("rank {}{}", r, node.empty() ? "" : " (" + node + ")"), v.get<double>(), {}, "", ""});
+    }
+  out += BarChart("Median step time per rank (s)", ranks, "s");
+  const json det = summary.value("determinism", json::object());
+  if (det.is_object() && det.contains("differing") && det["differing"].is_array()) {
+    if (det["differing"].empty())
+      out += fmt::format("<p>{} determinism: every rank agrees over {} steps</p>", Status("PASS"),
+                         E(det.value("steps_compared", json())));
+    for (const auto& d : det["differing"])
+      if (d.is_object())
+        out += fmt::format("<p>{} rank {} on {} computes differently from step {}</p>", Status("FAIL"),
+                           E(d.value("rank", json())), E(d.value("node", json())), E(d.value("first_step", json())));
+  }
+  return out;
+}
+
 std::string StorageCharts(const json& b) {
   // bench storage: workloads[] (bytes per second), the checkpoint means, metadata phases (ops/s);
   // bench s3: transfers[] (aggregate GB/s).
@@ -888,6 +965,10 @@ std::string Benchmark(const json& b) {
     out += NetCharts(b);
   } else if (kind == "clustermax.bench.infer") {
     out += InferCharts(b);
+  } else if (kind == "clustermax.bench.lifecycle") {
+    out += LifecycleCharts(b);
+  } else if (kind == "clustermax.bench.train") {
+    out += TrainCharts(b);
   } else if (kind == "clustermax.bench.storage-scaling") {
     out += ScalingTable(b);
   } else {
