@@ -74,6 +74,29 @@ TEST(LocalHost, HungCommandIsKilledAtTheTimeoutWithItsChildren) {
   EXPECT_NE(r.error.find("timed out"), std::string::npos);
 }
 
+TEST(LocalHost, StopWhenEndsTheCommandWithSigtermAndSaysSo) {
+  // A watchdog's stop: the predicate turns true once the command has printed, the group gets
+  // SIGTERM (srun passes it on to its tasks), and the result says it was stopped, not timed out.
+  LocalHost h;
+  auto start = std::chrono::steady_clock::now();
+  bool seen = false;
+  CommandSpec spec{{"sh", "-c", "echo ready; sleep 30 & sleep 30"}, std::chrono::seconds(60)};
+  spec.on_stdout = [&](std::string_view piece) { seen |= piece.find("ready") != std::string_view::npos; };
+  spec.stop_when = [&] { return seen; };
+  auto r = h.Run(spec);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(r.stopped);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.signal, SIGTERM);
+  EXPECT_LT(secs, 5.0);
+  // Never asked: runs to its end.
+  CommandSpec plain{{"sh", "-c", "echo done"}, std::chrono::seconds(10)};
+  plain.stop_when = [] { return false; };
+  auto p = h.Run(plain);
+  EXPECT_FALSE(p.stopped);
+  EXPECT_EQ(p.out, "done\n");
+}
+
 TEST(LocalHost, MissingBinaryIsNotFound) {
   LocalHost h;
   auto r = h.Run({{"clustermax-no-such-tool-xyz", "--version"}});

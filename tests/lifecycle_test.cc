@@ -91,7 +91,12 @@ TEST(Lifecycle, PageCacheDropAndTreeReadCoverEveryFileOnce) {
   Write(d.path / "blobs" / "tok", std::string(1000, 't'));
   fs::create_symlink(d.path / "blobs" / "tok", d.path / "model" / "tokenizer.json");
   fs::create_directory_symlink(d.path / "model", d.path / "model" / "loop");
-  EXPECT_EQ(life::DropFromPageCache(d.path / "model"), 2u);  // the regular files; links are not opened
+  // Exactly the files ReadTree reads: the link to the blob is followed, the one to a directory not.
+  EXPECT_EQ(life::DropFromPageCache(d.path / "model"), 3u);
+  // A link to the same file twice drops it once.
+  fs::create_symlink(d.path / "blobs" / "tok", d.path / "model" / "again.json");
+  EXPECT_EQ(life::DropFromPageCache(d.path / "model"), 3u);
+  fs::remove(d.path / "model" / "again.json");
   json r = life::ReadTree(d.path / "model", 3);
   ASSERT_FALSE(r.contains("error")) << r.dump();
   EXPECT_EQ(r["files"], 3);
@@ -216,6 +221,15 @@ exit 0
   EXPECT_EQ(calls[1], "pull ubuntu:22.04");
   EXPECT_EQ(calls[2], "run --rm ubuntu:22.04 true");
   EXPECT_EQ(calls[3], "rmi ubuntu:22.04");
+  // An image docker already held: its pull is a cache hit, shown but not graded, and left in place.
+  Write(bin / "docker", fmt::format("#!/bin/sh\necho \"$*\" >> {}\nexit 0\n", log.string()));
+  fs::remove(log);
+  ::setenv("PATH", (bin.string() + ":/usr/bin:/bin").c_str(), 1);
+  json warm =
+      life::RunLifeRankJob({{"kind", "node"}, {"containers", {{"image", "ubuntu:22.04"}, {"dir", d.path}}}}, "n1", 0);
+  ::setenv("PATH", old_path.c_str(), 1);
+  EXPECT_TRUE(warm["containers"][0].contains("skipped")) << warm.dump();
+  EXPECT_FALSE(util::Contains(*util::ReadLocalFile(log), "rmi"));
   // No runtime at all: said so, and graded SKIP rather than passed.
   ::setenv("PATH", (d.path / "nothing").c_str(), 1);
   json none = life::RunLifeRankJob({{"kind", "node"}, {"containers", {{"image", "x"}}}}, "n1", 0);
@@ -290,6 +304,15 @@ TEST(Lifecycle, MetricsNameTheWorstAndNeverPassWhatFailed) {
   json r4 = result;
   r4["job_start"] = {{"error", "job 12 did not start within 300 s (still PENDING)"}};
   EXPECT_TRUE(util::Contains(grade(r4)["life.job-start"].fail_reason, "PENDING"));
+  // A node whose step returned nothing fails the node-side grades that were asked for.
+  json r6 = result;
+  r6["options"] = {{"import", true}, {"model", true}, {"pip", false}};
+  r6["node_errors"] = {{"n3", "returned nothing before the step timeout (3600 s)"}};
+  auto g6 = grade(r6);
+  EXPECT_TRUE(util::Contains(g6["life.import-cold"].fail_reason, "n3 (returned nothing"))
+      << g6["life.import-cold"].fail_reason;
+  EXPECT_FALSE(g6["life.model-load"].fail_reason.empty());
+  EXPECT_TRUE(g6["life.pip-install"].fail_reason.empty());  // not asked: still not asked
   json r5 = result;
   r5["alloc"]["gpus_per_node"] = 0;
   EXPECT_TRUE(util::Contains(grade(r5)["life.alloc-gpus"].why_missing, "no GPU"));

@@ -201,6 +201,39 @@ TEST(Train, SummaryArithmeticOnAKnownLog) {
   EXPECT_TRUE(util::Contains(train::RenderTrain(result), "slowest rank"));
 }
 
+TEST(Train, ARanksOwnForwardTimeNamesTheStragglerThatDdpHides) {
+  // Under DDP every rank's step lasts as long as the slowest one's; the forward pass (compute_s)
+  // holds no communication, so the slow rank shows there.
+  train::LogReader r("clustermax");
+  for (int step = 1; step <= 4; ++step)
+    for (int rank = 0; rank < 3; ++rank)
+      r.Feed(fmt::format("{}: CMAX-TRAIN {}", rank,
+                         json({{"event", "step"},
+                               {"rank", rank},
+                               {"step", step},
+                               {"loss", 1.0},
+                               {"step_s", 0.9},
+                               {"compute_s", rank == 1 ? 0.45 : 0.3},
+                               {"tokens", 100}})
+                             .dump()));
+  train::SummaryInputs in;
+  in.warmup_steps = 1;
+  in.rank_nodes = {{1, "n2"}};
+  json s = train::Summarize(r.Collected(), in);
+  EXPECT_EQ(s["slowest_rank"]["node"], "n2");
+  EXPECT_NEAR(s["rank_spread"].get<double>(), 0.5, 1e-9);
+  // Progress is the last step reached, also for a recipe that logs every 10th step.
+  train::LogReader every10("torchtitan");
+  for (int step = 10; step <= 100; step += 10) every10.Feed(fmt::format("step: {}  loss: 2.0  tps: 100", step));
+  json sum = train::Summarize(every10.Collected(), {});
+  auto m = Metrics({{"options", {{"steps", 100}}}, {"summary", sum}});
+  EXPECT_EQ(*m["train.completed"].value, 1);
+  // A --deterministic run is not graded on throughput.
+  auto d = Metrics({{"options", {{"steps", 100}, {"deterministic", true}}}, {"summary", {{"mfu", 0.1}}}});
+  EXPECT_FALSE(d["train.mfu"].value.has_value());
+  EXPECT_TRUE(util::Contains(d["train.mfu"].why_missing, "--deterministic"));
+}
+
 TEST(Train, DeterminismNamesTheRankThatComputesDifferently) {
   train::LogReader r("clustermax");
   for (int step = 1; step <= 4; ++step) {
@@ -248,6 +281,16 @@ TEST(Train, StalledFailedAndNonFiniteRunsFail) {
   EXPECT_FALSE(h.Feed("0: CMAX-TRAIN {\"event\":\"step\",\"step\":\"x\"}"));
   EXPECT_FALSE(h.Feed("0: CMAX-TRAIN {\"event\":\"step\",\"rank\":0,\"step\":-4}"));
   EXPECT_FALSE(h.Feed(std::string("\xff\xfe\x00\x01", 4)));
+  // Lines that once sent libstdc++'s recursive regex past the stack: long runs of spaces and digits.
+  for (const char* f : {"clustermax", "torchtitan", "megatron"}) {
+    EXPECT_FALSE(train::ParseLogLine(std::string(30000, ' ') + "1: x", f));
+    EXPECT_FALSE(train::ParseLogLine("step:" + std::string(100000, ' ') + "1  loss: 2", f));
+    EXPECT_FALSE(train::ParseLogLine("step: 1  loss: " + std::string(100000, '9'), f));
+    EXPECT_FALSE(train::ParseLogLine("iteration " + std::string(100000, ' ') + "1/2", f));
+  }
+  // Integers out of range are not steps or ranks.
+  EXPECT_FALSE(h.Feed("0: CMAX-TRAIN {\"event\":\"step\",\"rank\":0,\"step\":1e20}"));
+  EXPECT_FALSE(h.Feed("0: CMAX-TRAIN {\"event\":\"step\",\"rank\":-1e30,\"step\":1}"));
   EXPECT_NO_THROW(train::Summarize(h.Collected(), {}));
   json junk = {{"summary", {{"loss_curve", 5}, {"determinism", {{"differing", {1, "x"}}}}, {"slowest_rank", 3}}}};
   EXPECT_NO_THROW(train::TrainMetrics(junk));

@@ -14,8 +14,9 @@ line per event on stdout:
 
 Every rank prints its own lines; srun --label prefixes them with "N: ".
 A step's "loss" is that rank's local loss (null when not finite; its
-"loss_hex" is always given), and "step_s" times forward, backward and the
-optimizer step only.  The start event also carries "warmup_steps": the
+"loss_hex" is always given), "step_s" times forward, backward and the
+optimizer step only, and "compute_s" the forward pass alone (no communication,
+so a slow rank shows there even though DDP makes every step as slow as it).  The start event also carries "warmup_steps": the
 caller leaves that many leading steps out of its timing statistics.
 Only torch and the standard library are used, and the script runs on
 Debian 12's python3-torch 1.13 (CPU) as well as on PyTorch 2.x with CUDA.
@@ -295,6 +296,10 @@ def train(args, rank, world, local_rank):
         # local loss; DDP averages only the gradients.
         loss = F.cross_entropy(logits.float().reshape(-1, args.vocab),
                                targets.reshape(-1))
+        # The forward pass holds no communication (DDP talks only in backward, where
+        # every rank waits for the slowest): its time is this rank's own speed.
+        sync(device)
+        compute_s = time.perf_counter() - t0
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
@@ -304,7 +309,7 @@ def train(args, rank, world, local_rank):
         value = loss.item()
         emit("step", rank=rank, step=step,
              loss=value if math.isfinite(value) else None,
-             loss_hex=float(value).hex(), step_s=step_s,
+             loss_hex=float(value).hex(), step_s=step_s, compute_s=compute_s,
              tokens=tokens_per_step)
     emit("end", rank=rank, steps=args.steps,
          seconds=time.perf_counter() - t_begin)

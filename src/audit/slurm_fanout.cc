@@ -197,6 +197,7 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
   host::CommandSpec spec{argv, std::chrono::milliseconds(static_cast<long long>(o.timeout_s * 1000)), 1ull << 31,
                          /*redact=*/false};
   spec.keep_stdout = false;
+  spec.stop_when = o.stop_when;
   std::set<std::string> wanted(nodes.begin(), nodes.end()), got;
   std::exception_ptr sink_error;
   util::FrameReader reader(marker, [&](const std::string& key, std::string doc) {

@@ -25,8 +25,9 @@ struct SlurmFanOutOptions {
   std::string bcast;              // non-empty: srun --bcast=PATH (copy the binary to the nodes first)
   int tasks_per_node = 1;         // RunFramedStep: tasks per node (bench net: one per rank)
   std::string mpi;                // RunFramedStep: srun --mpi=VALUE (bench net: pmix); empty: the site's default
-  std::string jobid;     // RunFramedStep: a step of this job (srun --jobid=ID --overlap), as inside an allocation
-  std::string self_exe;  // path of this binary as the nodes see it
+  std::string jobid;  // RunFramedStep: a step of this job (srun --jobid=ID --overlap), as inside an allocation
+  std::function<bool()> stop_when;        // RunFramedStep: polled while srun runs; true stops it (Ctrl-C)
+  std::string self_exe;                   // path of this binary as the nodes see it
   std::vector<std::string> collect_args;  // selection passed to `collect` (target, profiles, checks, probes, timeouts)
 };
 

@@ -60,8 +60,13 @@ Recipe RecipeFromJson(const json& j) {
   r.log_format = StrOf(j, "log_format").empty() ? "clustermax" : StrOf(j, "log_format");
   if (r.log_format != "clustermax" && r.log_format != "torchtitan" && r.log_format != "megatron")
     throw std::runtime_error("recipe " + r.name + ": log_format is clustermax, torchtitan or megatron");
-  r.seq_len = static_cast<int>(NumOf(j, "seq_len"));
-  r.micro_batch = static_cast<int>(NumOf(j, "micro_batch"));
+  auto count = [&](const json& o, const char* k, double def = 0) {
+    double v = NumOf(o, k, def);
+    if (!(v >= 0 && v <= 1e8)) throw std::runtime_error(fmt::format("recipe {}: {} out of range", r.name, k));
+    return static_cast<int>(v);
+  };
+  r.seq_len = count(j, "seq_len");
+  r.micro_batch = count(j, "micro_batch");
   if (!StrOf(j, "precision").empty()) r.precision = StrOf(j, "precision");
   r.container_image = StrOf(j, "container_image");
   if (!StrOf(j, "device").empty()) r.device = StrOf(j, "device");
@@ -72,13 +77,13 @@ Recipe RecipeFromJson(const json& j) {
     if (a.is_string()) r.peak_args.push_back(a.get<std::string>());
   if (const json& s = ObjOf(j, "shape"); !s.empty()) {
     Shape sh;
-    sh.layers = static_cast<int>(NumOf(s, "layers"));
-    sh.dim = static_cast<int>(NumOf(s, "dim"));
-    sh.heads = static_cast<int>(NumOf(s, "heads"));
-    sh.kv_heads = static_cast<int>(NumOf(s, "kv_heads"));
-    sh.ffn = static_cast<int>(NumOf(s, "ffn"));
-    sh.vocab = static_cast<int>(NumOf(s, "vocab"));
-    sh.mlp_matrices = static_cast<int>(NumOf(s, "mlp_matrices", 2));
+    sh.layers = count(s, "layers");
+    sh.dim = count(s, "dim");
+    sh.heads = count(s, "heads");
+    sh.kv_heads = count(s, "kv_heads");
+    sh.ffn = count(s, "ffn");
+    sh.vocab = count(s, "vocab");
+    sh.mlp_matrices = count(s, "mlp_matrices", 2);
     if (sh.layers < 1 || sh.dim < 1 || sh.heads < 1 || sh.ffn < 1 || sh.vocab < 1 || sh.dim % sh.heads != 0 ||
         sh.layers > 100000 || sh.dim > 1000000 || sh.ffn > 10000000 || sh.vocab > 100000000)
       throw std::runtime_error("recipe " + r.name +
@@ -149,18 +154,25 @@ std::optional<Event> ParseLogLine(std::string_view raw, const std::string& forma
   if (raw.size() > (1u << 20)) return std::nullopt;
   std::string line = StripAnsi(raw);
   Event e;
-  // srun --label: "12: ..." (possibly padded " 3: ").
-  static const std::regex label(R"(^\s*(\d{1,7}): ?)");
   std::smatch m;
-  if (std::regex_search(line, m, label)) {
-    e.rank = std::stoi(m[1].str());
-    line = m.suffix().str();
-  }
+  // libstdc++'s regex recurses per character matched: the prefixes are matched on a short head of
+  // the line, and the step-line formats (well under 1 KiB) only on lines of at most kRegexMax.
+  constexpr size_t kRegexMax = 4096;
+  auto prefix = [&](const std::regex& re, auto&& take) {
+    std::string head = line.substr(0, 48);
+    if (std::regex_search(head, m, re)) {
+      take(m[1].str());
+      line.erase(0, static_cast<size_t>(m.position(0) + m.length(0)));
+    }
+  };
+  // srun --label: "12: ..." (possibly padded " 3: ").
+  static const std::regex label(R"(^ {0,8}(\d{1,7}): ?)");
+  prefix(label, [&](const std::string& r) { e.rank = std::stoi(r); });
   static const std::regex torchrun(R"(^\[(?:rank|default)(\d{1,7})\]:)");
-  if (std::regex_search(line, m, torchrun)) {
-    if (e.rank < 0) e.rank = std::stoi(m[1].str());
-    line = m.suffix().str();
-  }
+  prefix(torchrun, [&](const std::string& r) {
+    if (e.rank < 0) e.rank = std::stoi(r);
+  });
+  if (format != "clustermax" && line.size() > kRegexMax) return std::nullopt;
   if (format == "clustermax") {
     auto at = line.find("CMAX-TRAIN ");
     if (at == std::string::npos) return std::nullopt;
@@ -172,8 +184,15 @@ std::optional<Event> ParseLogLine(std::string_view raw, const std::string& forma
     }
     if (!j.is_object() || StrOf(j, "event").empty()) return std::nullopt;
     e.kind = StrOf(j, "event");
-    if (auto r = OptNumOf(j, "rank")) e.rank = static_cast<int>(*r);
-    e.step = static_cast<int>(NumOf(j, "step"));
+    // Integers from the log are range-checked before any conversion.
+    if (auto r = OptNumOf(j, "rank")) {
+      if (!(*r >= 0 && *r < 1e7)) return std::nullopt;
+      e.rank = static_cast<int>(*r);
+    }
+    double step = NumOf(j, "step");
+    if (!(step >= 0 && step < 1e9)) return std::nullopt;
+    e.step = static_cast<int>(step);
+    e.compute_s = OptNumOf(j, "compute_s");
     e.loss = OptNumOf(j, "loss");
     if (!e.loss && j.contains("loss") && j["loss"].is_string()) e.loss = Number(j["loss"].get<std::string>());
     if (!e.loss && j.contains("loss") && j["loss"].is_null()) e.loss = std::nan("");  // JSON has no NaN
@@ -233,14 +252,17 @@ bool LogReader::Feed(std::string_view line) {
   if (!e) return false;
   if (e->kind == "task") {
     if (e->rank >= 0 && tasks_.size() < 100000) tasks_[e->rank] = util::SanitizeUtf8(StrOf(e->raw, "node"));
+    if (job_.empty()) job_ = util::SanitizeUtf8(StrOf(e->raw, "job"));
+    if (gpu_.empty()) gpu_ = util::SanitizeUtf8(StrOf(e->raw, "gpu"));
     return false;
   }
   int rank = e->rank < 0 ? 0 : e->rank;
   if (e->kind == "step") {
-    // Bounded: a run logs at most a million (step, rank) pairs here.
+    last_step_ = std::max(last_step_, e->step);  // progress counts even past the cap below
+    // Bounded: a run keeps at most a million (step, rank) pairs, without their raw objects.
     if (steps_.size() >= 1000000) return true;
-    steps_[{e->step, rank}] = *e;
-    last_step_ = std::max(last_step_, e->step);
+    e->raw = nullptr;
+    steps_[{e->step, rank}] = std::move(*e);
     return true;
   }
   if (e->kind == "start") starts_[rank] = e->raw;
@@ -265,6 +287,7 @@ json LogReader::Collected() const {
     };
     put("loss", e.loss);
     put("step_s", e.step_s);
+    put("compute_s", e.compute_s);
     put("tokens", e.tokens);
     put("tps", e.tps);
     put("tflops", e.tflops);
@@ -285,6 +308,8 @@ json LogReader::Collected() const {
   json tasks = json::object();
   for (const auto& [r, node] : tasks_) tasks[std::to_string(r)] = node;
   out["tasks"] = std::move(tasks);
+  out["job"] = job_;
+  out["gpu"] = gpu_;
   return out;
 }
 
@@ -310,10 +335,16 @@ json Summarize(const json& collected, const SummaryInputs& in) {
     int step = static_cast<int>(NumOf(s, "step")), rank = static_cast<int>(NumOf(s, "rank"));
     by_step[step].push_back(&s);
     ranks.insert(rank);
-    if (step > in.warmup_steps)
-      if (auto t = OptNumOf(s, "step_s"); t && *t > 0) rank_times[rank].push_back(*t);
+    // A rank's own speed: its forward time where the log gives it (a synchronous step lasts as long
+    // as its slowest rank on every rank), else its step time.
+    if (step > in.warmup_steps) {
+      auto t = OptNumOf(s, "compute_s");
+      if (!t) t = OptNumOf(s, "step_s");
+      if (t && *t > 0) rank_times[rank].push_back(*t);
+    }
   }
   out["steps_logged"] = by_step.size();
+  out["last_step"] = by_step.empty() ? 0 : by_step.rbegin()->first;
   out["ranks_logged"] = ranks.size();
   // The loss curve: the mean of the ranks' losses at each step; a loss that is not finite is named.
   json curve = json::array();
@@ -469,11 +500,12 @@ std::vector<MetricValue> TrainMetrics(const json& r) {
   const json& s = ObjOf(r, "summary");
   {
     MetricValue m{"train.completed", std::nullopt, "", "", ""};
+    // Progress is the last step logged (recipes may log every Nth step).
     double asked = NumOf(ObjOf(r, "options"), "steps");
-    double done = NumOf(s, "steps_logged");
+    double done = NumOf(s, "last_step");
     if (asked > 0) {
       m.value = RoundTo(std::min(1.0, done / asked), 4);
-      m.detail = fmt::format("{:g} of {:g} steps logged", done, asked);
+      m.detail = fmt::format("reached step {:g} of {:g}", done, asked);
     } else {
       m.why_missing = "no step count asked";
     }
@@ -493,9 +525,16 @@ std::vector<MetricValue> TrainMetrics(const json& r) {
   };
   std::string no_flops = OptNumOf(s, "tflops_per_gpu") ? "no peak known for this device (--peak-tflops)"
                                                        : "no model FLOPs per token (recipe shape or flops_per_token)";
-  ratio("train.mfu", "mfu", "peak_source", no_flops);
-  ratio("train.mamfu", "mamfu", "mamf_source",
-        OptNumOf(s, "tflops_per_gpu") ? "no measured MAMF (--mamf-tflops)" : no_flops);
+  const json& opts = ObjOf(r, "options");
+  if (opts.contains("deterministic") && opts["deterministic"].is_boolean() && opts["deterministic"].get<bool>()) {
+    // Deterministic kernels (no fused attention) are a correctness run, not a throughput one.
+    for (const char* id : {"train.mfu", "train.mamfu"})
+      out.push_back({id, std::nullopt, "a --deterministic run is not graded on throughput", "", ""});
+  } else {
+    ratio("train.mfu", "mfu", "peak_source", no_flops);
+    ratio("train.mamfu", "mamfu", "mamf_source",
+          OptNumOf(s, "tflops_per_gpu") ? "no measured MAMF (--mamf-tflops)" : no_flops);
+  }
   {
     MetricValue m{"train.rank-spread", std::nullopt, "", "", ""};
     if (auto v = OptNumOf(s, "rank_spread")) {

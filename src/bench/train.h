@@ -59,7 +59,7 @@ struct Event {
   std::string kind;  // start, step, end, error, peak
   int rank = -1;
   int step = 0;
-  std::optional<double> loss, step_s, tokens, tps, tflops, mfu;  // mfu as a fraction, as the log gave it
+  std::optional<double> loss, step_s, compute_s, tokens, tps, tflops, mfu;  // mfu as a fraction
   std::string loss_hex;  // the exact loss (our script): the determinism fingerprint
   nlohmann::json raw;    // our script's object as printed
 };
@@ -73,9 +73,10 @@ class LogReader {
   // Feeds one line; true when it was a step (progress, for the watchdog).
   bool Feed(std::string_view line);
   int last_step() const { return last_step_; }
+  size_t tasks_seen() const { return tasks_.size(); }
   size_t lines() const { return lines_; }
   // {"format", "lines", "steps": [{step, rank, loss, ...}], "starts"/"ends"/"peaks": {rank: {...}},
-  // "tasks": {rank: node}, "errors": [...]}
+  // "tasks": {rank: node}, "job", "gpu", "errors": [...]}
   nlohmann::json Collected() const;
 
  private:
@@ -84,6 +85,7 @@ class LogReader {
   size_t lines_ = 0;
   std::map<int, nlohmann::json> starts_, ends_, peaks_;
   std::map<int, std::string> tasks_;            // rank -> node, from the launcher's "task" lines
+  std::string job_, gpu_;                       // the Slurm job and the GPU model they named
   std::map<std::pair<int, int>, Event> steps_;  // (step, rank)
   std::vector<std::string> errors_;
 };

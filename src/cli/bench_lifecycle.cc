@@ -98,7 +98,8 @@ struct Job {
 
 // Submits a job that sleeps, and times it from sbatch's answer until squeue says RUNNING (polled
 // every 100 ms); {"seconds"} or {"error"}. The job stays (the caller's Job cancels it).
-json SubmitAndWait(host::Host& h, const LifeCli& o, const std::vector<std::string>& nodes, int gpus, Job& job) {
+json SubmitAndWait(host::Host& h, const LifeCli& o, const std::vector<std::string>& nodes, int gpus, Job& job,
+                   bool whole_nodes = false) {
   std::vector<std::string> argv = {"sbatch",
                                    "--parsable",
                                    "--job-name=clustermax-lifecycle",
@@ -109,6 +110,12 @@ json SubmitAndWait(host::Host& h, const LifeCli& o, const std::vector<std::strin
                                    "--time=" + o.slurm.time_limit};
   if (!o.slurm.partition.empty()) argv.push_back("--partition=" + o.slurm.partition);
   if (gpus > 0) argv.push_back(fmt::format("--gres=gpu:{}", gpus));
+  // The allocation the node steps run in: whole nodes (every CPU and all memory for installs,
+  // parallel reads, image unpacking), not the one CPU a bare job gets.
+  if (whole_nodes) {
+    argv.push_back("--exclusive");
+    argv.push_back("--mem=0");
+  }
   argv.push_back("--wrap=sleep 86400");
   auto t0 = std::chrono::steady_clock::now();
   auto sub = Run(h, argv);
@@ -154,6 +161,7 @@ json LaunchTimings(host::Host& h, const audit::NodeScope& scope, const LifeCli& 
     std::vector<std::string> nodes(scope.targets.begin(), scope.targets.begin() + k);
     Say(o, fmt::format("srun launch on {} node(s), {} time(s)", k, o.repeat));
     json entry = {{"nodes", k}, {"samples", json::array()}, {"start_spread_s", json::array()}};
+    if (so.jobid.empty() && !scope.inside_allocation) entry["includes_allocation"] = true;
     std::vector<double> samples;
     for (int i = 0; i < o.repeat && !bench::Cancelled(); ++i) {
       audit::FramedStep step =
@@ -255,6 +263,9 @@ std::string Field(const std::string& line, const std::string& key) {
   return line.substr(at, line.find(' ', at) - at);
 }
 
+json RebootNodes(host::Host& h, const LifeCli& o, const std::vector<std::string>& nodes,
+                 std::map<std::string, std::string>& before, json out);
+
 // Each node asked to reboot when idle (scontrol reboot ASAP nextstate=RESUME), then watched every
 // half second: IDLE+DRAIN+REBOOT_REQUESTED, DOWN+DRAIN+REBOOT_ISSUED once slurmctld sent the reboot
 // (issued_s), NOT_RESPONDING if the node stays away past SlurmdTimeout, IDLE once its slurmd
@@ -263,6 +274,24 @@ std::string Field(const std::string& line, const std::string& key) {
 json Reboot(host::Host& h, const LifeCli& o, const std::vector<std::string>& nodes) {
   json out = json::array();
   auto before = NodeLines(h, nodes);
+  // Only nodes in service: nextstate=RESUME would put back in service a node an administrator had
+  // drained, and a node already down has nothing to time.
+  std::vector<std::string> ok;
+  for (const auto& n : nodes) {
+    auto flags = life::NodeStateFlags(before[n]);
+    if (life::Schedulable(flags))
+      ok.push_back(n);
+    else
+      out.push_back({{"node", n},
+                     {"error", fmt::format("not rebooted: not in service before (State={})",
+                                           before[n].empty() ? "unknown" : Field(" " + before[n], "State"))}});
+  }
+  if (ok.empty()) return out;
+  return RebootNodes(h, o, ok, before, std::move(out));
+}
+
+json RebootNodes(host::Host& h, const LifeCli& o, const std::vector<std::string>& nodes,
+                 std::map<std::string, std::string>& before, json out) {
   auto t0 = std::chrono::steady_clock::now();
   auto req = Run(h, {"scontrol", "reboot", "ASAP", "nextstate=RESUME", "reason=clustermax bench lifecycle",
                      fmt::format("{}", fmt::join(nodes, ","))});
@@ -317,7 +346,9 @@ json Reboot(host::Host& h, const LifeCli& o, const std::vector<std::string>& nod
       r["back_s"] = bench::RoundTo(*k.back, 2);
       // Slurm gives up on a reboot after ResumeTimeout (DOWN, "reboot timed out"), and
       // ReturnToService=2 may then put the node back: schedulable, but never rebooted.
-      if (!b0.empty() && b0 == b1)
+      if (b0.empty() || b1.empty())
+        r["error"] = "schedulable again, but scontrol showed no BootTime to prove the reboot";
+      else if (b0 == b1)
         r["error"] = fmt::format(
             "schedulable again after {:.0f} s but its BootTime did not change: the reboot did "
             "not happen (Slurm's ResumeTimeout ran out?)",
@@ -349,6 +380,13 @@ int RunLifecycle(LifeCli& o) {
   if (!o.pip_module.empty() && !life::ValidModuleName(o.pip_module))
     throw UsageError("--pip-import: a Python module name");
   if (o.repeat < 1 || o.repeat > 100) throw UsageError("--repeat: from 1 to 100");
+  // The node job travels on srun's command line (visible in ps and Slurm's records): no credentials.
+  for (const auto& u : std::vector<std::string>{o.pip_index_url, o.s3_endpoint})
+    if (auto at = u.find("://");
+        at != std::string::npos && u.find('@', at) != std::string::npos && u.find('@', at) < u.find('/', at + 3))
+      throw UsageError(
+          "--pip-index-url/--s3-endpoint: no credentials in the URL (pip.conf or ~/.netrc, ~/.aws on "
+          "the nodes hold them)");
   if (o.warm_runs < 0 || o.warm_runs > 20) throw UsageError("--warm-runs: from 0 to 20");
   if (o.model_threads < 1 || o.model_threads > 64) throw UsageError("--model-threads: from 1 to 64");
   if (!o.model_s3.empty() && (o.model_s3.rfind("s3://", 0) != 0 || o.model_s3.size() <= 5 || o.s3_endpoint.empty()))
@@ -376,15 +414,22 @@ int RunLifecycle(LifeCli& o) {
                        {"python", o.python},
                        {"package", o.package},
                        {"tiers", o.tiers},
+                       {"import", !o.no_import},
+                       {"pip", !o.pip_install.empty()},
+                       {"model", !o.model_path.empty()},
+                       {"s3", !o.model_s3.empty()},
+                       {"containers", !o.image.empty()},
                        {"nodes_in_scope", scope.in_scope},
                        {"inside_allocation", scope.inside_allocation}};
   int gpus = scope.gpus_per_node;
   audit::SlurmFanOutOptions so = o.slurm;
   so.tasks_per_node = 1;
-  Job holder{login, ""};  // the allocation the steps run in, cancelled however this ends
+  so.stop_when = [] { return bench::Cancelled(); };  // Ctrl-C ends a long step (the node step's installs)
+  Job holder{login, ""};                             // the allocation the steps run in, cancelled however this ends
   bool allocated = false;
   if (o.no_jobs) {
     result["job_start"] = {{"skipped", "not asked (--no-jobs)"}};
+    result["alloc"] = {{"skipped", "not asked (--no-jobs)"}, {"gpus_per_node", gpus}};
   } else if (scope.inside_allocation) {
     std::string why = "inside an allocation: run from a login node to time job start";
     result["job_start"] = {{"skipped", why}};
@@ -410,7 +455,7 @@ int RunLifecycle(LifeCli& o) {
     result["job_start"] = js;
     Say(o, fmt::format("allocation of {} node(s){}", scope.targets.size(),
                        gpus > 0 ? fmt::format(" with {} GPU(s) each", gpus) : ""));
-    json a = SubmitAndWait(login, o, scope.targets, gpus, holder);
+    json a = SubmitAndWait(login, o, scope.targets, gpus, holder, /*whole_nodes=*/true);
     a["nodes"] = scope.targets.size();
     a["gpus_per_node"] = gpus;
     result["alloc"] = a;
@@ -427,6 +472,8 @@ int RunLifecycle(LifeCli& o) {
     }
   }
   if (result.contains("alloc")) result["alloc"] = alloc;
+  // pyxis first, before the node step's runtimes have the image's layers in their caches.
+  if (!bench::Cancelled() && can_step && !o.image.empty()) result["pyxis"] = PyxisStart(login, scope, o, so.jobid);
   if (!bench::Cancelled() && can_step) {
     Say(o, fmt::format("on every node ({}): {}", scope.targets.size(),
                        fmt::join(std::vector<std::string>{o.no_import ? "" : "import " + o.package,
@@ -446,7 +493,6 @@ int RunLifecycle(LifeCli& o) {
       result["node_errors"] = json::object();
       for (const auto& [node, why] : missing) result["node_errors"][node] = why;
     }
-    if (!o.image.empty()) result["pyxis"] = PyxisStart(login, scope, o, so.jobid);
   }
   // The allocation goes before any reboot: ASAP waits for the node to be idle.
   holder.CancelAndWait();

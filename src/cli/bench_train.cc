@@ -46,11 +46,15 @@ struct TrainCli {
 
 // Sets the torchrun-style variables from Slurm's, says which node each rank runs on (a line the
 // log reader knows), then becomes the recipe's command.
+// Its stderr joins stdout (Python's logging, torchtitan's included, writes to stderr); the task line
+// also carries the job id (scancel after a stop) and the GPU model where nvidia-smi answers.
 constexpr const char* kWrapper =
     "export RANK=\"$SLURM_PROCID\" WORLD_SIZE=\"$SLURM_NTASKS\" LOCAL_RANK=\"$SLURM_LOCALID\" "
     "LOCAL_WORLD_SIZE=\"$SLURM_NTASKS_PER_NODE\"; "
-    "printf 'CMAX-TRAIN {\"event\":\"task\",\"rank\":%d,\"node\":\"%s\"}\\n' \"$SLURM_PROCID\" \"$SLURMD_NODENAME\"; "
-    "exec \"$@\"";
+    "gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -n 1 | tr -d '\"\\\\'); "
+    "printf 'CMAX-TRAIN {\"event\":\"task\",\"rank\":%d,\"node\":\"%s\",\"job\":\"%s\",\"gpu\":\"%s\"}\\n' "
+    "\"$SLURM_PROCID\" \"$SLURMD_NODENAME\" \"$SLURM_JOB_ID\" \"$gpu\"; "
+    "exec \"$@\" 2>&1";
 
 std::string NodeAddr(host::Host& h, const std::string& node) {
   auto r = h.Run({{"scontrol", "show", "node", "-o", node}, std::chrono::seconds(30), 1u << 20});
@@ -127,6 +131,13 @@ int RunTrain(TrainCli& o) {
     if (eq == std::string::npos || k.empty() || k == "script" ||
         k.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") != std::string::npos)
       throw UsageError(fmt::format("--set: '{}' is not NAME=VALUE (lowercase name)", s));
+    // The FLOPs per token come from the recipe's shape: a different model is a different recipe.
+    for (const char* shape_key : {"layers", "dim", "heads", "ffn", "vocab", "seq", "batch"})
+      if (k == shape_key)
+        throw UsageError(
+            fmt::format("--set {}: the model's shape sets its FLOPs; put it in a recipe file "
+                        "(--recipe-file) with its shape",
+                        k));
     values[k] = s.substr(eq + 1);
   }
   std::vector<std::string> command;
@@ -169,7 +180,7 @@ int RunTrain(TrainCli& o) {
   argv.insert(argv.end(), command.begin(), command.end());
   // As the result keeps it: the built-in script by name, secrets out.
   std::vector<std::string> shown;
-  for (const auto& a : argv) shown.push_back(a == train::BuiltinScript() ? "{script}" : host::RedactArg(a));
+  for (const auto& a : host::RedactArgv(argv)) shown.push_back(a == train::BuiltinScript() ? "{script}" : a);
 
   bench::InstallCancelHandlers();
   auto started = std::chrono::system_clock::now();
@@ -188,7 +199,17 @@ int RunTrain(TrainCli& o) {
                        {"container_image", image},
                        {"nodes_in_scope", scope.in_scope},
                        {"inside_allocation", scope.inside_allocation}};
-  result["recipe"] = raw;
+  // The recipe as read, its command and defaults redacted as the command line is.
+  json kept = raw;
+  if (kept.contains("command") && kept["command"].is_array()) {
+    std::vector<std::string> c;
+    for (const auto& a : kept["command"]) c.push_back(a.is_string() ? a.get<std::string>() : "");
+    kept["command"] = host::RedactArgv(c);
+  }
+  if (kept.contains("defaults") && kept["defaults"].is_object())
+    for (auto& [k, v] : kept["defaults"].items())
+      if (v.is_string()) v = host::RedactEnv(k, v.get<std::string>());
+  result["recipe"] = kept;
   result["argv"] = shown;
   if (!o.common.quiet)
     std::cerr << fmt::format("  {} on {} node(s) x {} task(s), {} steps\n", recipe.name, nodes.size(), tpn, o.steps);
@@ -201,14 +222,18 @@ int RunTrain(TrainCli& o) {
   int last_step = 0;
   std::string stop_reason;
   auto feed = [&](std::string_view line) {
-    if (reader.Feed(line) && reader.last_step() > last_step) {
+    size_t tasks = reader.tasks_seen();
+    bool step = reader.Feed(line);
+    // The first-step clock starts when the tasks start, not while the job waits in the queue.
+    if (tasks == 0 && reader.tasks_seen() > 0) last_progress = std::chrono::steady_clock::now();
+    if (step && reader.last_step() > last_step) {
       last_step = reader.last_step();
       last_progress = std::chrono::steady_clock::now();
       if (!o.common.quiet && (last_step == 1 || last_step % 10 == 0 || last_step == o.steps))
         std::cerr << fmt::format("  step {} of {}\n", last_step, o.steps);
     }
     if (line.find("CMAX-TRAIN") == std::string_view::npos) {
-      tail.push_back(util::Ellipsize(util::TerminalSafeText(util::SanitizeUtf8(line)), 400));
+      tail.push_back(util::Ellipsize(util::TerminalSafeText(util::SanitizeUtf8(line.substr(0, 4096))), 400));
       if (tail.size() > 60) tail.pop_front();
     }
   };
@@ -240,6 +265,9 @@ int RunTrain(TrainCli& o) {
   auto run = login.Run(spec);
   if (!partial.empty()) feed(partial);
   json collected = reader.Collected();
+  // srun stopped (watchdog, Ctrl-C) or killed at the time limit may leave its job behind: cancel it.
+  if ((run.stopped || run.timed_out) && util::ParseInt(bench::StrOf(collected, "job")))
+    login.Run({{"scancel", bench::StrOf(collected, "job")}, std::chrono::seconds(30), 1u << 16});
 
   train::SummaryInputs in;
   in.flops_per_token = recipe.flops_per_token;
@@ -251,6 +279,8 @@ int RunTrain(TrainCli& o) {
   std::string gpu_name;
   for (const auto& [r, s] : bench::ObjOf(collected, "starts").items())
     if (gpu_name.empty()) gpu_name = bench::StrOf(s, "gpu_name");
+  if (gpu_name.empty()) gpu_name = bench::StrOf(collected, "gpu");  // nvidia-smi, for any recipe's log
+  if (!on_gpu) gpu_name.clear();
   json model = gpu_name.empty() ? json() : bench::MatchGpuModel(gpu_name, bench::EmbeddedGpuPeaks());
   if (o.peak_tflops > 0) {
     in.peak_tflops = o.peak_tflops;
@@ -276,6 +306,9 @@ int RunTrain(TrainCli& o) {
   }
   if (!gpu_name.empty()) result["gpu_name"] = gpu_name;
   json summary = train::Summarize(collected, in);
+  if (summary.contains("errors") && summary["errors"].is_array())
+    for (auto& e : summary["errors"])
+      if (e.is_string()) e = host::RedactText(e.get<std::string>());
   result["summary"] = summary;
   result["rank_nodes"] = bench::ObjOf(collected, "tasks");
   json log_tail = json::array();
@@ -293,6 +326,7 @@ int RunTrain(TrainCli& o) {
   } else if (run.exit_code != 0) {
     std::string first =
         bench::ArrOf(summary, "errors").empty() ? "" : bench::ArrOf(summary, "errors")[0].get<std::string>();
+    if (!first.empty()) first = host::RedactText(first);
     result["error"] = fmt::format("the run failed (srun exit code {}){}", run.exit_code,
                                   !first.empty() ? ": " + first
                                   : !err.empty() ? ": " + util::Ellipsize(host::RedactText(err), 600)

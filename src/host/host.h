@@ -77,7 +77,7 @@ struct CommandSpec {
   // Not part of a bundle's key: commands that differ only by stdin must differ in argv too.
   std::string stdin_data;
   // Polled while the command runs (LocalHost): true stops it (SIGTERM to its process group, SIGKILL
-  // 10 s later) and sets the result's `stopped`. A watchdog, or Ctrl-C. Not recorded in a bundle.
+  // 35 s later) and sets the result's `stopped`. A watchdog, or Ctrl-C. Not recorded in a bundle.
   std::function<bool()> stop_when;
 };
 

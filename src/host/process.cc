@@ -168,10 +168,11 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
       }
     }
     if (!exited && !r.stopped && stop_when && stop_when()) {
-      // Asked to stop: TERM to the group now, KILL (as a timeout) if it is still there in 10 s.
+      // Asked to stop: TERM to the group now, KILL (as a timeout) if it is still there in 35 s
+      // (srun passes TERM on to its tasks; slurmd's KillWait, 30 s by default, gives them as long).
       r.stopped = true;
       ::kill(-pid, SIGTERM);
-      deadline = std::min(deadline, now + std::chrono::seconds(10));
+      deadline = std::min(deadline, now + std::chrono::seconds(35));
     }
     auto limit = exited ? grace_end : deadline;
     if (now >= limit) {

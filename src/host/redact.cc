@@ -372,4 +372,10 @@ std::string RedactArg(std::string arg) {
   return arg;
 }
 
+std::vector<std::string> RedactArgv(std::vector<std::string> argv) {
+  RedactItems(argv);
+  for (auto& a : argv) a = RedactArg(std::move(a));
+  return argv;
+}
+
 }  // namespace clustermax::host

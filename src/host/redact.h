@@ -15,6 +15,7 @@
 #pragma once
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace clustermax::host {
 
@@ -34,6 +35,9 @@ std::string RedactText(std::string content);
 std::string RedactCommandLine(std::string_view command);
 // One argument of a command line we record (our own argv in a bundle's manifest): URL credentials out.
 std::string RedactArg(std::string arg);
+// A command's arguments as a result keeps them: each judged as RedactCommandLine judges words
+// (`KEY=VALUE`, `--secret=VALUE`, `--secret VALUE`), and URL credentials out.
+std::vector<std::string> RedactArgv(std::vector<std::string> argv);
 // An environment variable's value: kRedacted when the name names a secret; a URL loses its user
 // information (user:password@), which S3 and HTTP endpoints we use never need.
 std::string RedactEnv(std::string_view name, std::string value);
