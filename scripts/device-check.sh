@@ -101,7 +101,7 @@ for t in line["collectives"]:
 if n < 2:
     print("one GPU: no bus bandwidth to measure (busbw needs two ranks); times and the data check only")
 PY
-grep -h "Bytes -> Algo" "$out"/nccl-debug-0.log 2>/dev/null | head -5 | tee -a "$log"
+grep -h "Bytes -> Algo" "$out"/nccl-debug-0.log 2>/dev/null | sed -n 1,5p | tee -a "$log"
 step "bench train's built-in transformer on one GPU (builtin-350m's shape, bf16, 20 steps)"
 # No Slurm here either: one rank started directly. The log lines are the ones bench train reads;
 # the table's MFU is against the H200's dense bf16 peak (989.4 TFLOP/s, data/gpu-peaks.json).

@@ -11,7 +11,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 bin=$build/clustermax
 skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
-"$bin" --version | grep -q ', portable)' || skip "not the portable build ($("$bin" --version))"
+"$bin" --version | grep ', portable)' >/dev/null || skip "not the portable build ($("$bin" --version))"
 [ "$(id -u)" -eq 0 ] || skip "chroot needs root"
 cache=$(bash "$src/scripts/minroot.sh" path) || skip "no minimal root: run scripts/minroot.sh install"
 command -v unshare >/dev/null || skip "no unshare (util-linux)"
@@ -87,13 +87,13 @@ deb=$(ls "$work"/packages/clustermax_*.deb | head -1)
 [ -f "$deb" ] || fail "no clustermax .deb"
 cp "$deb" "$root/tmp/"
 in_root dpkg -i "/tmp/$(basename "$deb")" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i"; }
-in_root /usr/bin/clustermax --version | grep -q "portable" || fail "the installed binary does not start"
+in_root /usr/bin/clustermax --version | grep "portable" >/dev/null || fail "the installed binary does not start"
 for f in /usr/share/man/man1/clustermax.1.gz /usr/share/bash-completion/completions/clustermax \
          /usr/share/zsh/vendor-completions/_clustermax /usr/share/doc/clustermax/examples \
          /usr/libexec/clustermax/health-check.sh; do
   [ -e "$root$f" ] || fail "the package did not install $f"
 done
-zcat "$root/usr/share/man/man1/clustermax.1.gz" | grep -q '^\.SS "clustermax audit"' || fail "the man page lacks the audit command"
+zcat "$root/usr/share/man/man1/clustermax.1.gz" | grep '^\.SS "clustermax audit"' >/dev/null || fail "the man page lacks the audit command"
 in_root dpkg -r clustermax >/dev/null 2>&1 || fail "dpkg -r"
 [ ! -e "$root/usr/bin/clustermax" ] || fail "dpkg -r left the binary"
 echo "minimal root: $(basename "$deb") ($(stat -c %s "$deb") bytes) installed, ran and removed"

@@ -44,7 +44,7 @@ case "$cmd" in
   install)
     pkgs=(slurmctld slurmd slurm-client munge libpmix2 libpmix-dev iproute2)
     missing=()
-    for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
+    for p in "${pkgs[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" >/dev/null || missing+=("$p"); done
     if ((${#missing[@]})); then
       SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
       $SUDO apt-get update -qq
