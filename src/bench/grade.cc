@@ -67,7 +67,11 @@ json Grade(const std::vector<MetricValue>& values, const json& thresholds) {
               {"warn", (*bar)["warn"]},
               {"better", (*bar)["better"]},
               {"source", (*bar)["source"]}};
-    if (!v.value) {
+    if (!v.value && !v.fail_reason.empty()) {
+      // Failed before giving a figure (a step's error, a fault never detected): FAIL, not SKIP.
+      g["verdict"] = "FAIL";
+      g["reason"] = v.fail_reason;
+    } else if (!v.value) {
       g["verdict"] = "SKIP";
       g["reason"] = v.why_missing;
     } else {

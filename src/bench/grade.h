@@ -1,7 +1,8 @@
 // Benchmark grading: the bars in data/bench-thresholds.json (embedded, overridable), applied to
 // metric values taken from a benchmark result. PASS at or beyond 'pass', WARN at or beyond 'warn',
-// FAIL otherwise; a metric the run did not produce is SKIP with the reason, never a PASS; a value
-// with a fail_reason is FAIL whatever the bars.
+// FAIL otherwise; a metric the run did not produce is SKIP with the reason, never a PASS; a
+// fail_reason is FAIL whatever the bars, with or without a value (a step that failed before giving
+// a figure).
 #pragma once
 #include <cmath>
 #include <optional>

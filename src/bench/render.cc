@@ -27,8 +27,8 @@ std::string RenderGrades(const json& grades, const std::string& source) {
   std::string out = fmt::format("grades ({}):\n", source);
   for (const auto& g : grades) {
     std::string verdict = g["verdict"];
-    if (verdict == "SKIP") {
-      out += fmt::format("  SKIP  {:<26} {}\n", g["metric"].get<std::string>(), g.value("reason", ""));
+    if (verdict == "SKIP" || !g.contains("value")) {
+      out += fmt::format("  {:<4}  {:<26} {}\n", verdict, g["metric"].get<std::string>(), g.value("reason", ""));
       continue;
     }
     std::string cmp = g["better"] == "higher" ? ">=" : "<=";
