@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "testutil.h"
+#include "util/strings.h"
 #include "util/time.h"
 
 namespace fs = std::filesystem;
@@ -82,7 +83,10 @@ class SlurmCluster : public ::testing::Environment {
     fs::remove_all(kDir / "runs");
     Up();
   }
-  void TearDown() override { Sh("bash " + kScript + " down " + kDir.string()); }
+  void TearDown() override {
+    Sh("bash " + kScript + " down " + kDir.string());
+    Sh("bash " + std::string(CLUSTERMAX_SOURCE_DIR) + "/scripts/slurm-ci-accounting.sh down " + kDir.string());
+  }
 };
 
 }  // namespace
@@ -532,9 +536,12 @@ bool Drained(std::map<std::string, std::string>& r) { return r["State"].find("DR
 bool Idle(std::map<std::string, std::string>& r) { return r["State"] == "IDLE"; }
 }  // namespace
 
-TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
-  constexpr int kInterval = 5;
+// The cluster with `clustermax health` as its HealthCheckProgram every `interval` seconds on every
+// node, each node's evidence under HD/<node>/ (kern.log, and extra arguments in args); returns HD
+// once every node has run it and is idle.
+static void UpWithHealthCheck(int kInterval, fs::path* out) {
   fs::path hd = kDir / "health";
+  *out = hd;
   fs::remove_all(hd);
   for (const char* n : {"n1", "n2", "n3"}) {
     fs::create_directories(hd / n);
@@ -569,6 +576,12 @@ TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
     ASSERT_TRUE(fs::exists(hd / n / "state.json")) << n;
     EXPECT_GE(WaitFor(n, Idle, 15), 0) << n << ": " << NodeRecord(n)["State"];
   }
+}
+
+TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
+  constexpr int kInterval = 5;
+  fs::path hd;
+  ASSERT_NO_FATAL_FAILURE(UpWithHealthCheck(kInterval, &hd));
 
   // A hardware Xid appears in n2's kernel log: drained with our reason within the interval.
   std::ofstream(hd / "n2" / "kern.log", std::ios::app)
@@ -611,6 +624,205 @@ TEST(SlurmFleet, HealthCheckProgramDrainsAndResumes) {
   // The other tests expect the cluster without a health check, every node idle (slurmctld keeps
   // a drain across its restart).
   Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n3 State=RESUME");
+  Up();
+}
+
+// bench drill on the real cluster, with `clustermax health` as its HealthCheckProgram: a synthetic
+// Xid written into n2's kernel log through a job step drains n2 (time to detect), our health check
+// resumes it on its next run (time in drain, time to return); a mount n2 needs, unmounted by the
+// drill, drains n2 until the drill mounts it again from its fstab; a fault nobody notices fails
+// the detect grade and its node is left as it was; a drained node is refused.
+TEST(SlurmFleet, DrillsTimeDetectionDrainAndReturnThroughTheHealthCheck) {
+  constexpr int kInterval = 5;
+  fs::path hd;
+  ASSERT_NO_FATAL_FAILURE(UpWithHealthCheck(kInterval, &hd));
+  auto drill = [&](const std::string& args, const std::string& name) {
+    fs::path out = kDir / "runs" / name;
+    fs::remove_all(out);
+    Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench drill " + args + " --json --exit-zero --out " + out.string() +
+                " 2>" + (kDir / "drill.stderr").string());
+    EXPECT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "drill.stderr").string()).out;
+    json r = JsonFrom(p.out);
+    std::cout << "[ drill ] " << name << ": " << r["nodes"].dump() << "\n";
+    return r;
+  };
+  auto grade = [](const json& r, const std::string& id) {
+    for (const auto& g : r["grades"])
+      if (g["metric"] == id) return g;
+    return json();
+  };
+
+  // Xid 79 through /dev/kmsg's stand-in: n2's kernel-log file, written by a task on n2.
+  json x = drill(
+      "xid --node n2 --kmsg " + (hd / "{node}" / "kern.log").string() + " --detect-timeout 60 --return-timeout 60",
+      "drill-xid");
+  EXPECT_EQ(x["kind"], "clustermax.bench.drill");
+  ASSERT_EQ(x["nodes"].size(), 1u) << x.dump();
+  const json& n2 = x["nodes"][0];
+  EXPECT_EQ(n2["node"], "n2");
+  ASSERT_TRUE(n2.contains("detect_s")) << n2.dump();
+  EXPECT_LE(n2["detect_s"].get<double>(), kInterval + 3.0) << n2.dump();
+  EXPECT_EQ(n2["detected_by"], "clustermax") << n2.dump();
+  EXPECT_NE(n2["reason"].get<std::string>().find("Xid 79"), std::string::npos) << n2.dump();
+  ASSERT_TRUE(n2.contains("return_s")) << n2.dump();
+  EXPECT_GT(n2["return_s"].get<double>(), n2["detect_s"].get<double>());
+  EXPECT_NEAR(n2["in_drain_s"].get<double>(), n2["return_s"].get<double>() - n2["detect_s"].get<double>(), 0.02);
+  EXPECT_FALSE(n2.contains("resumed_by_drill")) << n2.dump();
+  EXPECT_NE(
+      Sh("cat " + (hd / "n2" / "kern.log").string()).out.find("Xid (PCI:0000:19:00): 79, pid=0, name=clustermax-drill"),
+      std::string::npos);
+  EXPECT_EQ(grade(x, "rel.drill-detect")["verdict"], "PASS") << x["grades"].dump();
+  EXPECT_EQ(grade(x, "rel.drill-return")["verdict"], "PASS") << x["grades"].dump();
+  EXPECT_TRUE(fs::exists(kDir / "runs" / "drill-xid" / "bench" / "drill.json"));
+  EXPECT_GE(WaitFor("n2", Idle, 15), 0);
+
+  // A mount n2 requires (its health check's --require-mount), taken away and put back from fstab.
+  fs::path src = kDir / "mnt-src", mnt = kDir / "mnt-n2", fstab = kDir / "drill.fstab";
+  fs::create_directories(src);
+  fs::create_directories(mnt);
+  std::ofstream(fstab) << "# the CI cluster's stand-in for /etc/fstab\n"
+                       << src.string() << " " << mnt.string() << " none bind 0 0\n";
+  Sh("umount " + mnt.string() + " 2>/dev/null");
+  if (Sh("mount --fstab " + fstab.string() + " " + mnt.string()).code == 0) {
+    std::ofstream(hd / "n2" / "args") << "--require-mount " << mnt.string() << "\n";
+    std::this_thread::sleep_for(std::chrono::seconds(kInterval + 1));
+    EXPECT_EQ(NodeRecord("n2")["State"], "IDLE") << NodeRecord("n2")["Reason"];
+    json m = drill("mount --node n2 --mount " + mnt.string() + " --fstab " + fstab.string() +
+                       " --detect-timeout 60 --return-timeout 60",
+                   "drill-mount");
+    const json& d = m["nodes"][0];
+    ASSERT_TRUE(d.contains("detect_s")) << d.dump();
+    EXPECT_NE(d["reason"].get<std::string>().find("storage-mount-stable"), std::string::npos) << d.dump();
+    ASSERT_TRUE(d.contains("restore_s")) << d.dump();
+    EXPECT_GE(d["restore_s"].get<double>(), d["detect_s"].get<double>()) << d.dump();
+    EXPECT_FALSE(d.contains("restore_error")) << d.dump();
+    ASSERT_TRUE(d.contains("return_s")) << d.dump();
+    EXPECT_GE(d["return_s"].get<double>(), d["restore_s"].get<double>()) << d.dump();
+    EXPECT_EQ(Sh("mountpoint -q " + mnt.string()).code, 0) << "the drill did not mount it again";
+    EXPECT_EQ(grade(m, "rel.drill-return")["verdict"], "PASS") << m["grades"].dump();
+    fs::remove(hd / "n2" / "args");
+    Sh("umount " + mnt.string());
+  } else {
+    std::cout << "[ drill ] mount drill not run: no bind mounts here\n";
+  }
+
+  // A fault no health check looks for: not detected, FAIL, and the node untouched.
+  json c = drill("command --node n3 --inject 'touch " + (kDir / "ignored-fault").string() + "' --restore 'rm -f " +
+                     (kDir / "ignored-fault").string() + "' --detect-timeout 6 --return-timeout 8",
+                 "drill-unnoticed");
+  const json& u = c["nodes"][0];
+  EXPECT_FALSE(u.contains("detect_s")) << u.dump();
+  EXPECT_FALSE(fs::exists(kDir / "ignored-fault")) << "restored after --detect-timeout";
+  json g = grade(c, "rel.drill-detect");
+  EXPECT_EQ(g["verdict"], "FAIL") << c["grades"].dump();
+  EXPECT_NE(g.dump().find("not marked bad within 6 s"), std::string::npos) << g.dump();
+  EXPECT_EQ(NodeRecord("n3")["State"], "IDLE");
+
+  // A node out of service is never drilled (nor resumed at the end).
+  Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n1 State=DRAIN Reason=maintenance");
+  json refused = drill("xid --node n1 --kmsg " + (hd / "{node}" / "kern.log").string(), "drill-refused");
+  EXPECT_NE(refused["nodes"][0]["error"].get<std::string>().find("not in service before"), std::string::npos)
+      << refused.dump();
+  EXPECT_EQ(NodeRecord("n1")["Reason"].rfind("maintenance", 0), 0u);
+  Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n1 State=RESUME");
+  Up();
+}
+
+// bench history on the real cluster with accounting (slurmdbd and MariaDB from Debian,
+// scripts/slurm-ci-accounting.sh): a job on n3 whose slurmd dies ends NODE_FAIL, n2 is drained for
+// a GPU fault and resumed; the report finds both node events with their causes, the job killed by
+// n3's failure matched to it, and node-hours lost.
+TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
+  const std::string acct = "bash " + std::string(CLUSTERMAX_SOURCE_DIR) + "/scripts/slurm-ci-accounting.sh ";
+  // A fresh accounting database: only what this test does is in it.
+  Sh(acct + "down " + kDir.string());
+  fs::remove_all(kDir / "mysql");
+  fs::remove(kDir / "slurmdbd.conf");
+  Proc a = Sh(acct + "up " + kDir.string() + " 2>" + (kDir / "accounting.log").string());
+  ASSERT_EQ(a.code, 0) << a.out << Sh("cat " + (kDir / "accounting.log").string()).out;
+  // GPUs in the jobs' records (AccountingStorageTRES), as GPU sites configure it.
+  Up("SLURM_CI_EXTRA='" + a.out + "\nAccountingStorageTRES=gres/gpu'");
+  const std::string conf = "SLURM_CONF=" + (kDir / "slurm.conf").string() + " ";
+  // slurmctld registered with slurmdbd.
+  for (int i = 0; i < 100 && Sh(conf + "sacctmgr -n -P show cluster format=ControlHost").out.find_first_not_of(" \n") ==
+                                 std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // n2 drained for a GPU fault for a few seconds.
+  Sh(conf +
+     "scontrol update NodeName=n2 State=DRAIN Reason='clustermax: gpu-xid-history: Xid 79 x1: GPU has fallen "
+     "off the bus'");
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  Sh(conf + "scontrol update NodeName=n2 State=RESUME");
+  // A job on n3, whose slurmd is killed: n3 goes DOWN (SlurmdTimeout=10), the job NODE_FAIL.
+  Proc sb = Sh(conf + "sbatch --parsable --no-requeue -N1 -w n3 --gres=gpu:2 --output=/dev/null --wrap='sleep 600'");
+  ASSERT_EQ(sb.code, 0) << sb.out;
+  std::string job = sb.out.substr(0, sb.out.find_first_of(";\n"));
+  ASSERT_GE(WaitFor(
+                "n3",
+                [](auto& r) {
+                  return r["State"].find("ALLOC") != std::string::npos || r["State"].find("MIXED") != std::string::npos;
+                },
+                30),
+            0);
+  {
+    std::ifstream pidf(kDir / "slurmd-n3.pid");
+    pid_t pid = 0;
+    ASSERT_TRUE(pidf >> pid);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    fs::remove(kDir / "slurmd-n3.pid");
+  }
+  double down_s = WaitFor(
+      "n3", [](auto& r) { return r["State"].find("DOWN") != std::string::npos; }, 90);
+  ASSERT_GE(down_s, 0) << NodeRecord("n3")["State"];
+  std::string state;
+  for (int i = 0; i < 150 && state != "NODE_FAIL"; ++i) {
+    state = std::string(clustermax::util::Trim(Sh(conf + "sacct -n -X -P -j " + job + " -o State").out));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_EQ(state, "NODE_FAIL");
+  // Read while n3 is still down: its event is open (TimeEnd Unknown) and lasts until now.
+  for (int i = 0; i < 150 && Sh(conf + "sacctmgr -n -P show event Event=Node Nodes=n3 format=State").out.find("DOWN") ==
+                                 std::string::npos;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  fs::path out = kDir / "runs" / "history";
+  fs::remove_all(out);
+  Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench history --days 1 --json --exit-zero --out " + out.string());
+  ASSERT_EQ(p.code, 0) << p.out;
+  json r = JsonFrom(p.out);
+  std::cout << "[ history ] " << r["node_hours"].dump() << " " << r["causes"].dump() << " " << r["jobs"].dump() << "\n";
+  EXPECT_EQ(r["kind"], "clustermax.bench.history");
+  EXPECT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["window"]["nodes"], 3);
+  std::map<std::string, std::string> cause_of;
+  for (const auto& e : r["events"]) cause_of[e["node"].get<std::string>()] = e["cause"];
+  EXPECT_EQ(cause_of["n2"], "gpu") << r["events"].dump();
+  EXPECT_EQ(cause_of["n3"], "host") << r["events"].dump();
+  EXPECT_GE(r["failures"].get<int>(), 2);
+  EXPECT_GT(r["node_hours"]["lost_unplanned"].get<double>(), 0);
+  EXPECT_LT(r["availability"].get<double>(), 1.0);
+  EXPECT_EQ(r["jobs"]["node_fail"], 1) << r["jobs"].dump();
+  EXPECT_GT(r["jobs"]["gpu_hours_lost_to_node_failure"].get<double>(), 0) << r["jobs"].dump();
+  ASSERT_EQ(r["interruptions"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["interruptions"][0]["job"], job);
+  EXPECT_EQ(r["interruptions"][0]["node"], "n3");
+  EXPECT_EQ(r["interruptions"][0]["cause"], "host");
+  EXPECT_EQ(r["grades"].size(), 3u);
+  // Record what this real slurmdbd printed, for the parser tests (tests/fixtures/reliability).
+  if (const char* rec = std::getenv("CLUSTERMAX_RECORD_HISTORY")) {
+    Sh("env SLURM_TIME_FORMAT=%s " + conf +
+       "sacctmgr -P show event Start=now-24hours End=now Event=Node Format=NodeName,Start,End,State,Reason,User >" +
+       std::string(rec) + "/sacctmgr-event-ci-2205.txt");
+    Sh("env SLURM_TIME_FORMAT=%s " + conf +
+       "sacct -a -X -P -S now-24hours -E now -o JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES >" +
+       std::string(rec) + "/sacct-P-ci-2205.txt");
+  }
+  Sh(conf + "scancel " + job);
+  Sh(Env() + " bash " + kScript + " restart-node " + kDir.string() + " n3");
+  Sh(conf + "scontrol update NodeName=n3 State=RESUME");
+  EXPECT_GE(WaitFor("n3", Idle, 30), 0) << NodeRecord("n3")["State"];
+  Sh(acct + "down " + kDir.string());
   Up();
 }
 

@@ -415,6 +415,8 @@ void AddBenchCommands(CLI::App& app, Commands& table) {
   AddInferCommand(bench_cmd, table);
   AddLifecycleCommand(bench_cmd, table);
   AddTrainCommand(bench_cmd, table);
+  AddDrillCommand(bench_cmd, table);
+  AddHistoryCommand(bench_cmd, table);
   AddProbeCommands(app, table);
 }
 

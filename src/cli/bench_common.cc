@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "audit/run.h"
 #include "bench/grade.h"
@@ -16,6 +17,7 @@
 #include "util/files.h"
 #include "util/line_frames.h"
 #include "util/cancel.h"
+#include "util/strings.h"
 #include "util/time.h"
 #include "util/usage_error.h"
 
@@ -183,6 +185,33 @@ int RunRankTask(
     std::cerr << fmt::format("rank {} on {}: {}\n", me->rank, me->node, e.what());
     return kExitToolError;
   }
+}
+
+std::map<std::string, json> StepDocs(const audit::FramedStep& step, std::map<std::string, std::string>& missing) {
+  std::map<std::string, json> docs;
+  missing = step.missing;
+  for (const auto& [node, doc] : step.documents) {
+    try {
+      docs[node] = util::ParseJsonDocument(doc, "result of " + node);
+    } catch (const std::exception& e) {
+      missing[node] = std::string("result unreadable: ") + e.what();
+    }
+  }
+  return docs;
+}
+
+std::map<std::string, std::string> NodeLines(host::Host& h, const std::vector<std::string>& nodes) {
+  std::map<std::string, std::string> out;
+  auto r = h.Run({{"scontrol", "show", "node", "-o", fmt::format("{}", fmt::join(nodes, ","))},
+                  std::chrono::seconds(30),
+                  1u << 20});
+  for (const auto& line : util::SplitLines(r.out)) {
+    auto at = line.find("NodeName=");
+    if (at == std::string::npos) continue;
+    std::string name = line.substr(at + 9, line.find(' ', at) - at - 9);
+    out[name] = line;
+  }
+  return out;
 }
 
 }  // namespace clustermax::cli

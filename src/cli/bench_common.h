@@ -4,6 +4,7 @@
 #pragma once
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "audit/slurm_fanout.h"
 #include "bench/net_comm.h"
 #include "cli/command.h"
+#include "host/host.h"
 #include "util/progress.h"
 
 namespace clustermax::cli {
@@ -52,6 +54,14 @@ int RunRankTask(
     const std::string& rank_job, const std::string& command, const char* marker,
     const std::function<std::optional<nlohmann::json>(const nlohmann::json& job, const bench::net::RankInfo& me)>& run);
 
+// The documents of a framed step, parsed; a node whose document is missing or unreadable goes to
+// `missing` with the reason.
+std::map<std::string, nlohmann::json> StepDocs(const audit::FramedStep& step,
+                                               std::map<std::string, std::string>& missing);
+// `scontrol show node -o` for the nodes: each node's one-line record, by name (none for a node
+// scontrol did not show).
+std::map<std::string, std::string> NodeLines(host::Host& h, const std::vector<std::string>& nodes);
+
 // `bench net` (cli/bench_net.cc), registered by AddBenchCommands.
 void AddNetCommand(CLI::App* parent, Commands& table);
 // `bench infer` (cli/bench_infer.cc).
@@ -60,5 +70,9 @@ void AddInferCommand(CLI::App* parent, Commands& table);
 void AddLifecycleCommand(CLI::App* parent, Commands& table);
 // `bench train` (cli/bench_train.cc).
 void AddTrainCommand(CLI::App* parent, Commands& table);
+// `bench drill` (cli/bench_drill.cc).
+void AddDrillCommand(CLI::App* parent, Commands& table);
+// `bench history` (cli/bench_history.cc).
+void AddHistoryCommand(CLI::App* parent, Commands& table);
 
 }  // namespace clustermax::cli

@@ -140,19 +140,6 @@ json SubmitAndWait(host::Host& h, const LifeCli& o, const std::vector<std::strin
 }
 
 // The documents of one framed step, by node; a node without one in `missing`.
-std::map<std::string, json> StepDocs(const audit::FramedStep& step, std::map<std::string, std::string>& missing) {
-  std::map<std::string, json> docs;
-  missing = step.missing;
-  for (const auto& [node, doc] : step.documents) {
-    try {
-      docs[node] = util::ParseJsonDocument(doc, "result of " + node);
-    } catch (const std::exception& e) {
-      missing[node] = std::string("result unreadable: ") + e.what();
-    }
-  }
-  return docs;
-}
-
 json LaunchTimings(host::Host& h, const audit::NodeScope& scope, const LifeCli& o, const audit::SlurmFanOutOptions& so,
                    int gpus, json& alloc) {
   json out = json::array();
@@ -241,19 +228,6 @@ json PyxisStart(host::Host& h, const audit::NodeScope& scope, const LifeCli& o, 
   auto r = Run(h, argv, o.image_timeout);
   if (r.status != host::IoStatus::kOk || r.exit_code != 0) return {{"runtime", "pyxis"}, {"error", Failure(r)}};
   return {{"runtime", "pyxis"}, {"node", scope.targets.front()}, {"import_s", bench::RoundTo(Since(t0), 3)}};
-}
-
-// `scontrol show node -o` for the nodes, by name.
-std::map<std::string, std::string> NodeLines(host::Host& h, const std::vector<std::string>& nodes) {
-  std::map<std::string, std::string> out;
-  auto r = Run(h, {"scontrol", "show", "node", "-o", fmt::format("{}", fmt::join(nodes, ","))});
-  for (const auto& line : util::SplitLines(r.out)) {
-    auto at = line.find("NodeName=");
-    if (at == std::string::npos) continue;
-    std::string name = line.substr(at + 9, line.find(' ', at) - at - 9);
-    out[name] = line;
-  }
-  return out;
 }
 
 std::string Field(const std::string& line, const std::string& key) {

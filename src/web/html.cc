@@ -136,6 +136,8 @@ std::string BenchTitle(const std::string& kind) {
   if (kind == "clustermax.bench.infer") return "Inference serving";
   if (kind == "clustermax.bench.lifecycle") return "Lifecycle timings";
   if (kind == "clustermax.bench.train") return "Training run";
+  if (kind == "clustermax.bench.drill") return "Fault drill";
+  if (kind == "clustermax.bench.history") return "Reliability from history";
   return kind;
 }
 

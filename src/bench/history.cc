@@ -1,0 +1,475 @@
+#include "bench/history.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "bench/json_read.h"
+#include "util/slurm_text.h"
+#include "util/strings.h"
+#include "util/time.h"
+
+namespace clustermax::bench::history {
+using nlohmann::json;
+
+namespace {
+
+std::vector<std::string> SplitPipes(std::string_view line) {
+  std::vector<std::string> out;
+  for (auto& f : util::Split(line, '|', /*keep_empty=*/true)) out.emplace_back(util::Trim(f));
+  return out;
+}
+
+// Column index by any of the names, or -1.
+int Col(const std::vector<std::string>& header, std::initializer_list<const char*> names) {
+  for (size_t i = 0; i < header.size(); ++i)
+    for (const char* n : names)
+      if (util::ToLower(header[i]) == util::ToLower(n)) return static_cast<int>(i);
+  return -1;
+}
+
+std::string At(const std::vector<std::string>& row, int i) {
+  return i >= 0 && static_cast<size_t>(i) < row.size() ? row[static_cast<size_t>(i)] : "";
+}
+
+// The header line (the first with all the `need` columns) and the rows after it.
+bool FindHeader(const std::vector<std::string>& lines, size_t& at, std::vector<std::string>& header,
+                std::initializer_list<std::initializer_list<const char*>> need) {
+  for (at = 0; at < lines.size(); ++at) {
+    if (lines[at].find('|') == std::string_view::npos) continue;
+    header = SplitPipes(lines[at]);
+    bool ok = true;
+    for (const auto& names : need) ok = ok && Col(header, names) >= 0;
+    if (ok) return true;
+  }
+  return false;
+}
+
+double Overlap(double a0, double a1, double b0, double b1) {
+  return std::max(0.0, std::min(a1, b1) - std::max(a0, b0));
+}
+
+double GpusOf(const std::string& tres) {
+  static const std::regex gpu(R"((?:^|,)gres/gpu(?::[^=,]*)?=(\d+))");
+  std::smatch m;
+  std::string t = tres.substr(0, 4096);
+  // The untyped count when present ("gres/gpu=8,gres/gpu:h100=8"), else the first typed one.
+  double untyped = -1, typed = -1;
+  for (auto it = std::sregex_iterator(t.begin(), t.end(), gpu); it != std::sregex_iterator(); ++it) {
+    bool has_type = (*it)[0].str().find("gres/gpu:") != std::string::npos;
+    double v = std::stod((*it)[1].str().substr(0, 9));
+    if (!has_type && untyped < 0) untyped = v;
+    if (has_type && typed < 0) typed = v;
+  }
+  return untyped >= 0 ? untyped : typed >= 0 ? typed : 0;
+}
+
+bool Down(const std::string& state) {
+  std::string s = util::ToLower(state);
+  for (const char* bad : {"down", "drain", "fail", "not_responding", "maint", "reboot", "*"})
+    if (util::Contains(s, bad)) return true;
+  return false;
+}
+
+bool HasAny(const std::string& s, std::initializer_list<const char*> words) {
+  for (const char* w : words)
+    if (util::Contains(s, w)) return true;
+  return false;
+}
+
+}  // namespace
+
+std::optional<double> ParseSlurmTime(std::string_view s) {
+  s = util::Trim(s);
+  if (s.empty() || s.size() > 40) return std::nullopt;
+  if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    if (s.size() > 12) return std::nullopt;
+    double v = std::stod(std::string(s));
+    return v > 0 ? std::optional<double>(v) : std::nullopt;
+  }
+  std::tm tm{};
+  std::string str(s);
+  const char* end = strptime(str.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!end || *end) return std::nullopt;
+  tm.tm_isdst = -1;
+  std::time_t t = std::mktime(&tm);
+  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  return static_cast<double>(t);
+}
+
+std::vector<NodeEvent> ParseEvents(std::string_view text, double now, std::vector<std::string>* problems) {
+  std::vector<NodeEvent> out;
+  auto lines = util::SplitLines(text);
+  size_t at = 0;
+  std::vector<std::string> h;
+  if (!FindHeader(lines, at, h, {{"NodeName"}, {"TimeStart", "Start"}})) {
+    if (problems && !util::Trim(text).empty()) problems->push_back("sacctmgr show event: no header line");
+    return out;
+  }
+  int node = Col(h, {"NodeName"}), start = Col(h, {"TimeStart", "Start"}), end = Col(h, {"TimeEnd", "End"}),
+      state = Col(h, {"State"}), reason = Col(h, {"Reason"}), user = Col(h, {"User"});
+  for (size_t i = at + 1; i < lines.size(); ++i) {
+    if (util::Trim(lines[i]).empty()) continue;
+    auto row = SplitPipes(lines[i]);
+    if (row.size() < h.size()) {
+      if (problems && problems->size() < 20)
+        problems->push_back("sacctmgr: short row: " + util::Ellipsize(lines[i], 120));
+      continue;
+    }
+    NodeEvent e;
+    e.node = At(row, node);
+    if (e.node.empty()) continue;  // a cluster event
+    auto s = ParseSlurmTime(At(row, start));
+    if (!s) {
+      if (problems && problems->size() < 20)
+        problems->push_back("sacctmgr: no start time: " + util::Ellipsize(lines[i], 120));
+      continue;
+    }
+    e.start = *s;
+    auto en = ParseSlurmTime(At(row, end));
+    e.open = !en;
+    e.end = en ? *en : std::max(now, e.start);
+    e.state = At(row, state);
+    e.reason = At(row, reason);
+    e.user = At(row, user);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<JobRecord> ParseJobs(std::string_view text, std::vector<std::string>* problems) {
+  std::vector<JobRecord> out;
+  auto lines = util::SplitLines(text);
+  size_t at = 0;
+  std::vector<std::string> h;
+  if (!FindHeader(lines, at, h, {{"JobIDRaw", "JobID"}, {"State"}})) {
+    if (problems && !util::Trim(text).empty()) problems->push_back("sacct: no header line");
+    return out;
+  }
+  int id = Col(h, {"JobIDRaw", "JobID"}), state = Col(h, {"State"}), exit = Col(h, {"ExitCode"}),
+      start = Col(h, {"Start"}), end = Col(h, {"End"}), nn = Col(h, {"NNodes"}), nl = Col(h, {"NodeList"}),
+      tres = Col(h, {"AllocTRES"});
+  for (size_t i = at + 1; i < lines.size(); ++i) {
+    if (util::Trim(lines[i]).empty()) continue;
+    auto row = SplitPipes(lines[i]);
+    if (row.size() < h.size()) {
+      if (problems && problems->size() < 20) problems->push_back("sacct: short row: " + util::Ellipsize(lines[i], 120));
+      continue;
+    }
+    JobRecord j;
+    j.id = At(row, id);
+    if (j.id.empty() || j.id.find('.') != std::string::npos) continue;  // a step
+    std::string st = At(row, state);
+    j.state = st.substr(0, st.find(' '));
+    j.exit_code = At(row, exit);
+    if (auto s = ParseSlurmTime(At(row, start))) j.start = *s;
+    if (auto e = ParseSlurmTime(At(row, end))) j.end = *e;
+    std::string n = At(row, nn);
+    j.nodes = !n.empty() && n.size() < 8 && std::all_of(n.begin(), n.end(), ::isdigit) ? std::stoi(n) : 0;
+    j.nodelist = At(row, nl);
+    j.gpus = GpusOf(At(row, tres));
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+std::string Cause(const std::string& reason) {
+  std::string r = util::ToLower(reason);
+  if (r.empty()) return "unknown";
+  // Failures first: words like "reboot" also name planned work.
+  static const std::regex memory_xid(R"(xid[ :]*(48|63|64|92|94|95)\b)");
+  if (HasAny(r, {"hbm", "ecc", "dbe", "row remap", "remapp", "retired page", "sram", "uncorrectable"}) ||
+      std::regex_search(r.substr(0, 2000), memory_xid))
+    return "gpu-memory";
+  if (HasAny(r, {"xid", "gpu", "nvml", "nvidia", "fallen off the bus", "nvlink", "nvswitch", "fabric manager", "dcgm"}))
+    return "gpu";
+  if (HasAny(r, {"infiniband", "ib port", "ib link", "ibstat", "hca", "mlx", " nic", "nic ", "link down", "link flap",
+                 "roce", "efa", "ethernet", "network", "switch", "cable", "opa"}))
+    return "network";
+  if (HasAny(r, {"mount", "filesystem", "file system", "nfs", "lustre", "gpfs", "weka", "vast", "beegfs", "scratch",
+                 "storage", "disk full", "quota"}))
+    return "storage";
+  if (HasAny(r, {"not responding",
+                 "unexpectedly rebooted",
+                 "memory",
+                 "dimm",
+                 "mce",
+                 "cpu",
+                 "disk",
+                 "nvme",
+                 "ssd",
+                 "raid",
+                 "psu",
+                 "power",
+                 "fan",
+                 "thermal",
+                 "temperature",
+                 "bmc",
+                 "ipmi",
+                 "panic",
+                 "hardware",
+                 "low realmemory",
+                 "low socket"}))
+    return "host";
+  if (HasAny(r, {"maint", "reboot", "upgrade", "update", "firmware", "scheduled", "planned", "reservation", "reimage",
+                 "provision"}))
+    return "maintenance";
+  if (HasAny(r, {"kill task failed", "epilog", "prolog", "slurmd", "software", "driver", "cuda", "container",
+                 "health check", "nhc", "oom", "bug"}))
+    return "software";
+  return "unknown";
+}
+
+json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord>& jobs,
+               const std::vector<std::string>& node_names, double from, double to) {
+  double window_h = std::max(0.0, to - from) / 3600.0;
+  std::set<std::string> nodes(node_names.begin(), node_names.end());
+  // Out-of-service intervals per node and cause class (planned or not), merged.
+  struct Span {
+    double a, b;
+    bool planned;
+  };
+  std::map<std::string, std::vector<Span>> spans;
+  std::map<std::string, json> causes;
+  auto cause_row = [&](const std::string& c) -> json& {
+    if (!causes.count(c)) causes[c] = {{"cause", c}, {"events", 0}, {"node_hours_lost", 0.0}, {"interruptions", 0}};
+    return causes[c];
+  };
+  json ev_out = json::array();
+  long unplanned = 0;
+  std::map<std::string, json> per_node;
+  for (const auto& e : events) {
+    if (!Down(e.state) && e.reason.empty()) continue;
+    double a = std::max(e.start, from), b = std::min(e.end, to);
+    if (b < a && !(e.start >= from && e.start <= to)) continue;  // outside the window
+    nodes.insert(e.node);
+    std::string c = Cause(e.reason);
+    bool planned = c == "maintenance";
+    spans[e.node].push_back({a, std::max(a, b), planned});
+    json& row = cause_row(c);
+    row["events"] = row["events"].get<long>() + 1;
+    if (!planned) ++unplanned;
+    json& pn = per_node[e.node];
+    if (pn.is_null()) pn = {{"node", e.node}, {"events", 0}, {"hours_lost", 0.0}};
+    pn["events"] = pn["events"].get<long>() + 1;
+    if (ev_out.size() < 2000)
+      ev_out.push_back(
+          {{"node", e.node},
+           {"start", util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(e.start))))},
+           {"hours", RoundTo((e.end - e.start) / 3600.0, 3)},
+           {"open", e.open},
+           {"state", e.state},
+           {"reason", e.reason},
+           {"cause", c}});
+  }
+  // Hours lost: per node the union of its spans (unplanned wins where both overlap).
+  double lost_unplanned = 0, lost_planned = 0;
+  for (auto& [node, v] : spans) {
+    std::sort(v.begin(), v.end(), [](const Span& x, const Span& y) { return x.a < y.a; });
+    double node_lost = 0;
+    for (bool planned_pass : {false, true}) {
+      double cur_a = -1, cur_b = -1, sum = 0;
+      for (const auto& s : v) {
+        if (s.planned != planned_pass) continue;
+        if (s.a > cur_b) {
+          sum += std::max(0.0, cur_b - cur_a);
+          cur_a = s.a;
+          cur_b = s.b;
+        } else {
+          cur_b = std::max(cur_b, s.b);
+        }
+      }
+      sum += std::max(0.0, cur_b - cur_a);
+      if (planned_pass)
+        lost_planned += sum / 3600.0;
+      else
+        lost_unplanned += sum / 3600.0;
+      node_lost += sum / 3600.0;
+    }
+    per_node[node]["hours_lost"] = RoundTo(node_lost, 3);
+  }
+  // Per cause: the hours of its events (not merged across causes).
+  for (const auto& e : events) {
+    if (!Down(e.state) && e.reason.empty()) continue;
+    double h = Overlap(e.start, e.end, from, to) / 3600.0;
+    json& row = cause_row(Cause(e.reason));
+    row["node_hours_lost"] = row["node_hours_lost"].get<double>() + h;
+  }
+  double total_h = static_cast<double>(nodes.size()) * window_h;
+  json out;
+  out["window"] = {{"from", util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(from))))},
+                   {"to", util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(to))))},
+                   {"days", RoundTo(window_h / 24.0, 3)},
+                   {"nodes", nodes.size()}};
+  out["node_hours"] = {{"total", RoundTo(total_h, 3)},
+                       {"lost_unplanned", RoundTo(lost_unplanned, 3)},
+                       {"lost_planned", RoundTo(lost_planned, 3)}};
+  if (total_h > 0) {
+    out["availability"] = RoundTo(1.0 - lost_unplanned / total_h, 6);
+    out["availability_with_planned"] = RoundTo(1.0 - (lost_unplanned + lost_planned) / total_h, 6);
+  }
+  out["failures"] = unplanned;
+  if (!nodes.empty() && window_h > 0)
+    out["failures_per_node_month"] =
+        RoundTo(static_cast<double>(unplanned) / static_cast<double>(nodes.size()) / (window_h / (24.0 * 30.0)), 4);
+  double operating_h = total_h - lost_unplanned - lost_planned;
+  if (unplanned > 0)
+    out["mtbf_node_hours"] = RoundTo(operating_h / static_cast<double>(unplanned), 2);
+  else
+    out["failure_free_node_hours"] = RoundTo(operating_h, 2);
+
+  // Jobs: by state; those ended by a node failure matched to the event on their nodes at their end.
+  json js = {{"total", 0}, {"by_state", json::object()}};
+  double job_h = 0, job_lost_h = 0, gpu_h_lost = 0;
+  json interruptions = json::array();
+  for (const auto& j : jobs) {
+    if (j.start <= 0) continue;  // never ran
+    double end = j.end > 0 ? j.end : to;
+    double h = Overlap(j.start, end, from, to) / 3600.0 * std::max(1, j.nodes);
+    if (h <= 0 && !(j.end >= from && j.end <= to)) continue;
+    js["total"] = js["total"].get<long>() + 1;
+    js["by_state"][j.state] = js["by_state"].value(j.state, 0L) + 1;
+    job_h += h;
+    if (j.state != "NODE_FAIL") continue;
+    job_lost_h += h;
+    gpu_h_lost += Overlap(j.start, end, from, to) / 3600.0 * j.gpus;
+    // The event on one of its nodes that was open at the job's end (or began within 10 minutes of it).
+    auto jn = util::ExpandHostlist(j.nodelist);
+    std::set<std::string> jnodes = jn ? std::set<std::string>(jn->begin(), jn->end()) : std::set<std::string>{};
+    const NodeEvent* best = nullptr;
+    for (const auto& e : events)
+      if (jnodes.count(e.node) && e.start <= end + 600 && e.end >= end - 600 && (!best || e.start < best->start))
+        best = &e;
+    std::string c = best ? Cause(best->reason) : "unknown";
+    json& row = cause_row(c);
+    row["interruptions"] = row["interruptions"].get<long>() + 1;
+    if (interruptions.size() < 500)
+      interruptions.push_back(
+          {{"job", j.id},
+           {"nodes", j.nodelist},
+           {"end", util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(end))))},
+           {"cause", c},
+           {"node", best ? best->node : ""},
+           {"reason", best ? best->reason : ""}});
+  }
+  long total_jobs = js["total"].get<long>();
+  long node_fail = js["by_state"].value("NODE_FAIL", 0L);
+  if (total_jobs > 0)
+    js["node_fail_share"] = RoundTo(static_cast<double>(node_fail) / static_cast<double>(total_jobs), 6);
+  js["node_fail"] = node_fail;
+  js["node_hours"] = RoundTo(job_h, 3);
+  js["node_hours_lost_to_node_failure"] = RoundTo(job_lost_h, 3);
+  js["gpu_hours_lost_to_node_failure"] = RoundTo(gpu_h_lost, 3);
+  if (job_h > 0) js["goodput"] = RoundTo(1.0 - job_lost_h / job_h, 6);
+  out["jobs"] = js;
+  out["interruptions"] = interruptions;
+  // The interruption table: causes by interruptions, then events.
+  long all_int = 0, all_ev = 0;
+  for (auto& [c, row] : causes) {
+    all_int += row["interruptions"].get<long>();
+    all_ev += row["events"].get<long>();
+  }
+  json table = json::array();
+  for (auto& [c, row] : causes) {
+    row["node_hours_lost"] = RoundTo(row["node_hours_lost"].get<double>(), 3);
+    if (all_int > 0) row["interruption_share"] = RoundTo(row["interruptions"].get<double>() / all_int, 4);
+    if (all_ev > 0) row["event_share"] = RoundTo(row["events"].get<double>() / all_ev, 4);
+    table.push_back(row);
+  }
+  std::sort(table.begin(), table.end(), [](const json& a, const json& b) {
+    return std::make_pair(a["interruptions"].get<long>(), a["events"].get<long>()) >
+           std::make_pair(b["interruptions"].get<long>(), b["events"].get<long>());
+  });
+  out["causes"] = table;
+  json worst = json::array();
+  for (auto& [n, pn] : per_node) worst.push_back(pn);
+  std::sort(worst.begin(), worst.end(),
+            [](const json& a, const json& b) { return a["hours_lost"].get<double>() > b["hours_lost"].get<double>(); });
+  if (worst.size() > 50) worst.erase(worst.begin() + 50, worst.end());
+  out["worst_nodes"] = worst;
+  out["events"] = ev_out;
+  return out;
+}
+
+std::vector<MetricValue> HistoryMetrics(const json& r) {
+  std::vector<MetricValue> out;
+  const json& w = ObjOf(r, "window");
+  std::string span = fmt::format("{:g} node(s) over {:g} day(s)", NumOf(w, "nodes"), NumOf(w, "days"));
+  std::string err = StrOf(r, "error");
+  {
+    MetricValue m{"rel.availability", std::nullopt, err.empty() ? "no node time in the window" : err, "", ""};
+    if (auto v = OptNumOf(r, "availability")) {
+      m.value = *v;
+      m.detail =
+          fmt::format("{}; {:g} node-hour(s) lost to unplanned outages, {:g} planned", span,
+                      NumOf(ObjOf(r, "node_hours"), "lost_unplanned"), NumOf(ObjOf(r, "node_hours"), "lost_planned"));
+    }
+    out.push_back(m);
+  }
+  {
+    MetricValue m{"rel.node-mtbf", std::nullopt, err.empty() ? "no node time in the window" : err, "", ""};
+    if (auto v = OptNumOf(r, "mtbf_node_hours")) {
+      m.value = *v;
+      m.detail = fmt::format("{}; {:g} unplanned outage(s)", span, NumOf(r, "failures"));
+    } else if (auto f = OptNumOf(r, "failure_free_node_hours")) {
+      // No failure: only a lower bound, which passes only once it reaches the bar.
+      const json& bars = EmbeddedBenchThresholds();
+      double pass = 0;
+      for (const auto& b : bars["metrics"])
+        if (b["id"] == "rel.node-mtbf") pass = b["pass"].get<double>();
+      if (*f >= pass) {
+        m.value = *f;
+        m.detail = fmt::format("{}; no unplanned outage: at least this", span);
+      } else {
+        m.why_missing = fmt::format("no unplanned outage in {:g} node-hour(s): too short a history to say", *f);
+      }
+    }
+    out.push_back(m);
+  }
+  {
+    const json& j = ObjOf(r, "jobs");
+    MetricValue m{"rel.node-fail-jobs", std::nullopt, err.empty() ? "no job ran in the window" : err, "", ""};
+    if (auto v = OptNumOf(j, "node_fail_share")) {
+      m.value = *v;
+      m.detail = fmt::format("{:g} of {:g} job(s) ended by a node failure, {:g} GPU-hour(s) lost",
+                             NumOf(j, "node_fail"), NumOf(j, "total"), NumOf(j, "gpu_hours_lost_to_node_failure"));
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+std::string RenderHistory(const json& r) {
+  auto safe = [](const std::string& s) { return util::TerminalSafeText(s); };
+  const json& w = ObjOf(r, "window");
+  std::string out = fmt::format("Reliability from history: {} to {}, {:g} node(s)\n", safe(StrOf(w, "from")),
+                                safe(StrOf(w, "to")), NumOf(w, "nodes"));
+  if (!StrOf(r, "error").empty()) out += "  error: " + safe(StrOf(r, "error")) + "\n";
+  const json& nh = ObjOf(r, "node_hours");
+  if (auto a = OptNumOf(r, "availability"))
+    out += fmt::format("  availability {:.4f}  ({:g} of {:g} node-hours lost unplanned, {:g} planned)\n", *a,
+                       NumOf(nh, "lost_unplanned"), NumOf(nh, "total"), NumOf(nh, "lost_planned"));
+  if (auto m = OptNumOf(r, "mtbf_node_hours"))
+    out += fmt::format("  MTBF per node {:g} h over {:g} unplanned outage(s); {:.3f} per node per month\n", *m,
+                       NumOf(r, "failures"), NumOf(r, "failures_per_node_month"));
+  const json& j = ObjOf(r, "jobs");
+  out += fmt::format("  jobs {:g}: {:g} ended by node failure ({:g} GPU-hours lost)", NumOf(j, "total"),
+                     NumOf(j, "node_fail"), NumOf(j, "gpu_hours_lost_to_node_failure"));
+  if (auto g = OptNumOf(j, "goodput")) out += fmt::format(", goodput {:.4f}", *g);
+  out += "\n";
+  if (!ArrOf(r, "causes").empty()) {
+    out += fmt::format("  {:<12} {:>13} {:>8} {:>16}\n", "cause", "interruptions", "events", "node-hours lost");
+    for (const auto& c : ArrOf(r, "causes"))
+      out += fmt::format("  {:<12} {:>13g} {:>8g} {:>16.2f}\n", safe(StrOf(c, "cause")), NumOf(c, "interruptions"),
+                         NumOf(c, "events"), NumOf(c, "node_hours_lost"));
+  }
+  return out;
+}
+
+}  // namespace clustermax::bench::history

@@ -1,0 +1,293 @@
+// `clustermax bench drill KIND --node NODES`: a fault drill (bench/drill.h). Opt-in by its very
+// name, and only on the nodes named: every node must be in service before. One job step injects
+// the fault on each node (and, for faults with a restore, puts things back once slurmctld shows the
+// node out of service); meanwhile this side polls `scontrol show node -o` every half second and
+// the partition's node list every few seconds (a replacement joining), until every drilled node is
+// back in service or --return-timeout. A node still out of service then is resumed (unless
+// --leave-drained), and the result says so. Results in RUN_DIR/bench/drill.json.
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "audit/slurm_fanout.h"
+#include "bench/drill.h"
+#include "bench/lifecycle.h"
+#include "bench/json_read.h"
+#include "bench/net_comm.h"
+#include "bench/workspace.h"
+#include "cli/bench_common.h"
+#include "cli/cli.h"
+#include "host/local_host.h"
+#include "util/cancel.h"
+#include "util/files.h"
+#include "util/slurm_text.h"
+#include "util/strings.h"
+#include "util/time.h"
+#include "util/usage_error.h"
+
+namespace clustermax::cli {
+using nlohmann::json;
+namespace drill = bench::drill;
+
+namespace {
+
+constexpr const char* kDrillMarker = "CLUSTERMAX-DRILL";
+
+struct DrillCli {
+  BenchCommon common;
+  audit::SlurmFanOutOptions slurm;
+  std::string kind, nodes;
+  int code = 0;
+  std::string pci = "0000:19:00", kmsg = "/dev/kmsg";
+  std::string mount, fstab = "/etc/fstab";
+  std::string inject, restore;
+  double detect_timeout = 900, return_timeout = 3600, restore_after = 0;
+  bool leave_drained = false;
+  std::string rank_job;
+};
+
+double NowUnix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+void Say(const DrillCli& o, const std::string& line) {
+  if (!o.common.quiet) std::cerr << "  " << line << "\n";
+}
+
+// The nodes of the partition (or of the cluster), for spotting a replacement.
+std::set<std::string> PartitionNodes(host::Host& h, const std::string& partition) {
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N"};
+  if (!partition.empty()) argv.push_back("--partition=" + partition);
+  auto r = h.Run({argv, std::chrono::seconds(30), 1u << 20});
+  std::set<std::string> out;
+  if (r.status != host::IoStatus::kOk || r.exit_code != 0) return out;
+  for (const auto& l : util::SplitLines(r.out))
+    if (auto n = util::Trim(l); !n.empty()) out.insert(std::string(n));
+  return out;
+}
+
+std::map<std::string, std::string> Record(const std::map<std::string, std::string>& lines, const std::string& node) {
+  auto it = lines.find(node);
+  if (it == lines.end()) return {};
+  return util::ParseScontrolRecord(it->second);
+}
+
+int RunDrill(DrillCli& o) {
+  if (!o.rank_job.empty())
+    return RunRankTask(o.rank_job, "bench drill", kDrillMarker,
+                       [](const json& job, const bench::net::RankInfo& me) -> std::optional<json> {
+                         return drill::RunDrillRankJob(job, me.node);
+                       });
+  auto list = util::ExpandHostlist(o.nodes);
+  if (!list || list->empty()) throw UsageError("--node: the nodes to drill (a Slurm hostlist, e.g. gpu[01-02])");
+  if (o.kind == "xid" && o.code == 0) o.code = 79;      // GPU fallen off the bus: every health check drains on it
+  if (o.kind == "sxid" && o.code == 0) o.code = 12022;  // NVSwitch egress input ECC DBE (hardware)
+  if ((o.kind == "xid" || o.kind == "sxid") && (o.code < 1 || o.code > 99999)) throw UsageError("--code: 1 to 99999");
+  if (o.kind == "mount" && (o.mount.empty() || o.mount.front() != '/'))
+    throw UsageError("mount drill: --mount /PATH, a mount point listed in --fstab on the nodes");
+  if (o.kind == "command" && o.inject.empty())
+    throw UsageError("command drill: --inject CMD (and --restore CMD to put it back)");
+  for (double v : {o.detect_timeout, o.return_timeout})
+    if (!(v > 0 && v <= 7 * 86400)) throw UsageError("timeouts: seconds above 0, at most a week");
+  if (o.restore_after < 0 || o.restore_after > 7 * 86400) throw UsageError("--restore-after: seconds, at most a week");
+  CheckBenchOut(o.common, "drill");
+
+  host::LocalHost login;
+  // Only nodes in service: a drill on a drained or down node times nothing and, at its end, would
+  // put an administrator's drain back in service.
+  auto before = NodeLines(login, *list);
+  std::vector<std::string> nodes;
+  json result = {{"kind", "clustermax.bench.drill"}, {"schema_version", 1}};
+  json out_nodes = json::array();
+  for (const auto& n : *list) {
+    auto rec = Record(before, n);
+    std::string state = rec.count("State") ? rec["State"] : "";
+    if (rec.empty())
+      out_nodes.push_back({{"node", n}, {"error", "not drilled: scontrol does not know this node"}});
+    else if (!bench::life::Schedulable(bench::life::NodeStateFlags("State=" + state)))
+      out_nodes.push_back({{"node", n}, {"error", "not drilled: not in service before (State=" + state + ")"}});
+    else
+      nodes.push_back(n);
+  }
+  std::string what = o.kind == "xid"     ? fmt::format("synthetic Xid {} in the kernel log ({})", o.code, o.kmsg)
+                     : o.kind == "sxid"  ? fmt::format("synthetic SXid {} in the kernel log ({})", o.code, o.kmsg)
+                     : o.kind == "mount" ? fmt::format("{} unmounted", o.mount)
+                                         : "the site's inject command";
+  result["drill"] = {{"kind", o.kind},
+                     {"what", what},
+                     {"nodes", *list},
+                     {"detect_timeout_s", o.detect_timeout},
+                     {"return_timeout_s", o.return_timeout}};
+  if (o.kind == "xid" || o.kind == "sxid") result["drill"]["code"] = o.code;
+  auto started = std::chrono::system_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<audit::UnreachableNode> unreachable;
+  if (!nodes.empty()) {
+    audit::SlurmFanOutOptions so = o.slurm;
+    so.nodelist = fmt::format("{}", fmt::join(nodes, ","));
+    so.nodes = 0;
+    so.self_exe = util::SelfExe();
+    so.tasks_per_node = 1;
+    bool waits = o.kind == "mount" || (o.kind == "command" && !o.restore.empty());
+    double restore_after = o.restore_after > 0 ? o.restore_after : o.detect_timeout;
+    so.timeout_s = (waits ? restore_after : 0) + 300;
+    so.stop_when = [] { return bench::Cancelled(); };
+    audit::NodeScope scope = audit::SelectNodes(login, so);
+    RequireTargets(scope, "bench drill");
+    unreachable = scope.unreachable;
+    bench::InstallCancelHandlers();
+    json job = {{"kind", o.kind},     {"code", o.code},       {"pci", o.pci},
+                {"kmsg", o.kmsg},     {"mount", o.mount},     {"fstab", o.fstab},
+                {"inject", o.inject}, {"restore", o.restore}, {"restore_after_s", restore_after}};
+    auto members = PartitionNodes(login, o.slurm.partition);
+    // The watch runs while the step injects (and restores): detection may come before it ends.
+    std::map<std::string, drill::NodeWatch> watch;
+    for (const auto& n : scope.targets) watch.emplace(n, drill::NodeWatch(n));
+    std::mutex mu;
+    std::atomic<bool> step_done{false};
+    auto poll_once = [&](int round) {
+      auto lines = NodeLines(login, scope.targets);
+      double now = NowUnix();
+      std::set<std::string> joined;
+      if (round % 10 == 0)
+        for (const auto& m : PartitionNodes(login, o.slurm.partition))
+          if (!members.empty() && !members.count(m)) joined.insert(m);
+      std::lock_guard<std::mutex> lock(mu);
+      for (auto& [n, w] : watch) {
+        w.Observe(now, Record(lines, n));
+        if (w.Detected() && !joined.empty()) w.Replaced(now, *joined.begin());
+      }
+    };
+    std::thread watcher([&] {
+      for (int round = 0; !step_done && !bench::Cancelled(); ++round) {
+        poll_once(round);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    });
+    Say(o, fmt::format("injecting on {}: {}", fmt::join(scope.targets, ","), what));
+    audit::FramedStep step =
+        audit::RunFramedStep(login, scope, scope.targets, so, "clustermax-drill",
+                             {"bench", "drill", o.kind, "--rank-job", job.dump()}, kDrillMarker, 0);
+    step_done = true;
+    watcher.join();
+    std::map<std::string, std::string> missing;
+    auto docs = StepDocs(step, missing);
+    // Injected: watched until back in service, replaced, or the timeout.
+    std::map<std::string, double> t_inject;
+    for (auto& [n, d] : docs)
+      if (auto t = bench::OptNumOf(d, "t_inject")) t_inject[n] = *t;
+    if (!t_inject.empty()) {
+      double first = 1e300;
+      for (auto& [n, t] : t_inject) first = std::min(first, t);
+      Say(o,
+          fmt::format("watching {} node(s) until back in service (at most {:g} s)", t_inject.size(), o.return_timeout));
+      for (int round = 0; !bench::Cancelled() && NowUnix() - first < o.return_timeout; ++round) {
+        bool all_back = true;
+        for (auto& [n, t] : t_inject) {
+          const auto& w = watch.at(n);
+          bool undetected_too_long = !w.Detected() && NowUnix() - t > o.detect_timeout;
+          if (!w.Back() && !undetected_too_long) all_back = false;
+        }
+        if (all_back) break;
+        poll_once(round);
+        std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      }
+    }
+    auto after = NodeLines(login, scope.targets);
+    for (const auto& n : scope.targets) {
+      json entry;
+      auto dit = docs.find(n);
+      if (dit == docs.end()) {
+        entry = {{"node", n}, {"error", missing.count(n) ? missing[n] : "no result from the node"}};
+      } else if (!t_inject.count(n)) {
+        entry = {{"node", n},
+                 {"error", bench::StrOf(dit->second, "error").empty() ? "the fault was not injected"
+                                                                      : bench::StrOf(dit->second, "error")}};
+      } else {
+        double t = t_inject[n];
+        entry = watch.at(n).Result(t);
+        const json& d = dit->second;
+        entry["injected_at"] = util::FormatRfc3339(std::chrono::system_clock::time_point(
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(t))));
+        entry["did"] = bench::StrOf(d, "did");
+        if (auto r = bench::OptNumOf(d, "t_restore")) entry["restore_s"] = bench::RoundTo(std::max(0.0, *r - t), 2);
+        if (!bench::StrOf(d, "restore_error").empty()) entry["restore_error"] = bench::StrOf(d, "restore_error");
+        std::string undo = bench::StrOf(d, "undo");
+        // Still out of service: put back, unless asked not to (the undo says how).
+        auto rec = Record(after, n);
+        bool out_now = rec.empty() || !bench::life::Schedulable(bench::life::NodeStateFlags(
+                                          "State=" + (rec.count("State") ? rec["State"] : std::string())));
+        if (out_now && !rec.empty()) {
+          std::string resume = fmt::format("scontrol update nodename={} state=resume", n);
+          if (!o.leave_drained && !bench::Cancelled()) {
+            auto r = login.Run({{"scontrol", "update", "nodename=" + n, "state=resume"}, std::chrono::seconds(30)});
+            entry["resumed_by_drill"] = r.status == host::IoStatus::kOk && r.exit_code == 0;
+            if (!entry["resumed_by_drill"].get<bool>()) undo += "; " + resume;
+          } else {
+            undo += "; " + resume;
+          }
+        }
+        entry["undo"] = undo;
+      }
+      out_nodes.push_back(entry);
+    }
+  }
+  result["nodes"] = out_nodes;
+  if (bench::Cancelled()) result["interrupted"] = true;
+  StampFleetResult(result, started, t0, unreachable);
+  for (const auto& n : out_nodes)
+    if (!bench::StrOf(n, "undo").empty() && bench::Cancelled())
+      std::cerr << "clustermax: interrupted; to undo on " << bench::StrOf(n, "node") << ": " << bench::StrOf(n, "undo")
+                << "\n";
+  const BenchCommon& c = o.common;
+  return FinishBench(std::move(result), c, "drill", drill::RenderDrill,
+                     [&c](const json& x) { return bench::Grade(drill::DrillMetrics(x), BenchBars(c)); });
+}
+
+}  // namespace
+
+void AddDrillCommand(CLI::App* parent, Commands& table) {
+  auto o = std::make_shared<DrillCli>();
+  o->slurm.time_limit = "30";
+  auto* cmd = parent->add_subcommand(
+      "drill",
+      "Opt-in, disruptive: inject a fault on the nodes named and time what the cluster does about it: time to "
+      "detect (node drained, downed or failed by its health checks), time in drain, time back in service or "
+      "replaced; every drill restores what it changed");
+  cmd->add_option("kind", o->kind,
+                  "xid: a synthetic Xid line in the kernel log; sxid: an NVSwitch SXid line; mount: unmount a mount "
+                  "point (mounted again from fstab once detected); command: the site's --inject and --restore")
+      ->required()
+      ->check(CLI::IsMember({"xid", "sxid", "mount", "command"}));
+  cmd->add_option("--node", o->nodes, "The nodes to drill (Slurm hostlist, required); nothing else is touched");
+  cmd->add_option("--code", o->code, "Xid or SXid code (default Xid 79, SXid 12022)");
+  cmd->add_option("--pci", o->pci, "PCI address in the synthetic line");
+  cmd->add_option("--kmsg", o->kmsg,
+                  "Where the line is written: /dev/kmsg (default; root on the node), or a syslog-format file the "
+                  "site's health check reads; {node} is replaced by the node's name");
+  cmd->add_option("--mount", o->mount, "mount drill: the mount point to take away");
+  cmd->add_option("--fstab", o->fstab, "mount drill: the fstab it is mounted again from (mount --fstab)");
+  cmd->add_option("--inject", o->inject, "command drill: shell command run on each node to inject the fault");
+  cmd->add_option("--restore", o->restore, "command drill: shell command that puts it back");
+  cmd->add_option("--detect-timeout", o->detect_timeout, "Seconds a fault may go unnoticed before the drill fails it");
+  cmd->add_option("--return-timeout", o->return_timeout,
+                  "Seconds from the fault until the node must be back in service (or replaced)");
+  cmd->add_option("--restore-after", o->restore_after,
+                  "mount/command: restore after this many seconds even if not detected (default --detect-timeout)");
+  cmd->add_flag("--leave-drained", o->leave_drained,
+                "Leave a node the cluster did not put back in service drained (default: the drill resumes it)");
+  cmd->add_option("--partition", o->slurm.partition, "The partition (where a replacement node would join)");
+  cmd->add_option("--time", o->slurm.time_limit, "Time limit of the injection step (minutes)");
+  cmd->add_option("--bcast", o->slurm.bcast, "Copy this binary to the nodes first (srun --bcast=PATH)");
+  cmd->add_option("--rank-job", o->rank_job, "(internal) the job of one task of a step")->group("");
+  AddBenchCommon(cmd, o->common);
+  table.Add(cmd, [o] { return RunDrill(*o); });
+}
+
+}  // namespace clustermax::cli

@@ -1,0 +1,144 @@
+// `clustermax bench history`: reliability from the scheduler's records over the last --days
+// (bench/history.h). Read-only: sacctmgr show event, sacct and sinfo on the login node, with
+// SLURM_TIME_FORMAT=%s so times are Unix seconds whatever the site's locale and time zone. An
+// analyst without cluster access gives the same commands' saved output (--events-file,
+// --jobs-file). Results in RUN_DIR/bench/history.json.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "bench/grade.h"
+#include "bench/history.h"
+#include "cli/bench_common.h"
+#include "cli/cli.h"
+#include "host/local_host.h"
+#include "util/files.h"
+#include "util/slurm_text.h"
+#include "util/strings.h"
+#include "util/usage_error.h"
+
+namespace clustermax::cli {
+using nlohmann::json;
+namespace hist = bench::history;
+
+namespace {
+
+struct HistoryCli {
+  BenchCommon common;
+  double days = 30;
+  std::string partition, nodelist, events_file, jobs_file;
+};
+
+constexpr const char* kEventFormat = "Format=NodeName,Start,End,State,Reason,User";
+constexpr const char* kJobFormat = "JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES";
+
+// stdout of a Slurm command run with Unix-second times, or the error.
+std::string SlurmText(host::Host& h, std::vector<std::string> argv, std::string& error) {
+  argv.insert(argv.begin(), {"env", "SLURM_TIME_FORMAT=%s"});
+  auto r = h.Run({argv, std::chrono::seconds(300), 256u << 20});
+  if (r.status != host::IoStatus::kOk || r.exit_code != 0) {
+    std::string err(util::Trim(r.err.empty() ? r.error : r.err));
+    error =
+        util::Ellipsize(fmt::format("{}: {}", argv[2], err.empty() ? fmt::format("exit {}", r.exit_code) : err), 400);
+    return "";
+  }
+  if (r.truncated) error = argv[2] + ": output cut at 256 MiB; use a shorter --days";
+  return r.out;
+}
+
+int RunHistory(HistoryCli& o) {
+  if (!(o.days > 0 && o.days <= 3660)) throw UsageError("--days: above 0, at most 10 years");
+  CheckBenchOut(o.common, "history");
+  auto started = std::chrono::system_clock::now();
+  double to = std::chrono::duration<double>(started.time_since_epoch()).count();
+  double from = to - o.days * 86400;
+  long hours = std::lround(o.days * 24);
+  host::LocalHost login;
+  json result = {{"kind", "clustermax.bench.history"}, {"schema_version", 1}};
+  std::vector<std::string> problems;
+  std::string events_text, jobs_text, err;
+  if (!o.events_file.empty()) {
+    events_text = *util::ReadLocalFile(o.events_file);
+  } else {
+    events_text = SlurmText(login,
+                            {"sacctmgr", "-P", "show", "event", fmt::format("Start=now-{}hours", hours), "End=now",
+                             "Event=Node", kEventFormat},
+                            err);
+    if (!err.empty()) result["error"] = "node events unread: " + err;
+  }
+  if (!o.jobs_file.empty()) {
+    jobs_text = *util::ReadLocalFile(o.jobs_file);
+  } else if (!result.contains("error")) {
+    std::string jerr;
+    jobs_text = SlurmText(
+        login, {"sacct", "-a", "-X", "-P", "-S", fmt::format("now-{}hours", hours), "-E", "now", "-o", kJobFormat},
+        jerr);
+    if (!jerr.empty()) result["error"] = "jobs unread: " + jerr;
+  }
+  std::vector<std::string> nodes;
+  if (!o.nodelist.empty()) {
+    auto list = util::ExpandHostlist(o.nodelist);
+    if (!list || list->empty()) throw UsageError("--nodelist: a Slurm hostlist, e.g. gpu[001-128]");
+    nodes = *list;
+  } else if (o.events_file.empty()) {
+    std::string serr;
+    std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N"};
+    if (!o.partition.empty()) argv.push_back("--partition=" + o.partition);
+    std::string text = SlurmText(login, argv, serr);
+    for (const auto& l : util::SplitLines(text))
+      if (auto n = util::Trim(l); !n.empty() && std::find(nodes.begin(), nodes.end(), n) == nodes.end())
+        nodes.emplace_back(n);
+    if (!serr.empty() && !result.contains("error")) result["error"] = "nodes unread: " + serr;
+  }
+  if (nodes.empty() && !o.events_file.empty())
+    problems.push_back(
+        "the nodes are those with events only (no --nodelist): availability and MTBF leave out nodes that never "
+        "failed");
+  auto events = hist::ParseEvents(events_text, to, &problems);
+  auto jobs = hist::ParseJobs(jobs_text, &problems);
+  // With --partition only its nodes' events count.
+  if (!o.partition.empty() && !nodes.empty())
+    std::erase_if(
+        events, [&](const hist::NodeEvent& e) { return std::find(nodes.begin(), nodes.end(), e.node) == nodes.end(); });
+  json s = hist::Summarize(events, jobs, nodes, from, to);
+  for (auto& [k, v] : s.items()) result[k] = v;
+  result["sources"] = {
+      {"events",
+       o.events_file.empty() ? std::string("sacctmgr -P show event Event=Node ") + kEventFormat : o.events_file},
+      {"jobs", o.jobs_file.empty() ? std::string("sacct -a -X -P -o ") + kJobFormat : o.jobs_file},
+      {"event_rows", events.size()},
+      {"job_rows", jobs.size()}};
+  if (!problems.empty()) result["problems"] = problems;
+  result["started"] = util::FormatRfc3339(started);
+  const BenchCommon& c = o.common;
+  return FinishBench(std::move(result), c, "history", hist::RenderHistory,
+                     [&c](const json& x) { return bench::Grade(hist::HistoryMetrics(x), BenchBars(c)); });
+}
+
+}  // namespace
+
+void AddHistoryCommand(CLI::App* parent, Commands& table) {
+  auto o = std::make_shared<HistoryCli>();
+  auto* cmd = parent->add_subcommand(
+      "history",
+      "Reliability from Slurm's records (read-only): node-hours lost, availability, MTBF per node, drains per node "
+      "per month, jobs ended by node failure and the GPU-hours they held, interruptions by cause");
+  cmd->add_option("--days", o->days, "The window: the last this many days (default 30)");
+  cmd->add_option("--partition", o->partition, "Only this partition's nodes");
+  cmd->add_option("--nodelist", o->nodelist, "The nodes (Slurm hostlist) instead of those sinfo lists");
+  cmd->add_option("--events-file", o->events_file,
+                  "Saved output of `sacctmgr -P show event Event=Node Format=NodeName,Start,End,State,Reason,User` "
+                  "instead of asking Slurm")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--jobs-file", o->jobs_file,
+                  "Saved output of `sacct -a -X -P -o JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES`")
+      ->check(CLI::ExistingFile);
+  AddBenchCommon(cmd, o->common);
+  table.Add(cmd, [o] { return RunHistory(*o); });
+}
+
+}  // namespace clustermax::cli
