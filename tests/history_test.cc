@@ -16,7 +16,8 @@ namespace hist = clustermax::bench::history;
 
 namespace {
 json GradeOf(const json& r, const std::string& id) {
-  for (const auto& g : bench::Grade(hist::HistoryMetrics(r), bench::EmbeddedBenchThresholds()))
+  const json& bars = bench::EmbeddedBenchThresholds();
+  for (const auto& g : bench::Grade(hist::HistoryMetrics(r, bars), bars))
     if (g["metric"] == id) return g;
   return json();
 }
@@ -97,6 +98,10 @@ TEST(History, CausesFromRealReasons) {
   EXPECT_EQ(hist::Cause("Reboot ASAP : reboot issued"), "maintenance");
   EXPECT_EQ(hist::Cause("kernel upgrade"), "maintenance");
   EXPECT_EQ(hist::Cause("issue-5894"), "unknown");
+  // Words, not substrings; planned work before the part it names.
+  EXPECT_EQ(hist::Cause("set back to default"), "unknown");  // not "efa"
+  EXPECT_EQ(hist::Cause("capsule"), "unknown");              // not "psu"
+  EXPECT_EQ(hist::Cause("nvidia driver upgrade"), "maintenance");
   EXPECT_EQ(hist::Cause(""), "unknown");
 }
 
@@ -123,9 +128,9 @@ TEST(History, TheWindowArithmeticHasAKnownAnswer) {
   EXPECT_DOUBLE_EQ(r["node_hours"]["lost_unplanned"].get<double>(), 38);  // 36 + 2
   EXPECT_DOUBLE_EQ(r["node_hours"]["lost_planned"].get<double>(), 10);
   EXPECT_NEAR(r["availability"].get<double>(), 1 - 38.0 / 720, 1e-6);
-  EXPECT_EQ(r["failures"], 3);  // two n1 events and n3's
-  EXPECT_NEAR(r["mtbf_node_hours"].get<double>(), (720 - 48) / 3.0, 0.01);
-  EXPECT_NEAR(r["failures_per_node_month"].get<double>(), 3.0 / 3 / (10.0 / 30), 1e-4);
+  EXPECT_EQ(r["failures"], 2);  // n1's two overlapping rows are one outage, and n3's
+  EXPECT_NEAR(r["mtbf_node_hours"].get<double>(), (720 - 48) / 2.0, 0.01);
+  EXPECT_NEAR(r["failures_per_node_month"].get<double>(), 2.0 / 3 / (10.0 / 30), 1e-4);
   EXPECT_EQ(r["jobs"]["total"], 3);
   EXPECT_EQ(r["jobs"]["node_fail"], 1);
   EXPECT_NEAR(r["jobs"]["node_fail_share"].get<double>(), 1.0 / 3, 1e-6);
@@ -139,6 +144,7 @@ TEST(History, TheWindowArithmeticHasAKnownAnswer) {
   EXPECT_EQ(r["causes"][0]["cause"], "gpu");  // most interruptions first
   EXPECT_EQ(r["causes"][0]["interruptions"], 1);
   EXPECT_EQ(r["causes"][0]["events"], 2);
+  EXPECT_DOUBLE_EQ(r["causes"][0]["node_hours_lost"].get<double>(), 36);  // merged, as the node lost it
   EXPECT_EQ(r["worst_nodes"][0]["node"], "n1");
   EXPECT_DOUBLE_EQ(r["worst_nodes"][0]["hours_lost"].get<double>(), 36);
 
@@ -163,16 +169,25 @@ TEST(History, GradesNeedEvidenceAndAQuietHistoryPassesOnlyWhenLongEnough) {
   json short_h = hist::Summarize({}, {}, {"n0"}, to - kDay, to);
   EXPECT_EQ(GradeOf(short_h, "rel.node-mtbf")["verdict"], "SKIP");
   EXPECT_EQ(GradeOf(short_h, "rel.node-fail-jobs")["verdict"], "SKIP");
-  // Unread records: every grade SKIP with the reason.
-  json unread = {{"error", "node events unread: sacctmgr: You are not running a supported accounting_storage plugin"}};
+  // Unread records: what Summarize made of nothing (availability 1, no failure) is no evidence.
+  json unread = quiet;
+  unread["events_error"] = "node events unread: sacctmgr: You are not running a supported accounting_storage plugin";
+  unread["jobs_error"] = "jobs unread: sacct: Slurm accounting storage is disabled";
   for (const char* id : {"rel.availability", "rel.node-mtbf", "rel.node-fail-jobs"}) {
     json g = GradeOf(unread, id);
-    EXPECT_EQ(g["verdict"], "SKIP");
-    EXPECT_NE(g["reason"].get<std::string>().find("accounting_storage"), std::string::npos);
+    EXPECT_EQ(g["verdict"], "SKIP") << id;
+    EXPECT_NE(g["reason"].get<std::string>().find("unread"), std::string::npos) << g.dump();
   }
+  // Raised bars: the same quiet history's lower bound no longer vouches for the MTBF.
+  json bars = bench::EmbeddedBenchThresholds();
+  for (auto& b : bars["metrics"])
+    if (b["id"] == "rel.node-mtbf") b["pass"] = 10000;
+  for (const auto& g : bench::Grade(hist::HistoryMetrics(quiet, bars), bars))
+    if (g["metric"] == "rel.node-mtbf") EXPECT_EQ(g["verdict"], "SKIP") << g.dump();
   // Junk never throws.
   for (json junk : {json::object(), json{{"availability", "x"}, {"jobs", 3}}, json{{"causes", json::array({1})}}}) {
-    EXPECT_NO_THROW(bench::Grade(hist::HistoryMetrics(junk), bench::EmbeddedBenchThresholds()));
+    EXPECT_NO_THROW(bench::Grade(hist::HistoryMetrics(junk, bench::EmbeddedBenchThresholds()),
+                                 bench::EmbeddedBenchThresholds()));
     EXPECT_NO_THROW(hist::RenderHistory(junk));
   }
   // Hostile rows: short rows and huge fields are reported, not trusted.

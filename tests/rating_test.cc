@@ -424,7 +424,11 @@ TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
                                Result("nccl-installed", "PASS"), Result("gpudirect-rdma", "PASS")};
   for (const auto& check : checks::DefaultRegistry().all())
     if (check.info.targets == core::kK) results.push_back(Result(check.info.id, "SKIP", "not-in-scope"));
-  json with = Rate(Cat(), {Report(results)}, Answers(Cat(), all));
+  // And the reliability phase's fault drill, recorded on the CI cluster: measured-only criteria
+  // need their bench results.
+  RunInput run = Report(results);
+  run.benches.push_back(json::parse(clustermax::testing::ReadFixture("reliability/drill-xid-ci.json")));
+  json with = Rate(Cat(), {run}, Answers(Cat(), all));
   EXPECT_TRUE(with["evidence"]["machine_evidence"].get<bool>());
   EXPECT_NE(with["tier"], kInsufficientEvidence) << with["decided_by"];
 }

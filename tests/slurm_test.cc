@@ -661,7 +661,8 @@ TEST(SlurmFleet, DrillsTimeDetectionDrainAndReturnThroughTheHealthCheck) {
   const json& n2 = x["nodes"][0];
   EXPECT_EQ(n2["node"], "n2");
   ASSERT_TRUE(n2.contains("detect_s")) << n2.dump();
-  EXPECT_LE(n2["detect_s"].get<double>(), kInterval + 3.0) << n2.dump();
+  // Within one HealthCheckInterval plus the check's own run (a slow 2-core machine gets room).
+  EXPECT_LE(n2["detect_s"].get<double>(), kInterval + 6.0) << n2.dump();
   EXPECT_EQ(n2["detected_by"], "clustermax") << n2.dump();
   EXPECT_NE(n2["reason"].get<std::string>().find("Xid 79"), std::string::npos) << n2.dump();
   ASSERT_TRUE(n2.contains("return_s")) << n2.dump();
@@ -716,7 +717,7 @@ TEST(SlurmFleet, DrillsTimeDetectionDrainAndReturnThroughTheHealthCheck) {
   json g = grade(c, "rel.drill-detect");
   EXPECT_EQ(g["verdict"], "FAIL") << c["grades"].dump();
   EXPECT_NE(g.dump().find("not marked bad within 6 s"), std::string::npos) << g.dump();
-  EXPECT_EQ(NodeRecord("n3")["State"], "IDLE");
+  EXPECT_GE(WaitFor("n3", Idle, 15), 0) << NodeRecord("n3")["State"];
 
   // A node out of service is never drilled (nor resumed at the end).
   Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n1 State=DRAIN Reason=maintenance");

@@ -271,6 +271,30 @@ TEST(Web, InferenceBenchmarkChartsThroughputAndLatencyByConcurrency) {
   EXPECT_NO_THROW(Benchmark({{"kind", "clustermax.bench.infer"}, {"points", {1, {{"metrics", 2}}}}}));
 }
 
+// The reliability phase's results as recorded on the CI cluster (a drill through clustermax health,
+// history from a real slurmdbd): timeline bars and the interruption table, escaped.
+TEST(Web, DrillAndHistoryResultsShowTimelinesAndCauses) {
+  json d = json::parse(clustermax::testing::ReadFixture("reliability/drill-xid-ci.json"));
+  std::string html = Benchmark(d);
+  EXPECT_NE(html.find("Benchmark: Fault drill"), std::string::npos);
+  EXPECT_NE(html.find("n2 detected"), std::string::npos) << html.substr(0, 3000);
+  EXPECT_NE(html.find("n2 back in service"), std::string::npos);
+  EXPECT_NE(html.find("rel.drill-detect"), std::string::npos);
+  json h = json::parse(clustermax::testing::ReadFixture("reliability/history-ci.json"));
+  std::string hh = Benchmark(h);
+  EXPECT_NE(hh.find("Benchmark: Reliability from history"), std::string::npos);
+  EXPECT_NE(hh.find("Node-hours lost by cause"), std::string::npos);
+  EXPECT_NE(hh.find("<td>host</td>"), std::string::npos) << hh.substr(0, 3000);
+  d["nodes"][0]["reason"] = kHostile;
+  d["nodes"][0]["node"] = kHostile;
+  h["causes"][0]["cause"] = kHostile;
+  ExpectEscaped(Benchmark(d));
+  ExpectEscaped(Benchmark(h));
+  EXPECT_NO_THROW(Benchmark({{"kind", "clustermax.bench.drill"}, {"nodes", {1, {{"states", 2}}}}, {"drill", 3}}));
+  EXPECT_NO_THROW(
+      Benchmark({{"kind", "clustermax.bench.history"}, {"window", 1}, {"availability", 0.5}, {"causes", "x"}}));
+}
+
 bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }
 
 fs::path Artifacts() {

@@ -9,7 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +20,7 @@
 #include "bench/json_read.h"
 #include "bench/lifecycle.h"
 #include "host/local_host.h"
+#include "util/cancel.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -104,19 +107,20 @@ bool IsMounted(const std::string& path) {
   return std::find(points.begin(), points.end(), path) != points.end();
 }
 
-// This node's state as slurmctld sees it, polled until it is out of service or `limit_s` passed.
-bool WaitOutOfService(const std::string& node, double limit_s) {
+// This node's state as slurmctld sees it, polled until it is out of service (the Unix time it was
+// seen so) or `limit_s` passed.
+std::optional<double> WaitOutOfService(const std::string& node, double limit_s) {
   auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < limit_s) {
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < limit_s && !util::Cancelled()) {
     auto r = RunArgv({"scontrol", "show", "node", "-o", node}, 10);
     if (Ok(r)) {
       auto rec = util::ParseScontrolRecord(util::Trim(r.out));
       auto it = rec.find("State");
-      if (it != rec.end() && !life::Schedulable(life::NodeStateFlags("State=" + it->second))) return true;
+      if (it != rec.end() && !life::Schedulable(life::NodeStateFlags("State=" + it->second))) return NowUnix();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  return false;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -175,6 +179,17 @@ json RunDrillRankJob(const json& job, const std::string& node) {
   }
   if (kind == "mount") {
     std::string mnt = StrOf(job, "mount"), fstab = StrOf(job, "fstab");
+    // A job in its own mount namespace (job_container/tmpfs) would unmount only its own view.
+    std::error_code e1, e2;
+    auto ns_self = std::filesystem::read_symlink("/proc/self/ns/mnt", e1);
+    auto ns_init = std::filesystem::read_symlink("/proc/1/ns/mnt", e2);
+    if (!e1 && !e2 && ns_self != ns_init) {
+      doc["error"] =
+          "this job step runs in its own mount namespace (job_container/tmpfs?): unmounting here would not take "
+          "the mount away from the node";
+      return doc;
+    }
+    if (e1 || e2) doc["note"] = "the mount namespace could not be compared with init's (no access to /proc/1)";
     if (!IsMounted(mnt)) {
       doc["error"] = mnt + " is not a mount point on this node";
       return doc;
@@ -192,6 +207,11 @@ json RunDrillRankJob(const json& job, const std::string& node) {
     if (!Ok(r)) {
       doc.erase("t_inject");
       doc["error"] = "umount " + mnt + ": " + Failure(r);
+      // A umount that timed out (a hung server) may still complete: put it back if it did.
+      if (!IsMounted(mnt)) {
+        auto back = RunArgv(restore_argv, 120);
+        if (!Ok(back)) doc["restore_error"] = Failure(back);
+      }
       return doc;
     }
     doc["did"] = "unmounted " + mnt;
@@ -223,7 +243,9 @@ json RunDrillRankJob(const json& job, const std::string& node) {
   doc["undo"] = restore_cmd;
   // Restored once slurmctld has the node out of service (the fault was seen), or after
   // restore_after_s whatever happened: a fault nobody notices must not stay.
-  doc["detected_on_node"] = WaitOutOfService(node, NumOf(job, "restore_after_s"));
+  auto seen = WaitOutOfService(node, NumOf(job, "restore_after_s"));
+  doc["detected_on_node"] = seen.has_value();
+  if (seen) doc["t_detected"] = *seen;
   auto r = RunArgv(restore_argv, 120);
   doc["t_restore"] = NowUnix();
   if (!Ok(r))
@@ -236,23 +258,38 @@ json RunDrillRankJob(const json& job, const std::string& node) {
 void NodeWatch::Observe(double t, const std::map<std::string, std::string>& record) {
   auto it = record.find("State");
   std::string state = record.empty() ? "(gone from Slurm)" : it == record.end() ? "(no state)" : it->second;
-  if (states_.empty() || states_.back().second != state) states_.push_back({t, state});
   bool in_service = !record.empty() && it != record.end() && life::Schedulable(life::NodeStateFlags("State=" + state));
-  if (!detected_) {
-    if (!in_service) {
-      detected_ = t;
-      auto r = record.find("Reason");
-      reason_ = r == record.end() ? "" : r->second;
-    }
-  } else if (!back_ && in_service) {
-    back_ = t;
-  }
+  auto r = record.find("Reason");
+  seen_.push_back({t, in_service, state, r == record.end() ? "" : r->second});
 }
 
 void NodeWatch::Replaced(double t, const std::string& by) {
   if (replaced_) return;
   replaced_ = t;
   replaced_by_ = by;
+}
+
+NodeWatch::Times NodeWatch::Analyze(double t_inject) const {
+  Times out;
+  for (const auto& s : seen_) {
+    if (s.t < t_inject) continue;
+    if (!out.detected) {
+      if (!s.in_service) {
+        out.detected = s.t;
+        out.reason = s.reason;
+      }
+    } else if (!out.back && s.in_service) {
+      out.back = s.t;
+    }
+  }
+  return out;
+}
+
+bool NodeWatch::Detected(double t_inject) const { return Analyze(t_inject).detected.has_value(); }
+
+bool NodeWatch::Back(double t_inject) const {
+  auto a = Analyze(t_inject);
+  return a.back.has_value() || (a.detected && replaced_ && *replaced_ >= *a.detected);
 }
 
 std::string DetectedBy(const std::string& reason) {
@@ -269,28 +306,30 @@ std::string DetectedBy(const std::string& reason) {
 }
 
 json NodeWatch::Result(double t_inject) const {
-  auto rel = [&](double t) { return RoundTo(std::max(0.0, t - t_inject), 2); };
+  auto rel = [&](double t) { return RoundTo(t - t_inject, 2); };
   json states = json::array();
-  for (const auto& [t, s] : states_) states.push_back({rel(t), s});
+  for (const auto& s : seen_)
+    if (states.empty() || states.back()[1] != s.state) states.push_back({rel(s.t), s.state});
   json out = {{"node", node_}, {"states", states}};
-  if (detected_) {
-    out["detect_s"] = rel(*detected_);
-    out["reason"] = reason_;
-    out["detected_by"] = DetectedBy(reason_);
+  Times a = Analyze(t_inject);
+  if (a.detected) {
+    out["detect_s"] = rel(*a.detected);
+    out["reason"] = a.reason;
+    out["detected_by"] = DetectedBy(a.reason);
   }
   std::optional<double> ret;
-  if (back_) {
-    out["back_s"] = rel(*back_);
-    ret = *back_;
+  if (a.back) {
+    out["back_s"] = rel(*a.back);
+    ret = *a.back;
   }
-  if (replaced_) {
+  if (a.detected && replaced_ && *replaced_ >= *a.detected) {
     out["replaced_by"] = replaced_by_;
     out["replaced_s"] = rel(*replaced_);
     if (!ret || *replaced_ < *ret) ret = *replaced_;
   }
   if (ret) {
     out["return_s"] = rel(*ret);
-    if (detected_) out["in_drain_s"] = RoundTo(std::max(0.0, *ret - *detected_), 2);
+    if (a.detected) out["in_drain_s"] = RoundTo(*ret - *a.detected, 2);
   }
   return out;
 }
@@ -299,19 +338,20 @@ std::vector<MetricValue> DrillMetrics(const json& r) {
   MetricValue detect{"rel.drill-detect", std::nullopt, "no node was drilled", "", ""};
   MetricValue ret{"rel.drill-return", std::nullopt, "no node was drilled", "", ""};
   std::string kind = StrOf(ObjOf(r, "drill"), "kind");
+  std::string not_drilled;
   for (const auto& n : ArrOf(r, "nodes")) {
     std::string node = StrOf(n, "node");
     if (!StrOf(n, "error").empty()) {
-      // No fault went in: nothing to time, but the drill did not happen either.
-      if (detect.fail_reason.empty()) detect.fail_reason = fmt::format("{}: {}", node, StrOf(n, "error"));
-      if (ret.fail_reason.empty()) ret.fail_reason = detect.fail_reason;
+      // No fault went in (refused, no root for the kernel log, the step failed): nothing about
+      // the cluster was measured there.
+      if (not_drilled.empty()) not_drilled = fmt::format("{}: {}", node, StrOf(n, "error"));
       continue;
     }
     if (auto v = OptNumOf(n, "detect_s")) {
       if (!detect.value || *v > *detect.value) {
         detect.value = *v;
         detect.detail = fmt::format("{} fault to {} out of service ({}), slowest node", kind, node,
-                                    StrOf(n, "detected_by").empty() ? "no reason given" : StrOf(n, "detected_by"));
+                                    StrOf(n, "detected_by").empty() ? "no reason seen" : StrOf(n, "detected_by"));
       }
     } else if (detect.fail_reason.empty()) {
       detect.fail_reason = fmt::format("{}: not marked bad within {:g} s of the {} fault", node,
@@ -329,9 +369,17 @@ std::vector<MetricValue> DrillMetrics(const json& r) {
                                     NumOf(ObjOf(r, "drill"), "return_timeout_s"),
                                     n.contains("resumed_by_drill") ? " (the drill resumed it)" : "");
     }
+    // The drill left its fault behind: whatever the times, the node is not back as it was.
+    if (!StrOf(n, "restore_error").empty() && ret.fail_reason.empty())
+      ret.fail_reason = fmt::format("{}: the drill could not restore the fault: {}", node, StrOf(n, "restore_error"));
   }
-  if (!detect.value && detect.fail_reason.empty() && !ArrOf(r, "nodes").empty()) detect.why_missing = "not measured";
-  if (!ret.value && ret.fail_reason.empty() && !ArrOf(r, "nodes").empty())
+  if (!not_drilled.empty()) {
+    if (detect.why_missing == "no node was drilled") detect.why_missing = "not drilled: " + not_drilled;
+    if (ret.why_missing == "no node was drilled") ret.why_missing = "not drilled: " + not_drilled;
+  }
+  if (!detect.value && detect.fail_reason.empty() && not_drilled.empty() && !ArrOf(r, "nodes").empty())
+    detect.why_missing = "not measured";
+  if (!ret.value && ret.fail_reason.empty() && (detect.value || !detect.fail_reason.empty()))
     ret.why_missing = "not measured: the fault was never detected";
   return {detect, ret};
 }

@@ -38,8 +38,8 @@ std::vector<std::string> FstabTargets(const std::string& fstab);
 // is the task's node), "mount", "fstab", "inject", "restore", "restore_after_s", "wait_detect"}.
 // Injects the fault, then (mount, command with a restore) waits until this node is out of service
 // in `scontrol show node` or restore_after_s passed, and restores. The document:
-// {"node", "kind", "t_inject" (Unix seconds), "t_restore", "detected_on_node", "did", "undo",
-// "error"}.
+// {"node", "kind", "t_inject" (Unix seconds), "t_detected" (when this task saw the node out of
+// service), "t_restore", "detected_on_node", "did", "undo", "error"}.
 nlohmann::json RunDrillRankJob(const nlohmann::json& job, const std::string& node);
 
 // One drilled node followed through `scontrol show node -o` records (util::ParseScontrolRecord),
@@ -48,22 +48,35 @@ nlohmann::json RunDrillRankJob(const nlohmann::json& job, const std::string& nod
 class NodeWatch {
  public:
   explicit NodeWatch(std::string node) : node_(std::move(node)) {}
-  // A record of the node at Unix time t; an empty record: the node is gone from Slurm.
+  // A record of the node at Unix time t (a successful `scontrol show node` that did not list the
+  // node: an empty record, the node is gone from Slurm). Failed polls are not observations.
   void Observe(double t, const std::map<std::string, std::string>& record);
   // A node not in the partition before the drill appeared at t (the drilled node's replacement).
   void Replaced(double t, const std::string& by);
-  // Marked bad (out of service after being in service) / back in service after that.
-  bool Detected() const { return detected_.has_value(); }
-  bool Back() const { return back_.has_value() || replaced_.has_value(); }
+  // Counting only what was seen at or after the fault (t_inject): marked bad (out of service), and
+  // back in service (or replaced) after that. A drain before the fault is not its detection.
+  bool Detected(double t_inject) const;
+  bool Back(double t_inject) const;
   // {"node", "states": [[s, state]...], "detect_s", "reason", "detected_by", "back_s", "replaced_by",
-  // "replaced_s", "return_s", "in_drain_s"}: seconds from t_inject.
+  // "replaced_s", "return_s", "in_drain_s"}: seconds from t_inject (states seen before it have
+  // negative times).
   nlohmann::json Result(double t_inject) const;
 
  private:
+  struct Seen {
+    double t;
+    bool in_service;
+    std::string state, reason;
+  };
+  struct Times {
+    std::optional<double> detected, back;
+    std::string reason;
+  };
+  Times Analyze(double t_inject) const;
   std::string node_;
-  std::vector<std::pair<double, std::string>> states_;
-  std::optional<double> detected_, back_, replaced_;
-  std::string reason_, replaced_by_;
+  std::vector<Seen> seen_;
+  std::optional<double> replaced_;
+  std::string replaced_by_;
 };
 
 // Who drained the node, from its Slurm reason: "clustermax", "NHC", "DCGM", "Slurm" (not

@@ -55,6 +55,42 @@ double Overlap(double a0, double a1, double b0, double b1) {
   return std::max(0.0, std::min(a1, b1) - std::max(a0, b0));
 }
 
+using Interval = std::pair<double, double>;
+
+// Sorted, overlapping or touching intervals joined.
+std::vector<Interval> Merge(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (!out.empty() && iv.first <= out.back().second)
+      out.back().second = std::max(out.back().second, iv.second);
+    else
+      out.push_back(iv);
+  }
+  return out;
+}
+
+double Hours(const std::vector<Interval>& v) {
+  double s = 0;
+  for (const auto& [a, b] : v) s += b - a;
+  return s / 3600.0;
+}
+
+// Merged `a` less merged `b`.
+std::vector<Interval> Subtract(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> out;
+  for (auto [x, y] : a) {
+    for (const auto& [p, q] : b) {
+      if (q <= x || p >= y) continue;
+      if (p > x) out.push_back({x, p});
+      x = std::max(x, q);
+      if (x >= y) break;
+    }
+    if (x < y) out.push_back({x, y});
+  }
+  return out;
+}
+
 double GpusOf(const std::string& tres) {
   static const std::regex gpu(R"((?:^|,)gres/gpu(?::[^=,]*)?=(\d+))");
   std::smatch m;
@@ -77,9 +113,21 @@ bool Down(const std::string& state) {
   return false;
 }
 
+// Any of the words in s, each starting and ending at a word boundary ("efa" is not in "default",
+// "psu" not in "capsule"); a word ending in '*' matches any ending ("remapp*").
 bool HasAny(const std::string& s, std::initializer_list<const char*> words) {
-  for (const char* w : words)
-    if (util::Contains(s, w)) return true;
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  for (const char* raw : words) {
+    std::string w(raw);
+    bool prefix = !w.empty() && w.back() == '*';
+    if (prefix) w.pop_back();
+    for (size_t at = s.find(w); at != std::string::npos; at = s.find(w, at + 1)) {
+      bool start_ok = at == 0 || !alnum(s[at - 1]) || !alnum(w.front());
+      size_t end = at + w.size();
+      bool end_ok = prefix || end >= s.size() || !alnum(s[end]) || !alnum(w.back());
+      if (start_ok && end_ok) return true;
+    }
+  }
   return false;
 }
 
@@ -180,19 +228,24 @@ std::vector<JobRecord> ParseJobs(std::string_view text, std::vector<std::string>
 }
 
 std::string Cause(const std::string& reason) {
-  std::string r = util::ToLower(reason);
+  std::string r = util::ToLower(reason.substr(0, 4096));
   if (r.empty()) return "unknown";
-  // Failures first: words like "reboot" also name planned work.
+  // Planned work first ("nvidia driver upgrade" is maintenance, not a GPU fault); then failures,
+  // memory before the GPU in general; a bare "reboot" last, as failures are rebooted too.
+  if (HasAny(r, {"maint*", "upgrade*", "update*", "reimag*", "provision*", "firmware", "planned", "scheduled",
+                 "reservation"}))
+    return "maintenance";
   static const std::regex memory_xid(R"(xid[ :]*(48|63|64|92|94|95)\b)");
-  if (HasAny(r, {"hbm", "ecc", "dbe", "row remap", "remapp", "retired page", "sram", "uncorrectable"}) ||
-      std::regex_search(r.substr(0, 2000), memory_xid))
+  if (HasAny(r, {"hbm", "ecc", "dbe", "row remap*", "remapp*", "retired page*", "sram", "uncorrectable"}) ||
+      std::regex_search(r, memory_xid))
     return "gpu-memory";
-  if (HasAny(r, {"xid", "gpu", "nvml", "nvidia", "fallen off the bus", "nvlink", "nvswitch", "fabric manager", "dcgm"}))
+  if (HasAny(r, {"xid", "sxid", "gpu*", "nvml", "nvidia", "fallen off the bus", "nvlink", "nvswitch", "fabric manager",
+                 "dcgm", "gres/gpu"}))
     return "gpu";
-  if (HasAny(r, {"infiniband", "ib port", "ib link", "ibstat", "hca", "mlx", " nic", "nic ", "link down", "link flap",
-                 "roce", "efa", "ethernet", "network", "switch", "cable", "opa"}))
+  if (HasAny(r, {"infiniband", "ib", "ibstat", "hca", "mlx*", "nic", "link down", "link flap*", "roce", "efa",
+                 "ethernet", "network", "switch", "cable", "opa"}))
     return "network";
-  if (HasAny(r, {"mount", "filesystem", "file system", "nfs", "lustre", "gpfs", "weka", "vast", "beegfs", "scratch",
+  if (HasAny(r, {"mount*", "filesystem", "file system", "nfs", "lustre", "gpfs", "weka", "vast", "beegfs", "scratch",
                  "storage", "disk full", "quota"}))
     return "storage";
   if (HasAny(r, {"not responding",
@@ -217,12 +270,10 @@ std::string Cause(const std::string& reason) {
                  "low realmemory",
                  "low socket"}))
     return "host";
-  if (HasAny(r, {"maint", "reboot", "upgrade", "update", "firmware", "scheduled", "planned", "reservation", "reimage",
-                 "provision"}))
-    return "maintenance";
   if (HasAny(r, {"kill task failed", "epilog", "prolog", "slurmd", "software", "driver", "cuda", "container",
                  "health check", "nhc", "oom", "bug"}))
     return "software";
+  if (HasAny(r, {"reboot*"})) return "maintenance";
   return "unknown";
 }
 
@@ -230,31 +281,27 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
                const std::vector<std::string>& node_names, double from, double to) {
   double window_h = std::max(0.0, to - from) / 3600.0;
   std::set<std::string> nodes(node_names.begin(), node_names.end());
-  // Out-of-service intervals per node and cause class (planned or not), merged.
-  struct Span {
-    double a, b;
-    bool planned;
-  };
-  std::map<std::string, std::vector<Span>> spans;
+  // Out-of-service intervals in the window, per node: unplanned, planned, and per cause.
+  std::map<std::string, std::vector<Interval>> unplanned_iv, planned_iv;
+  std::map<std::string, std::map<std::string, std::vector<Interval>>> cause_iv;  // node -> cause -> spans
   std::map<std::string, json> causes;
   auto cause_row = [&](const std::string& c) -> json& {
     if (!causes.count(c)) causes[c] = {{"cause", c}, {"events", 0}, {"node_hours_lost", 0.0}, {"interruptions", 0}};
     return causes[c];
   };
   json ev_out = json::array();
-  long unplanned = 0;
   std::map<std::string, json> per_node;
   for (const auto& e : events) {
     if (!Down(e.state) && e.reason.empty()) continue;
     double a = std::max(e.start, from), b = std::min(e.end, to);
     if (b < a && !(e.start >= from && e.start <= to)) continue;  // outside the window
+    b = std::max(a, b);
     nodes.insert(e.node);
     std::string c = Cause(e.reason);
-    bool planned = c == "maintenance";
-    spans[e.node].push_back({a, std::max(a, b), planned});
+    (c == "maintenance" ? planned_iv : unplanned_iv)[e.node].push_back({a, b});
+    cause_iv[e.node][c].push_back({a, b});
     json& row = cause_row(c);
     row["events"] = row["events"].get<long>() + 1;
-    if (!planned) ++unplanned;
     json& pn = per_node[e.node];
     if (pn.is_null()) pn = {{"node", e.node}, {"events", 0}, {"hours_lost", 0.0}};
     pn["events"] = pn["events"].get<long>() + 1;
@@ -268,39 +315,25 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
            {"reason", e.reason},
            {"cause", c}});
   }
-  // Hours lost: per node the union of its spans (unplanned wins where both overlap).
+  // Hours lost per node: its unplanned spans merged (Slurm opens a new event when the state or the
+  // reason changes: one outage, several rows), then planned time outside them. Each merged
+  // unplanned span is one failure.
   double lost_unplanned = 0, lost_planned = 0;
-  for (auto& [node, v] : spans) {
-    std::sort(v.begin(), v.end(), [](const Span& x, const Span& y) { return x.a < y.a; });
-    double node_lost = 0;
-    for (bool planned_pass : {false, true}) {
-      double cur_a = -1, cur_b = -1, sum = 0;
-      for (const auto& s : v) {
-        if (s.planned != planned_pass) continue;
-        if (s.a > cur_b) {
-          sum += std::max(0.0, cur_b - cur_a);
-          cur_a = s.a;
-          cur_b = s.b;
-        } else {
-          cur_b = std::max(cur_b, s.b);
-        }
-      }
-      sum += std::max(0.0, cur_b - cur_a);
-      if (planned_pass)
-        lost_planned += sum / 3600.0;
-      else
-        lost_unplanned += sum / 3600.0;
-      node_lost += sum / 3600.0;
+  long unplanned = 0;
+  for (auto& [node, pn] : per_node) {
+    auto u = Merge(unplanned_iv[node]);
+    auto p = Subtract(Merge(planned_iv[node]), u);
+    unplanned += static_cast<long>(u.size());
+    lost_unplanned += Hours(u);
+    lost_planned += Hours(p);
+    pn["hours_lost"] = RoundTo(Hours(u) + Hours(p), 3);
+  }
+  // Per cause: each node's spans of that cause merged.
+  for (auto& [node, by_cause] : cause_iv)
+    for (auto& [c, v] : by_cause) {
+      json& row = cause_row(c);
+      row["node_hours_lost"] = row["node_hours_lost"].get<double>() + Hours(Merge(v));
     }
-    per_node[node]["hours_lost"] = RoundTo(node_lost, 3);
-  }
-  // Per cause: the hours of its events (not merged across causes).
-  for (const auto& e : events) {
-    if (!Down(e.state) && e.reason.empty()) continue;
-    double h = Overlap(e.start, e.end, from, to) / 3600.0;
-    json& row = cause_row(Cause(e.reason));
-    row["node_hours_lost"] = row["node_hours_lost"].get<double>() + h;
-  }
   double total_h = static_cast<double>(nodes.size()) * window_h;
   json out;
   out["window"] = {{"from", util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(from))))},
@@ -328,6 +361,8 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
   json js = {{"total", 0}, {"by_state", json::object()}};
   double job_h = 0, job_lost_h = 0, gpu_h_lost = 0;
   json interruptions = json::array();
+  std::map<std::string, std::vector<const NodeEvent*>> events_of;
+  for (const auto& e : events) events_of[e.node].push_back(&e);
   for (const auto& j : jobs) {
     if (j.start <= 0) continue;  // never ran
     double end = j.end > 0 ? j.end : to;
@@ -339,13 +374,17 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
     if (j.state != "NODE_FAIL") continue;
     job_lost_h += h;
     gpu_h_lost += Overlap(j.start, end, from, to) / 3600.0 * j.gpus;
-    // The event on one of its nodes that was open at the job's end (or began within 10 minutes of it).
-    auto jn = util::ExpandHostlist(j.nodelist);
-    std::set<std::string> jnodes = jn ? std::set<std::string>(jn->begin(), jn->end()) : std::set<std::string>{};
+    // The event on one of its nodes open at the job's end (or within 10 minutes of it): an
+    // unplanned one before a planned one, then the one that began nearest the job's end.
+    auto jn = j.nodelist.size() <= 4096 ? util::ExpandHostlist(j.nodelist) : std::nullopt;
     const NodeEvent* best = nullptr;
-    for (const auto& e : events)
-      if (jnodes.count(e.node) && e.start <= end + 600 && e.end >= end - 600 && (!best || e.start < best->start))
-        best = &e;
+    auto rank = [&](const NodeEvent* e) {
+      return std::make_pair(Cause(e->reason) == "maintenance", std::abs(e->start - end));
+    };
+    if (jn && jn->size() <= 100000)
+      for (const auto& n : *jn)
+        for (const NodeEvent* e : events_of[n])
+          if (e->start <= end + 600 && e->end >= end - 600 && (!best || rank(e) < rank(best))) best = e;
     std::string c = best ? Cause(best->reason) : "unknown";
     json& row = cause_row(c);
     row["interruptions"] = row["interruptions"].get<long>() + 1;
@@ -397,14 +436,15 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
   return out;
 }
 
-std::vector<MetricValue> HistoryMetrics(const json& r) {
+std::vector<MetricValue> HistoryMetrics(const json& r, const json& bars) {
   std::vector<MetricValue> out;
   const json& w = ObjOf(r, "window");
   std::string span = fmt::format("{:g} node(s) over {:g} day(s)", NumOf(w, "nodes"), NumOf(w, "days"));
-  std::string err = StrOf(r, "error");
+  // Figures from records that were not read are no evidence, whatever Summarize made of nothing.
+  std::string ev_err = StrOf(r, "events_error"), job_err = StrOf(r, "jobs_error");
   {
-    MetricValue m{"rel.availability", std::nullopt, err.empty() ? "no node time in the window" : err, "", ""};
-    if (auto v = OptNumOf(r, "availability")) {
+    MetricValue m{"rel.availability", std::nullopt, ev_err.empty() ? "no node time in the window" : ev_err, "", ""};
+    if (auto v = OptNumOf(r, "availability"); v && ev_err.empty()) {
       m.value = *v;
       m.detail =
           fmt::format("{}; {:g} node-hour(s) lost to unplanned outages, {:g} planned", span,
@@ -413,17 +453,17 @@ std::vector<MetricValue> HistoryMetrics(const json& r) {
     out.push_back(m);
   }
   {
-    MetricValue m{"rel.node-mtbf", std::nullopt, err.empty() ? "no node time in the window" : err, "", ""};
-    if (auto v = OptNumOf(r, "mtbf_node_hours")) {
+    MetricValue m{"rel.node-mtbf", std::nullopt, ev_err.empty() ? "no node time in the window" : ev_err, "", ""};
+    if (!ev_err.empty()) {
+    } else if (auto v = OptNumOf(r, "mtbf_node_hours")) {
       m.value = *v;
       m.detail = fmt::format("{}; {:g} unplanned outage(s)", span, NumOf(r, "failures"));
     } else if (auto f = OptNumOf(r, "failure_free_node_hours")) {
-      // No failure: only a lower bound, which passes only once it reaches the bar.
-      const json& bars = EmbeddedBenchThresholds();
-      double pass = 0;
-      for (const auto& b : bars["metrics"])
-        if (b["id"] == "rel.node-mtbf") pass = b["pass"].get<double>();
-      if (*f >= pass) {
+      // No failure: only a lower bound, which passes only once it reaches the bar in use.
+      std::optional<double> pass;
+      for (const auto& b : ArrOf(bars, "metrics"))
+        if (StrOf(b, "id") == "rel.node-mtbf") pass = OptNumOf(b, "pass");
+      if (pass && *f >= *pass) {
         m.value = *f;
         m.detail = fmt::format("{}; no unplanned outage: at least this", span);
       } else {
@@ -434,10 +474,10 @@ std::vector<MetricValue> HistoryMetrics(const json& r) {
   }
   {
     const json& j = ObjOf(r, "jobs");
-    MetricValue m{"rel.node-fail-jobs", std::nullopt, err.empty() ? "no job ran in the window" : err, "", ""};
-    if (auto v = OptNumOf(j, "node_fail_share")) {
+    MetricValue m{"rel.node-fail-jobs", std::nullopt, job_err.empty() ? "no job ran in the window" : job_err, "", ""};
+    if (auto v = OptNumOf(j, "node_fail_share"); v && job_err.empty()) {
       m.value = *v;
-      m.detail = fmt::format("{:g} of {:g} job(s) ended by a node failure, {:g} GPU-hour(s) lost",
+      m.detail = fmt::format("{:g} of {:g} job run(s) ended by a node failure, {:g} GPU-hour(s) lost",
                              NumOf(j, "node_fail"), NumOf(j, "total"), NumOf(j, "gpu_hours_lost_to_node_failure"));
     }
     out.push_back(m);
@@ -450,7 +490,8 @@ std::string RenderHistory(const json& r) {
   const json& w = ObjOf(r, "window");
   std::string out = fmt::format("Reliability from history: {} to {}, {:g} node(s)\n", safe(StrOf(w, "from")),
                                 safe(StrOf(w, "to")), NumOf(w, "nodes"));
-  if (!StrOf(r, "error").empty()) out += "  error: " + safe(StrOf(r, "error")) + "\n";
+  for (const char* k : {"events_error", "jobs_error"})
+    if (!StrOf(r, k).empty()) out += "  error: " + safe(StrOf(r, k)) + "\n";
   const json& nh = ObjOf(r, "node_hours");
   if (auto a = OptNumOf(r, "availability"))
     out += fmt::format("  availability {:.4f}  ({:g} of {:g} node-hours lost unplanned, {:g} planned)\n", *a,

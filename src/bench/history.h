@@ -53,7 +53,10 @@ std::string Cause(const std::string& reason);
 nlohmann::json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord>& jobs,
                          const std::vector<std::string>& nodes, double from, double to);
 
-std::vector<MetricValue> HistoryMetrics(const nlohmann::json& result);
+// Availability and MTBF need the node events read ("events_error" absent), the NODE_FAIL share
+// the jobs ("jobs_error"); a failure-free history's MTBF is a lower bound, graded only when it
+// reaches the pass bar of `bars`.
+std::vector<MetricValue> HistoryMetrics(const nlohmann::json& result, const nlohmann::json& bars);
 std::string RenderHistory(const nlohmann::json& result);
 
 }  // namespace clustermax::bench::history

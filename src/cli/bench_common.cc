@@ -200,11 +200,15 @@ std::map<std::string, json> StepDocs(const audit::FramedStep& step, std::map<std
   return docs;
 }
 
-std::map<std::string, std::string> NodeLines(host::Host& h, const std::vector<std::string>& nodes) {
+std::optional<std::map<std::string, std::string>> NodeLines(host::Host& h, const std::vector<std::string>& nodes) {
   std::map<std::string, std::string> out;
   auto r = h.Run({{"scontrol", "show", "node", "-o", fmt::format("{}", fmt::join(nodes, ","))},
                   std::chrono::seconds(30),
                   1u << 20});
+  // "Node n9 not found" exits 1 too: a node that is gone is an answer, a failed call is not.
+  if (r.status != host::IoStatus::kOk || (r.exit_code != 0 && r.out.find("NodeName=") == std::string::npos &&
+                                          r.err.find("not found") == std::string::npos))
+    return std::nullopt;
   for (const auto& line : util::SplitLines(r.out)) {
     auto at = line.find("NodeName=");
     if (at == std::string::npos) continue;

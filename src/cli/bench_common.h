@@ -59,8 +59,8 @@ int RunRankTask(
 std::map<std::string, nlohmann::json> StepDocs(const audit::FramedStep& step,
                                                std::map<std::string, std::string>& missing);
 // `scontrol show node -o` for the nodes: each node's one-line record, by name (none for a node
-// scontrol did not show).
-std::map<std::string, std::string> NodeLines(host::Host& h, const std::vector<std::string>& nodes);
+// scontrol did not show); nullopt when scontrol failed (nothing is known then).
+std::optional<std::map<std::string, std::string>> NodeLines(host::Host& h, const std::vector<std::string>& nodes);
 
 // `bench net` (cli/bench_net.cc), registered by AddBenchCommands.
 void AddNetCommand(CLI::App* parent, Commands& table);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <map>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include "cli/bench_common.h"
 #include "cli/cli.h"
 #include "host/local_host.h"
+#include "host/redact.h"
 #include "util/cancel.h"
 #include "util/files.h"
 #include "util/slurm_text.h"
@@ -78,10 +80,28 @@ std::map<std::string, std::string> Record(const std::map<std::string, std::strin
   return util::ParseScontrolRecord(it->second);
 }
 
+bool InService(const std::map<std::string, std::string>& rec) {
+  auto it = rec.find("State");
+  return it != rec.end() && bench::life::Schedulable(bench::life::NodeStateFlags("State=" + it->second));
+}
+
+// What puts a node's fault back by hand (for an interrupted drill, or a node whose task died).
+std::string UndoFor(const DrillCli& o, const std::string& node) {
+  if (o.kind == "mount") return fmt::format("on {}: mount --fstab {} {}", node, o.fstab, o.mount);
+  if (o.kind == "command")
+    return o.restore.empty() ? "no restore command was given"
+                             : fmt::format("on {}: {}", node, host::RedactCommandLine(o.restore));
+  return "nothing on the node: the line stays in the kernel log, marked as a drill (clustermax audit's "
+         "gpu-xid-history reports it for 7 days)";
+}
+
 int RunDrill(DrillCli& o) {
   if (!o.rank_job.empty())
     return RunRankTask(o.rank_job, "bench drill", kDrillMarker,
                        [](const json& job, const bench::net::RankInfo& me) -> std::optional<json> {
+                         // srun passes on Ctrl-C and the time limit as SIGTERM: the task then
+                         // stops waiting and restores before it exits.
+                         bench::InstallCancelHandlers();
                          return drill::RunDrillRankJob(job, me.node);
                        });
   auto list = util::ExpandHostlist(o.nodes);
@@ -89,6 +109,8 @@ int RunDrill(DrillCli& o) {
   if (o.kind == "xid" && o.code == 0) o.code = 79;      // GPU fallen off the bus: every health check drains on it
   if (o.kind == "sxid" && o.code == 0) o.code = 12022;  // NVSwitch egress input ECC DBE (hardware)
   if ((o.kind == "xid" || o.kind == "sxid") && (o.code < 1 || o.code > 99999)) throw UsageError("--code: 1 to 99999");
+  if (o.pci.empty() || o.pci.size() > 16 || o.pci.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
+    throw UsageError("--pci: a PCI address, e.g. 0000:19:00");
   if (o.kind == "mount" && (o.mount.empty() || o.mount.front() != '/'))
     throw UsageError("mount drill: --mount /PATH, a mount point listed in --fstab on the nodes");
   if (o.kind == "command" && o.inject.empty())
@@ -102,15 +124,16 @@ int RunDrill(DrillCli& o) {
   // Only nodes in service: a drill on a drained or down node times nothing and, at its end, would
   // put an administrator's drain back in service.
   auto before = NodeLines(login, *list);
+  if (!before) throw std::runtime_error("scontrol show node failed: is Slurm reachable from here?");
   std::vector<std::string> nodes;
   json result = {{"kind", "clustermax.bench.drill"}, {"schema_version", 1}};
   json out_nodes = json::array();
   for (const auto& n : *list) {
-    auto rec = Record(before, n);
+    auto rec = Record(*before, n);
     std::string state = rec.count("State") ? rec["State"] : "";
     if (rec.empty())
       out_nodes.push_back({{"node", n}, {"error", "not drilled: scontrol does not know this node"}});
-    else if (!bench::life::Schedulable(bench::life::NodeStateFlags("State=" + state)))
+    else if (!InService(rec))
       out_nodes.push_back({{"node", n}, {"error", "not drilled: not in service before (State=" + state + ")"}});
     else
       nodes.push_back(n);
@@ -119,12 +142,27 @@ int RunDrill(DrillCli& o) {
                      : o.kind == "sxid"  ? fmt::format("synthetic SXid {} in the kernel log ({})", o.code, o.kmsg)
                      : o.kind == "mount" ? fmt::format("{} unmounted", o.mount)
                                          : "the site's inject command";
+  bool waits = o.kind == "mount" || (o.kind == "command" && !o.restore.empty());
   result["drill"] = {{"kind", o.kind},
                      {"what", what},
                      {"nodes", *list},
                      {"detect_timeout_s", o.detect_timeout},
                      {"return_timeout_s", o.return_timeout}};
   if (o.kind == "xid" || o.kind == "sxid") result["drill"]["code"] = o.code;
+  // Faults put back by the node's task keep that node allocated while it waits: a health check
+  // that runs only on idle nodes never sees them.
+  {
+    auto cfg = login.Run({{"scontrol", "show", "config"}, std::chrono::seconds(30), 1u << 20});
+    auto conf = util::ParseScontrolConfig(cfg.out);
+    for (const char* k : {"HealthCheckProgram", "HealthCheckInterval", "HealthCheckNodeState"})
+      if (conf.count(k)) result["drill"][k] = conf[k];
+    std::string hs = util::ToLower(conf.count("HealthCheckNodeState") ? conf["HealthCheckNodeState"] : "");
+    if (waits && !hs.empty() && !util::Contains(hs, "any") && !util::Contains(hs, "alloc") &&
+        !util::Contains(hs, "mixed"))
+      result["drill"]["note"] = fmt::format(
+          "HealthCheckNodeState={}: Slurm's health check skips the drilled node while the drill's task holds it",
+          conf["HealthCheckNodeState"]);
+  }
   auto started = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();
   std::vector<audit::UnreachableNode> unreachable;
@@ -134,9 +172,16 @@ int RunDrill(DrillCli& o) {
     so.nodes = 0;
     so.self_exe = util::SelfExe();
     so.tasks_per_node = 1;
-    bool waits = o.kind == "mount" || (o.kind == "command" && !o.restore.empty());
     double restore_after = o.restore_after > 0 ? o.restore_after : o.detect_timeout;
     so.timeout_s = (waits ? restore_after : 0) + 300;
+    // The step lives until the task has restored: a time limit shorter than that would kill it
+    // with the fault still in.
+    long need_min = static_cast<long>(std::ceil(so.timeout_s / 60.0));
+    try {
+      if (std::stol(so.time_limit) < need_min) so.time_limit = std::to_string(need_min);
+    } catch (const std::exception&) {
+      so.time_limit = std::to_string(need_min);
+    }
     so.stop_when = [] { return bench::Cancelled(); };
     audit::NodeScope scope = audit::SelectNodes(login, so);
     RequireTargets(scope, "bench drill");
@@ -153,6 +198,7 @@ int RunDrill(DrillCli& o) {
     std::atomic<bool> step_done{false};
     auto poll_once = [&](int round) {
       auto lines = NodeLines(login, scope.targets);
+      if (!lines) return;  // scontrol failed: no observation
       double now = NowUnix();
       std::set<std::string> joined;
       if (round % 10 == 0)
@@ -160,41 +206,58 @@ int RunDrill(DrillCli& o) {
           if (!members.empty() && !members.count(m)) joined.insert(m);
       std::lock_guard<std::mutex> lock(mu);
       for (auto& [n, w] : watch) {
-        w.Observe(now, Record(lines, n));
-        if (w.Detected() && !joined.empty()) w.Replaced(now, *joined.begin());
+        w.Observe(now, Record(*lines, n));
+        if (!joined.empty()) w.Replaced(now, *joined.begin());
       }
     };
+    double step_start = NowUnix();
     std::thread watcher([&] {
       for (int round = 0; !step_done && !bench::Cancelled(); ++round) {
         poll_once(round);
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
       }
     });
+    // However the step ends (an exception too), the watcher stops before this scope's state goes.
+    struct Joiner {
+      std::atomic<bool>& done;
+      std::thread& t;
+      ~Joiner() {
+        done = true;
+        if (t.joinable()) t.join();
+      }
+    } joiner{step_done, watcher};
     Say(o, fmt::format("injecting on {}: {}", fmt::join(scope.targets, ","), what));
     audit::FramedStep step =
         audit::RunFramedStep(login, scope, scope.targets, so, "clustermax-drill",
                              {"bench", "drill", o.kind, "--rank-job", job.dump()}, kDrillMarker, 0);
     step_done = true;
     watcher.join();
+    double step_end = NowUnix();
     std::map<std::string, std::string> missing;
     auto docs = StepDocs(step, missing);
-    // Injected: watched until back in service, replaced, or the timeout.
+    // The fault's time from the node, if its clock agrees with ours (the inject happened during
+    // the step); else the step's end, and the skew is said.
     std::map<std::string, double> t_inject;
+    std::map<std::string, bool> skewed;
     for (auto& [n, d] : docs)
-      if (auto t = bench::OptNumOf(d, "t_inject")) t_inject[n] = *t;
+      if (auto t = bench::OptNumOf(d, "t_inject")) {
+        bool ok = *t >= step_start - 2 && *t <= step_end + 2;
+        t_inject[n] = ok ? *t : step_end;
+        skewed[n] = !ok;
+      }
     if (!t_inject.empty()) {
       double first = 1e300;
       for (auto& [n, t] : t_inject) first = std::min(first, t);
       Say(o,
           fmt::format("watching {} node(s) until back in service (at most {:g} s)", t_inject.size(), o.return_timeout));
       for (int round = 0; !bench::Cancelled() && NowUnix() - first < o.return_timeout; ++round) {
-        bool all_back = true;
+        bool all_done = true;
         for (auto& [n, t] : t_inject) {
           const auto& w = watch.at(n);
-          bool undetected_too_long = !w.Detected() && NowUnix() - t > o.detect_timeout;
-          if (!w.Back() && !undetected_too_long) all_back = false;
+          bool undetected_too_long = !w.Detected(t) && NowUnix() - t > o.detect_timeout;
+          if (!w.Back(t) && !undetected_too_long) all_done = false;
         }
-        if (all_back) break;
+        if (all_done) break;
         poll_once(round);
         std::this_thread::sleep_for(std::chrono::milliseconds(500));
       }
@@ -205,31 +268,50 @@ int RunDrill(DrillCli& o) {
       auto dit = docs.find(n);
       if (dit == docs.end()) {
         entry = {{"node", n}, {"error", missing.count(n) ? missing[n] : "no result from the node"}};
+        if (waits) entry["undo"] = UndoFor(o, n);
       } else if (!t_inject.count(n)) {
+        const json& d = dit->second;
         entry = {{"node", n},
-                 {"error", bench::StrOf(dit->second, "error").empty() ? "the fault was not injected"
-                                                                      : bench::StrOf(dit->second, "error")}};
+                 {"error", bench::StrOf(d, "error").empty() ? "the fault was not injected" : bench::StrOf(d, "error")}};
+        if (!bench::StrOf(d, "restore_error").empty()) {
+          entry["restore_error"] = bench::StrOf(d, "restore_error");
+          entry["undo"] = UndoFor(o, n);
+        }
       } else {
         double t = t_inject[n];
         entry = watch.at(n).Result(t);
         const json& d = dit->second;
-        entry["injected_at"] = util::FormatRfc3339(std::chrono::system_clock::time_point(
-            std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(t))));
-        entry["did"] = bench::StrOf(d, "did");
-        if (auto r = bench::OptNumOf(d, "t_restore")) entry["restore_s"] = bench::RoundTo(std::max(0.0, *r - t), 2);
+        if (skewed[n]) entry["clock_note"] = "the node's clock disagrees with this host's: times from the step's end";
+        entry["injected_at"] = util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(t))));
+        entry["did"] = host::RedactCommandLine(bench::StrOf(d, "did"));
+        // The node's task polls too, and restores as soon as it sees the node out of service: its
+        // sighting, when earlier than ours, is the time to detect.
+        if (auto seen = bench::OptNumOf(d, "t_detected"); seen && !skewed[n]) {
+          double s = bench::RoundTo(std::max(0.0, *seen - t), 2);
+          if (!bench::OptNumOf(entry, "detect_s") || s < bench::NumOf(entry, "detect_s")) {
+            entry["detect_s"] = s;
+            if (auto back = bench::OptNumOf(entry, "return_s")) entry["in_drain_s"] = bench::RoundTo(*back - s, 2);
+          }
+        }
+        if (auto r = bench::OptNumOf(d, "t_restore"); r && !skewed[n])
+          entry["restore_s"] = bench::RoundTo(std::max(0.0, *r - t), 2);
         if (!bench::StrOf(d, "restore_error").empty()) entry["restore_error"] = bench::StrOf(d, "restore_error");
-        std::string undo = bench::StrOf(d, "undo");
-        // Still out of service: put back, unless asked not to (the undo says how).
-        auto rec = Record(after, n);
-        bool out_now = rec.empty() || !bench::life::Schedulable(bench::life::NodeStateFlags(
-                                          "State=" + (rec.count("State") ? rec["State"] : std::string())));
-        if (out_now && !rec.empty()) {
-          std::string resume = fmt::format("scontrol update nodename={} state=resume", n);
-          if (!o.leave_drained && !bench::Cancelled()) {
+        std::string undo = host::RedactCommandLine(bench::StrOf(d, "undo"));
+        // Still out of service for the drill's fault: put back, unless asked not to, or unless
+        // someone else holds it now (another reason), or the fault is still in (restore failed,
+        // or there was nothing to restore it with).
+        auto rec = after ? Record(*after, n) : std::map<std::string, std::string>{};
+        std::string resume = fmt::format("scontrol update nodename={} state=resume", n);
+        if (!rec.empty() && !InService(rec) && entry.contains("detect_s") && !entry.contains("return_s")) {
+          std::string now_reason = rec.count("Reason") ? rec["Reason"] : "";
+          bool ours = now_reason == bench::StrOf(entry, "reason");
+          bool fault_gone = bench::StrOf(d, "restore_error").empty() && (o.kind != "command" || !o.restore.empty());
+          if (!o.leave_drained && !bench::Cancelled() && ours && fault_gone) {
             auto r = login.Run({{"scontrol", "update", "nodename=" + n, "state=resume"}, std::chrono::seconds(30)});
             entry["resumed_by_drill"] = r.status == host::IoStatus::kOk && r.exit_code == 0;
             if (!entry["resumed_by_drill"].get<bool>()) undo += "; " + resume;
           } else {
+            if (!ours) entry["left_drained"] = "its reason changed since the drill saw it: " + now_reason;
             undo += "; " + resume;
           }
         }

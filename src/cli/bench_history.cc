@@ -56,28 +56,31 @@ int RunHistory(HistoryCli& o) {
   auto started = std::chrono::system_clock::now();
   double to = std::chrono::duration<double>(started.time_since_epoch()).count();
   double from = to - o.days * 86400;
-  long hours = std::lround(o.days * 24);
+  std::string since = fmt::format("now-{}minutes", std::max(1L, std::lround(o.days * 24 * 60)));
   host::LocalHost login;
   json result = {{"kind", "clustermax.bench.history"}, {"schema_version", 1}};
   std::vector<std::string> problems;
-  std::string events_text, jobs_text, err;
+  std::string events_text, jobs_text, events_error, jobs_error;
   if (!o.events_file.empty()) {
     events_text = *util::ReadLocalFile(o.events_file);
   } else {
-    events_text = SlurmText(login,
-                            {"sacctmgr", "-P", "show", "event", fmt::format("Start=now-{}hours", hours), "End=now",
-                             "Event=Node", kEventFormat},
-                            err);
-    if (!err.empty()) result["error"] = "node events unread: " + err;
+    std::string err;
+    events_text = SlurmText(
+        login, {"sacctmgr", "-P", "show", "event", "Start=" + since, "End=now", "Event=Node", kEventFormat}, err);
+    if (!err.empty()) events_error = "node events unread: " + err;
   }
   if (!o.jobs_file.empty()) {
     jobs_text = *util::ReadLocalFile(o.jobs_file);
-  } else if (!result.contains("error")) {
-    std::string jerr;
-    jobs_text = SlurmText(
-        login, {"sacct", "-a", "-X", "-P", "-S", fmt::format("now-{}hours", hours), "-E", "now", "-o", kJobFormat},
-        jerr);
-    if (!jerr.empty()) result["error"] = "jobs unread: " + jerr;
+  } else if (o.events_file.empty()) {
+    // -D: every run of a requeued job (Slurm requeues batch jobs on a node failure by default,
+    // and without it only the last, successful run would show).
+    std::vector<std::string> argv = {"sacct", "-a", "-X", "-D", "-P", "-S", since, "-E", "now", "-o", kJobFormat};
+    if (!o.partition.empty()) argv.push_back("--partition=" + o.partition);
+    std::string err;
+    jobs_text = SlurmText(login, argv, err);
+    if (!err.empty()) jobs_error = "jobs unread: " + err;
+  } else {
+    jobs_error = "no --jobs-file given";
   }
   std::vector<std::string> nodes;
   if (!o.nodelist.empty()) {
@@ -92,31 +95,43 @@ int RunHistory(HistoryCli& o) {
     for (const auto& l : util::SplitLines(text))
       if (auto n = util::Trim(l); !n.empty() && std::find(nodes.begin(), nodes.end(), n) == nodes.end())
         nodes.emplace_back(n);
-    if (!serr.empty() && !result.contains("error")) result["error"] = "nodes unread: " + serr;
+    if (!serr.empty() && events_error.empty()) events_error = "nodes unread: " + serr;
   }
   if (nodes.empty() && !o.events_file.empty())
     problems.push_back(
         "the nodes are those with events only (no --nodelist): availability and MTBF leave out nodes that never "
         "failed");
-  auto events = hist::ParseEvents(events_text, to, &problems);
-  auto jobs = hist::ParseJobs(jobs_text, &problems);
-  // With --partition only its nodes' events count.
-  if (!o.partition.empty() && !nodes.empty())
+  std::vector<std::string> ev_problems, job_problems;
+  auto events = hist::ParseEvents(events_text, to, &ev_problems);
+  auto jobs = hist::ParseJobs(jobs_text, &job_problems);
+  // Output without its header line was not understood: no figures from it.
+  if (events_error.empty() && !ev_problems.empty() && ev_problems.front() == "sacctmgr show event: no header line")
+    events_error = "node events unread: sacctmgr printed no header line";
+  if (jobs_error.empty() && !job_problems.empty() && job_problems.front() == "sacct: no header line")
+    jobs_error = "jobs unread: sacct printed no header line";
+  problems.insert(problems.end(), ev_problems.begin(), ev_problems.end());
+  problems.insert(problems.end(), job_problems.begin(), job_problems.end());
+  // Only the nodes asked about (--nodelist, --partition) count.
+  if (!nodes.empty())
     std::erase_if(
         events, [&](const hist::NodeEvent& e) { return std::find(nodes.begin(), nodes.end(), e.node) == nodes.end(); });
   json s = hist::Summarize(events, jobs, nodes, from, to);
   for (auto& [k, v] : s.items()) result[k] = v;
+  if (!events_error.empty()) result["events_error"] = events_error;
+  if (!jobs_error.empty()) result["jobs_error"] = jobs_error;
   result["sources"] = {
       {"events",
        o.events_file.empty() ? std::string("sacctmgr -P show event Event=Node ") + kEventFormat : o.events_file},
-      {"jobs", o.jobs_file.empty() ? std::string("sacct -a -X -P -o ") + kJobFormat : o.jobs_file},
+      {"jobs", o.jobs_file.empty() ? std::string("sacct -a -X -D -P -o ") + kJobFormat : o.jobs_file},
       {"event_rows", events.size()},
       {"job_rows", jobs.size()}};
   if (!problems.empty()) result["problems"] = problems;
   result["started"] = util::FormatRfc3339(started);
   const BenchCommon& c = o.common;
-  return FinishBench(std::move(result), c, "history", hist::RenderHistory,
-                     [&c](const json& x) { return bench::Grade(hist::HistoryMetrics(x), BenchBars(c)); });
+  return FinishBench(std::move(result), c, "history", hist::RenderHistory, [&c](const json& x) {
+    json bars = BenchBars(c);
+    return bench::Grade(hist::HistoryMetrics(x, bars), bars);
+  });
 }
 
 }  // namespace

@@ -247,7 +247,7 @@ json RebootNodes(host::Host& h, const LifeCli& o, const std::vector<std::string>
 // A reboot still pending after an interrupt or the timeout is cancelled.
 json Reboot(host::Host& h, const LifeCli& o, const std::vector<std::string>& nodes) {
   json out = json::array();
-  auto before = NodeLines(h, nodes);
+  auto before = NodeLines(h, nodes).value_or(std::map<std::string, std::string>{});
   // Only nodes in service: nextstate=RESUME would put back in service a node an administrator had
   // drained, and a node already down has nothing to time.
   std::vector<std::string> ok;
@@ -283,7 +283,7 @@ json RebootNodes(host::Host& h, const LifeCli& o, const std::vector<std::string>
   size_t done = 0;
   while (done < nodes.size() && !bench::Cancelled() && Since(t0) < o.reboot_timeout) {
     double now = Since(t0);
-    auto lines = NodeLines(h, nodes);
+    auto lines = NodeLines(h, nodes).value_or(std::map<std::string, std::string>{});
     for (const auto& n : nodes) {
       Track& k = t[n];
       if (k.back) continue;
@@ -306,7 +306,7 @@ json RebootNodes(host::Host& h, const LifeCli& o, const std::vector<std::string>
     }
     if (done < nodes.size()) std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  auto after = NodeLines(h, nodes);
+  auto after = NodeLines(h, nodes).value_or(std::map<std::string, std::string>{});
   std::vector<std::string> pending;
   for (const auto& n : nodes) {
     Track& k = t[n];

@@ -666,6 +666,68 @@ std::string TrainCharts(const json& b) {
   return out;
 }
 
+// bench drill: each drilled node's timeline (fault -> marked bad -> back), and who marked it.
+std::string DrillCharts(const json& b) {
+  std::vector<Bar> bars;
+  std::string rows;
+  for (const auto& n : b.value("nodes", json::array())) {
+    if (!n.is_object()) continue;
+    std::string node = S(n.value("node", json()));
+    if (n.contains("error")) {
+      rows += fmt::format("<tr><td>{}</td><td colspan=\"4\">{} {}</td></tr>", E(node), Status("FAIL"), E(n["error"]));
+      continue;
+    }
+    if (auto v = Num(n, "detect_s"))
+      bars.push_back({node + " detected", *v, {}, "", S(n.value("detected_by", json()))});
+    if (auto v = Num(n, "return_s"))
+      bars.push_back({node + " back in service",
+                      *v,
+                      {},
+                      "",
+                      n.contains("replaced_by") ? "replaced by " + S(n["replaced_by"]) : ""});
+    std::string timeline;
+    for (const auto& st : n.value("states", json::array()))
+      if (st.is_array() && st.size() == 2) timeline += fmt::format("{} s {}; ", E(st[0]), E(st[1]));
+    rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"small\">{}</td></tr>", E(node),
+                        E(n.value("detect_s", json())), E(n.value("return_s", json())), E(n.value("reason", json())),
+                        timeline);
+  }
+  const json drill = b.value("drill", json::object());
+  std::string out = fmt::format("<p>fault: {}</p>", drill.is_object() ? E(drill.value("what", json())) : "");
+  out += BarChart("Seconds from the fault until ...", bars, "s");
+  if (!rows.empty())
+    out +=
+        "<table><tr><th>node</th><th>detect (s)</th><th>return (s)</th><th>reason</th><th>states (s after the "
+        "fault)</th></tr>" +
+        rows + "</table>";
+  return out;
+}
+
+// bench history: availability, and the interruption table by cause (the Llama 3 paper's form).
+std::string HistoryCharts(const json& b) {
+  std::string out;
+  const json w = b.value("window", json::object());
+  if (auto a = Num(b, "availability"))
+    out += fmt::format("<p>availability {:.4f} over {} day(s), {} node(s); MTBF per node {} h</p>", *a,
+                       w.is_object() ? E(w.value("days", json())) : "",
+                       w.is_object() ? E(w.value("nodes", json())) : "", E(b.value("mtbf_node_hours", json("-"))));
+  std::vector<Bar> lost;
+  std::string rows;
+  for (const auto& c : b.value("causes", json::array())) {
+    if (!c.is_object()) continue;
+    std::string cause = S(c.value("cause", json()));
+    if (auto v = Num(c, "node_hours_lost")) lost.push_back({cause, *v, {}, "", ""});
+    rows += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", E(cause),
+                        E(c.value("interruptions", json())), E(c.value("interruption_share", json())),
+                        E(c.value("events", json())));
+  }
+  if (!rows.empty())
+    out +=
+        "<table><tr><th>cause</th><th>jobs interrupted</th><th>share</th><th>node events</th></tr>" + rows + "</table>";
+  out += BarChart("Node-hours lost by cause", lost, "h");
+  return out;
+}
+
 std::string StorageCharts(const json& b) {
   // bench storage: workloads[] (bytes per second), the checkpoint means, metadata phases (ops/s);
   // bench s3: transfers[] (aggregate GB/s).
@@ -971,6 +1033,10 @@ std::string Benchmark(const json& b) {
     out += LifecycleCharts(b);
   } else if (kind == "clustermax.bench.train") {
     out += TrainCharts(b);
+  } else if (kind == "clustermax.bench.drill") {
+    out += DrillCharts(b);
+  } else if (kind == "clustermax.bench.history") {
+    out += HistoryCharts(b);
   } else if (kind == "clustermax.bench.storage-scaling") {
     out += ScalingTable(b);
   } else {
