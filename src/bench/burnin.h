@@ -11,8 +11,8 @@
 //
 // Reproducibility: each C[i][j] is summed over k in ascending order whatever the blocking or the
 // thread count, with no BLAS and no -ffast-math, so one binary gives the same bits on every node.
-// The document names the kernel (KernelId: the architecture, and whether FMA contraction may be
-// in the build); the vote compares only nodes that ran the same inputs and kernel.
+// The document names the kernel (KernelId: its version and the architecture); the vote compares
+// only nodes that ran the same inputs and kernel.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,7 +45,8 @@ std::string Fnv1a64Hex(const void* data, size_t bytes);
 // The memory pass's checksum: FNV-1a 64's xor-multiply over 64-bit words instead of bytes (eight
 // times faster over arrays of gigabytes; any one changed word still changes it), 16 hex digits.
 std::string WordChecksumHex(const double* data, size_t count);
-// The kernel's identity: "cpu-fp64-v1 x86_64", with "+fma" when the build may contract a*b+c.
+// The kernel's identity: "cpu-fp64-v1 x86_64" (burnin.cc is built with -ffp-contract=off: no
+// a*b+c fused on any target).
 std::string KernelId();
 
 // ---- The node side ----
