@@ -20,6 +20,7 @@
 #include "bench/json_read.h"
 #include "util/cancel.h"
 #include "util/strings.h"
+#include "util/time.h"
 
 namespace clustermax::bench::burnin {
 using nlohmann::json;
@@ -49,7 +50,6 @@ const json& EmptyObject() {
 
 using Clock = std::chrono::steady_clock;
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-double NowUnix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // A number field clamped to [lo, hi]; absent, of another type or NaN: def.
 double Clamped(const json& j, const char* k, double def, double lo, double hi) {
@@ -462,7 +462,7 @@ json RunBurnInRankJob(const json& job, const std::string& node, int rank,
   long long every = 1, count = 0;
   Distinct gemm_sums, mem_sums;
   bool cancelled = false;
-  doc["started"] = RoundTo(NowUnix(), 3);
+  doc["started"] = RoundTo(util::UnixSeconds(), 3);
   const auto t0 = Clock::now();
   for (long long i = 0;; ++i) {
     if (util::Cancelled()) {

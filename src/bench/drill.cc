@@ -21,6 +21,7 @@
 #include "bench/lifecycle.h"
 #include "host/local_host.h"
 #include "util/cancel.h"
+#include "util/files.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -29,8 +30,6 @@ namespace clustermax::bench::drill {
 using nlohmann::json;
 
 namespace {
-
-double NowUnix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // "\040" in mountinfo and fstab fields is a space (and so on for tab, newline, backslash).
 std::string DecodeOctal(const std::string& s) {
@@ -47,15 +46,13 @@ std::string DecodeOctal(const std::string& s) {
   return out;
 }
 
+// A small text file (mountinfo, fstab); "" when it cannot be read.
 std::string ReadSmall(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string s;
-  char buf[65536];
-  while (in && s.size() < (4u << 20)) {
-    in.read(buf, sizeof buf);
-    s.append(buf, static_cast<size_t>(in.gcount()));
+  try {
+    return util::ReadLocalFile(path, 4u << 20).value_or("");
+  } catch (const std::exception&) {
+    return "";
   }
-  return s;
 }
 
 std::string Errno(int e) { return std::strerror(e); }
@@ -115,8 +112,7 @@ std::optional<double> WaitOutOfService(const std::string& node, double limit_s) 
     auto r = RunArgv({"scontrol", "show", "node", "-o", node}, 10);
     if (Ok(r)) {
       auto rec = util::ParseScontrolRecord(util::Trim(r.out));
-      auto it = rec.find("State");
-      if (it != rec.end() && !life::Schedulable(life::NodeStateFlags("State=" + it->second))) return NowUnix();
+      if (rec.count("State") && !life::InService(rec)) return util::UnixSeconds();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
@@ -167,7 +163,7 @@ json RunDrillRankJob(const json& job, const std::string& node) {
     std::string path = StrOf(job, "kmsg");
     for (size_t at; (at = path.find("{node}")) != std::string::npos;) path.replace(at, 6, node);
     std::string line = FaultLine(kind, static_cast<int>(NumOf(job, "code")), StrOf(job, "pci"));
-    doc["t_inject"] = NowUnix();
+    doc["t_inject"] = util::UnixSeconds();
     if (auto err = WriteKernelLine(path, node, line); !err.empty()) {
       doc.erase("t_inject");
       doc["error"] = err;
@@ -202,7 +198,7 @@ json RunDrillRankJob(const json& job, const std::string& node) {
     }
     restore_argv = {"mount", "--fstab", fstab, mnt};
     restore_cmd = fmt::format("mount --fstab {} {}", fstab, mnt);
-    doc["t_inject"] = NowUnix();
+    doc["t_inject"] = util::UnixSeconds();
     auto r = RunArgv({"umount", mnt}, 60);
     if (!Ok(r)) {
       doc.erase("t_inject");
@@ -219,7 +215,7 @@ json RunDrillRankJob(const json& job, const std::string& node) {
     std::string inject = StrOf(job, "inject");
     restore_cmd = StrOf(job, "restore");
     if (!restore_cmd.empty()) restore_argv = {"sh", "-c", restore_cmd};
-    doc["t_inject"] = NowUnix();
+    doc["t_inject"] = util::UnixSeconds();
     auto r = RunArgv({"sh", "-c", inject}, 120);
     if (!Ok(r)) {
       // Half an injection is still restored.
@@ -247,7 +243,7 @@ json RunDrillRankJob(const json& job, const std::string& node) {
   doc["detected_on_node"] = seen.has_value();
   if (seen) doc["t_detected"] = *seen;
   auto r = RunArgv(restore_argv, 120);
-  doc["t_restore"] = NowUnix();
+  doc["t_restore"] = util::UnixSeconds();
   if (!Ok(r))
     doc["restore_error"] = Failure(r);
   else if (kind == "mount" && !IsMounted(StrOf(job, "mount")))
@@ -258,7 +254,7 @@ json RunDrillRankJob(const json& job, const std::string& node) {
 void NodeWatch::Observe(double t, const std::map<std::string, std::string>& record) {
   auto it = record.find("State");
   std::string state = record.empty() ? "(gone from Slurm)" : it == record.end() ? "(no state)" : it->second;
-  bool in_service = !record.empty() && it != record.end() && life::Schedulable(life::NodeStateFlags("State=" + state));
+  bool in_service = life::InService(record);
   auto r = record.find("Reason");
   seen_.push_back({t, in_service, state, r == record.end() ? "" : r->second});
 }

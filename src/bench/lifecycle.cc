@@ -591,6 +591,11 @@ std::vector<std::string> NodeStateFlags(const std::string& line) {
   return flags;
 }
 
+bool InService(const std::map<std::string, std::string>& record) {
+  auto it = record.find("State");
+  return it != record.end() && Schedulable(NodeStateFlags("State=" + it->second));
+}
+
 bool Schedulable(const std::vector<std::string>& flags) {
   if (flags.empty()) return false;
   const std::string& base = flags.front();

@@ -10,6 +10,7 @@
 // name; every step is bounded in time.
 #pragma once
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,10 @@ std::vector<std::string> NodeStateFlags(const std::string& scontrol_line);
 // The node can take jobs: IDLE, MIXED or ALLOCATED with no DOWN, DRAIN, FAIL, REBOOT, NOT_RESPONDING
 // or POWER flag.
 bool Schedulable(const std::vector<std::string>& flags);
+
+// A parsed `scontrol show node` record (util::ParseScontrolRecord) whose State is Schedulable; false
+// for an empty record or one without a State.
+bool InService(const std::map<std::string, std::string>& record);
 
 std::vector<MetricValue> LifecycleMetrics(const nlohmann::json& result);
 std::string RenderLifecycle(const nlohmann::json& result);

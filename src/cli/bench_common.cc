@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -216,6 +217,22 @@ std::optional<std::map<std::string, std::string>> NodeLines(host::Host& h, const
     out[name] = line;
   }
   return out;
+}
+
+std::optional<std::vector<std::string>> SinfoNodes(host::Host& h, const std::string& partition, std::string& error) {
+  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N"};
+  if (!partition.empty()) argv.push_back("--partition=" + partition);
+  auto r = h.Run({argv, std::chrono::seconds(30), 1u << 20});
+  if (r.status != host::IoStatus::kOk || r.exit_code != 0) {
+    std::string err(util::Trim(r.err.empty() ? r.error : r.err));
+    error = util::Ellipsize("sinfo: " + (err.empty() ? fmt::format("exit {}", r.exit_code) : err), 400);
+    return std::nullopt;
+  }
+  std::vector<std::string> nodes;
+  for (const auto& l : util::SplitLines(r.out))
+    if (auto n = util::Trim(l); !n.empty() && std::find(nodes.begin(), nodes.end(), n) == nodes.end())
+      nodes.emplace_back(n);
+  return nodes;
 }
 
 }  // namespace clustermax::cli

@@ -62,6 +62,10 @@ std::map<std::string, nlohmann::json> StepDocs(const audit::FramedStep& step,
 // scontrol did not show); nullopt when scontrol failed (nothing is known then).
 std::optional<std::map<std::string, std::string>> NodeLines(host::Host& h, const std::vector<std::string>& nodes);
 
+// The nodes `sinfo -N` lists (only `partition`'s when given), in its order, each once; nullopt
+// with `error` ("sinfo: ...") when sinfo failed.
+std::optional<std::vector<std::string>> SinfoNodes(host::Host& h, const std::string& partition, std::string& error);
+
 // `bench net` (cli/bench_net.cc), registered by AddBenchCommands.
 void AddNetCommand(CLI::App* parent, Commands& table);
 // `bench infer` (cli/bench_infer.cc).

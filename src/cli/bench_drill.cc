@@ -56,33 +56,21 @@ struct DrillCli {
   std::string rank_job;
 };
 
-double NowUnix() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
-
 void Say(const DrillCli& o, const std::string& line) {
   if (!o.common.quiet) std::cerr << "  " << line << "\n";
 }
 
-// The nodes of the partition (or of the cluster), for spotting a replacement.
+// The nodes of the partition (or of the cluster), for spotting a replacement; none when sinfo failed.
 std::set<std::string> PartitionNodes(host::Host& h, const std::string& partition) {
-  std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N"};
-  if (!partition.empty()) argv.push_back("--partition=" + partition);
-  auto r = h.Run({argv, std::chrono::seconds(30), 1u << 20});
-  std::set<std::string> out;
-  if (r.status != host::IoStatus::kOk || r.exit_code != 0) return out;
-  for (const auto& l : util::SplitLines(r.out))
-    if (auto n = util::Trim(l); !n.empty()) out.insert(std::string(n));
-  return out;
+  std::string error;
+  auto nodes = SinfoNodes(h, partition, error);
+  return nodes ? std::set<std::string>(nodes->begin(), nodes->end()) : std::set<std::string>{};
 }
 
 std::map<std::string, std::string> Record(const std::map<std::string, std::string>& lines, const std::string& node) {
   auto it = lines.find(node);
   if (it == lines.end()) return {};
   return util::ParseScontrolRecord(it->second);
-}
-
-bool InService(const std::map<std::string, std::string>& rec) {
-  auto it = rec.find("State");
-  return it != rec.end() && bench::life::Schedulable(bench::life::NodeStateFlags("State=" + it->second));
 }
 
 // What puts a node's fault back by hand (for an interrupted drill, or a node whose task died).
@@ -133,7 +121,7 @@ int RunDrill(DrillCli& o) {
     std::string state = rec.count("State") ? rec["State"] : "";
     if (rec.empty())
       out_nodes.push_back({{"node", n}, {"error", "not drilled: scontrol does not know this node"}});
-    else if (!InService(rec))
+    else if (!bench::life::InService(rec))
       out_nodes.push_back({{"node", n}, {"error", "not drilled: not in service before (State=" + state + ")"}});
     else
       nodes.push_back(n);
@@ -199,7 +187,7 @@ int RunDrill(DrillCli& o) {
     auto poll_once = [&](int round) {
       auto lines = NodeLines(login, scope.targets);
       if (!lines) return;  // scontrol failed: no observation
-      double now = NowUnix();
+      double now = util::UnixSeconds();
       std::set<std::string> joined;
       if (round % 10 == 0)
         for (const auto& m : PartitionNodes(login, o.slurm.partition))
@@ -210,7 +198,7 @@ int RunDrill(DrillCli& o) {
         if (!joined.empty()) w.Replaced(now, *joined.begin());
       }
     };
-    double step_start = NowUnix();
+    double step_start = util::UnixSeconds();
     std::thread watcher([&] {
       for (int round = 0; !step_done && !bench::Cancelled(); ++round) {
         poll_once(round);
@@ -232,7 +220,7 @@ int RunDrill(DrillCli& o) {
                              {"bench", "drill", o.kind, "--rank-job", job.dump()}, kDrillMarker, 0);
     step_done = true;
     watcher.join();
-    double step_end = NowUnix();
+    double step_end = util::UnixSeconds();
     std::map<std::string, std::string> missing;
     auto docs = StepDocs(step, missing);
     // The fault's time from the node, if its clock agrees with ours (the inject happened during
@@ -250,11 +238,11 @@ int RunDrill(DrillCli& o) {
       for (auto& [n, t] : t_inject) first = std::min(first, t);
       Say(o,
           fmt::format("watching {} node(s) until back in service (at most {:g} s)", t_inject.size(), o.return_timeout));
-      for (int round = 0; !bench::Cancelled() && NowUnix() - first < o.return_timeout; ++round) {
+      for (int round = 0; !bench::Cancelled() && util::UnixSeconds() - first < o.return_timeout; ++round) {
         bool all_done = true;
         for (auto& [n, t] : t_inject) {
           const auto& w = watch.at(n);
-          bool undetected_too_long = !w.Detected(t) && NowUnix() - t > o.detect_timeout;
+          bool undetected_too_long = !w.Detected(t) && util::UnixSeconds() - t > o.detect_timeout;
           if (!w.Back(t) && !undetected_too_long) all_done = false;
         }
         if (all_done) break;
@@ -302,7 +290,7 @@ int RunDrill(DrillCli& o) {
         // or there was nothing to restore it with).
         auto rec = after ? Record(*after, n) : std::map<std::string, std::string>{};
         std::string resume = fmt::format("scontrol update nodename={} state=resume", n);
-        if (!rec.empty() && !InService(rec) && entry.contains("detect_s") && !entry.contains("return_s")) {
+        if (!rec.empty() && !bench::life::InService(rec) && entry.contains("detect_s") && !entry.contains("return_s")) {
           std::string now_reason = rec.count("Reason") ? rec["Reason"] : "";
           bool ours = now_reason == bench::StrOf(entry, "reason");
           bool fault_gone = bench::StrOf(d, "restore_error").empty() && (o.kind != "command" || !o.restore.empty());

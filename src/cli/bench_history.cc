@@ -89,13 +89,10 @@ int RunHistory(HistoryCli& o) {
     nodes = *list;
   } else if (o.events_file.empty()) {
     std::string serr;
-    std::vector<std::string> argv = {"sinfo", "-h", "-N", "-o", "%N"};
-    if (!o.partition.empty()) argv.push_back("--partition=" + o.partition);
-    std::string text = SlurmText(login, argv, serr);
-    for (const auto& l : util::SplitLines(text))
-      if (auto n = util::Trim(l); !n.empty() && std::find(nodes.begin(), nodes.end(), n) == nodes.end())
-        nodes.emplace_back(n);
-    if (!serr.empty() && events_error.empty()) events_error = "nodes unread: " + serr;
+    if (auto listed = SinfoNodes(login, o.partition, serr))
+      nodes = std::move(*listed);
+    else if (events_error.empty())
+      events_error = "nodes unread: " + serr;
   }
   if (nodes.empty() && !o.events_file.empty())
     problems.push_back(

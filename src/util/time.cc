@@ -47,4 +47,8 @@ std::optional<SysTime> ParseRfc3339(std::string_view s) {
 
 double DaysBetween(SysTime from, SysTime to) { return std::chrono::duration<double>(to - from).count() / 86400.0; }
 
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace clustermax::util
