@@ -8,10 +8,14 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -65,6 +69,7 @@ const json& Bars() {
     {"id": "burnin.sdc", "unit": "nodes", "better": "lower", "pass": 0, "warn": 0, "source": "proposed"},
     {"id": "burnin.slowest-ratio", "unit": "ratio", "better": "higher", "pass": 0.95, "warn": 0.9, "source": "proposed"},
     {"id": "burnin.drift", "unit": "ratio", "better": "higher", "pass": -0.05, "warn": -0.1, "source": "proposed"},
+    {"id": "burnin.completed", "unit": "ratio", "better": "higher", "pass": 1, "warn": 0.9, "source": "proposed"},
     {"id": "burnin.lost-nodes", "unit": "nodes", "better": "lower", "pass": 0, "warn": 0, "source": "proposed"}]})",
                                                        "burnin_test");
   return bars;
@@ -210,7 +215,7 @@ TEST(BurnIn, TheJobIsClampedAndJunkTakesTheDefaults) {
   EXPECT_EQ(junk.threads, 1);
   EXPECT_EQ(burnin::OptionsFromJob({{"seed", 18446744073709551615ULL}}).seed, 18446744073709551615ULL);
   EXPECT_EQ(burnin::OptionsFromJob({{"matrix_n", std::nan("")}}).matrix_n, 256);
-  EXPECT_GE(burnin::OptionsFromJob({{"threads", 0}}).threads, 1) << "0: every hardware thread";
+  EXPECT_GE(burnin::OptionsFromJob({{"threads", 0}}).threads, 1) << "0: every CPU the task may use";
   EXPECT_NO_THROW(burnin::OptionsFromJob(json("not an object")));
 }
 
@@ -525,7 +530,7 @@ TEST(BurnIn, JunkDocumentsNeverThrow) {
 TEST(BurnIn, GradesFollowOneFactFlippedAtATime) {
   const std::map<std::string, json> clean = {{"a", Doc("a")}, {"b", Doc("b")}, {"c", Doc("c")}};
   json base = Result(clean);
-  for (const char* id : {"burnin.sdc", "burnin.slowest-ratio", "burnin.drift", "burnin.lost-nodes"})
+  for (const char* id : {"burnin.sdc", "burnin.slowest-ratio", "burnin.drift", "burnin.completed", "burnin.lost-nodes"})
     EXPECT_EQ(GradeOf(base, id)["verdict"], "PASS") << id << ": " << GradeOf(base, id).dump();
   EXPECT_DOUBLE_EQ(GradeOf(base, "burnin.sdc")["value"].get<double>(), 0);
   EXPECT_NE(GradeOf(base, "burnin.sdc")["detail"].get<std::string>().find("3 nodes computed the same bits"),
@@ -595,8 +600,27 @@ TEST(BurnIn, GradesFollowOneFactFlippedAtATime) {
 
   // Nothing ran: every grade SKIP, none PASS.
   json none = Result({});
-  for (const char* id : {"burnin.sdc", "burnin.slowest-ratio", "burnin.drift", "burnin.lost-nodes"})
+  for (const char* id : {"burnin.sdc", "burnin.slowest-ratio", "burnin.drift", "burnin.completed", "burnin.lost-nodes"})
     EXPECT_EQ(GradeOf(none, id)["verdict"], "SKIP") << id;
+
+  // Stopped early (Ctrl-C): b ran 3 s of the 12 asked and is not lost; the run proves only that.
+  auto stopped = clean;
+  Series part;
+  part.count = 3;
+  stopped["b"] = Doc("b", part);
+  stopped["b"]["completed"] = false;
+  stopped["b"]["cancelled"] = true;
+  json early = Result(stopped);
+  early["interrupted"] = true;
+  json done = GradeOf(early, "burnin.completed");
+  EXPECT_EQ(done["verdict"], "FAIL") << done.dump();
+  EXPECT_DOUBLE_EQ(done["value"].get<double>(), 0.25);
+  EXPECT_NE(done["detail"].get<std::string>().find("b stopped after 3.0 s of the 12 s asked (the run was interrupted)"),
+            std::string::npos)
+      << done.dump();
+  EXPECT_EQ(GradeOf(early, "burnin.lost-nodes")["verdict"], "PASS") << "cancelled is not lost";
+  stopped["b"]["seconds"] = 11.5;
+  EXPECT_EQ(GradeOf(Result(stopped), "burnin.completed")["verdict"], "WARN");
 }
 
 TEST(BurnIn, TheTableShowsTheRunAndEscapesWhatNodesWrote) {
@@ -617,4 +641,115 @@ TEST(BurnIn, TheTableShowsTheRunAndEscapesWhatNodesWrote) {
   EXPECT_EQ(h.find('\x1b'), std::string::npos) << h;
   EXPECT_EQ(h.find('\x07'), std::string::npos) << h;
   EXPECT_EQ(h.find("\nSDC: none"), std::string::npos) << "a node's name cannot forge a line:\n" << h;
+}
+
+// Each group of alike nodes votes on its own: a corrupted node among the seed-2 nodes is named
+// although the seed-1 nodes are more; a node alike to no other is left out, with why.
+TEST(BurnIn, EveryGroupOfAlikeNodesVotesWithinItself) {
+  auto seeded = [](const std::string& node, int seed, const Series& s = {}) {
+    json d = Doc(node, s);
+    d["inputs"]["seed"] = seed;
+    return d;
+  };
+  Series bad;
+  bad.mem_sum = [](int i) { return i >= 3 ? kMemB : kMemA; };
+  json s = burnin::Summarize({{"a", Doc("a")},
+                              {"b", Doc("b")},
+                              {"c", Doc("c")},
+                              {"x", seeded("x", 2)},
+                              {"y", seeded("y", 2)},
+                              {"z", seeded("z", 2, bad)},
+                              {"lone", seeded("lone", 3)}},
+                             {});
+  EXPECT_EQ(s["sdc_vote"], "majority");
+  EXPECT_EQ(s["sdc_compared"]["nodes"], 6);
+  EXPECT_EQ(s["sdc_compared"]["groups"], 2);
+  ASSERT_EQ(s["sdc"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["sdc"][0], (json{{"node", "z"}, {"kind", "mem"}, {"first_iteration", 3}, {"count", 9}, {"by", "peers"}}));
+  ASSERT_EQ(s["not_compared"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["not_compared"][0]["node"], "lone");
+  EXPECT_NE(s["not_compared"][0]["why"].get<std::string>().find("no other node ran"), std::string::npos);
+  // The fleet is the largest group.
+  EXPECT_EQ(s["fleet"]["gemm_gflops"]["nodes"], 3);
+  // Two nodes alike to no other: nothing to vote on, and the grade says so instead of passing.
+  json apart = burnin::Summarize({{"a", Doc("a")}, {"x", seeded("x", 2)}}, {});
+  EXPECT_EQ(apart["sdc_vote"], "no alike nodes");
+  json r = {{"options", {{"duration_s", 12}, {"matrix_n", 256}, {"mem_mb", 256}}}, {"summary", apart}};
+  json g = GradeOf(r, "burnin.sdc");
+  EXPECT_EQ(g["verdict"], "SKIP") << g.dump();
+  EXPECT_NE(g["reason"].get<std::string>().find("no two nodes ran the same inputs"), std::string::npos);
+}
+
+// A long run keeps every k-th iteration; the vote sees those, and the named node's own tally of
+// every iteration counts the ones between.
+TEST(BurnIn, UnderDecimationTheNamedNodesCountIsOfEveryIteration) {
+  auto decimated = [](const std::string& node, bool bad) {
+    Series s;
+    s.gemm_sum = [bad](int i) { return bad && i >= 5 ? kSumB : kSumA; };
+    json d = Doc(node, s);
+    json kept = json::array();
+    for (auto& r : d["iterations"])
+      if (r["i"].get<int>() % 2 == 0) kept.push_back(r);
+    d["iterations"] = kept;
+    d["decimated"] = 2;
+    d["distinct_sums"]["gemm"] =
+        bad ? json::array({{{"sum", kSumA}, {"count", 5}, {"first", 0}}, {{"sum", kSumB}, {"count", 7}, {"first", 5}}})
+            : json::array({{{"sum", kSumA}, {"count", 12}, {"first", 0}}});
+    d["distinct_sums"]["mem"] = json::array({{{"sum", kMemA}, {"count", 12}, {"first", 0}}});
+    return d;
+  };
+  json s =
+      burnin::Summarize({{"a", decimated("a", false)}, {"b", decimated("b", true)}, {"c", decimated("c", false)}}, {});
+  EXPECT_EQ(s["sdc_compared"]["iterations"], 6) << "iterations 0, 2, ... 10 were kept";
+  ASSERT_EQ(s["sdc"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["sdc"][0]["node"], "b");
+  EXPECT_EQ(s["sdc"][0]["count"], 7) << "the kept records alone show 3 (6, 8, 10)";
+  EXPECT_EQ(s["sdc"][0]["first_iteration"], 5) << "the kept records alone show 6";
+}
+
+// Slurm's task cgroup caps the job below the node's free memory: the least room over every level.
+TEST(BurnIn, TheCgroupsMemoryLimitIsReadAtEveryLevel) {
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("burnin-cgroup-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  auto put = [](const fs::path& p, const std::string& text) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  };
+  // v2: the job's level caps at 1 GiB with 256 MiB used; the step's level has no limit ("max").
+  put(root / "system.slice/slurmstepd.scope/job_7/memory.max", "1073741824\n");
+  put(root / "system.slice/slurmstepd.scope/job_7/memory.current", "268435456\n");
+  put(root / "system.slice/slurmstepd.scope/job_7/step_0/memory.max", "max\n");
+  put(root / "system.slice/slurmstepd.scope/job_7/step_0/memory.current", "1048576\n");
+  auto v2 = burnin::CgroupMemoryLeftMb("0::/system.slice/slurmstepd.scope/job_7/step_0\n", root);
+  ASSERT_TRUE(v2.has_value());
+  EXPECT_DOUBLE_EQ(*v2, 768);
+  // A lower limit above it wins.
+  put(root / "system.slice/memory.max", "536870912");
+  put(root / "system.slice/memory.current", "0");
+  EXPECT_DOUBLE_EQ(*burnin::CgroupMemoryLeftMb("0::/system.slice/slurmstepd.scope/job_7/step_0", root), 512);
+  // Over its limit: nothing left, never negative.
+  put(root / "system.slice/memory.current", "999999999999");
+  EXPECT_DOUBLE_EQ(*burnin::CgroupMemoryLeftMb("0::/system.slice/slurmstepd.scope/job_7/step_0", root), 0);
+  // v1: the memory controller's line; unlimited (near 2^63) is no limit.
+  put(root / "memory/slurm/uid_0/job_8/memory.limit_in_bytes", "2147483648");
+  put(root / "memory/slurm/uid_0/job_8/memory.usage_in_bytes", "1073741824");
+  EXPECT_DOUBLE_EQ(*burnin::CgroupMemoryLeftMb("12:cpuset:/slurm/uid_0/job_8\n4:memory:/slurm/uid_0/job_8\n", root),
+                   1024);
+  put(root / "memory/slurm/uid_0/job_9/memory.limit_in_bytes", "9223372036854771712");
+  EXPECT_FALSE(burnin::CgroupMemoryLeftMb("4:memory:/slurm/uid_0/job_9", root).has_value());
+  // No limit anywhere, junk, a path climbing out of the root: nothing read, nothing thrown.
+  EXPECT_FALSE(burnin::CgroupMemoryLeftMb("0::/user.slice", root).has_value());
+  EXPECT_FALSE(burnin::CgroupMemoryLeftMb("", root).has_value());
+  EXPECT_FALSE(burnin::CgroupMemoryLeftMb("junk\n::\n0::/../../etc\n4:memory:/../..", root).has_value());
+  put(root / "junkdir/memory.max", "12abc");
+  EXPECT_FALSE(burnin::CgroupMemoryLeftMb("0::/junkdir", root).has_value());
+  fs::remove_all(root);
+  // This process: whatever it reads, it reads without throwing; the CPUs it may use are counted.
+  std::ifstream in("/proc/self/cgroup");
+  std::string self((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NO_THROW(burnin::CgroupMemoryLeftMb(self));
+  EXPECT_GE(burnin::CpusAllowed(), 1);
+  EXPECT_LE(burnin::CpusAllowed(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  EXPECT_EQ(burnin::OptionsFromJob({{"threads", 0}}).threads, burnin::CpusAllowed());
 }

@@ -428,6 +428,7 @@ TEST(RatingEvidence, AttestationsAloneAreNotARatingOneMachineResultIs) {
   // need their bench results.
   RunInput run = Report(results);
   run.benches.push_back(json::parse(clustermax::testing::ReadFixture("reliability/drill-xid-ci.json")));
+  run.benches.push_back(json::parse(clustermax::testing::ReadFixture("reliability/burnin-ci.json")));
   json with = Rate(Cat(), {run}, Answers(Cat(), all));
   EXPECT_TRUE(with["evidence"]["machine_evidence"].get<bool>());
   EXPECT_NE(with["tier"], kInsufficientEvidence) << with["decided_by"];

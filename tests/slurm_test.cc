@@ -827,6 +827,92 @@ TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
   Up();
 }
 
+// clustermax burnin on the real cluster with the CPU backend: every node runs the same load; n3's
+// slurmd is killed mid-run: n3 is reported lost, n1 and n2 finish, agree bit for bit, and the
+// lost-node grade FAILs naming n3.
+TEST(SlurmFleet, BurnInKeepsGoingWhenANodeDiesAndComparesTheRest) {
+  fs::path out = kDir / "runs" / "burnin";
+  fs::remove_all(out);
+  // "n3 dies": its slurmd, and the burn-in task it runs with the task's slurmstepd (all three
+  // slurmd share this host: n3's task is the one whose environment names n3).
+  std::thread killer([] {
+    std::this_thread::sleep_for(std::chrono::seconds(8));
+    std::ifstream pidf(kDir / "slurmd-n3.pid");
+    pid_t pid = 0;
+    if (pidf >> pid) ::kill(pid, SIGKILL);
+    fs::remove(kDir / "slurmd-n3.pid");
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::string name = e.path().filename();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream cmd(e.path() / "cmdline"), env(e.path() / "environ");
+      std::string c((std::istreambuf_iterator<char>(cmd)), {}), v((std::istreambuf_iterator<char>(env)), {});
+      if (c.find("burnin") == std::string::npos || c.find("--rank-job") == std::string::npos) continue;
+      if (v.find(std::string("SLURMD_NODENAME=n3") + '\0') == std::string::npos) continue;
+      std::ifstream st(e.path() / "stat");
+      std::string stat((std::istreambuf_iterator<char>(st)), {});
+      pid_t task = std::stoi(name), parent = 0;
+      std::istringstream in(stat.substr(stat.rfind(')') + 2));
+      std::string state;
+      in >> state >> parent;
+      ::kill(task, SIGKILL);
+      if (parent > 1) ::kill(parent, SIGKILL);
+    }
+  });
+  Proc p = Sh(Env() + " " + CLUSTERMAX_BINARY +
+              " burnin --duration 20 --matrix-n 64 --mem-mb 8 --threads 1 --json --exit-zero --out " + out.string() +
+              " 2>" + (kDir / "burnin.stderr").string());
+  killer.join();
+  EXPECT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "burnin.stderr").string()).out;
+  json r = JsonFrom(p.out);
+  const json& s = r["summary"];
+  std::cout << "[ burnin ] " << s["fleet"].dump() << " lost " << s["lost"].dump() << " sdc " << s["sdc"].dump() << "\n";
+  EXPECT_EQ(r["kind"], "clustermax.bench.burnin");
+  ASSERT_EQ(s["lost"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["lost"][0]["node"], "n3");
+  EXPECT_TRUE(s["sdc"].empty()) << s.dump();
+  EXPECT_EQ(s["sdc_vote"], "majority");
+  int completed = 0;
+  for (const auto& n : s["nodes"])
+    if (n["completed"] == true) ++completed;
+  EXPECT_EQ(completed, 2) << s["nodes"].dump();
+  for (const auto& g : r["grades"]) {
+    if (g["metric"] == "burnin.lost-nodes") {
+      EXPECT_EQ(g["verdict"], "FAIL");
+      EXPECT_NE(g.dump().find("n3"), std::string::npos) << g.dump();
+    }
+    if (g["metric"] == "burnin.sdc") EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+    if (g["metric"] == "burnin.completed") EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+  }
+  EXPECT_NE(Sh("cat " + (kDir / "burnin.stderr").string()).out.find("ETA"), std::string::npos);
+
+  // Ctrl-C a minute's burn-in after a few seconds: the tasks stop and send what they ran, and
+  // the part run is not taken for the whole (burnin.completed FAILs), nor a node for lost.
+  fs::path cut = kDir / "runs" / "burnin-cut";
+  fs::remove_all(cut);
+  auto t0 = std::chrono::steady_clock::now();
+  Proc c = Sh(Env() + " timeout -s INT 10 " + CLUSTERMAX_BINARY +
+              " burnin --nodelist n1,n2 --duration 60 --matrix-n 64 --mem-mb 8 --threads 1 --json --exit-zero --out " +
+              cut.string() + " 2>" + (kDir / "burnin-cut.stderr").string());
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 45) << "a cancelled burn-in stops, it does not run out its duration";
+  json cr = JsonFrom(c.out);
+  ASSERT_TRUE(cr.is_object()) << c.out << Sh("cat " + (kDir / "burnin-cut.stderr").string()).out;
+  EXPECT_EQ(cr["interrupted"], true) << cr.dump();
+  EXPECT_TRUE(cr["summary"]["lost"].empty()) << cr["summary"].dump();
+  bool graded = false;
+  for (const auto& g : cr["grades"])
+    if (g["metric"] == "burnin.completed") {
+      graded = true;
+      EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
+      EXPECT_NE(g.dump().find("the run was interrupted"), std::string::npos) << g.dump();
+    }
+  EXPECT_TRUE(graded) << cr["grades"].dump();
+  Proc restart = Sh(Env() + " bash " + kScript + " restart-node " + kDir.string() + " n3");
+  EXPECT_EQ(restart.code, 0) << restart.out;
+  Sh("SLURM_CONF=" + (kDir / "slurm.conf").string() + " scontrol update NodeName=n3 State=RESUME");
+  EXPECT_GE(WaitFor("n3", Idle, 30), 0) << NodeRecord("n3")["State"];
+}
+
 // bench lifecycle on the real cluster: jobs submitted until RUNNING, an allocation of the three
 // nodes with their GPUs (GRES), srun launching inside it on 1, 2 and 3 nodes, `import torch` from
 // Debian's python3-torch on every node cold and warm, a model directory read into memory, and n2

@@ -293,6 +293,13 @@ TEST(Web, DrillAndHistoryResultsShowTimelinesAndCauses) {
   EXPECT_NO_THROW(Benchmark({{"kind", "clustermax.bench.drill"}, {"nodes", {1, {{"states", 2}}}}, {"drill", 3}}));
   EXPECT_NO_THROW(
       Benchmark({{"kind", "clustermax.bench.history"}, {"window", 1}, {"availability", 0.5}, {"causes", "x"}}));
+  json bi = json::parse(clustermax::testing::ReadFixture("reliability/burnin-ci.json"));
+  std::string bh = Benchmark(bi);
+  EXPECT_NE(bh.find("GEMM fp64 per node"), std::string::npos);
+  EXPECT_NE(bh.find("n3 lost"), std::string::npos) << bh.substr(0, 3000);
+  bi["summary"]["lost"][0]["reason"] = kHostile;
+  ExpectEscaped(Benchmark(bi));
+  EXPECT_NO_THROW(Benchmark({{"kind", "clustermax.bench.burnin"}, {"summary", {{"nodes", 3}, {"sdc", {1}}}}}));
 }
 
 bool HaveChromium() { return clustermax::testing::RunShell("command -v chromium >/dev/null").code == 0; }

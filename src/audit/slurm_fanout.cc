@@ -198,6 +198,10 @@ FramedStep RunFramedStep(host::Host& login, const NodeScope& scope, const std::v
                          /*redact=*/false};
   spec.keep_stdout = false;
   spec.stop_when = o.stop_when;
+  // Not SIGTERM: srun answers it by SIGKILLing the tasks. SIGUSR1 it forwards to them, and a task
+  // with the cancel handlers (util/cancel.h) stops and sends what it has (a drill puts its fault
+  // back first).
+  spec.stop_signal = SIGUSR1;
   std::set<std::string> wanted(nodes.begin(), nodes.end()), got;
   std::exception_ptr sink_error;
   util::FrameReader reader(marker, [&](const std::string& key, std::string doc) {

@@ -1,10 +1,13 @@
 #include "bench/burnin.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -19,6 +22,7 @@
 
 #include "bench/json_read.h"
 #include "util/cancel.h"
+#include "util/files.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -73,7 +77,7 @@ void Split(size_t count, int threads, const F& f) {
     size_t len = per + (w < extra ? 1 : 0);
     try {
       pool.emplace_back([&f, at, len] { f(at, at + len); });
-    } catch (const std::system_error&) {
+    } catch (...) {  // no thread (system_error, bad_alloc): this one does the rest
       break;
     }
     at += len;
@@ -91,6 +95,18 @@ std::optional<double> MemAvailableMb() {
     if (key == "MemAvailable:") return kb / 1024;
   }
   return std::nullopt;
+}
+
+std::optional<unsigned long long> ReadCount(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::string word;
+  if (!(in >> word) || word.empty() || word.size() > 20 || word.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;  // "max", absent, junk: no limit read here
+  try {
+    return std::stoull(word);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 // Every iteration's sum, counted: a sound node computes one GEMM sum and one memory sum throughout.
@@ -304,6 +320,52 @@ std::string JoinSome(const std::vector<std::string>& items, size_t max = 5) {
 
 }  // namespace
 
+std::optional<double> CgroupMemoryLeftMb(const std::string& proc_self_cgroup, const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  std::optional<double> left;
+  auto take = [&left](std::optional<unsigned long long> limit, std::optional<unsigned long long> used) {
+    // Unlimited reads as a number near 2^63 on cgroup v1: not a limit.
+    if (!limit || *limit >= (1ULL << 60)) return;
+    double l = (static_cast<double>(*limit) - static_cast<double>(used.value_or(0))) / 1048576;
+    l = std::max(l, 0.0);
+    if (!left || l < *left) left = l;
+  };
+  for (const auto& line : util::SplitLines(proc_self_cgroup)) {
+    // "hierarchy-ID:controller-list:path"; the path may itself hold ':'.
+    size_t c1 = line.find(':'), c2 = c1 == std::string::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string::npos) continue;
+    std::string id = std::string(line.substr(0, c1)), ctl = std::string(line.substr(c1 + 1, c2 - c1 - 1));
+    fs::path rel = fs::path(std::string(line.substr(c2 + 1))).relative_path().lexically_normal();
+    if (rel.string().rfind("..", 0) == 0) continue;
+    if (id == "0" && ctl.empty()) {
+      // cgroup v2: every level up to the root may hold a limit.
+      for (fs::path dir = rel;; dir = dir.parent_path()) {
+        fs::path at = root / dir;
+        take(ReadCount(at / "memory.max"), ReadCount(at / "memory.current"));
+        if (dir.empty() || dir == dir.parent_path()) break;
+      }
+    } else {
+      bool memory = false;
+      for (const auto& c : util::Split(ctl, ','))
+        if (c == "memory") memory = true;
+      if (!memory) continue;
+      fs::path at = root / "memory" / rel;
+      take(ReadCount(at / "memory.limit_in_bytes"), ReadCount(at / "memory.usage_in_bytes"));
+    }
+  }
+  return left;
+}
+
+int CpusAllowed() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return std::min(n, 1024);
+  }
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+}
+
 uint64_t SplitMix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -398,7 +460,7 @@ Options OptionsFromJob(const json& job) {
   o.mem_mb = static_cast<int>(std::lround(Clamped(job, "mem_mb", o.mem_mb, 1, 65536)));
   o.max_iterations = std::llround(Clamped(job, "max_iterations", 0, 0, 1e15));
   int threads = static_cast<int>(std::lround(Clamped(job, "threads", o.threads, 0, 1024)));
-  if (threads == 0) threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+  if (threads == 0) threads = CpusAllowed();
   o.threads = threads;
   if (job.is_object()) {
     if (auto it = job.find("seed"); it != job.end()) {
@@ -432,10 +494,19 @@ json RunBurnInRankJob(const json& job, const std::string& node, int rank,
   const double need_mb = (3.0 * static_cast<double>(nn) + 3.0 * static_cast<double>(words)) * 8 / 1048576;
   // Asking for memory the node does not have ends in the OOM killer, not in a failed allocation
   // (Linux overcommits): refused up front.
-  if (auto avail = MemAvailableMb(); avail && need_mb > 0.9 * *avail) {
-    doc["error"] =
-        fmt::format("needs {:.0f} MiB of memory and the node has {:.0f} MiB available: a smaller mem_mb or matrix_n",
-                    need_mb, *avail);
+  // Inside a Slurm job the cgroup's limit is what counts, not the node's.
+  std::optional<double> avail = MemAvailableMb();
+  std::string where = "the node has";
+  try {
+    if (auto cg = CgroupMemoryLeftMb(util::ReadLocalFile("/proc/self/cgroup", 1u << 16).value_or(""));
+        cg && (!avail || *cg < *avail))
+      avail = cg, where = "the job's cgroup leaves";
+  } catch (const std::exception&) {
+    // unreadable: the node's figure stands
+  }
+  if (avail && need_mb > 0.9 * *avail) {
+    doc["error"] = fmt::format("needs {:.0f} MiB of memory and {} {:.0f} MiB available: a smaller mem_mb or matrix_n",
+                               need_mb, where, *avail);
     return doc;
   }
   std::vector<double> A, B, C, ma, mb, mc;
@@ -451,10 +522,20 @@ json RunBurnInRankJob(const json& job, const std::string& node, int rank,
     return doc;
   }
   uint64_t gs = o.seed, ms = o.seed ^ kMemStream;
-  FillUniform(gs, A.data(), nn);
-  FillUniform(gs, B.data(), nn);
-  FillUniform(ms, mb.data(), words);
-  FillUniform(ms, mc.data(), words);
+  // Filled in slices (gigabytes take seconds): a cancel in the meantime is heard.
+  auto fill = [](uint64_t& state, double* out, size_t count) {
+    constexpr size_t kSlice = 1u << 20;
+    for (size_t at = 0; at < count; at += kSlice) {
+      if (util::Cancelled()) return false;
+      FillUniform(state, out + at, std::min(kSlice, count - at));
+    }
+    return true;
+  };
+  if (!fill(gs, A.data(), nn) || !fill(gs, B.data(), nn) || !fill(ms, mb.data(), words) ||
+      !fill(ms, mc.data(), words)) {
+    doc["cancelled"] = true;
+    return doc;
+  }
 
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   const double bytes = 3.0 * static_cast<double>(words) * sizeof(double);
@@ -549,46 +630,54 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
     }
   }
 
-  // The vote runs over the largest group of nodes with the same inputs and kernel.
-  std::map<std::string, size_t> group_size;
-  for (const auto& n : nodes)
-    if (!n.recs.empty()) ++group_size[n.group];
+  // Nodes vote within each group of nodes that ran the same inputs and kernel (only alike nodes
+  // can be asked to compute the same bits); the largest group is the fleet for throughput.
+  std::map<std::string, std::vector<size_t>> groups;
+  for (size_t k = 0; k < nodes.size(); ++k)
+    if (!nodes[k].recs.empty()) groups[nodes[k].group].push_back(k);
   std::string main_group;
   size_t best = 0;
-  for (const auto& [g, c] : group_size)
-    if (c > best) best = c, main_group = g;
-  std::vector<size_t> voters;
+  for (const auto& [g, members] : groups)
+    if (members.size() > best) best = members.size(), main_group = g;
   json not_compared = json::array();
-  for (size_t k = 0; k < nodes.size(); ++k) {
-    if (nodes[k].recs.empty()) continue;
-    if (nodes[k].group == main_group)
-      voters.push_back(k);
-    else
-      not_compared.push_back({{"node", nodes[k].name},
-                              {"why", fmt::format("ran {} where the other nodes ran {}", nodes[k].group, main_group)}});
+  size_t voters = 0, voting_groups = 0;
+  for (const auto& [g, members] : groups) {
+    if (members.size() >= 2) {
+      voters += members.size();
+      ++voting_groups;
+      continue;
+    }
+    for (size_t k : members)
+      not_compared.push_back(
+          {{"node", nodes[k].name},
+           {"why", groups.size() == 1 ? std::string("the only node that returned iterations")
+                                      : fmt::format("no other node ran {} (the most nodes ran {})", g, main_group)}});
   }
 
-  // Merged by iteration index over the voters' records (sorted): memory O(nodes).
   struct Miss {
     long long first = -1, count = 0;
   };
   std::map<std::pair<size_t, int>, Miss> missed;  // (node, kind)
   long long compared = 0, undecided = 0, undecided_first = -1;
   json undecided_nodes = json::array();
-  {
-    using Item = std::pair<long long, size_t>;  // (iteration, voter)
+  for (const auto& [g, members] : groups) {
+    if (members.size() < 2) continue;
+    // Merged by iteration index over the members' records (sorted): memory O(nodes).
+    using Item = std::pair<long long, size_t>;  // (iteration, member)
     std::priority_queue<Item, std::vector<Item>, std::greater<Item>> heap;
-    std::vector<size_t> cursor(voters.size(), 0);
-    for (size_t v = 0; v < voters.size(); ++v) heap.push({nodes[voters[v]].recs[0].i, v});
+    std::vector<size_t> cursor(members.size(), 0);
+    for (size_t v = 0; v < members.size(); ++v) heap.push({nodes[members[v]].recs[0].i, v});
     std::vector<std::pair<size_t, const Rec*>> at;
+    std::map<std::string_view, long long> winners[2];  // the sums that won a vote, per kind
+    long long group_compared = 0;
     while (!heap.empty()) {
       long long i = heap.top().first;
       at.clear();
       while (!heap.empty() && heap.top().first == i) {
         size_t v = heap.top().second;
         heap.pop();
-        const auto& recs = nodes[voters[v]].recs;
-        at.push_back({voters[v], &recs[cursor[v]]});
+        const auto& recs = nodes[members[v]].recs;
+        at.push_back({members[v], &recs[cursor[v]]});
         if (++cursor[v] < recs.size()) heap.push({recs[cursor[v]].i, v});
       }
       if (at.size() < 2) continue;
@@ -606,6 +695,7 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
         auto top = std::max_element(tally.begin(), tally.end(),
                                     [](const auto& a, const auto& b) { return a.second < b.second; });
         if (top->second * 2 > votes.size()) {
+          ++winners[kind][top->first];
           for (const auto& [node, s] : votes) {
             if (s == top->first) continue;
             Miss& m = missed[{node, kind}];
@@ -614,13 +704,41 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
           }
         } else {
           ++undecided;
-          if (undecided_first < 0) {
+          if (undecided_first < 0 || i < undecided_first) {
             undecided_first = i;
+            undecided_nodes = json::array();
             for (const auto& [node, s] : votes) undecided_nodes.push_back(nodes[node].name);
           }
         }
       }
-      if (voted) ++compared;
+      if (voted) ++group_compared;
+    }
+    compared = std::max(compared, group_compared);
+    // The votes saw only the iterations every document kept (a long run keeps every k-th): a
+    // named node's own tally of every iteration, against the sum its group agreed on, counts
+    // them all.
+    for (int kind = 0; kind < 2; ++kind) {
+      if (winners[kind].empty()) continue;
+      auto agreed = std::max_element(winners[kind].begin(), winners[kind].end(), [](const auto& a, const auto& b) {
+                      return a.second < b.second;
+                    })->first;
+      for (size_t k : members) {
+        auto it = missed.find({k, kind});
+        if (it == missed.end() || !nodes[k].doc) continue;
+        const json& distinct = ObjOf(*nodes[k].doc, "distinct_sums");
+        Miss all;
+        auto add = [&all](const json& e) {
+          auto c = Index(e, "count");
+          if (!c || *c <= 0) return;
+          all.count += *c;
+          if (auto f = Index(e, "first"); f && (all.first < 0 || *f < all.first)) all.first = *f;
+        };
+        for (const auto& e : ArrOf(distinct, kind == 0 ? "gemm" : "mem"))
+          if (ViewOf(e, "sum") != agreed) add(e);
+        add(ObjOf(distinct, kind == 0 ? "gemm_other" : "mem_other"));
+        if (all.count > it->second.count) it->second.count = all.count;
+        if (all.first >= 0 && all.first < it->second.first) it->second.first = all.first;
+      }
     }
   }
 
@@ -655,6 +773,7 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
     if (auto r = Index(doc, "rank")) o["rank"] = *r;
     if (auto c = Index(doc, "iteration_count")) o["iteration_count"] = *c;
     if (auto d = Index(doc, "decimated"); d && *d > 1) o["decimated"] = *d;
+    if (double sec = Finite(doc, "seconds"); sec >= 0) o["seconds"] = Round(sec, 3);
     if (n.cancelled) o["cancelled"] = true;
     if (n.lost) o["lost"] = *n.lost;
     if (!StrOf(doc, "error").empty()) o["error"] = Text(StrOf(doc, "error"));
@@ -701,10 +820,11 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
   }
 
   json s = {{"nodes", out_nodes},
-            {"sdc_vote", voters.empty()       ? "no iterations"
-                         : voters.size() == 1 ? "single node"
-                                              : "majority"},
-            {"sdc_compared", {{"nodes", voters.size()}, {"iterations", compared}}},
+            {"sdc_vote", groups.empty()       ? "no iterations"
+                         : voting_groups > 0  ? "majority"
+                         : groups.size() == 1 ? "single node"
+                                              : "no alike nodes"},
+            {"sdc_compared", {{"nodes", voters}, {"groups", voting_groups}, {"iterations", compared}}},
             {"sdc", sdc},
             {"sdc_undecided", undecided},
             {"not_compared", not_compared},
@@ -766,12 +886,15 @@ std::vector<MetricValue> BurnInMetrics(const json& r) {
                              NumOf(cmp, "iterations"), inputs, left_out);
     } else if (vote == "majority" && NumOf(cmp, "iterations") > 0) {
       m.value = 0;
-      m.detail = fmt::format("{:g} nodes computed the same bits at each of {:g} iteration(s), {}{}",
-                             NumOf(cmp, "nodes"), NumOf(cmp, "iterations"), inputs, left_out);
+      m.detail =
+          fmt::format("{:g} nodes computed the same bits as their alike peers at each of {:g} iteration(s), {}{}",
+                      NumOf(cmp, "nodes"), NumOf(cmp, "iterations"), inputs, left_out);
     } else if (vote == "majority") {
       m.why_missing = "no iteration ran on two nodes: nothing to compare";
     } else if (vote == "single node") {
       m.why_missing = "one node: no peer to compare its results with (its own iterations agreed)";
+    } else if (vote == "no alike nodes") {
+      m.why_missing = "no two nodes ran the same inputs and kernel: nothing to compare (their own iterations agreed)";
     }
     out.push_back(m);
   }
@@ -802,6 +925,33 @@ std::vector<MetricValue> BurnInMetrics(const json& r) {
       m.why_missing.clear();
       m.detail = fmt::format("{}: {} throughput, median of the last quarter against the first ({:g} iterations)",
                              StrOf(w, "node"), StrOf(w, "kind") == "mem" ? "memory" : "GEMM", NumOf(w, "iterations"));
+    }
+    out.push_back(m);
+  }
+
+  {
+    // A run stopped early (Ctrl-C, the time limit) proves only what it ran: the shortest share of
+    // the asked duration that a node not lost ran.
+    MetricValue m{"burnin.completed", std::nullopt, "no node ran", "", ""};
+    double asked = NumOf(opts, "duration_s", -1);
+    double share = 2;
+    std::string shortest;
+    double shortest_s = 0;
+    for (const auto& n : ArrOf(s, "nodes")) {
+      if (!StrOf(n, "lost").empty()) continue;
+      double sh = 1;
+      if (!TrueOf(n, "completed")) {
+        double sec = NumOf(n, "seconds", 0);
+        sh = asked > 0 && std::isfinite(sec) ? std::clamp(sec / asked, 0.0, 1.0) : 0;
+      }
+      if (sh < share) share = sh, shortest = StrOf(n, "node"), shortest_s = NumOf(n, "seconds", 0);
+    }
+    if (share <= 1) {
+      m.value = RoundTo(share, 4);
+      m.why_missing.clear();
+      m.detail = share >= 1 ? fmt::format("every node ran the {:g} s asked", asked)
+                            : fmt::format("{} stopped after {:.1f} s of the {:g} s asked", shortest, shortest_s, asked);
+      if (share < 1 && TrueOf(r, "interrupted")) m.detail += " (the run was interrupted)";
     }
     out.push_back(m);
   }

@@ -16,8 +16,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,15 @@ std::string KernelId();
 
 // ---- The node side ----
 
+// Memory left under the cgroup limits of this process, MiB: the least (limit - usage) over every
+// cgroup v2 level of /proc/self/cgroup's "0::PATH" up to `root`, and cgroup v1's memory
+// controller; nullopt when no limit is set or read ("max", absent files). Slurm's task cgroup
+// caps the job below the node's MemAvailable.
+std::optional<double> CgroupMemoryLeftMb(const std::string& proc_self_cgroup,
+                                         const std::filesystem::path& root = "/sys/fs/cgroup");
+// The CPUs this process may run on (sched_getaffinity: Slurm's cpuset), at least 1, at most 1024.
+int CpusAllowed();
+
 // The job's fields, clamped; a missing field or one of the wrong type (a string, an array, NaN)
 // takes its default.
 struct Options {
@@ -59,7 +70,7 @@ struct Options {
   int mem_mb = 256;              // 1 .. 65536: the memory pass's three arrays together
   uint64_t seed = 1;             // an unsigned integer (a float only when whole and below 2^53)
   long long max_iterations = 0;  // 0: until the duration is over; at most 1e15
-  int threads = 1;               // 0: every hardware thread; at most 1024
+  int threads = 1;               // 0: every CPU the task may use (CpusAllowed); at most 1024
 };
 Options OptionsFromJob(const nlohmann::json& job);
 
@@ -99,25 +110,29 @@ nlohmann::json RunBurnInRankJob(const nlohmann::json& job, const std::string& no
 // task died, the node went down). A doc without "completed": true and without "cancelled": true is
 // lost too (its "error", or "stopped before the end"). Fields:
 //   "nodes": [{"node", "rank", "iterations" (records read), "iteration_count", "decimated",
-//              "completed", "cancelled", "lost" (the reason, when lost), "error",
+//              "seconds", "completed", "cancelled", "lost" (the reason, when lost), "error",
 //              "gemm_gflops", "mem_gbps" (medians over the node's iterations, null when none),
 //              "gemm_drift", "mem_drift" (median of the last quarter of the iterations / median of
 //              the first quarter - 1: negative = slowed down; null under 8 iterations),
 //              "drift_why" (why a drift is null)}]  by node name
-//   "sdc_vote": "majority" (2 or more nodes compared) | "single node" (no vote possible) |
-//               "no iterations"
-//   "sdc_compared": {"nodes", "iterations" (iteration indices present on 2 or more nodes)}
+//   Nodes vote within each group of nodes that ran the same inputs and kernel.
+//   "sdc_vote": "majority" (some group of 2 or more nodes compared) | "single node" (one node
+//               returned iterations) | "no alike nodes" (several, no two alike) | "no iterations"
+//   "sdc_compared": {"nodes" (in voting groups), "groups" (voting groups), "iterations" (the most
+//                   iteration indices present on 2 or more nodes of a group)}
 //   "sdc": [{"node", "kind": "gemm" | "mem", "first_iteration", "count", "by"}]
 //          by "peers": at `count` iterations the node's sum differed from a strict majority of the
-//          nodes that ran that iteration, the first at first_iteration; by "self": the node's own
+//          nodes that ran that iteration, the first at first_iteration (when documents kept only
+//          every k-th iteration, the node's own tally of every iteration against the sum its
+//          group agreed on counts the rest, when larger); by "self": the node's own
 //          iterations disagreed with each other (`count` iterations off its most common sum; a
 //          node's inputs never change), named only where the peers did not already name it
 //   "sdc_undecided": iteration votes (gemm and mem counted apart) with no strict majority, where
 //                    nodes disagree and nobody is vouched for; "sdc_undecided_first": the first
 //                    such iteration, "sdc_undecided_nodes": the nodes at it
-//   "not_compared": [{"node", "why"}]  nodes left out of the vote: other inputs or kernel than
-//                   the largest group of nodes
-//   "fleet": {"gemm_gflops": {"median" (of the node medians), "nodes", "slowest": {"node",
+//   "not_compared": [{"node", "why"}]  nodes left out of the vote: no other node ran their inputs
+//   "fleet" (the largest group of alike nodes): {"gemm_gflops": {"median" (of the node medians), "nodes", "slowest":
+//   {"node",
 //             "value", "ratio" (its median / the fleet median)}}, "mem_gbps": {the same}}
 //   "worst_drift": {"node", "kind", "drift", "iterations"}  the most negative drift over nodes
 //                  and both kinds; absent with "drift_why" when no node had 8 iterations
@@ -132,6 +147,8 @@ nlohmann::json Summarize(const std::map<std::string, nlohmann::json>& per_node_d
 //   burnin.slowest-ratio  the slowest node's GEMM median / the fleet median (2 nodes or more)
 //   burnin.drift          the most negative drift over nodes and kinds, as a ratio (-0.2: 20 %
 //                         slower at the end)
+//   burnin.completed      the shortest share of options.duration_s a node (not lost) ran: 1 when
+//                         every node completed; a cancelled run proves only what it ran
 //   burnin.lost-nodes     nodes lost mid-run; FAIL naming them
 std::vector<MetricValue> BurnInMetrics(const nlohmann::json& result);
 // A short table: a line per node, the fleet, SDC and lost nodes. Text from nodes is escaped.

@@ -417,6 +417,7 @@ void AddBenchCommands(CLI::App& app, Commands& table) {
   AddTrainCommand(bench_cmd, table);
   AddDrillCommand(bench_cmd, table);
   AddHistoryCommand(bench_cmd, table);
+  AddBurnInCommand(&app, table);
   AddProbeCommands(app, table);
 }
 

@@ -78,5 +78,7 @@ void AddTrainCommand(CLI::App* parent, Commands& table);
 void AddDrillCommand(CLI::App* parent, Commands& table);
 // `bench history` (cli/bench_history.cc).
 void AddHistoryCommand(CLI::App* parent, Commands& table);
+// `burnin`, a top-level command (cli/burnin.cc).
+void AddBurnInCommand(CLI::App* parent, Commands& table);
 
 }  // namespace clustermax::cli

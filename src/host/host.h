@@ -5,6 +5,7 @@
 // Thread-safety: every implementation is safe to call from several collector threads at once.
 #pragma once
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <cstdint>
 #include <optional>
@@ -76,9 +77,13 @@ struct CommandSpec {
   // The child's standard input (an object for `kubectl create --raw PATH -f -`); empty: /dev/null.
   // Not part of a bundle's key: commands that differ only by stdin must differ in argv too.
   std::string stdin_data;
-  // Polled while the command runs (LocalHost): true stops it (SIGTERM to its process group, SIGKILL
-  // 35 s later) and sets the result's `stopped`. A watchdog, or Ctrl-C. Not recorded in a bundle.
+  // Polled while the command runs (LocalHost): true stops it (stop_signal to its process group,
+  // SIGKILL 35 s later) and sets the result's `stopped`. A watchdog, or Ctrl-C. Not recorded in a
+  // bundle.
   std::function<bool()> stop_when;
+  // SIGTERM by default; srun is sent SIGUSR1, which it forwards to its tasks (they stop and send
+  // what they have), where SIGTERM makes srun SIGKILL them.
+  int stop_signal = SIGTERM;
 };
 
 struct CommandResult {

@@ -268,7 +268,7 @@ CommandResult LocalHost::Run(const CommandSpec& spec) {
     argv.erase(argv.begin() + 4);  // argv[0] of the command: exec is given its path inside the root
   }
   CommandResult r = RunProcess(program, argv, spec.timeout, spec.max_output, {"LC_ALL=C", "LANG=C"}, spec.on_stdout,
-                               spec.keep_stdout, spec.stdin_data, spec.stop_when);
+                               spec.keep_stdout, spec.stdin_data, spec.stop_when, spec.stop_signal);
   if (in_root_) r.resolved = w.path;
   if (spec.redact) {
     r.out = RedactText(std::move(r.out));

@@ -55,7 +55,7 @@ std::vector<std::string> MergeEnv(const std::vector<std::string>& extra) {
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
                          const std::function<void(std::string_view)>& on_stdout, bool keep_stdout,
-                         const std::string& stdin_data, const std::function<bool()>& stop_when) {
+                         const std::string& stdin_data, const std::function<bool()>& stop_when, int stop_signal) {
   CommandResult r;
   r.resolved = path;
   auto start = Clock::now();
@@ -168,10 +168,10 @@ CommandResult RunProcess(const std::string& path, const std::vector<std::string>
       }
     }
     if (!exited && !r.stopped && stop_when && stop_when()) {
-      // Asked to stop: TERM to the group now, KILL (as a timeout) if it is still there in 35 s
-      // (srun passes TERM on to its tasks; slurmd's KillWait, 30 s by default, gives them as long).
+      // Asked to stop: stop_signal to the group now, KILL (as a timeout) if it is still there in
+      // 35 s (srun forwards SIGUSR1 to its tasks, which stop and send what they have).
       r.stopped = true;
-      ::kill(-pid, SIGTERM);
+      ::kill(-pid, stop_signal);
       deadline = std::min(deadline, now + std::chrono::seconds(35));
     }
     auto limit = exited ? grace_end : deadline;

@@ -21,10 +21,12 @@ namespace clustermax::host {
 // to (or replace in) the inherited environment.
 // `on_stdout`, when set, sees each piece of stdout as it is read; with `keep_stdout` false it is
 // the only reader (the result's `out` stays empty). `stop_when`, polled while the child runs, asks
-// it to stop: SIGTERM to its group (srun passes it on to its tasks), SIGKILL 35 s later.
+// it to stop: `stop_signal` to its group (SIGUSR1 for srun, which forwards it to its tasks),
+// SIGKILL 35 s later.
 CommandResult RunProcess(const std::string& path, const std::vector<std::string>& argv,
                          std::chrono::milliseconds timeout, size_t max_output, const std::vector<std::string>& env,
                          const std::function<void(std::string_view)>& on_stdout = {}, bool keep_stdout = true,
-                         const std::string& stdin_data = "", const std::function<bool()>& stop_when = {});
+                         const std::string& stdin_data = "", const std::function<bool()>& stop_when = {},
+                         int stop_signal = SIGTERM);
 
 }  // namespace clustermax::host

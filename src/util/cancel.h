@@ -1,4 +1,5 @@
-// Cancellation by the operator: one process-wide flag that SIGINT, SIGTERM and SIGHUP set once the handlers
+// Cancellation by the operator: one process-wide flag that SIGINT, SIGTERM, SIGHUP and SIGUSR1 (what
+// srun forwards to a task asked to stop: cli/ steps) set once the handlers
 // are installed. Long loops (a benchmark's workers, a fan-out waiting for its pods) poll it between
 // operations and then clean up what they created instead of dying half-way.
 #pragma once
@@ -8,7 +9,8 @@ namespace clustermax::util {
 
 // The flag itself; tests may set it directly.
 std::atomic<bool>& CancelFlag();
-// SIGINT, SIGTERM and SIGHUP set the flag instead of ending the process (for the rest of the process).
+// SIGINT, SIGTERM, SIGHUP and SIGUSR1 set the flag instead of ending the process (for the rest of the
+// process).
 void InstallCancelHandlers();
 bool Cancelled();
 

@@ -138,6 +138,7 @@ std::string BenchTitle(const std::string& kind) {
   if (kind == "clustermax.bench.train") return "Training run";
   if (kind == "clustermax.bench.drill") return "Fault drill";
   if (kind == "clustermax.bench.history") return "Reliability from history";
+  if (kind == "clustermax.bench.burnin") return "Burn-in";
   return kind;
 }
 
@@ -703,6 +704,30 @@ std::string DrillCharts(const json& b) {
   return out;
 }
 
+// burnin: each node's median GEMM and memory rates, and what the SDC vote found.
+std::string BurnInCharts(const json& b) {
+  const json s = b.value("summary", json::object());
+  if (!s.is_object()) return "";
+  std::vector<Bar> gemm, mem;
+  for (const auto& n : s.value("nodes", json::array())) {
+    if (!n.is_object()) continue;
+    std::string node = S(n.value("node", json()));
+    if (auto v = Num(n, "gemm_gflops")) gemm.push_back({node, *v, {}, "", ""});
+    if (auto v = Num(n, "mem_gbps")) mem.push_back({node, *v, {}, "", ""});
+  }
+  std::string out = BarChart("GEMM fp64 per node, median (GFLOP/s)", gemm, "GFLOP/s");
+  out += BarChart("Memory pass per node, median (GB/s)", mem, "GB/s");
+  for (const auto& e : s.value("sdc", json::array()))
+    if (e.is_object())
+      out += fmt::format("<p>{} {} computed differently ({}) from iteration {}</p>", Status("FAIL"),
+                         E(e.value("node", json())), E(e.value("kind", json())), E(e.value("first_iteration", json())));
+  for (const auto& l : s.value("lost", json::array()))
+    if (l.is_object())
+      out += fmt::format("<p>{} {} lost: {}</p>", Status("FAIL"), E(l.value("node", json())),
+                         E(l.value("reason", json())));
+  return out;
+}
+
 // bench history: availability, and the interruption table by cause (the Llama 3 paper's form).
 std::string HistoryCharts(const json& b) {
   std::string out;
@@ -1037,6 +1062,8 @@ std::string Benchmark(const json& b) {
     out += DrillCharts(b);
   } else if (kind == "clustermax.bench.history") {
     out += HistoryCharts(b);
+  } else if (kind == "clustermax.bench.burnin") {
+    out += BurnInCharts(b);
   } else if (kind == "clustermax.bench.storage-scaling") {
     out += ScalingTable(b);
   } else {
