@@ -8,7 +8,13 @@
 #   scripts/device-check.sh --prepare   on the build machine: fills .devcarry/ with the stripped
 #                                       clustermax binary, the shared libraries it needs, the
 #                                       nlohmann headers and a prebuilt helper (fallback)
-#   scripts/device-check.sh OUTDIR      on the GPU machine: everything, results under OUTDIR
+#   scripts/device-check.sh OUTDIR [STEP...]
+#                                       on the GPU machine: the steps named (default: all of them),
+#                                       results under OUTDIR. Steps: build (the helper here; else
+#                                       the carried one), audit, gpu (bench gpu and PyTorch on the
+#                                       same shapes), nccl, train (bench train --local), burnin
+#                                       (clustermax burnin --local --gpu), load (a model's files
+#                                       into GPU memory: the helper's load item, cold and warm).
 #
 # Needs on the GPU machine: the NVIDIA driver, nvcc and cmake (else the carried helper is used),
 # python3 with torch for the comparison. Budget: about 6 minutes on one H200.
@@ -38,7 +44,10 @@ if [ "${1:-}" = "--prepare" ]; then
   exit 0
 fi
 
-out=${1:?usage: scripts/device-check.sh OUTDIR | --prepare}
+out=${1:?usage: scripts/device-check.sh OUTDIR [STEP...] | --prepare}
+shift
+steps=" ${*:-build audit gpu nccl train burnin load} "
+want() { [[ "$steps" == *" $1 "* ]]; }
 mkdir -p "$out"
 cm="$PWD/$carry/clustermax"
 log="$out/device-log.txt"
@@ -48,8 +57,9 @@ step "machine"
 { nvidia-smi; nvidia-smi topo -m; nvidia-smi boost-slider -l; echo "boost-slider rc=$?"; nvcc --version | tail -2;
   python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'; "$cm" --version; } >>"$log" 2>&1
 
-step "build clustermax-gpu here (sm_90a)"
 helper="$PWD/$carry/clustermax-gpu"
+if want build; then
+step "build clustermax-gpu here (sm_90a)"
 if cmake -S src/gpubench -B /tmp/cm-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
      -DJSON_INCLUDE_DIR="$PWD/$carry/include" >>"$log" 2>&1 && cmake --build /tmp/cm-gpu >>"$log" 2>&1; then
   helper=/tmp/cm-gpu/clustermax-gpu
@@ -57,14 +67,26 @@ if cmake -S src/gpubench -B /tmp/cm-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCM
 else
   echo "build failed (see log); using the carried helper" | tee -a "$log"
 fi
+fi
+# The carried helper finds cuBLAS in the machine's CUDA; built here only when that fails.
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+if ! "$helper" info >/dev/null 2>>"$log" && ! want build; then
+  echo "the carried helper does not start here; building it" | tee -a "$log"
+  cmake -S src/gpubench -B /tmp/cm-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+    -DJSON_INCLUDE_DIR="$PWD/$carry/include" >>"$log" 2>&1 && cmake --build /tmp/cm-gpu >>"$log" 2>&1 &&
+    helper=/tmp/cm-gpu/clustermax-gpu
+fi
 "$helper" info | tee -a "$log"
 
+if want audit; then
 step "node audit, evidence bundle recorded"
 timeout 120 "$cm" audit --vm --record "$out/bundle.json" --out /tmp/cm-audit --json >"$out/audit-report.json" 2>>"$log"
 echo "audit rc=$?" | tee -a "$log"
 timeout 60 "$cm" audit --vm --replay "$out/bundle.json" --out /tmp/cm-replay -v >>"$log" 2>&1
 echo "replay rc=$?" | tee -a "$log"
+fi
 
+if want gpu; then
 step "bench gpu, every suite, quick mode"
 timeout 400 "$cm" bench gpu --helper "$helper" --out /tmp/cm-bench --warmup 10 --exit-zero >"$out/gpu-table.txt" 2>>"$log"
 echo "bench rc=$?" | tee -a "$log"
@@ -74,6 +96,8 @@ cat "$out/gpu-table.txt"
 step "PyTorch on the same shapes"
 PYTHONUNBUFFERED=1 timeout 200 python3 scripts/torch_reference.py "$out/gpu.json" --json "$out/torch.json" 2>>"$log" | tee "$out/compare.txt"
 echo "torch rc=$?" | tee -a "$log"
+fi
+if want nccl; then
 step "NCCL backend of bench net: the helper's nccl command, one rank per GPU of this machine"
 # No Slurm here: the ranks are started side by side with their place given in the job. With one GPU
 # the collectives run and are checked, but there is no bus to measure: busbw needs two ranks or more.
@@ -102,23 +126,64 @@ if n < 2:
     print("one GPU: no bus bandwidth to measure (busbw needs two ranks); times and the data check only")
 PY
 grep -h "Bytes -> Algo" "$out"/nccl-debug-0.log 2>/dev/null | sed -n 1,5p | tee -a "$log"
-step "bench train's built-in transformer on one GPU (builtin-350m's shape, bf16, 20 steps)"
-# No Slurm here either: one rank started directly. The log lines are the ones bench train reads;
-# the table's MFU is against the H200's dense bf16 peak (989.4 TFLOP/s, data/gpu-peaks.json).
-RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29517 timeout 300 \
-  python3 data/train/clustermax_train.py --layers 24 --dim 1024 --heads 16 --ffn 4096 --vocab 32768 \
-  --seq 2048 --batch 8 --steps 20 --warmup-steps 5 --dtype bf16 >"$out/train.log" 2>>"$log"
+fi
+if want train; then
+step "bench train --local: the built-in transformer (builtin-350m, bf16), one rank per GPU, no Slurm"
+# bench train's own launcher (the ranks side by side, torchrun's variables), log reader and
+# summary; MFU against the GPU model's dense bf16 peak (data/gpu-peaks.json).
+timeout 420 "$cm" bench train --local --recipe builtin-350m --steps 30 --warmup 5 --deterministic \
+  --out /tmp/cm-train --exit-zero >"$out/train-table.txt" 2>>"$log"
 echo "train rc=$?" | tee -a "$log"
-python3 - "$out/train.log" <<'PY' | tee "$out/train-table.txt"
-import json, statistics, sys
-ev = [json.loads(l.split("CMAX-TRAIN ", 1)[1]) for l in open(sys.argv[1]) if "CMAX-TRAIN " in l]
-steps = [e for e in ev if e["event"] == "step" and e["step"] > 5]
-if not steps:
-    print("train: no timed step", [e for e in ev if e["event"] == "error"]); sys.exit(0)
-L, d, f, V, T = 24, 1024, 4096, 32768, 2048
-flops = 6 * (L * (4 * d * d + 2 * d * f + 2 * d) + d + d * V) + 12 * L * d * T
-tps = statistics.median(e["tokens"] / e["step_s"] for e in steps)
-print(f"tokens/s {tps:,.0f}  TFLOP/s {tps * flops / 1e12:.1f}  MFU {tps * flops / 1e12 / 989.4:.3f}  "
-      f"loss {steps[0]['loss']:.3f} -> {steps[-1]['loss']:.3f}")
+cp /tmp/cm-train/bench/train.json "$out/train.json" 2>>"$log"
+cat "$out/train-table.txt"
+fi
+
+if want burnin; then
+step "clustermax burnin --local --gpu: 60 s of BF16 GEMM + triad on every GPU, NVML telemetry"
+timeout 300 "$cm" burnin --local --gpu --helper "$helper" --duration 60 --out /tmp/cm-burnin --exit-zero \
+  >"$out/burnin-table.txt" 2>>"$log"
+echo "burnin rc=$?" | tee -a "$log"
+cp /tmp/cm-burnin/bench/burnin.json "$out/burnin.json" 2>>"$log"
+cat "$out/burnin-table.txt"
+# The helper's own lines for one short run: the fixture the node side's tests replay.
+timeout 120 "$helper" run --job-json '{"device":0,"warmup_s":0,"items":[{"kind":"burnin","id":"burnin","n":8192,"mem_mb":3072,"seed":1,"seconds":5}]}' \
+  >"$out/burnin-helper-lines.jsonl" 2>>"$log"
+echo "burnin helper rc=$?" | tee -a "$log"
+fi
+
+if want load; then
+step "model load into GPU memory: the helper's load item over 4 files of 1 GiB (cold, then warm), dd for reference"
+mdir=$(mktemp -d /var/tmp/cm-model.XXXXXX)
+for k in 0 1 2 3; do head -c 1073741824 /dev/urandom >"$mdir/model-0000$k-of-00004.safetensors"; done
+sync
+df -hT "$mdir" | tee -a "$log"
+job=$(printf '{"device":0,"warmup_s":0,"items":[{"kind":"load","id":"cold","path":"%s","threads":8,"drop_cache":true},{"kind":"load","id":"warm","path":"%s","threads":8}]}' "$mdir" "$mdir")
+timeout 300 "$helper" run --job-json "$job" >"$out/load-helper-lines.jsonl" 2>>"$log"
+echo "load rc=$?" | tee -a "$log"
+# Reference: the same files read cold by one plain reader into a host buffer (the page cache
+# dropped first, as the helper's cold item does): what storage gives before any copy to the GPU.
+python3 - "$mdir" <<'PY' | tee -a "$log" | tee "$out/load-reference.txt"
+import os, sys, time
+d = sys.argv[1]; files = sorted(os.path.join(d, f) for f in os.listdir(d))
+for f in files:
+    fd = os.open(f, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)
+buf = bytearray(16 << 20); total = 0; t0 = time.perf_counter()
+for f in files:
+    with open(f, "rb", buffering=0) as fh:
+        while (n := fh.readinto(buf)): total += n
+dt = time.perf_counter() - t0
+print(f"reference cold read, one reader: {total/1e9:.2f} GB in {dt:.3f} s = {total/dt/1e9:.2f} GB/s")
 PY
+python3 - "$out/load-helper-lines.jsonl" <<'PY' | tee "$out/load-table.txt"
+import json, sys
+for l in open(sys.argv[1]):
+    j = json.loads(l)
+    if j.get("type") == "device": print("device:", j["device"]["name"])
+    if j.get("type") == "result":
+        if "error" in j: print(j["id"], "error:", j["error"]); continue
+        print(f"{j['id']:<5} {j['bytes']/1e9:.2f} GB in {j['seconds']:.3f} s = {j['gbps']:.2f} GB/s, "
+              f"{j['checked_pieces']} pieces checked on the GPU, {j['bad_pieces']} bad, wrapped {j['wrapped']}")
+PY
+rm -rf "$mdir"
+fi
 step "done"

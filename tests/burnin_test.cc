@@ -6,11 +6,13 @@
 // nodes with other inputs left out), drift and the slowest node on series with known answers,
 // lost nodes, junk documents, the grades with one fact flipped at a time, and the table.
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -20,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "bench/burnin.h"
+#include "testutil.h"
 #include "util/cancel.h"
 
 using nlohmann::json;
@@ -70,7 +73,9 @@ const json& Bars() {
     {"id": "burnin.slowest-ratio", "unit": "ratio", "better": "higher", "pass": 0.95, "warn": 0.9, "source": "proposed"},
     {"id": "burnin.drift", "unit": "ratio", "better": "higher", "pass": -0.05, "warn": -0.1, "source": "proposed"},
     {"id": "burnin.completed", "unit": "ratio", "better": "higher", "pass": 1, "warn": 0.9, "source": "proposed"},
-    {"id": "burnin.lost-nodes", "unit": "nodes", "better": "lower", "pass": 0, "warn": 0, "source": "proposed"}]})",
+    {"id": "burnin.lost-nodes", "unit": "nodes", "better": "lower", "pass": 0, "warn": 0, "source": "proposed"},
+    {"id": "burnin.gpu-errors", "unit": "GPUs", "better": "lower", "pass": 0, "warn": 0, "source": "proposed"},
+    {"id": "burnin.throttled", "unit": "GPUs", "better": "lower", "pass": 0, "warn": 1000000, "source": "proposed"}]})",
                                                        "burnin_test");
   return bars;
 }
@@ -536,6 +541,11 @@ TEST(BurnIn, GradesFollowOneFactFlippedAtATime) {
   EXPECT_NE(GradeOf(base, "burnin.sdc")["detail"].get<std::string>().find("3 nodes computed the same bits"),
             std::string::npos);
   EXPECT_DOUBLE_EQ(GradeOf(base, "burnin.slowest-ratio")["value"].get<double>(), 1);
+  // The GPU-only grades on a CPU run: SKIP saying why, never PASS.
+  for (const char* id : {"burnin.gpu-errors", "burnin.throttled"}) {
+    EXPECT_EQ(GradeOf(base, id)["verdict"], "SKIP") << id;
+    EXPECT_NE(GradeOf(base, id).dump().find("not a GPU burn-in"), std::string::npos) << GradeOf(base, id).dump();
+  }
 
   // SDC on b.
   auto docs = clean;
@@ -752,4 +762,221 @@ TEST(BurnIn, TheCgroupsMemoryLimitIsReadAtEveryLevel) {
   EXPECT_GE(burnin::CpusAllowed(), 1);
   EXPECT_LE(burnin::CpusAllowed(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   EXPECT_EQ(burnin::OptionsFromJob({{"threads", 0}}).threads, burnin::CpusAllowed());
+}
+
+// ---- The GPU load (burnin --gpu): the node side against the fake helper (tests/fake_gpu) and the
+// fake NVML (tests/fake_nvml); the helper's CUDA half needs a GPU (scripts/device-check.sh burnin).
+
+namespace {
+
+std::string FakeHelper() {
+  return (clustermax::testing::SourceDir() / "tests" / "fake_gpu" / "clustermax-gpu").string();
+}
+
+struct GpuRun {
+  clustermax::testing::Shell shell;
+  json result;
+};
+GpuRun RunGpuBurnIn(const std::string& name, const std::string& env, const std::string& args = "--duration 1") {
+  auto out = clustermax::testing::ScratchDir("burnin-gpu-" + name);
+  GpuRun r;
+  r.shell = clustermax::testing::RunBinary(
+      "burnin --local --gpu --exit-zero --helper " + FakeHelper() + " " + args + " --out " + out.string(),
+      std::string("LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR + " FAKE_GPU_NVML_UUIDS=1 " + env);
+  std::ifstream f(out / "bench" / "burnin.json");
+  if (f) r.result = json::parse(f, nullptr, false);
+  return r;
+}
+const json* Grade(const json& result, const std::string& id) {
+  if (!result.contains("grades") || !result["grades"].is_array()) return nullptr;
+  for (const auto& m : result["grades"])
+    if (m.value("metric", "") == id) return &m;
+  return nullptr;
+}
+const json* UnitOf(const json& result, const std::string& suffix) {
+  for (const auto& n : result["summary"]["nodes"])
+    if (n.value("node", "").size() >= suffix.size() &&
+        n["node"].get<std::string>().compare(n["node"].get<std::string>().size() - suffix.size(), suffix.size(),
+                                             suffix) == 0)
+      return &n;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(BurnInGpu, EveryGpuIsAUnitComparedWithItsAlikePeersWithTelemetry) {
+  auto r = RunGpuBurnIn("sound", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1");
+  ASSERT_EQ(r.shell.code, 0) << r.shell.out;
+  const json& s = r.result["summary"];
+  ASSERT_EQ(s["nodes"].size(), 3u) << s.dump();
+  EXPECT_EQ(s["sdc_vote"], "majority");
+  EXPECT_EQ(s["sdc_compared"]["nodes"], 3);
+  EXPECT_TRUE(s["sdc"].empty());
+  EXPECT_TRUE(s["lost"].empty());
+  const json* g1 = UnitOf(r.result, "/gpu1");
+  ASSERT_NE(g1, nullptr);
+  EXPECT_EQ((*g1)["gpu_name"], "NVIDIA H200");
+  EXPECT_GT((*g1)["iterations"].get<int>(), 5);
+  EXPECT_DOUBLE_EQ((*g1)["gemm_gflops"].get<double>(), 700000.0);
+  // Telemetry from NVML, matched to the helper's GPU by UUID; the ECC counters read twice.
+  ASSERT_TRUE(g1->contains("telemetry")) << g1->dump();
+  EXPECT_DOUBLE_EQ((*g1)["telemetry"]["temperature_c_max"].get<double>(), 31.0);
+  EXPECT_TRUE((*g1)["telemetry"]["held_back"].empty());
+  ASSERT_TRUE(g1->contains("gpu_errors"));
+  EXPECT_TRUE((*g1)["gpu_errors"].empty());
+  EXPECT_EQ(r.result["options"]["backend"], "gpu");
+  EXPECT_EQ(r.result["options"]["matrix_n"], 8192);
+  for (const char* id :
+       {"burnin.sdc", "burnin.gpu-errors", "burnin.throttled", "burnin.completed", "burnin.lost-nodes"}) {
+    const json* m = Grade(r.result, id);
+    ASSERT_NE(m, nullptr) << id;
+    EXPECT_EQ((*m)["verdict"], "PASS") << id << " " << m->dump();
+  }
+  EXPECT_NE(r.shell.out.find("GEMM TFLOP/s"), std::string::npos) << r.shell.out;
+  EXPECT_NE(r.shell.out.find("700.0"), std::string::npos) << r.shell.out;
+}
+
+TEST(BurnInGpu, AGpuComputingOtherBitsIsNamedFromItsFirstBadIteration) {
+  auto r = RunGpuBurnIn("flip", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1 FAKE_GPU_FLIP=2:4");
+  ASSERT_EQ(r.shell.code, 0) << r.shell.out;
+  const json& sdc = r.result["summary"]["sdc"];
+  ASSERT_EQ(sdc.size(), 1u) << r.result["summary"].dump();
+  EXPECT_NE(sdc[0]["node"].get<std::string>().find("/gpu2"), std::string::npos);
+  EXPECT_EQ(sdc[0]["kind"], "gemm");
+  EXPECT_EQ(sdc[0]["by"], "peers");
+  EXPECT_EQ(sdc[0]["first_iteration"], 4);
+  const json* m = Grade(r.result, "burnin.sdc");
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ((*m)["verdict"], "FAIL");
+  EXPECT_NE((*m)["detail"].get<std::string>().find("/gpu2"), std::string::npos) << m->dump();
+}
+
+TEST(BurnInGpu, AGpuWhoseHelperDiesIsLostAndTheOthersFinish) {
+  auto r = RunGpuBurnIn("die", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1 FAKE_GPU_DIE=0:3");
+  ASSERT_EQ(r.shell.code, 0) << r.shell.out;
+  const json& lost = r.result["summary"]["lost"];
+  ASSERT_EQ(lost.size(), 1u) << r.result["summary"].dump();
+  EXPECT_NE(lost[0]["node"].get<std::string>().find("/gpu0"), std::string::npos);
+  EXPECT_NE(lost[0]["reason"].get<std::string>().find("signal 9"), std::string::npos) << lost.dump();
+  EXPECT_EQ(lost[0]["last_iteration"], 2);  // the iterations it reported before dying are kept
+  EXPECT_EQ((*UnitOf(r.result, "/gpu1"))["completed"], true);
+  EXPECT_EQ((*UnitOf(r.result, "/gpu2"))["completed"], true);
+  EXPECT_EQ((*Grade(r.result, "burnin.lost-nodes"))["verdict"], "FAIL");
+}
+
+TEST(BurnInGpu, AnEccErrorThatAppearsDuringTheRunAndThrottlingAreNamed) {
+  auto flag = clustermax::testing::ScratchDir("burnin-gpu-eccflag") / "ecc";
+  auto r = RunGpuBurnIn("ecc", "FAKE_GPU_COUNT=2 FAKE_NVML_HEALTHY=1 FAKE_NVML_THROTTLE=1 FAKE_NVML_ECC_FLAG=" +
+                                   flag.string() + " FAKE_GPU_TOUCH=1:2:" + flag.string());
+  ASSERT_EQ(r.shell.code, 0) << r.shell.out;
+  const json* g1 = UnitOf(r.result, "/gpu1");
+  ASSERT_NE(g1, nullptr);
+  ASSERT_EQ((*g1)["gpu_errors"].size(), 2u) << g1->dump();
+  EXPECT_NE((*g1)["gpu_errors"][0].get<std::string>().find("uncorrectable ECC errors (volatile) rose from 0 to 3"),
+            std::string::npos);
+  EXPECT_NE((*g1)["gpu_errors"][1].get<std::string>().find("row remapping became pending"), std::string::npos);
+  EXPECT_TRUE((*UnitOf(r.result, "/gpu0"))["gpu_errors"].empty());
+  const json* e = Grade(r.result, "burnin.gpu-errors");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ((*e)["verdict"], "FAIL");
+  EXPECT_EQ((*e)["value"], 1);
+  // GPU 0 ran held back by HW thermal slowdown: a warning naming it.
+  EXPECT_EQ((*UnitOf(r.result, "/gpu0"))["telemetry"]["held_back"], json::array({"HW thermal slowdown"}));
+  const json* t = Grade(r.result, "burnin.throttled");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ((*t)["verdict"], "WARN") << t->dump();
+  EXPECT_NE((*t)["detail"].get<std::string>().find("/gpu0: HW thermal slowdown"), std::string::npos) << t->dump();
+  EXPECT_NE(r.shell.out.find("ERROR uncorrectable ECC"), std::string::npos) << r.shell.out;
+}
+
+TEST(BurnInGpu, NoHelperOrNoGpuIsSaidNeverPassed) {
+  auto none = RunGpuBurnIn("none", "FAKE_GPU_NONE=1");
+  ASSERT_EQ(none.shell.code, 0) << none.shell.out;
+  ASSERT_EQ(none.result["summary"]["lost"].size(), 1u);
+  EXPECT_NE(none.result["summary"]["lost"][0]["reason"].get<std::string>().find("no GPU: no CUDA device"),
+            std::string::npos);
+  EXPECT_EQ((*Grade(none.result, "burnin.sdc"))["verdict"], "SKIP");
+  auto missing =
+      clustermax::testing::RunBinary("burnin --local --gpu --helper /nonexistent/clustermax-gpu --duration 1 --out " +
+                                     clustermax::testing::ScratchDir("burnin-gpu-missing").string());
+  EXPECT_NE(missing.out.find("no GPU helper"), std::string::npos) << missing.out;
+  // Usage: GPU sizes are checked against the GPU's ranges; --helper only with --gpu.
+  EXPECT_NE(clustermax::testing::RunBinary("burnin --local --matrix-n 8192").code, 0);
+  EXPECT_NE(clustermax::testing::RunBinary("burnin --local --helper x").code, 0);
+  EXPECT_NE(clustermax::testing::RunBinary("burnin --local --nodelist n1").code, 0);
+}
+
+TEST(BurnInGpu, HealthChangesBetweenTwoSnapshotsFlipOneFactAtATime) {
+  // The device shape of docs/evidence-bundle.md, as NVML and nvidia-smi give it.
+  const json base = json::parse(R"({"ecc": {"current": true, "volatile_corrected": 2, "volatile_uncorrected": 0,
+      "aggregate_corrected": 5, "aggregate_uncorrected": 0},
+      "remapped_rows": {"correctable": 1, "uncorrectable": 0, "pending": false, "failure": false},
+      "retired_pages": {"single_bit": 0, "double_bit": 0, "pending": false}})");
+  long long corrected = -1;
+  EXPECT_TRUE(burnin::GpuHealthChanges(base, base, corrected).empty());
+  EXPECT_EQ(corrected, -1);  // untouched when nothing was corrected in between
+  struct Flip {
+    const char* path;
+    json value;
+    const char* says;
+  } flips[] = {{"/ecc/volatile_uncorrected", 1, "uncorrectable ECC errors (volatile) rose from 0 to 1"},
+               {"/remapped_rows/uncorrectable", 2, "rows remapped for uncorrectable errors rose from 0 to 2"},
+               {"/remapped_rows/pending", true, "row remapping became pending"},
+               {"/remapped_rows/failure", true, "row remapping failed"},
+               {"/retired_pages/double_bit", 1, "pages retired for double-bit errors rose from 0 to 1"},
+               {"/retired_pages/pending", true, "page retirement became pending"}};
+  for (const auto& f : flips) {
+    json after = base;
+    after[json::json_pointer(f.path)] = f.value;
+    auto got = burnin::GpuHealthChanges(base, after, corrected);
+    ASSERT_EQ(got.size(), 1u) << f.path;
+    EXPECT_NE(got[0].find(f.says), std::string::npos) << got[0];
+  }
+  json after = base;
+  after["ecc"]["volatile_corrected"] = 7;
+  EXPECT_TRUE(burnin::GpuHealthChanges(base, after, corrected).empty());  // corrected: counted, not an error
+  EXPECT_EQ(corrected, 5);
+  // Unread counters (null, absent, junk) are no change either way.
+  json junk = {{"ecc", nullptr}, {"remapped_rows", "x"}, {"retired_pages", json::array()}};
+  EXPECT_TRUE(burnin::GpuHealthChanges(junk, base, corrected).empty());
+  EXPECT_TRUE(burnin::GpuHealthChanges(base, junk, corrected).empty());
+}
+
+TEST(BurnInGpu, UnitsAreNamedFromTheNodeAndIndexNeverFromTheirText) {
+  std::map<std::string, json> docs = {
+      {"n1",
+       {{"backend", "gpu"}, {"gpus", {{{"gpu", 0}, {"node", "forged/gpu9"}}, {{"gpu", 3}}, {{"gpu", "x"}}, "junk"}}}},
+      {"n2", {{"backend", "gpu"}, {"gpus", json::array()}, {"error", "no GPU"}}},
+      {"n3", {{"node", "n3"}, {"completed", true}}}};
+  auto units = burnin::UnitsOf(docs);
+  std::vector<std::string> names;
+  for (const auto& [k, v] : units) names.push_back(k);
+  EXPECT_EQ(names, (std::vector<std::string>{"n1/gpu0", "n1/gpu3", "n1/unit2", "n1/unit3", "n2", "n3"}));
+  EXPECT_EQ(units["n1/gpu0"]["node"], "n1/gpu0");
+  EXPECT_EQ(units["n2"]["error"], "no GPU");
+}
+
+TEST(BurnInGpu, CtrlCStopsTheHelpersAndKeepsWhatTheyReported) {
+  auto out = clustermax::testing::ScratchDir("burnin-gpu-int");
+  auto t0 = std::chrono::steady_clock::now();
+  auto sh =
+      clustermax::testing::RunShell(std::string("LD_LIBRARY_PATH=") + CLUSTERMAX_FAKE_NVML_DIR +
+                                    " FAKE_GPU_NVML_UUIDS=1 FAKE_GPU_COUNT=2 FAKE_NVML_HEALTHY=1 timeout -s INT 3 " +
+                                    CLUSTERMAX_BINARY + " burnin --local --gpu --exit-zero --helper " + FakeHelper() +
+                                    " --duration 60 --out " + out.string() + " 2>&1 </dev/null");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 40) << sh.out;
+  std::ifstream f(out / "bench" / "burnin.json");
+  ASSERT_TRUE(f) << sh.out;
+  json r = json::parse(f);
+  EXPECT_EQ(r["interrupted"], true);
+  EXPECT_TRUE(r["summary"]["lost"].empty()) << r["summary"].dump();
+  for (const auto& n : r["summary"]["nodes"]) {
+    EXPECT_EQ(n["cancelled"], true);
+    EXPECT_GT(n["iterations"].get<int>(), 10);
+  }
+  const json* c = Grade(r, "burnin.completed");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ((*c)["verdict"], "FAIL");
+  EXPECT_NE((*c)["detail"].get<std::string>().find("the run was interrupted"), std::string::npos) << c->dump();
 }

@@ -107,6 +107,61 @@ TEST(Lifecycle, PageCacheDropAndTreeReadCoverEveryFileOnce) {
   EXPECT_TRUE(life::ReadTree(d.path / "empty", 2).contains("error"));
 }
 
+TEST(Lifecycle, ModelToGpuGoesThroughTheHelperColdThenWarmAndABadPieceFails) {
+  // The helper's CUDA half (src/gpubench/suites/load.cc) needs a GPU; here the fake helper
+  // (tests/fake_gpu) answers its "load" items, so the job, the reading of its lines and the verdict
+  // on a piece that arrived wrong are what is tested.
+  TempDir d;
+  Write(d.path / "model" / "model-00001-of-00002.safetensors", std::string(3u << 20, 'a'));
+  Write(d.path / "model" / "model-00002-of-00002.safetensors", std::string(1u << 20, 'b'));
+  std::string helper = (clustermax::testing::SourceDir() / "tests" / "fake_gpu" / "clustermax-gpu").string();
+  json job = {{"kind", "node"},
+              {"model", {{"path", (d.path / "model").string()}, {"threads", 2}, {"to_gpu", true}, {"helper", helper}}}};
+  json m = life::RunLifeRankJob(job, "n1", 0)["model"];
+  ASSERT_FALSE(m.contains("error")) << m.dump();
+  ASSERT_TRUE(m.contains("gpu")) << m.dump();
+  const json& g = m["gpu"];
+  ASSERT_FALSE(g.contains("error")) << g.dump();
+  EXPECT_EQ(g["device"], "NVIDIA H200");
+  EXPECT_EQ(g["bytes"].get<double>(), 4u << 20);
+  EXPECT_GT(g["cold_gbps"].get<double>(), 0);
+  EXPECT_GT(g["warm_gbps"].get<double>(), 0);
+  EXPECT_EQ(g["checked_pieces"], 2);
+  // A piece that differed on the GPU from the bytes read is an error, never a load rate.
+  setenv("FAKE_GPU_BAD_PIECE", "1", 1);
+  json bad = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  unsetenv("FAKE_GPU_BAD_PIECE");
+  EXPECT_TRUE(util::Contains(bad.value("error", ""), "differed on the GPU")) << bad.dump();
+  // No GPU, no helper: said, not passed.
+  setenv("FAKE_GPU_NONE", "1", 1);
+  json none = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  unsetenv("FAKE_GPU_NONE");
+  EXPECT_TRUE(util::Contains(none.value("error", ""), "no CUDA device")) << none.dump();
+  job["model"]["helper"] = "/nonexistent/clustermax-gpu";
+  json missing = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  EXPECT_TRUE(util::Contains(missing.value("error", ""), "no GPU helper")) << missing.dump();
+  // Graded as the slowest node's cold rate into GPU memory; an error fails it.
+  json result = {{"options", {{"model", true}, {"model_gpu", true}}},
+                 {"nodes",
+                  {{"n1", {{"model", {{"cold_gbps", 6.0}, {"gpu", {{"cold_gbps", 12.0}}}}}}},
+                   {"n2", {{"model", {{"cold_gbps", 6.0}, {"gpu", {{"cold_gbps", 1.5}, {"warm_gbps", 9.0}}}}}}}}}};
+  std::map<std::string, bench::MetricValue> grades;
+  for (auto& v : life::LifecycleMetrics(result)) grades[v.id] = v;
+  ASSERT_TRUE(grades["life.model-load-gpu"].value.has_value());
+  EXPECT_EQ(*grades["life.model-load-gpu"].value, 1.5);
+  EXPECT_TRUE(util::Contains(grades["life.model-load-gpu"].detail, "n2"));
+  result["nodes"]["n2"]["model"]["gpu"] = bad;
+  for (auto& v : life::LifecycleMetrics(result)) grades[v.id] = v;
+  EXPECT_TRUE(util::Contains(grades["life.model-load-gpu"].fail_reason, "differed on the GPU"));
+  result.erase("nodes");
+  result["options"]["model_gpu"] = false;
+  for (auto& v : life::LifecycleMetrics(result)) grades[v.id] = v;
+  EXPECT_TRUE(util::Contains(grades["life.model-load-gpu"].why_missing, "--model-to-gpu"));
+  EXPECT_NE(life::RenderLifecycle({{"nodes", {{"n1", {{"model", {{"cold_gbps", 6.0}, {"gpu", g}}}}}}}})
+                .find("into GPU memory (NVIDIA H200)"),
+            std::string::npos);
+}
+
 TEST(Lifecycle, ImportIsTimedColdThenWarmOnEachTier) {
   if (!HavePython()) GTEST_SKIP() << "no /usr/bin/python3";
   TempDir d;

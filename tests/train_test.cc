@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -350,4 +351,33 @@ TEST(Train, BuiltinScriptTrainsOverGlooWithIdenticalLossesWhenDeterministic) {
   EXPECT_EQ(sum["determinism"]["steps_compared"], 8);
   EXPECT_EQ(sum["determinism"]["differing"].size(), 0u) << sum.dump();
   EXPECT_EQ(sum["loss_decreased"], true) << sum["loss_curve"].dump();
+}
+
+TEST(Train, LocalRunsTheRanksOnThisMachineWithoutSlurm) {
+  if (::access("/usr/bin/python3", X_OK) != 0 || std::system("/usr/bin/python3 -c 'import torch' 2>/dev/null") != 0)
+    GTEST_SKIP() << "no python3-torch";
+  // bench train --local: two ranks side by side (gloo on CPU), the same log reader and summary as
+  // through srun; a task that fails fails the run.
+  auto out = clustermax::testing::ScratchDir("train-local");
+  auto sh = clustermax::testing::RunBinary(
+      "bench train --local --tasks-per-node 2 --recipe builtin-tiny --steps 3 "
+      "--warmup 1 --deterministic --python /usr/bin/python3 --exit-zero --out " +
+      out.string());
+  ASSERT_EQ(sh.code, 0) << sh.out;
+  std::ifstream f(out / "bench" / "train.json");
+  ASSERT_TRUE(f) << sh.out;
+  json r = json::parse(f);
+  EXPECT_FALSE(r.contains("error")) << r.dump();
+  EXPECT_EQ(r["options"]["local"], true);
+  EXPECT_EQ(r["summary"]["ranks_logged"], 2) << r["summary"].dump();
+  EXPECT_EQ(r["summary"]["steps_logged"], 3) << r["summary"].dump();
+  EXPECT_EQ(r["rank_nodes"].size(), 2u);
+  EXPECT_TRUE(r["summary"]["determinism"]["differing"].empty()) << r["summary"]["determinism"].dump();
+  EXPECT_GT(r["summary"]["tflops_per_gpu"].get<double>(), 0);
+  auto bad = clustermax::testing::RunBinary(
+      "bench train --local --steps 2 --warmup 0 --python /bin/false --exit-zero "
+      "--out " +
+      clustermax::testing::ScratchDir("train-local-bad").string() + " --json");
+  EXPECT_TRUE(util::Contains(bad.out, "the run failed (a task's exit code ")) << bad.out;
+  EXPECT_NE(clustermax::testing::RunBinary("bench train --local --nodelist n1").code, 0);
 }

@@ -155,11 +155,6 @@ std::string_view ViewOf(const json& o, const char* k) {
   if (it == o.end() || !it->is_string()) return {};
   return it->get_ref<const std::string&>();
 }
-bool TrueOf(const json& o, const char* k) {
-  if (!o.is_object()) return false;
-  auto it = o.find(k);
-  return it != o.end() && it->is_boolean() && it->get<bool>();
-}
 // A scalar as text, for comparing inputs: 256 and 256.0 read alike.
 std::string ScalarText(const json& o, const char* k) {
   if (!o.is_object()) return "";
@@ -310,6 +305,39 @@ json FleetOf(const std::vector<std::pair<std::string, double>>& medians) {
   return f;
 }
 
+// A GPU's telemetry over the run, numbers only: the hottest, the most power, the SM clock, and the
+// reasons NVML gave for holding the clocks back that mean trouble under load (SW power cap, idle
+// and application clocks are normal and left out).
+json TelemetryOf(const json& t) {
+  auto stat = [&t](const char* k, const char* which) {
+    double v = Finite(ObjOf(t, k), which);
+    return std::isfinite(v) ? json(Round(v, 1)) : json(nullptr);
+  };
+  json o = {{"samples", Index(t, "samples").value_or(0)},
+            {"temperature_c_max", stat("temperature_c", "max")},
+            {"power_w_max", stat("power_w", "max")},
+            {"power_w_median", stat("power_w", "median")},
+            {"sm_clock_mhz_median", stat("sm_clock_mhz", "median")},
+            {"sm_clock_mhz_min", stat("sm_clock_mhz", "min")}};
+  json held = json::array();
+  if (auto r = Index(t, "clocks_event_reasons")) {
+    static const std::pair<uint64_t, const char*> kBad[] = {
+        {0x8, "HW slowdown"}, {0x20, "SW thermal slowdown"}, {0x40, "HW thermal slowdown"}, {0x80, "HW power brake"}};
+    for (const auto& [bit, name] : kBad)
+      if (static_cast<uint64_t>(*r) & bit) held.push_back(name);
+    o["clocks_event_reasons"] = *r;
+  }
+  o["held_back"] = held;
+  return o;
+}
+
+// The load's inputs in words, from the options.
+std::string InputsText(const json& opts) {
+  if (StrOf(opts, "backend") == "gpu")
+    return fmt::format("GEMM bf16 n={:g}, device memory {:g} MiB", NumOf(opts, "matrix_n"), NumOf(opts, "mem_mb"));
+  return fmt::format("GEMM fp64 n={:g}, memory {:g} MiB", NumOf(opts, "matrix_n"), NumOf(opts, "mem_mb"));
+}
+
 // At most `max` items, then how many more.
 std::string JoinSome(const std::vector<std::string>& items, size_t max = 5) {
   std::string out;
@@ -364,6 +392,42 @@ int CpusAllowed() {
     if (n > 0) return std::min(n, 1024);
   }
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+}
+
+struct IterationLog::Impl {
+  json kept = json::array();
+  long long every = 1, count = 0;
+  Distinct gemm, mem;
+};
+IterationLog::IterationLog() : impl_(std::make_unique<Impl>()) {}
+IterationLog::~IterationLog() = default;
+long long IterationLog::count() const { return impl_->count; }
+void IterationLog::Add(json rec) {
+  Impl& m = *impl_;
+  const long long i = m.count++;
+  rec["i"] = i;
+  m.gemm.Add(StrOf(rec, "gemm_sum"), i);
+  m.mem.Add(StrOf(rec, "mem_sum"), i);
+  if (i % m.every != 0) return;
+  m.kept.push_back(std::move(rec));
+  if (m.kept.size() > kMaxKept) {
+    // Twice as sparse: the kept indices stay multiples of `every`, as on every other node.
+    m.every *= 2;
+    json thinner = json::array();
+    for (auto& r : m.kept)
+      if (r["i"].get<long long>() % m.every == 0) thinner.push_back(std::move(r));
+    m.kept = std::move(thinner);
+  }
+}
+void IterationLog::WriteTo(json& doc) const {
+  const Impl& m = *impl_;
+  doc["iterations"] = m.kept;
+  doc["iteration_count"] = m.count;
+  if (m.every > 1) doc["decimated"] = m.every;
+  json distinct = {{"gemm", m.gemm.Json()}, {"mem", m.mem.Json()}};
+  if (m.gemm.other) distinct["gemm_other"] = {{"count", m.gemm.other}, {"first", m.gemm.other_first}};
+  if (m.mem.other) distinct["mem_other"] = {{"count", m.mem.other}, {"first", m.mem.other_first}};
+  doc["distinct_sums"] = std::move(distinct);
 }
 
 uint64_t SplitMix64(uint64_t& state) {
@@ -455,9 +519,15 @@ std::string KernelId() {
 
 Options OptionsFromJob(const json& job) {
   Options o;
+  o.gpu = StrOf(job, "backend") == "gpu";
   o.duration_s = Clamped(job, "duration_s", o.duration_s, 0, kMaxDuration);
-  o.matrix_n = static_cast<int>(std::lround(Clamped(job, "matrix_n", o.matrix_n, 16, 4096)));
-  o.mem_mb = static_cast<int>(std::lround(Clamped(job, "mem_mb", o.mem_mb, 1, 65536)));
+  if (o.gpu) {
+    o.matrix_n = static_cast<int>(std::lround(Clamped(job, "matrix_n", 8192, 256, 32768)));
+    o.mem_mb = static_cast<int>(std::lround(Clamped(job, "mem_mb", 3072, 3, 1048576)));
+  } else {
+    o.matrix_n = static_cast<int>(std::lround(Clamped(job, "matrix_n", o.matrix_n, 16, 4096)));
+    o.mem_mb = static_cast<int>(std::lround(Clamped(job, "mem_mb", o.mem_mb, 1, 65536)));
+  }
   o.max_iterations = std::llround(Clamped(job, "max_iterations", 0, 0, 1e15));
   int threads = static_cast<int>(std::lround(Clamped(job, "threads", o.threads, 0, 1024)));
   if (threads == 0) threads = CpusAllowed();
@@ -539,9 +609,7 @@ json RunBurnInRankJob(const json& job, const std::string& node, int rank,
 
   const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
   const double bytes = 3.0 * static_cast<double>(words) * sizeof(double);
-  json kept = json::array();
-  long long every = 1, count = 0;
-  Distinct gemm_sums, mem_sums;
+  IterationLog log;
   bool cancelled = false;
   doc["started"] = RoundTo(util::UnixSeconds(), 3);
   const auto t0 = Clock::now();
@@ -568,32 +636,13 @@ json RunBurnInRankJob(const json& job, const std::string& node, int rank,
                 {"gemm_sum", gsum},
                 {"mem_gbps", m_s > 0 ? json(Significant(bytes / m_s / 1e9)) : json(nullptr)},
                 {"mem_sum", msum}};
-    ++count;
-    gemm_sums.Add(gsum, i);
-    mem_sums.Add(msum, i);
     if (on_iteration) on_iteration(rec);
-    if (i % every == 0) {
-      kept.push_back(std::move(rec));
-      if (kept.size() > kMaxKept) {
-        // Twice as sparse: the kept indices stay multiples of `every`, as on every other node.
-        every *= 2;
-        json thinner = json::array();
-        for (auto& r : kept)
-          if (r["i"].get<long long>() % every == 0) thinner.push_back(std::move(r));
-        kept = std::move(thinner);
-      }
-    }
-    if (o.max_iterations > 0 && count >= o.max_iterations) break;
+    log.Add(std::move(rec));
+    if (o.max_iterations > 0 && log.count() >= o.max_iterations) break;
     if (Seconds(Clock::now() - t0) >= o.duration_s) break;
   }
   doc["seconds"] = RoundTo(Seconds(Clock::now() - t0), 3);
-  doc["iterations"] = std::move(kept);
-  doc["iteration_count"] = count;
-  if (every > 1) doc["decimated"] = every;
-  json distinct = {{"gemm", gemm_sums.Json()}, {"mem", mem_sums.Json()}};
-  if (gemm_sums.other) distinct["gemm_other"] = {{"count", gemm_sums.other}, {"first", gemm_sums.other_first}};
-  if (mem_sums.other) distinct["mem_other"] = {{"count", mem_sums.other}, {"first", mem_sums.other_first}};
-  doc["distinct_sums"] = std::move(distinct);
+  log.WriteTo(doc);
   doc["completed"] = !cancelled;
   if (cancelled) doc["cancelled"] = true;
   return doc;
@@ -777,6 +826,14 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
     if (n.cancelled) o["cancelled"] = true;
     if (n.lost) o["lost"] = *n.lost;
     if (!StrOf(doc, "error").empty()) o["error"] = Text(StrOf(doc, "error"));
+    if (!StrOf(doc, "name").empty()) o["gpu_name"] = Text(StrOf(doc, "name"), 120);
+    if (const json& t = ObjOf(doc, "telemetry"); !t.empty()) o["telemetry"] = TelemetryOf(t);
+    if (TrueOf(doc, "health_read")) {
+      json e = json::array();
+      for (const auto& x : ArrOf(doc, "gpu_errors"))
+        if (x.is_string() && e.size() < 16) e.push_back(Text(x.get<std::string>(), 300));
+      o["gpu_errors"] = std::move(e);
+    }
     std::vector<double> g, m;
     for (const auto& r : n.recs) {
       if (std::isfinite(r.gflops)) g.push_back(r.gflops);
@@ -844,7 +901,9 @@ json Summarize(const std::map<std::string, json>& per_node_docs, const std::map<
 std::vector<MetricValue> BurnInMetrics(const json& r) {
   const json& s = ObjOf(r, "summary");
   const json& opts = ObjOf(r, "options");
-  std::string inputs = fmt::format("GEMM fp64 n={:g}, memory {:g} MiB", NumOf(opts, "matrix_n"), NumOf(opts, "mem_mb"));
+  const std::string inputs = InputsText(opts);
+  const bool gpu = StrOf(opts, "backend") == "gpu";
+  const char* unit = gpu ? "GPU" : "node";
   std::vector<MetricValue> out;
 
   {
@@ -906,8 +965,9 @@ std::vector<MetricValue> BurnInMetrics(const json& r) {
     auto ratio = OptNumOf(slow, "ratio");
     if (NumOf(f, "nodes") >= 2 && ratio) {
       m.value = *ratio;
-      m.detail = fmt::format("slowest node {}: {:g} GFLOP/s against the fleet median {:g} ({:g} nodes, {})",
-                             StrOf(slow, "node"), NumOf(slow, "value"), NumOf(f, "median"), NumOf(f, "nodes"), inputs);
+      m.detail =
+          fmt::format("slowest {} {}: {:g} GFLOP/s against the fleet median {:g} ({:g} {}s, {})", unit,
+                      StrOf(slow, "node"), NumOf(slow, "value"), NumOf(f, "median"), NumOf(f, "nodes"), unit, inputs);
     } else if (NumOf(f, "nodes") == 1) {
       m.why_missing = "one node: no fleet to compare it with";
     } else if (NumOf(f, "nodes") >= 2) {
@@ -974,6 +1034,61 @@ std::vector<MetricValue> BurnInMetrics(const json& r) {
     }
     out.push_back(m);
   }
+
+  {
+    // Errors the GPUs' own counters took during the run (NVML before and after): an uncorrectable
+    // ECC error, a row remapped or pending, a page retired under load.
+    MetricValue m{
+        "burnin.gpu-errors", std::nullopt,
+        gpu ? "no GPU's health was read before and after the run (NVML unreadable)" : "not a GPU burn-in (--gpu)", "",
+        ""};
+    std::vector<std::string> why;
+    size_t read = 0;
+    for (const auto& n : ArrOf(s, "nodes")) {
+      if (!n.is_object() || !n.contains("gpu_errors")) continue;
+      ++read;
+      const json& e = ArrOf(n, "gpu_errors");
+      if (!e.empty())
+        why.push_back(fmt::format("{}: {}", StrOf(n, "node"), e[0].is_string() ? e[0].get<std::string>() : ""));
+    }
+    if (read > 0) {
+      m.value = static_cast<double>(why.size());
+      m.why_missing.clear();
+      m.detail = fmt::format("{} GPU(s)' ECC, remapped-row and retired-page counters read before and after", read);
+      if (!why.empty()) m.fail_reason = JoinSome(why);
+    }
+    out.push_back(m);
+  }
+
+  {
+    // Clocks held back by heat, a power brake or a hardware slowdown under the load: the cooling or
+    // the power delivery, not the load, set the pace.
+    MetricValue m{"burnin.throttled", std::nullopt,
+                  gpu ? "no GPU telemetry (NVML unreadable)" : "not a GPU burn-in (--gpu)", "", ""};
+    std::vector<std::string> why;
+    size_t read = 0;
+    for (const auto& n : ArrOf(s, "nodes")) {
+      const json& t = ObjOf(n, "telemetry");
+      if (t.empty()) continue;
+      ++read;
+      std::vector<std::string> held;
+      for (const auto& h : ArrOf(t, "held_back"))
+        if (h.is_string()) held.push_back(h.get<std::string>());
+      if (!held.empty())
+        why.push_back(fmt::format("{}: {} (up to {:g} C)", StrOf(n, "node"), fmt::join(held, ", "),
+                                  NumOf(t, "temperature_c_max", -1)));
+    }
+    if (read > 0) {
+      m.value = static_cast<double>(why.size());
+      m.why_missing.clear();
+      m.detail = why.empty() ? fmt::format(
+                                   "{} GPU(s) sampled once a second; none held back by heat, power brake or "
+                                   "hardware slowdown",
+                                   read)
+                             : JoinSome(why);
+    }
+    out.push_back(m);
+  }
   return out;
 }
 
@@ -997,11 +1112,21 @@ std::string RenderBurnIn(const json& r) {
   };
   const json& s = ObjOf(r, "summary");
   const json& o = ObjOf(r, "options");
-  std::string out = fmt::format("Burn-in: {} node(s), {:g} s, GEMM fp64 n={:g}, memory {:g} MiB, {:g} thread(s)\n",
-                                ArrOf(s, "nodes").size(), NumOf(o, "duration_s"), NumOf(o, "matrix_n"),
-                                NumOf(o, "mem_mb"), NumOf(o, "threads", 1));
-  out += fmt::format("  {:<24} {:>8} {:>13} {:>8} {:>10} {:>8}  {}\n", "node", "iters", "GEMM GFLOP/s", "drift",
-                     "mem GB/s", "drift", "");
+  const bool gpu = StrOf(o, "backend") == "gpu";
+  // GPU figures in TFLOP/s (a GEMM on a GPU runs at hundreds of thousands of GFLOP/s).
+  auto gemm = [&](const json& x, const char* k) {
+    if (!gpu) return fig(x, k);
+    auto v = OptNumOf(x, k);
+    return v && std::isfinite(*v) ? fmt::format("{:.1f}", *v / 1000) : std::string("-");
+  };
+  std::string out = gpu ? fmt::format("Burn-in: {} GPU(s), {:g} s, {}\n", ArrOf(s, "nodes").size(),
+                                      NumOf(o, "duration_s"), InputsText(o))
+                        : fmt::format("Burn-in: {} node(s), {:g} s, {}, {}\n", ArrOf(s, "nodes").size(),
+                                      NumOf(o, "duration_s"), InputsText(o),
+                                      NumOf(o, "threads", 1) > 0 ? fmt::format("{:g} thread(s)", NumOf(o, "threads", 1))
+                                                                 : std::string("a thread per CPU of the task"));
+  out += fmt::format("  {:<24} {:>8} {:>13} {:>8} {:>10} {:>8}  {}\n", gpu ? "GPU" : "node", "iters",
+                     gpu ? "GEMM TFLOP/s" : "GEMM GFLOP/s", "drift", "mem GB/s", "drift", "");
   for (const auto& n : ArrOf(s, "nodes")) {
     std::string note;
     if (!StrOf(n, "lost").empty())
@@ -1009,18 +1134,37 @@ std::string RenderBurnIn(const json& r) {
     else if (n.is_object() && n.contains("cancelled"))
       note = "cancelled";
     out += fmt::format("  {:<24} {:>8} {:>13} {:>8} {:>10} {:>8}  {}\n", safe(StrOf(n, "node"), 24),
-                       fmt::format("{:g}", NumOf(n, "iteration_count", NumOf(n, "iterations"))), fig(n, "gemm_gflops"),
+                       fmt::format("{:g}", NumOf(n, "iteration_count", NumOf(n, "iterations"))), gemm(n, "gemm_gflops"),
                        pct(n, "gemm_drift"), fig(n, "mem_gbps"), pct(n, "mem_drift"), note);
   }
   const json& fleet = ObjOf(s, "fleet");
   const json& fg = ObjOf(fleet, "gemm_gflops");
   const json& fm = ObjOf(fleet, "mem_gbps");
   if (OptNumOf(fg, "median") || OptNumOf(fm, "median"))
-    out += fmt::format("Fleet median: GEMM {} GFLOP/s, memory {} GB/s\n", fig(fg, "median"), fig(fm, "median"));
+    out += fmt::format("Fleet median: GEMM {} {}, memory {} GB/s\n", gemm(fg, "median"), gpu ? "TFLOP/s" : "GFLOP/s",
+                       fig(fm, "median"));
   if (NumOf(fg, "nodes") >= 2 || NumOf(fm, "nodes") >= 2)
     out += fmt::format("Slowest: GEMM {} ({} of the median), memory {} ({} of the median)\n",
                        safe(StrOf(ObjOf(fg, "slowest"), "node"), 40), fig(ObjOf(fg, "slowest"), "ratio"),
                        safe(StrOf(ObjOf(fm, "slowest"), "node"), 40), fig(ObjOf(fm, "slowest"), "ratio"));
+  bool tel_head = false;
+  for (const auto& n : ArrOf(s, "nodes")) {
+    const json& t = ObjOf(n, "telemetry");
+    if (t.empty() && !n.contains("gpu_errors")) continue;
+    if (!tel_head) {
+      out += fmt::format("  {:<24} {:>7} {:>8} {:>9}  {}\n", "GPU telemetry", "max C", "max W", "SM MHz",
+                         "held back / errors");
+      tel_head = true;
+    }
+    std::vector<std::string> notes;
+    for (const auto& h : ArrOf(t, "held_back"))
+      if (h.is_string()) notes.push_back(h.get<std::string>());
+    for (const auto& e : ArrOf(n, "gpu_errors"))
+      if (e.is_string()) notes.push_back("ERROR " + e.get<std::string>());
+    out += fmt::format("  {:<24} {:>7} {:>8} {:>9}  {}\n", safe(StrOf(n, "node"), 24), fig(t, "temperature_c_max"),
+                       fig(t, "power_w_max"), fig(t, "sm_clock_mhz_median"),
+                       notes.empty() ? std::string("-") : safe(fmt::format("{}", fmt::join(notes, "; ")), 200));
+  }
   std::string vote = StrOf(s, "sdc_vote");
   const json& sdc = ArrOf(s, "sdc");
   for (const auto& e : sdc)

@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -63,11 +64,13 @@ std::optional<double> CgroupMemoryLeftMb(const std::string& proc_self_cgroup,
 int CpusAllowed();
 
 // The job's fields, clamped; a missing field or one of the wrong type (a string, an array, NaN)
-// takes its default.
+// takes its default. "backend": "gpu" selects the GPU load (RunGpuBurnInRankJob) and its ranges.
 struct Options {
+  bool gpu = false;
   double duration_s = 60;        // 0 .. 30 days; at least one iteration runs whatever it is
-  int matrix_n = 256;            // 16 .. 4096
-  int mem_mb = 256;              // 1 .. 65536: the memory pass's three arrays together
+  int matrix_n = 256;            // 16 .. 4096 (GPU: 256 .. 32768, default 8192)
+  int mem_mb = 256;              // 1 .. 65536: the memory pass's three arrays together (GPU: 3 ..
+                                 // 1048576, default 3072)
   uint64_t seed = 1;             // an unsigned integer (a float only when whole and below 2^53)
   long long max_iterations = 0;  // 0: until the duration is over; at most 1e15
   int threads = 1;               // 0: every CPU the task may use (CpusAllowed); at most 1024
@@ -102,6 +105,54 @@ Options OptionsFromJob(const nlohmann::json& job);
 //   "error": why it could not run (memory the node does not have, an allocation that failed)
 nlohmann::json RunBurnInRankJob(const nlohmann::json& job, const std::string& node, int rank,
                                 const std::function<void(const nlohmann::json&)>& on_iteration = {});
+
+// The iterations of one load (a node's CPU, or one GPU): the records kept (at most 10000; past
+// that only every k-th, k doubling) and every iteration's sums tallied. Add numbers the record
+// ("i": iterations added before it); WriteTo sets a document's "iterations", "iteration_count",
+// "decimated" and "distinct_sums" as RunBurnInRankJob documents them.
+class IterationLog {
+ public:
+  IterationLog();
+  ~IterationLog();
+  IterationLog(const IterationLog&) = delete;
+  IterationLog& operator=(const IterationLog&) = delete;
+  void Add(nlohmann::json rec);  // {"t", "gemm_gflops", "gemm_sum", "mem_gbps", "mem_sum"}
+  long long count() const;
+  void WriteTo(nlohmann::json& doc) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The GPU load on one node (burnin_gpu.cc): the GPU helper (clustermax-gpu, its "burnin" item: a
+// BF16 GEMM and a triad in device memory, every repetition checksummed on the GPU) on every GPU
+// at once, one helper process each, for the job's duration. `helper`: the helper's path (empty:
+// none found, the document says so). The job's "gpus" (indices) limits it to those GPUs.
+// NVML telemetry through the run (clocks, power, temperature, throttle reasons) and a snapshot
+// before and after: uncorrectable ECC errors, remapped rows or retired pages that appeared during
+// the run are that GPU's "gpu_errors". On util::Cancelled() the helpers are stopped and the
+// iterations they reported are kept. The document:
+//   "node", "rank", "backend": "gpu", "completed" (every GPU completed), "cancelled", "seconds",
+//   "error" (no helper, no GPU, no helper output),
+//   "gpus": [one document per GPU as RunBurnInRankJob's, "node" being "NODE/gpuI", plus "host",
+//            "gpu" (index), "uuid", "name", "reps" {"gemm", "mem"}, "telemetry" {"samples",
+//            "sm_clock_mhz", "memory_clock_mhz", "power_w", "temperature_c" ({min, median, max}),
+//            "clocks_event_reasons", "throttled"}, "gpu_errors": [text], "health_read" (both
+//            snapshots read)}]
+// What got worse on one GPU between two snapshots of docs/evidence-bundle.md's device shape:
+// uncorrectable ECC errors (volatile), rows remapped for uncorrectable errors, retired pages, a
+// remapping that became pending or failed; each in words. corrected_new: the corrected ECC errors
+// counted in between (not an error by itself).
+std::vector<std::string> GpuHealthChanges(const nlohmann::json& before, const nlohmann::json& after,
+                                          long long& corrected_new);
+
+nlohmann::json RunGpuBurnInRankJob(const nlohmann::json& job, const std::string& node, int rank,
+                                   const std::string& helper);
+
+// The units a run compares: a GPU document's every GPU ("NODE/gpuI"), any other document as its
+// node. A GPU document without GPUs stays as the node (its error says why).
+std::map<std::string, nlohmann::json> UnitsOf(const std::map<std::string, nlohmann::json>& node_docs);
 
 // ---- The analysis ----
 

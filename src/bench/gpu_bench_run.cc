@@ -30,10 +30,16 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-GpuJobOutcome RunJob(const std::string& helper, const json& job, const fs::path& job_file, double timeout_s) {
-  util::WriteFileAtomic(job_file, job.dump());
-  auto r = host::RunProcess(helper, {"clustermax-gpu", "run", "--job", job_file.string()},
-                            std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)), size_t{256} << 20, {});
+}  // namespace
+
+GpuJobOutcome RunHelperJob(const std::string& helper, const json& job, const fs::path& job_file, double timeout_s) {
+  std::vector<std::string> argv = {"clustermax-gpu", "run", "--job-json", job.dump()};
+  if (!job_file.empty()) {
+    util::WriteFileAtomic(job_file, job.dump());
+    argv = {"clustermax-gpu", "run", "--job", job_file.string()};
+  }
+  auto r = host::RunProcess(helper, argv, std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000)),
+                            size_t{256} << 20, {});
   GpuJobOutcome out;
   bool done = false;
   for (const auto& line : util::SplitLines(r.out)) {
@@ -64,6 +70,8 @@ GpuJobOutcome RunJob(const std::string& helper, const json& job, const fs::path&
   }
   return out;
 }
+
+namespace {
 
 // The harness a suite runs on: one helper per GPU and job; the first run carries the warm-up.
 class Runner : public GpuSuiteRunner {
@@ -106,7 +114,7 @@ class Runner : public GpuSuiteRunner {
   }
 
   GpuJobOutcome RunJob(const json& job, const std::string& file_name) override {
-    return bench::RunJob(helper_, job, work_ / file_name, o_.job_timeout_s);
+    return RunHelperJob(helper_, job, work_ / file_name, o_.job_timeout_s);
   }
 
  private:

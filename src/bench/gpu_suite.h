@@ -9,6 +9,7 @@
 //   gpu_grade.cc       metrics and bars of the whole result (each suite adds its own)
 //   gpu_render.cc      the text of the whole result and --list (each suite renders its own block)
 #pragma once
+#include <filesystem>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -28,6 +29,11 @@ struct GpuJobOutcome {
   std::vector<nlohmann::json> lines;  // parsed JSON lines, in order
   std::string failure;                // why the helper stopped early ("" when it printed "done")
 };
+
+// Runs the GPU helper (clustermax-gpu run) on one job: through `job_file` (written first) or, when
+// that is empty, inline on the command line (a small job). Lines that are not JSON are dropped.
+GpuJobOutcome RunHelperJob(const std::string& helper, const nlohmann::json& job, const std::filesystem::path& job_file,
+                           double timeout_s);
 
 // The harness as a suite's own run hook sees it.
 class GpuSuiteRunner {

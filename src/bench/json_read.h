@@ -19,6 +19,10 @@ inline std::optional<double> OptNumOf(const nlohmann::json& o, const char* k) {
   if (!o.is_object() || !o.contains(k) || !o[k].is_number()) return std::nullopt;
   return o[k].get<double>();
 }
+// True only for a boolean true.
+inline bool TrueOf(const nlohmann::json& o, const char* k) {
+  return o.is_object() && o.contains(k) && o[k].is_boolean() && o[k].get<bool>();
+}
 inline const nlohmann::json& ObjOf(const nlohmann::json& o, const char* k) {
   static const nlohmann::json empty = nlohmann::json::object();
   return o.is_object() && o.contains(k) && o[k].is_object() ? o[k] : empty;

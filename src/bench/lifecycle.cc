@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/gpu_bench.h"
+#include "bench/gpu_suite.h"
 #include "bench/json_read.h"
 #include "bench/s3.h"
 #include "bench/workspace.h"
@@ -232,6 +234,43 @@ json TimeInstall(host::Host& h, const json& p, const std::string& python, int wa
   return r;
 }
 
+// The model's files into the first GPU's memory through the GPU helper's "load" item: cold (the
+// helper drops them from the page cache first) and warm, every piece checked where it landed.
+json LoadToGpu(const std::string& path, int threads, const std::string& helper) {
+  if (helper.empty()) return {{"error", "no GPU helper (clustermax-gpu) next to clustermax on this node"}};
+  json item = {{"kind", "load"}, {"path", path}, {"threads", threads}};
+  json cold = item, warm = item;
+  cold["id"] = "cold";
+  cold["drop_cache"] = true;
+  warm["id"] = "warm";
+  json job = {{"device", 0}, {"warmup_s", 0}, {"items", {cold, warm}}};
+  GpuJobOutcome run = RunHelperJob(helper, job, {}, 3600);
+  json r = json::object();
+  for (const auto& l : run.lines) {
+    std::string type = StrOf(l, "type"), id = StrOf(l, "id");
+    if (type == "device") r["device"] = util::SanitizeUtf8(util::Ellipsize(StrOf(ObjOf(l, "device"), "name"), 120));
+    if (type != "result" || (id != "cold" && id != "warm")) continue;
+    if (!StrOf(l, "error").empty()) {
+      r["error"] = util::SanitizeUtf8(util::Ellipsize(id + ": " + StrOf(l, "error"), 600));
+      continue;
+    }
+    r[id + "_s"] = RoundTo(NumOf(l, "seconds"), 4);
+    r[id + "_gbps"] = RoundTo(NumOf(l, "gbps"), 4);
+    if (id == "cold") {
+      r["bytes"] = NumOf(l, "bytes");
+      r["wrapped"] = TrueOf(l, "wrapped");
+      r["checked_pieces"] = NumOf(l, "checked_pieces");
+      r["bad_pieces"] = NumOf(l, "bad_pieces");
+    }
+  }
+  if (NumOf(r, "bad_pieces") > 0 && !r.contains("error"))
+    r["error"] = fmt::format("{:g} of {:g} piece(s) differed on the GPU from the bytes read: corrupted on the way",
+                             NumOf(r, "bad_pieces"), NumOf(r, "checked_pieces"));
+  if (!run.failure.empty() && !r.contains("error")) r["error"] = util::SanitizeUtf8(util::Ellipsize(run.failure, 600));
+  if (!r.contains("error") && !r.contains("cold_gbps")) r["error"] = "the helper reported no load";
+  return r;
+}
+
 json TimeModelLoad(const json& m) {
   std::string path = m.value("path", "");
   int threads = m.value("threads", 8);
@@ -257,6 +296,7 @@ json TimeModelLoad(const json& m) {
     r["warm_s"] = warm["seconds"];
     r["warm_gbps"] = warm["gbps"];
   }
+  if (m.value("to_gpu", false)) r["gpu"] = LoadToGpu(path, threads, FindGpuHelper(m.value("helper", "")));
   return r;
 }
 
@@ -737,6 +777,14 @@ std::vector<MetricValue> LifecycleMetrics(const json& r) {
                           "not asked (--pip-install SPEC)", "slowest", lost, asked("pip")));
   out.push_back(FromWorst("life.model-load", WorstOver(nodes, "model", "cold_gbps", true),
                           "not asked (--model-path PATH)", "slowest", lost, asked("model")));
+  {
+    // The same files into GPU memory through the GPU helper (--model-to-gpu).
+    json to_gpu = json::object();
+    for (const auto& [node, doc] : nodes.items())
+      if (const json& g = ObjOf(ObjOf(doc, "model"), "gpu"); !g.empty()) to_gpu[node] = {{"gpu", g}};
+    out.push_back(FromWorst("life.model-load-gpu", WorstOver(to_gpu, "gpu", "cold_gbps", true),
+                            "not asked (--model-path PATH --model-to-gpu)", "slowest", lost, asked("model_gpu")));
+  }
   out.push_back(FromWorst("life.model-load-s3", WorstOver(nodes, "s3", "gbps", true),
                           "not asked (--model-s3 s3://BUCKET/PREFIX)", "slowest", lost, asked("s3")));
   {
@@ -817,6 +865,15 @@ std::string RenderLifecycle(const json& r) {
             "    {:<34} {:.2f} GB/s{} ({:.2f} GB)\n", what, NumOf(m, std::string(k) == "model" ? "cold_gbps" : "gbps"),
             OptNumOf(m, "warm_gbps") ? fmt::format(" cold, {:.2f} GB/s warm", NumOf(m, "warm_gbps")) : "",
             NumOf(m, "bytes") / 1e9);
+      if (const json& g = ObjOf(m, "gpu"); !g.empty()) {
+        std::string to =
+            "  into GPU memory" + (StrOf(g, "device").empty() ? "" : " (" + safe(StrOf(g, "device")) + ")");
+        if (!StrOf(g, "error").empty())
+          out += fmt::format("    {:<34} error: {}\n", to, safe(StrOf(g, "error")));
+        else
+          out += fmt::format("    {:<34} {:.2f} GB/s cold, {:.2f} GB/s warm ({:g} pieces checked on the GPU)\n", to,
+                             NumOf(g, "cold_gbps"), NumOf(g, "warm_gbps"), NumOf(g, "checked_pieces"));
+      }
     }
     for (const auto& c : ArrOf(d, "containers")) {
       if (!StrOf(c, "skipped").empty()) {

@@ -51,6 +51,8 @@ struct LifeCli {
   std::vector<std::string> pip_args;
   std::string model_path, model_s3, s3_endpoint, s3_region = "us-east-1", s3_addressing = "path", s3_profile;
   int model_threads = 8;
+  bool model_to_gpu = false;
+  std::string gpu_helper;
   std::string image, image_dir = "/tmp";
   double image_timeout = 1800;
   std::string reboot;
@@ -194,7 +196,13 @@ json NodeJob(const LifeCli& o) {
     job["pip"] = {{"spec", o.pip_install},      {"installer", o.installer}, {"index_url", o.pip_index_url},
                   {"args", o.pip_args},         {"dir", o.pip_dir},         {"module", o.pip_module},
                   {"timeout_s", o.step_timeout}};
-  if (!o.model_path.empty()) job["model"] = {{"path", o.model_path}, {"threads", o.model_threads}};
+  if (!o.model_path.empty()) {
+    job["model"] = {{"path", o.model_path}, {"threads", o.model_threads}};
+    if (o.model_to_gpu) {
+      job["model"]["to_gpu"] = true;
+      if (!o.gpu_helper.empty()) job["model"]["helper"] = o.gpu_helper;
+    }
+  }
   if (!o.model_s3.empty()) {
     std::string rest = o.model_s3.substr(5);
     auto slash = rest.find('/');
@@ -363,6 +371,8 @@ int RunLifecycle(LifeCli& o) {
           "the nodes hold them)");
   if (o.warm_runs < 0 || o.warm_runs > 20) throw UsageError("--warm-runs: from 0 to 20");
   if (o.model_threads < 1 || o.model_threads > 64) throw UsageError("--model-threads: from 1 to 64");
+  if (o.model_to_gpu && o.model_path.empty()) throw UsageError("--model-to-gpu: with --model-path PATH");
+  if (!o.gpu_helper.empty() && !o.model_to_gpu) throw UsageError("--gpu-helper: with --model-to-gpu");
   if (!o.model_s3.empty() && (o.model_s3.rfind("s3://", 0) != 0 || o.model_s3.size() <= 5 || o.s3_endpoint.empty()))
     throw UsageError("--model-s3: s3://BUCKET[/PREFIX], with --s3-endpoint");
   for (double v : {o.start_timeout, o.step_timeout, o.image_timeout, o.reboot_timeout})
@@ -391,6 +401,7 @@ int RunLifecycle(LifeCli& o) {
                        {"import", !o.no_import},
                        {"pip", !o.pip_install.empty()},
                        {"model", !o.model_path.empty()},
+                       {"model_gpu", !o.model_path.empty() && o.model_to_gpu},
                        {"s3", !o.model_s3.empty()},
                        {"containers", !o.image.empty()},
                        {"nodes_in_scope", scope.in_scope},
@@ -512,6 +523,10 @@ void AddLifecycleCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--model-path", o->model_path,
                   "Opt-in: read this file or directory (a model on the shared filesystem) into host memory on each "
                   "node, cold then warm");
+  cmd->add_flag("--model-to-gpu", o->model_to_gpu,
+                "With --model-path: also read the files into the first GPU's memory through the GPU helper "
+                "(clustermax-gpu), cold and warm, every piece checked where it landed");
+  cmd->add_option("--gpu-helper", o->gpu_helper, "The GPU helper's path on the nodes (default: next to clustermax)");
   cmd->add_option("--model-s3", o->model_s3, "Opt-in: read every object under s3://BUCKET/PREFIX on each node");
   cmd->add_option("--s3-endpoint", o->s3_endpoint, "S3 endpoint for --model-s3, http(s)://host[:port]");
   cmd->add_option("--s3-region", o->s3_region, "S3 region");

@@ -16,6 +16,7 @@
 #include "bench/gpu_bench.h"
 #include "bench/json_read.h"
 #include "bench/train.h"
+#include "gpu/nvml.h"
 #include "bench/workspace.h"
 #include "cli/bench_common.h"
 #include "cli/cli.h"
@@ -42,7 +43,22 @@ struct TrainCli {
   double peak_tflops = 0, mamf_tflops = 0;
   double stall_timeout = 300, first_step_timeout = 900, run_timeout = 86400;
   std::string container_image, container_mounts, time_limit;
+  bool local = false;
 };
+
+// --local: the tasks on this machine, no Slurm; the same variables and task line as kWrapper, each
+// task's output prefixed with its rank as srun --label does. $1: the task count, $2: MASTER_PORT,
+// $3: this machine's name; then the recipe's command. Exits non-zero when any task did.
+constexpr const char* kLocalLauncher =
+    "set -o pipefail; n=$1; export MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 WORLD_SIZE=$1 LOCAL_WORLD_SIZE=$1; "
+    "host=$3; shift 3; "
+    "gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -n 1 | tr -d '\"\\\\'); "
+    "i=0; pids=; while [ \"$i\" -lt \"$n\" ]; do "
+    "( export RANK=$i LOCAL_RANK=$i; "
+    "printf 'CMAX-TRAIN {\"event\":\"task\",\"rank\":%d,\"node\":\"%s\",\"job\":\"\",\"gpu\":\"%s\"}\\n' "
+    "\"$i\" \"$host\" \"$gpu\"; exec \"$@\" 2>&1 ) 2>&1 | sed -u \"s/^/$i: /\" & "
+    "pids=\"$pids $!\"; i=$((i+1)); done; "
+    "rc=0; for p in $pids; do wait \"$p\" || rc=$?; done; exit $rc";
 
 // Sets the torchrun-style variables from Slurm's, says which node each rank runs on (a line the
 // log reader knows), then becomes the recipe's command.
@@ -94,9 +110,20 @@ int RunTrain(TrainCli& o) {
   for (double v : {o.stall_timeout, o.first_step_timeout, o.run_timeout})
     if (!(v > 0 && v <= 1e7)) throw UsageError("timeouts: seconds above 0");
   if (o.peak_tflops < 0 || o.mamf_tflops < 0) throw UsageError("--peak-tflops/--mamf-tflops: TFLOP/s, 0 or more");
+  if (o.local && (!o.slurm.partition.empty() || !o.slurm.nodelist.empty() || o.slurm.nodes > 0 ||
+                  !o.container_image.empty() || !o.time_limit.empty()))
+    throw UsageError("--local runs on this machine alone: no --partition, --nodelist, --nodes, --time or containers");
   CheckBenchOut(o.common, "train");
   host::LocalHost login;
-  audit::NodeScope scope = audit::SelectNodes(login, o.slurm);
+  audit::NodeScope scope;
+  if (o.local) {
+    // This machine: its GPUs as NVML counts them (none without a driver).
+    scope.targets = scope.in_scope = {util::Hostname().empty() ? "localhost" : util::Hostname()};
+    auto q = gpu::QueryNvml(std::chrono::seconds(10));
+    if (q.status == gpu::NvmlStatus::kOk) scope.gpus_per_node = static_cast<int>(bench::NumOf(q.data, "device_count"));
+  } else {
+    scope = audit::SelectNodes(login, o.slurm);
+  }
   RequireTargets(scope, "bench train");
   int gpus = scope.gpus_per_node;
   json raw;
@@ -156,27 +183,35 @@ int RunTrain(TrainCli& o) {
     port = std::uniform_int_distribution<int>(20000, 39999)(rd);
   }
   std::vector<std::string> nodes = scope.targets;
-  std::string master = NodeAddr(login, nodes.front());
-  std::vector<std::string> argv = {"srun",
-                                   fmt::format("--nodes={}", nodes.size()),
-                                   fmt::format("--ntasks={}", nodes.size() * tpn),
-                                   fmt::format("--ntasks-per-node={}", tpn),
-                                   "--nodelist=" + fmt::format("{}", fmt::join(nodes, ",")),
-                                   "--job-name=clustermax-train",
-                                   "--label",
-                                   "--kill-on-bad-exit=1",
-                                   fmt::format("--export=ALL,MASTER_ADDR={},MASTER_PORT={}", master, port)};
-  if (scope.inside_allocation) {
-    argv.push_back("--overlap");
-  } else {
-    if (!o.slurm.partition.empty()) argv.push_back("--partition=" + o.slurm.partition);
-    if (!o.time_limit.empty()) argv.push_back("--time=" + o.time_limit);
-  }
-  if (gpus > 0) argv.push_back(fmt::format("--gres=gpu:{}", gpus));
   std::string image = o.container_image.empty() ? recipe.container_image : o.container_image;
-  if (!image.empty()) argv.push_back("--container-image=" + image);
-  if (!o.container_mounts.empty()) argv.push_back("--container-mounts=" + o.container_mounts);
-  argv.insert(argv.end(), {"/bin/sh", "-c", kWrapper, "clustermax-train"});
+  std::vector<std::string> argv;
+  if (o.local) {
+    if (!image.empty())
+      throw UsageError(fmt::format("--local: recipe {} runs in a container (pyxis needs Slurm)", recipe.name));
+    argv = {"/bin/bash",          "-c",         kLocalLauncher, "clustermax-train", std::to_string(tpn),
+            std::to_string(port), nodes.front()};
+  } else {
+    std::string master = NodeAddr(login, nodes.front());
+    argv = {"srun",
+            fmt::format("--nodes={}", nodes.size()),
+            fmt::format("--ntasks={}", nodes.size() * tpn),
+            fmt::format("--ntasks-per-node={}", tpn),
+            "--nodelist=" + fmt::format("{}", fmt::join(nodes, ",")),
+            "--job-name=clustermax-train",
+            "--label",
+            "--kill-on-bad-exit=1",
+            fmt::format("--export=ALL,MASTER_ADDR={},MASTER_PORT={}", master, port)};
+    if (scope.inside_allocation) {
+      argv.push_back("--overlap");
+    } else {
+      if (!o.slurm.partition.empty()) argv.push_back("--partition=" + o.slurm.partition);
+      if (!o.time_limit.empty()) argv.push_back("--time=" + o.time_limit);
+    }
+    if (gpus > 0) argv.push_back(fmt::format("--gres=gpu:{}", gpus));
+    if (!image.empty()) argv.push_back("--container-image=" + image);
+    if (!o.container_mounts.empty()) argv.push_back("--container-mounts=" + o.container_mounts);
+    argv.insert(argv.end(), {"/bin/sh", "-c", kWrapper, "clustermax-train"});
+  }
   argv.insert(argv.end(), command.begin(), command.end());
   // As the result keeps it: the built-in script by name, secrets out.
   std::vector<std::string> shown;
@@ -197,6 +232,7 @@ int RunTrain(TrainCli& o) {
                        {"log_format", recipe.log_format},
                        {"precision", recipe.precision},
                        {"container_image", image},
+                       {"local", o.local},
                        {"nodes_in_scope", scope.in_scope},
                        {"inside_allocation", scope.inside_allocation}};
   // The recipe as read, its command and defaults redacted as the command line is.
@@ -212,7 +248,8 @@ int RunTrain(TrainCli& o) {
   result["recipe"] = kept;
   result["argv"] = shown;
   if (!o.common.quiet)
-    std::cerr << fmt::format("  {} on {} node(s) x {} task(s), {} steps\n", recipe.name, nodes.size(), tpn, o.steps);
+    std::cerr << fmt::format("  {} on {} node(s) x {} task(s), {} steps{}\n", recipe.name, nodes.size(), tpn, o.steps,
+                             o.local ? " (this machine, no Slurm)" : "");
 
   // The log, line by line as srun forwards it; the watchdog's clock restarts at every new step.
   train::LogReader reader(recipe.log_format);
@@ -322,12 +359,12 @@ int RunTrain(TrainCli& o) {
   } else if (run.timed_out) {
     result["error"] = fmt::format("the run did not end within {} s", o.run_timeout);
   } else if (run.status != host::IoStatus::kOk) {
-    result["error"] = "srun: " + run.error;
+    result["error"] = (o.local ? "the launcher: " : "srun: ") + run.error;
   } else if (run.exit_code != 0) {
     std::string first =
         bench::ArrOf(summary, "errors").empty() ? "" : bench::ArrOf(summary, "errors")[0].get<std::string>();
     if (!first.empty()) first = host::RedactText(first);
-    result["error"] = fmt::format("the run failed (srun exit code {}){}", run.exit_code,
+    result["error"] = fmt::format("the run failed ({} exit code {}){}", o.local ? "a task's" : "srun", run.exit_code,
                                   !first.empty() ? ": " + first
                                   : !err.empty() ? ": " + util::Ellipsize(host::RedactText(err), 600)
                                                  : "");
@@ -370,6 +407,9 @@ void AddTrainCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--first-step-timeout", o->first_step_timeout,
                   "Seconds from the launch to the first step (allocation, start-up, compilation)");
   cmd->add_option("--run-timeout", o->run_timeout, "Seconds the whole run may take");
+  cmd->add_flag("--local", o->local,
+                "Run on this machine alone, without Slurm: one task per GPU (else one), ranks and MASTER_ADDR set as "
+                "torchrun does");
   cmd->add_option("--container-image", o->container_image, "Run the tasks in this image (pyxis)");
   cmd->add_option("--container-mounts", o->container_mounts, "pyxis --container-mounts");
   cmd->add_option("--partition", o->slurm.partition, "The partition to take nodes from");

@@ -6,6 +6,7 @@
 // RUN_DIR/bench/burnin.json.
 
 #include <atomic>
+#include <filesystem>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -18,6 +19,8 @@
 
 #include "audit/slurm_fanout.h"
 #include "bench/burnin.h"
+#include "bench/gpu_bench.h"
+#include "bench/json_read.h"
 #include "bench/grade.h"
 #include "bench/workspace.h"
 #include "cli/bench_common.h"
@@ -30,6 +33,7 @@
 namespace clustermax::cli {
 using nlohmann::json;
 namespace burnin = bench::burnin;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -39,9 +43,18 @@ struct BurnInCli {
   BenchCommon common;
   audit::SlurmFanOutOptions slurm;
   std::string duration = "10m";
-  int matrix_n = 256, mem_mb = 256, threads = 0;
+  int matrix_n = 0, mem_mb = 0, threads = 0;  // 0: the backend's default
+  bool gpu = false, local = false;
+  std::string helper;
   std::string rank_job;
 };
+
+// One node's share of the run: the GPU load (every GPU, through the helper) or the CPU load.
+json RunOnNode(const json& job, const std::string& node, int rank) {
+  if (bench::StrOf(job, "backend") == "gpu")
+    return burnin::RunGpuBurnInRankJob(job, node, rank, bench::FindGpuHelper(bench::StrOf(job, "helper")));
+  return burnin::RunBurnInRankJob(job, node, rank);
+}
 
 // "90", "90s", "10m", "8h", "2d" -> seconds; nullopt when malformed.
 std::optional<double> ParseDuration(const std::string& s) {
@@ -66,14 +79,58 @@ int RunBurnIn(BurnInCli& o) {
                          // srun passes on Ctrl-C and the time limit as SIGTERM: the task stops
                          // and sends the iterations it has.
                          bench::InstallCancelHandlers();
-                         return burnin::RunBurnInRankJob(job, me.node, me.rank);
+                         return RunOnNode(job, me.node, me.rank);
                        });
   auto duration = ParseDuration(o.duration);
   if (!duration || *duration > 30 * 86400.0) throw UsageError("--duration: e.g. 600, 10m, 8h, 2d (at most 30 days)");
-  if (o.matrix_n < 16 || o.matrix_n > 4096) throw UsageError("--matrix-n: 16 to 4096");
-  if (o.mem_mb < 1 || o.mem_mb > 65536) throw UsageError("--mem-mb: 1 to 65536");
+  if (o.gpu) {
+    if (o.matrix_n != 0 && (o.matrix_n < 256 || o.matrix_n > 32768))
+      throw UsageError("--matrix-n: 256 to 32768 with --gpu");
+    if (o.mem_mb != 0 && (o.mem_mb < 3 || o.mem_mb > 1048576)) throw UsageError("--mem-mb: 3 to 1048576 with --gpu");
+  } else {
+    if (o.matrix_n != 0 && (o.matrix_n < 16 || o.matrix_n > 4096)) throw UsageError("--matrix-n: 16 to 4096");
+    if (o.mem_mb != 0 && (o.mem_mb < 1 || o.mem_mb > 65536)) throw UsageError("--mem-mb: 1 to 65536");
+    if (!o.helper.empty()) throw UsageError("--helper: only with --gpu");
+  }
   if (o.threads < 0 || o.threads > 1024) throw UsageError("--threads: 0 (every CPU) to 1024");
+  if (o.local &&
+      (!o.slurm.partition.empty() || !o.slurm.nodelist.empty() || o.slurm.nodes > 0 || !o.slurm.bcast.empty()))
+    throw UsageError("--local runs on this machine alone: no --partition, --nodelist, --nodes or --bcast");
   CheckBenchOut(o.common, "burnin");
+  json job = {{"duration_s", *duration}, {"seed", 1}, {"threads", o.threads}};
+  if (o.matrix_n) job["matrix_n"] = o.matrix_n;
+  if (o.mem_mb) job["mem_mb"] = o.mem_mb;
+  if (o.gpu) {
+    job["backend"] = "gpu";
+    // The helper's path as given (absolute: the nodes resolve it themselves); empty: next to
+    // clustermax on each node.
+    if (!o.helper.empty()) job["helper"] = fs::absolute(o.helper).string();
+  }
+  const burnin::Options eff = burnin::OptionsFromJob(job);
+  json options = {{"backend", o.gpu ? "gpu" : "cpu"},
+                  {"duration_s", *duration},
+                  {"matrix_n", eff.matrix_n},
+                  {"mem_mb", eff.mem_mb},
+                  {"seed", 1},
+                  {"threads", o.threads}};
+  auto started = std::chrono::system_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
+  if (o.local) {
+    // This machine alone, no Slurm: the node side in this process.
+    bench::InstallCancelHandlers();
+    std::string me = util::Hostname().empty() ? "localhost" : util::Hostname();
+    if (!o.common.quiet)
+      std::cerr << fmt::format("  burn-in on this machine ({}) for {:g} s: {}\n", me, *duration,
+                               o.gpu ? "every GPU" : "the CPU");
+    std::map<std::string, json> docs = {{me, RunOnNode(job, me, 0)}};
+    options["nodes"] = {me};
+    json result = {{"kind", "clustermax.bench.burnin"}, {"schema_version", 1}, {"options", options}};
+    result["summary"] = burnin::Summarize(burnin::UnitsOf(docs), {});
+    StampFleetResult(result, started, t0, {});
+    const BenchCommon& c = o.common;
+    return FinishBench(std::move(result), c, "burnin", burnin::RenderBurnIn,
+                       [&c](const json& x) { return bench::Grade(burnin::BurnInMetrics(x), BenchBars(c)); });
+  }
   host::LocalHost login;
   o.slurm.self_exe = util::SelfExe();
   o.slurm.tasks_per_node = 1;
@@ -90,10 +147,6 @@ int RunBurnIn(BurnInCli& o) {
   audit::NodeScope scope = audit::SelectNodes(login, o.slurm);
   RequireTargets(scope, "burnin");
   bench::InstallCancelHandlers();
-  json job = {
-      {"duration_s", *duration}, {"matrix_n", o.matrix_n}, {"mem_mb", o.mem_mb}, {"seed", 1}, {"threads", o.threads}};
-  auto started = std::chrono::system_clock::now();
-  auto t0 = std::chrono::steady_clock::now();
   std::atomic<bool> done{false};
   std::atomic<size_t> reported{0};
   std::mutex mu;
@@ -123,17 +176,20 @@ int RunBurnIn(BurnInCli& o) {
     }
   } joiner{done, progress};
   if (!o.common.quiet)
-    std::cerr << fmt::format("  burn-in on {} node(s) for {:g} s: GEMM fp64 n={}, memory {} MiB\n",
-                             scope.targets.size(), *duration, o.matrix_n, o.mem_mb);
-  audit::FramedStep step = audit::RunFramedStep(login, scope, scope.targets, o.slurm, "clustermax-burnin",
-                                                {"burnin", "--rank-job", job.dump()}, kBurnInMarker, 0,
-                                                [&](const std::string& node, std::string doc) {
-                                                  // With a sink the step keeps no documents: kept
-                                                  // here as they arrive.
-                                                  std::lock_guard<std::mutex> lock(mu);
-                                                  arrived[node] = std::move(doc);
-                                                  ++reported;
-                                                });
+    std::cerr << fmt::format(
+        "  burn-in on {} node(s) for {:g} s: {}\n", scope.targets.size(), *duration,
+        o.gpu ? fmt::format("every GPU, GEMM bf16 n={}, device memory {} MiB", eff.matrix_n, eff.mem_mb)
+              : fmt::format("GEMM fp64 n={}, memory {} MiB", eff.matrix_n, eff.mem_mb));
+  // With --gpu the step asks for the nodes' GPUs (their gres), so that the tasks see them.
+  audit::FramedStep step = audit::RunFramedStep(
+      login, scope, scope.targets, o.slurm, "clustermax-burnin", {"burnin", "--rank-job", job.dump()}, kBurnInMarker,
+      o.gpu ? scope.gpus_per_node : 0, [&](const std::string& node, std::string doc) {
+        // With a sink the step keeps no documents: kept
+        // here as they arrive.
+        std::lock_guard<std::mutex> lock(mu);
+        arrived[node] = std::move(doc);
+        ++reported;
+      });
   done = true;
   progress.join();
   step.documents = std::move(arrived);
@@ -142,9 +198,9 @@ int RunBurnIn(BurnInCli& o) {
   for (const auto& [node, why] : missing)
     if (!bench::Cancelled() && !o.common.quiet) std::cerr << "  " << node << ": " << why << "\n";
   json result = {{"kind", "clustermax.bench.burnin"}, {"schema_version", 1}};
-  result["options"] = {{"duration_s", *duration}, {"matrix_n", o.matrix_n}, {"mem_mb", o.mem_mb}, {"seed", 1},
-                       {"threads", o.threads},    {"nodes", scope.targets}};
-  result["summary"] = burnin::Summarize(docs, missing);
+  options["nodes"] = scope.targets;
+  result["options"] = options;
+  result["summary"] = burnin::Summarize(burnin::UnitsOf(docs), missing);
   if (bench::Cancelled()) result["interrupted"] = true;
   StampFleetResult(result, started, t0, scope.unreachable);
   const BenchCommon& c = o.common;
@@ -161,8 +217,15 @@ void AddBurnInCommand(CLI::App* parent, Commands& table) {
       "Reliability burn-in through Slurm: the same sustained GEMM + memory load on every node for --duration, "
       "results compared across nodes (silent data corruption), throughput drift, the slowest node, nodes lost");
   cmd->add_option("--duration", o->duration, "How long: seconds, or 10m, 8h, 2d (default 10m)");
-  cmd->add_option("--matrix-n", o->matrix_n, "GEMM size n (n x n fp64; default 256)");
-  cmd->add_option("--mem-mb", o->mem_mb, "Memory pass size, MiB for its three arrays (default 256)");
+  cmd->add_option("--matrix-n", o->matrix_n, "GEMM size n (n x n fp64; default 256; --gpu: bf16, default 8192)");
+  cmd->add_option("--mem-mb", o->mem_mb, "Memory pass size, MiB for its three arrays (default 256; --gpu: 3072)");
+  cmd->add_flag("--gpu", o->gpu,
+                "The GPU load on every GPU of every node (the GPU helper clustermax-gpu: BF16 GEMM and a triad in "
+                "device memory, each GPU compared with its alike peers) with NVML telemetry and ECC/row-remap "
+                "counters read before and after");
+  cmd->add_option("--helper", o->helper,
+                  "With --gpu: the GPU helper's path on the nodes (default: next to clustermax)");
+  cmd->add_flag("--local", o->local, "Run on this machine alone, without Slurm");
   cmd->add_option("--threads", o->threads, "Threads per node (default 0: every CPU of the task)");
   cmd->add_option("--partition", o->slurm.partition, "The partition to take nodes from");
   cmd->add_option("--nodelist", o->slurm.nodelist, "These nodes (Slurm hostlist)");

@@ -138,6 +138,15 @@ class LtGemm {
   LtGemm& operator=(const LtGemm&) = delete;
 
   size_t algo_count() const { return algos_.size(); }
+  // The algorithm's cuBLASLt id (CUBLASLT_ALGO_CONFIG_ID), -1 when it cannot be read.
+  int AlgoId(size_t algo) const {
+    int id = -1;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written) !=
+        CUBLAS_STATUS_SUCCESS)
+      return -1;
+    return id;
+  }
 
   void Run(size_t algo, const void* a, const void* b, void* d, void* ws, size_t ws_bytes, cudaStream_t s) const {
     double alpha_d = 1.0, beta_d = 0.0;
@@ -170,6 +179,9 @@ struct Context {
   DevPtr flush;
   size_t flush_bytes = 256u << 20;
   uint64_t seed = 0x636c75737465726dull;
+  // Writes one line of the protocol now (helper.cc's Emit): for a suite that reports as it goes
+  // (the burn-in's iterations) before its result line.
+  std::function<void(const json&)> emit;
 };
 // The sampled check of a matmul: host-chosen (A row, B column, D index) triples, dot products on
 // the device in double, (got, ref, absref) back to the caller for the tolerance rule.

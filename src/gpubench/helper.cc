@@ -116,6 +116,7 @@ int Run(const json& job) {
     return 3;
   }
   Context c;
+  c.emit = Emit;
   c.device = job.value("device", 0);
   if (c.device < 0 || c.device >= count) {
     Emit({{"type", "error"}, {"error", "no CUDA device " + std::to_string(c.device)}});

@@ -2,6 +2,8 @@
 
 #include "bench/net_check.h"
 
+#include <algorithm>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -184,6 +186,23 @@ __global__ void CheckTriadKernel(const float* a, const float* b, const float* c,
   if (w) atomicAdd(wrong, w);
 }
 
+// SplitMix64's finalizer (Vigna): a bijection of 64 bits, every input bit reaching every output bit.
+__device__ unsigned long long Mix64(unsigned long long z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+__global__ void WordHashKernel(const uint32_t* __restrict__ p, size_t words, unsigned long long* out) {
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  unsigned long long acc = 0;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
+    acc += Mix64((static_cast<unsigned long long>(i) << 32) ^ p[i]);
+  // Unsigned addition wraps mod 2^64 and commutes: the warp sum, then one atomic per warp.
+  for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
+  if ((threadIdx.x & 31) == 0 && acc) atomicAdd(out, acc);
+}
+
 __global__ void EmptyKernel() {}
 
 // bench net's inputs and its check (bench/net_check.h), on the GPU: a 16 GiB output never
@@ -248,6 +267,18 @@ cudaError_t LaunchSampleDots(const SampleArgs& args, cudaStream_t s) {
 
 cudaError_t LaunchCopy(const float* a, float* b, size_t n, int blocks, cudaStream_t s) {
   CopyKernel<<<blocks, kThreads, 0, s>>>(reinterpret_cast<const float4*>(a), reinterpret_cast<float4*>(b), n / 4);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchWordHash(const uint32_t* p, size_t words, unsigned long long* out, cudaStream_t s) {
+  cudaError_t e = cudaMemsetAsync(out, 0, sizeof *out, s);
+  if (e != cudaSuccess) return e;
+  int dev = 0, sms = 0;
+  cudaGetDevice(&dev);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  size_t want = (words + kThreads - 1) / kThreads;
+  int blocks = static_cast<int>(std::min<size_t>(std::max<size_t>(want, 1), static_cast<size_t>(std::max(sms, 1)) * 8));
+  WordHashKernel<<<blocks, kThreads, 0, s>>>(p, words, out);
   return cudaGetLastError();
 }
 

@@ -33,6 +33,13 @@ static const unsigned kBus[kGpus] = {0x19, 0x3b, 0x4c, 0x5d, 0x9b, 0xbb, 0xcb, 0
 // FAKE_NVML_HEALTHY: none of the planted faults below (x8 link, ECC errors, retired pages, a down
 // NVLink): a healthy node for the health-check tests.
 static bool Faulty() { return std::getenv("FAKE_NVML_HEALTHY") == nullptr; }
+// FAKE_NVML_ECC_FLAG=PATH: once PATH exists, GPU 1 has 3 uncorrectable volatile ECC errors and a row
+// remapping pending (an error that appears while something runs). FAKE_NVML_THROTTLE=1: GPU 0's
+// clocks are held back by HW thermal slowdown.
+static bool EccFlag() {
+  const char* p = std::getenv("FAKE_NVML_ECC_FLAG");
+  return p && ::access(p, F_OK) == 0;
+}
 static unsigned Index(nvmlDevice_t d) { return static_cast<unsigned>(reinterpret_cast<unsigned long>(d) - 1); }
 static int Copy(char* dst, unsigned len, const char* src) {
   if (std::strlen(src) + 1 > len) return kInvalidArgument;
@@ -153,13 +160,14 @@ nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t, unsigned* cur, unsigned* pend) {
 }
 nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int error_type, int counter_type, unsigned long long* n) {
   *n = (Faulty() && Index(d) == 3 && error_type == 1) ? (counter_type == 0 ? 4 : 9) : 0;
+  if (EccFlag() && Index(d) == 1 && error_type == 1 && counter_type == 0) *n = 3;
   return kSuccess;
 }
-nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t, unsigned* corr, unsigned* unc, unsigned* pending,
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned* corr, unsigned* unc, unsigned* pending,
                                        unsigned* failure) {
   *corr = 0;
   *unc = 0;
-  *pending = 0;
+  *pending = EccFlag() && Index(d) == 1 ? 1 : 0;
   *failure = 0;
   return kSuccess;
 }
@@ -202,8 +210,8 @@ nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned link, unsigned* a
   *active = (Faulty() && Index(d) == 2 && link == 7) ? 0 : 1;
   return kSuccess;
 }
-nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t, unsigned long long* r) {
-  *r = 0x1;
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long* r) {
+  *r = std::getenv("FAKE_NVML_THROTTLE") && Index(d) == 0 ? 0x41 : 0x1;
   return kSuccess;
 }
 // nvmlDeviceGetSerial may be unsupported on some boards; the real library then returns 3.

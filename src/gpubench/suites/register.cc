@@ -5,11 +5,12 @@
 
 namespace clustermax::gpubench {
 
-extern const HelperSuite kGemmSuite, kGroupedSuite, kMembwSuite, kPcieSuite, kP2pSuite, kLaunchSuite;
+extern const HelperSuite kGemmSuite, kGroupedSuite, kMembwSuite, kPcieSuite, kP2pSuite, kLaunchSuite, kBurnInSuite,
+    kLoadSuite;
 
 const std::vector<HelperSuite>& HelperSuites() {
-  static const std::vector<HelperSuite> s = {kGemmSuite, kGroupedSuite, kMembwSuite,
-                                             kPcieSuite, kP2pSuite,     kLaunchSuite};
+  static const std::vector<HelperSuite> s = {kGemmSuite, kGroupedSuite, kMembwSuite,  kPcieSuite,
+                                             kP2pSuite,  kLaunchSuite,  kBurnInSuite, kLoadSuite};
   return s;
 }
 
