@@ -39,7 +39,7 @@ if [ "${1:-}" = "--prepare" ]; then
   command -v patchelf >/dev/null || apt-get install -y patchelf >/dev/null
   patchelf --force-rpath --set-rpath '$ORIGIN/lib' "$carry/clustermax"
   cp -r /usr/include/nlohmann "$carry/include/"
-  grep -qx "/$carry/" .git/info/exclude 2>/dev/null || echo "/$carry/" >> .git/info/exclude
+  mkdir -p .git/info && { grep -qx "/$carry/" .git/info/exclude 2>/dev/null || echo "/$carry/" >> .git/info/exclude; }
   du -sh "$carry"
   exit 0
 fi
