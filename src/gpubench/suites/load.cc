@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -87,10 +88,14 @@ json RunLoad(Context& c, const json& item) {
   }
   size_t free_b = 0, total_b = 0;
   CK(cudaMemGetInfo(&free_b, &total_b));
-  uint64_t cap = std::min<uint64_t>(layout + 4, free_b > (2ull << 30) ? free_b - (2ull << 30) : free_b / 2);
-  if (item.contains("max_device_mb")) cap = std::min<uint64_t>(cap, item["max_device_mb"].get<uint64_t>() << 20);
-  cap = std::max<uint64_t>(cap / kAlign * kAlign, kPiece + kAlign);
-  const bool wrapped = layout + 4 > cap;
+  // The whole layout (and the last word's padding) when it fits in the budget; else the budget,
+  // reused from its start.
+  const uint64_t need = (layout + 4 + kAlign - 1) / kAlign * kAlign;
+  uint64_t budget = free_b > (2ull << 30) ? free_b - (2ull << 30) : free_b / 2;
+  if (item.contains("max_device_mb")) budget = std::min<uint64_t>(budget, item["max_device_mb"].get<uint64_t>() << 20);
+  budget = std::max<uint64_t>(budget / kAlign * kAlign, kPiece + kAlign);
+  const uint64_t cap = std::min(need, budget);
+  const bool wrapped = need > cap;
   DevPtr dev = Alloc(cap);
   CK(cudaMemsetAsync(dev.get(), 0, cap, c.stream));
   CK(cudaStreamSynchronize(c.stream));
@@ -104,46 +109,70 @@ json RunLoad(Context& c, const json& item) {
     }
   }
 
+  // Every reader's stream, two pinned buffers, their events and checksum slots, made before the
+  // clock starts (pinning memory takes milliseconds a loader pays once).
+  struct Slot {
+    HostPtr buf;
+    cudaEvent_t done = nullptr;
+    uint64_t expect = 0;
+    bool busy = false;
+  };
+  struct Reader {
+    cudaStream_t stream = nullptr;
+    Slot slot[2];
+    DevPtr dhash;   // the device's checksums of the two pieces in flight
+    HostPtr hhash;  // and where they are copied back (pinned)
+  };
+  std::vector<Reader> readers(threads);
+  struct Cleanup {
+    std::vector<Reader>& r;
+    ~Cleanup() {
+      for (auto& x : r) {
+        for (auto& sl : x.slot)
+          if (sl.done) cudaEventDestroy(sl.done);
+        if (x.stream) cudaStreamDestroy(x.stream);
+      }
+    }
+  } cleanup{readers};
+  for (auto& r : readers) {
+    CK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+    for (auto& sl : r.slot) {
+      void* p = nullptr;
+      CK(cudaMallocHost(&p, kPiece + 8));
+      sl.buf.reset(p);
+      CK(cudaEventCreateWithFlags(&sl.done, cudaEventDisableTiming));
+    }
+    r.dhash = Alloc(2 * sizeof(unsigned long long));
+    void* p = nullptr;
+    CK(cudaMallocHost(&p, 2 * sizeof(unsigned long long)));
+    r.hhash.reset(p);
+  }
+
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> bytes{0};
   std::atomic<int> bad{0}, checked{0};
   std::mutex mu;
   std::string failure;
   auto* base = static_cast<unsigned char*>(dev.get());
-  auto reader = [&] {
+  auto reader = [&](Reader& r) {
     try {
       CK(cudaSetDevice(c.device));
-      cudaStream_t s;
-      CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      struct Slot {
-        HostPtr buf;
-        cudaEvent_t done = nullptr;
-        unsigned long long* hash = nullptr;  // pinned: the device's checksum of the piece
-        uint64_t expect = 0;
-        bool busy = false;
-      } slot[2];
-      DevPtr dhash = Alloc(2 * sizeof(unsigned long long));
-      for (int k = 0; k < 2; ++k) {
-        void* p = nullptr;
-        CK(cudaMallocHost(&p, kPiece + 8));
-        slot[k].buf.reset(p);
-        CK(cudaEventCreateWithFlags(&slot[k].done, cudaEventDisableTiming));
-        CK(cudaMallocHost(&p, sizeof(unsigned long long)));
-        slot[k].hash = static_cast<unsigned long long*>(p);
-      }
-      auto settle = [&](Slot& sl) {
+      auto* hh = static_cast<unsigned long long*>(r.hhash.get());
+      auto* dh = static_cast<unsigned long long*>(r.dhash.get());
+      auto settle = [&](int k) {
+        Slot& sl = r.slot[k];
         if (!sl.busy) return;
         CK(cudaEventSynchronize(sl.done));
         sl.busy = false;
         if (!wrapped) {
           ++checked;
-          if (*sl.hash != sl.expect) ++bad;
+          if (hh[k] != sl.expect) ++bad;
         }
       };
       int k = 0;
       for (size_t i; (i = next++) < pieces.size(); k ^= 1) {
-        Slot& sl = slot[k];
-        settle(sl);
+        settle(k);
+        Slot& sl = r.slot[k];
         const Piece& p = pieces[i];
         int fd = ::open(files[p.file].first.c_str(), O_RDONLY | O_CLOEXEC);
         uint64_t done = 0;
@@ -156,28 +185,22 @@ json RunLoad(Context& c, const json& item) {
         if (fd >= 0) ::close(fd);
         if (done < p.len)
           throw Failure(files[p.file].first.string() + ": short read at " + std::to_string(p.offset + done), false);
-        uint64_t at = p.device_at % (cap - kPiece);  // wrapped: reused from the start
-        if (!wrapped) at = p.device_at;
-        CK(cudaMemcpyAsync(base + at, buf, p.len, cudaMemcpyHostToDevice, s));
+        // Wrapped: the buffer reused from its start, every piece still whole inside it.
+        const uint64_t at = wrapped ? p.device_at % (cap - kPiece) : p.device_at;
+        CK(cudaMemcpyAsync(base + at, buf, p.len, cudaMemcpyHostToDevice, r.stream));
         if (!wrapped) {
-          // Only whole words of this piece: a tail shorter than a word reads zeros past it (the
-          // buffer was zeroed and the next file starts 256 bytes on).
-          auto* dh = static_cast<unsigned long long*>(dhash.get()) + k;
-          CK(LaunchWordHash(reinterpret_cast<const uint32_t*>(base + at), (p.len + 3) / 4, dh, s));
-          CK(cudaMemcpyAsync(sl.hash, dh, sizeof *dh, cudaMemcpyDeviceToHost, s));
-          sl.expect = HostWordHash(buf, p.len);
+          // The piece's words where it landed; a tail shorter than a word reads zeros past it (the
+          // buffer was zeroed and the next file starts on the next 256-byte boundary).
+          CK(LaunchWordHash(reinterpret_cast<const uint32_t*>(base + at), (p.len + 3) / 4, dh + k, r.stream));
+          CK(cudaMemcpyAsync(hh + k, dh + k, sizeof *dh, cudaMemcpyDeviceToHost, r.stream));
+          sl.expect = HostWordHash(buf, p.len);  // while the copy runs
         }
-        CK(cudaEventRecord(sl.done, s));
+        CK(cudaEventRecord(sl.done, r.stream));
         sl.busy = true;
         bytes += p.len;
       }
-      settle(slot[0]);
-      settle(slot[1]);
-      for (auto& sl : slot) {
-        cudaEventDestroy(sl.done);
-        cudaFreeHost(sl.hash);
-      }
-      cudaStreamDestroy(s);
+      settle(0);
+      settle(1);
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> l(mu);
       if (failure.empty()) failure = e.what();
@@ -186,7 +209,7 @@ json RunLoad(Context& c, const json& item) {
   };
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(reader);
+  for (auto& r : readers) pool.emplace_back(reader, std::ref(r));
   for (auto& t : pool) t.join();
   double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CK(cudaSetDevice(c.device));
