@@ -980,3 +980,16 @@ TEST(BurnInGpu, CtrlCStopsTheHelpersAndKeepsWhatTheyReported) {
   EXPECT_EQ((*c)["verdict"], "FAIL");
   EXPECT_NE((*c)["detail"].get<std::string>().find("the run was interrupted"), std::string::npos) << c->dump();
 }
+
+TEST(BurnInGpu, GpusAreNamedByNvmlsIndexNotCudas) {
+  // Inside a job CUDA numbers only the GPUs it may see: CUDA's GPU 0 is board 3 here (as
+  // CUDA_VISIBLE_DEVICES=3,4,5 would make it), and the report must point at board 3.
+  auto r = RunGpuBurnIn("offset", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1 FAKE_GPU_CUDA_OFFSET=3 FAKE_GPU_FLIP=1:0");
+  ASSERT_EQ(r.shell.code, 0) << r.shell.out;
+  ASSERT_NE(UnitOf(r.result, "/gpu3"), nullptr) << r.result["summary"].dump();
+  ASSERT_NE(UnitOf(r.result, "/gpu4"), nullptr) << r.result["summary"].dump();
+  EXPECT_DOUBLE_EQ((*UnitOf(r.result, "/gpu3"))["telemetry"]["temperature_c_max"].get<double>(), 33.0);
+  const json& sdc = r.result["summary"]["sdc"];
+  ASSERT_FALSE(sdc.empty());
+  EXPECT_NE(sdc[0]["node"].get<std::string>().find("/gpu4"), std::string::npos) << sdc.dump();
+}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -374,10 +375,20 @@ TEST(Train, LocalRunsTheRanksOnThisMachineWithoutSlurm) {
   EXPECT_EQ(r["rank_nodes"].size(), 2u);
   EXPECT_TRUE(r["summary"]["determinism"]["differing"].empty()) << r["summary"]["determinism"].dump();
   EXPECT_GT(r["summary"]["tflops_per_gpu"].get<double>(), 0);
-  auto bad = clustermax::testing::RunBinary(
-      "bench train --local --steps 2 --warmup 0 --python /bin/false --exit-zero "
-      "--out " +
-      clustermax::testing::ScratchDir("train-local-bad").string() + " --json");
-  EXPECT_TRUE(util::Contains(bad.out, "the run failed (a task's exit code ")) << bad.out;
+  // Rank 1 fails at once while rank 0 would wait 60 s for it (as in a collective): the launcher stops
+  // rank 0 and the run fails with rank 1's status, as srun --kill-on-bad-exit does.
+  auto dir = clustermax::testing::ScratchDir("train-local-bad");
+  {
+    std::ofstream py(dir / "python");
+    py << "#!/bin/sh\nif [ \"$RANK\" = 1 ]; then echo dying; exit 3; fi\nsleep 60\n";
+  }
+  fs::permissions(dir / "python", fs::perms::owner_all);
+  auto t0 = std::chrono::steady_clock::now();
+  auto bad =
+      clustermax::testing::RunBinary("bench train --local --tasks-per-node 2 --steps 2 --warmup 0 --python " +
+                                     (dir / "python").string() + " --exit-zero --json --out " + (dir / "out").string());
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 30) << bad.out;
+  EXPECT_TRUE(util::Contains(bad.out, "the run failed (a task's exit code 3)")) << bad.out;
+  EXPECT_TRUE(util::Contains(bad.out, "1: dying")) << bad.out;
   EXPECT_NE(clustermax::testing::RunBinary("bench train --local --nodelist n1").code, 0);
 }

@@ -136,7 +136,7 @@ class IterationLog {
 //   "node", "rank", "backend": "gpu", "completed" (every GPU completed), "cancelled", "seconds",
 //   "error" (no helper, no GPU, no helper output),
 //   "gpus": [one document per GPU as RunBurnInRankJob's, "node" being "NODE/gpuI", plus "host",
-//            "gpu" (index), "uuid", "name", "reps" {"gemm", "mem"}, "telemetry" {"samples",
+//            "gpu" (NVML's index, nvidia-smi's, found by UUID; else CUDA's), "cuda_index", "uuid", "name", "reps" {"gemm", "mem"}, "telemetry" {"samples",
 //            "sm_clock_mhz", "memory_clock_mhz", "power_w", "temperature_c" ({min, median, max}),
 //            "clocks_event_reasons", "throttled"}, "gpu_errors": [text], "health_read" (both
 //            snapshots read)}]

@@ -86,7 +86,7 @@ std::vector<std::string> GpuHealthChanges(const json& before, const json& after,
   const json &rb = ObjOf(before, "remapped_rows"), &ra = ObjOf(after, "remapped_rows");
   rose(rb, ra, "uncorrectable", "rows remapped for uncorrectable errors");
   if (TrueOf(ra, "pending") && !TrueOf(rb, "pending")) out.push_back("a row remapping became pending (reset needed)");
-  if (TrueOf(ra, "failure")) out.push_back("row remapping failed");
+  if (TrueOf(ra, "failure") && !TrueOf(rb, "failure")) out.push_back("row remapping failed");
   const json &pb = ObjOf(before, "retired_pages"), &pa = ObjOf(after, "retired_pages");
   rose(pb, pa, "single_bit", "pages retired for single-bit errors");
   rose(pb, pa, "double_bit", "pages retired for double-bit errors");
@@ -111,7 +111,9 @@ json RunGpuBurnInRankJob(const json& job, const std::string& node, int rank, con
     doc["error"] = "no GPU helper (clustermax-gpu) next to clustermax on this node: built without CUDA?";
     return doc;
   }
-  auto info = host::RunProcess(helper, {"clustermax-gpu", "info"}, std::chrono::seconds(60), 1u << 20, {});
+  // CUDA numbers the GPUs in PCI order, as NVML and nvidia-smi do (not fastest first).
+  const std::vector<std::string> env = {"CUDA_DEVICE_ORDER=PCI_BUS_ID"};
+  auto info = host::RunProcess(helper, {"clustermax-gpu", "info"}, std::chrono::seconds(60), 1u << 20, env);
   json devices;
   try {
     devices = json::parse(util::Trim(info.out));
@@ -152,7 +154,7 @@ json RunGpuBurnInRankJob(const json& job, const std::string& node, int rank, con
   std::vector<std::thread> threads;
   for (auto& up : units) {
     Unit* u = up.get();
-    threads.emplace_back([u, &o, &helper] {
+    threads.emplace_back([u, &o, &helper, &env] {
       json item = {{"kind", "burnin"},
                    {"id", "burnin"},
                    {"n", o.matrix_n},
@@ -164,7 +166,7 @@ json RunGpuBurnInRankJob(const json& job, const std::string& node, int rank, con
       auto t = Clock::now();
       auto r = host::RunProcess(
           helper, {"clustermax-gpu", "run", "--job-json", hjob.dump()},
-          std::chrono::milliseconds(static_cast<long long>((o.duration_s + 600) * 1000)), 1u << 20, {},
+          std::chrono::milliseconds(static_cast<long long>((o.duration_s + 600) * 1000)), 1u << 20, env,
           [u](std::string_view chunk) {
             u->pending.append(chunk);
             size_t at;
@@ -178,10 +180,10 @@ json RunGpuBurnInRankJob(const json& job, const std::string& node, int rank, con
       u->seconds = Seconds(Clock::now() - t);
       if (!u->result && u->error.empty() && !util::Cancelled()) {
         std::string tail(util::Trim(r.err.size() > 400 ? std::string_view(r.err).substr(r.err.size() - 400) : r.err));
-        u->error = r.status != host::IoStatus::kOk ? "the helper could not run: " + r.error
-                   : r.timed_out                   ? "the helper ran past its time and was stopped"
-                   : r.signal                      ? fmt::format("the helper died of signal {}", r.signal)
-                                                   : fmt::format("the helper exited with status {}", r.exit_code);
+        u->error = r.timed_out                       ? "the helper ran past its time and was stopped"
+                   : r.status != host::IoStatus::kOk ? "the helper could not run: " + r.error
+                   : r.signal                        ? fmt::format("the helper died of signal {}", r.signal)
+                                                     : fmt::format("the helper exited with status {}", r.exit_code);
         if (!tail.empty()) u->error += ": " + tail;
       }
     });
@@ -196,11 +198,20 @@ json RunGpuBurnInRankJob(const json& job, const std::string& node, int rank, con
 
   bool all = true;
   for (const auto& u : units) {
+    // Named by NVML's index (nvidia-smi's), found by UUID: CUDA's index is relative to the GPUs
+    // this process may see (CUDA_VISIBLE_DEVICES, Slurm's gres) and would point at another board.
+    int board = u->index;
+    const json* seen = DeviceByUuid(before.status == gpu::NvmlStatus::kOk ? before.data : after.data, u->uuid);
+    if (seen) {
+      auto idx = OptNumOf(*seen, "index");
+      if (idx && *idx >= 0 && *idx <= 1024) board = static_cast<int>(*idx);
+    }
     json g = {
-        {"node", fmt::format("{}/gpu{}", node, u->index)},
+        {"node", fmt::format("{}/gpu{}", node, board)},
         {"host", node},
         {"rank", rank},
-        {"gpu", u->index},
+        {"gpu", board},
+        {"cuda_index", u->index},
         {"uuid", u->uuid},
         {"name", u->name},
         {"inputs",

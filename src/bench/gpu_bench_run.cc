@@ -54,10 +54,10 @@ GpuJobOutcome RunHelperJob(const std::string& helper, const json& job, const fs:
   }
   if (!done) {
     std::string tail = r.err.size() > 600 ? r.err.substr(r.err.size() - 600) : r.err;
-    if (r.status != host::IoStatus::kOk && !r.error.empty()) {
-      out.failure = "the helper could not run: " + r.error;
-    } else if (r.timed_out) {
+    if (r.timed_out) {
       out.failure = fmt::format("the helper ran past {:.0f} s and was stopped", timeout_s);
+    } else if (r.status != host::IoStatus::kOk && !r.error.empty()) {
+      out.failure = "the helper could not run: " + r.error;
     } else if (r.signal) {
       out.failure = fmt::format("the helper died of signal {}", r.signal);
     } else {

@@ -48,17 +48,21 @@ struct TrainCli {
 
 // --local: the tasks on this machine, no Slurm; the same variables and task line as kWrapper, each
 // task's output prefixed with its rank as srun --label does. $1: the task count, $2: MASTER_PORT,
-// $3: this machine's name; then the recipe's command. Exits non-zero when any task did.
+// $3: this machine's name; then the recipe's command. Each rank and its labeller run in one
+// subshell whose status is the rank's (pipefail); the first rank to fail stops the others (as srun
+// --kill-on-bad-exit does: its peers would wait for it in their collectives) and sets the status.
 constexpr const char* kLocalLauncher =
     "set -o pipefail; n=$1; export MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 WORLD_SIZE=$1 LOCAL_WORLD_SIZE=$1; "
     "host=$3; shift 3; "
     "gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0 2>/dev/null | head -n 1 | tr -d '\"\\\\'); "
-    "i=0; pids=; while [ \"$i\" -lt \"$n\" ]; do "
-    "( export RANK=$i LOCAL_RANK=$i; "
+    "i=0; while [ \"$i\" -lt \"$n\" ]; do "
+    "( ( export RANK=$i LOCAL_RANK=$i; "
     "printf 'CMAX-TRAIN {\"event\":\"task\",\"rank\":%d,\"node\":\"%s\",\"job\":\"\",\"gpu\":\"%s\"}\\n' "
-    "\"$i\" \"$host\" \"$gpu\"; exec \"$@\" 2>&1 ) 2>&1 | sed -u \"s/^/$i: /\" & "
-    "pids=\"$pids $!\"; i=$((i+1)); done; "
-    "rc=0; for p in $pids; do wait \"$p\" || rc=$?; done; exit $rc";
+    "\"$i\" \"$host\" \"$gpu\"; exec \"$@\" 2>&1 ) 2>&1 | sed -u \"s/^/$i: /\" ) & "
+    "i=$((i+1)); done; "
+    "rc=0; i=0; while [ \"$i\" -lt \"$n\" ]; do wait -n; s=$?; "
+    "if [ \"$s\" -ne 0 ] && [ \"$rc\" -eq 0 ]; then rc=$s; trap '' TERM; kill -TERM 0 2>/dev/null; fi; "
+    "i=$((i+1)); done; exit $rc";
 
 // Sets the torchrun-style variables from Slurm's, says which node each rank runs on (a line the
 // log reader knows), then becomes the recipe's command.

@@ -139,13 +139,17 @@ class LtGemm {
 
   size_t algo_count() const { return algos_.size(); }
   // The algorithm's cuBLASLt id (CUBLASLT_ALGO_CONFIG_ID), -1 when it cannot be read.
-  int AlgoId(size_t algo) const {
-    int id = -1;
-    size_t written = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written) !=
-        CUBLAS_STATUS_SUCCESS)
-      return -1;
-    return id;
+  int AlgoId(size_t algo) const { return AlgoAttr(algo, CUBLASLT_ALGO_CONFIG_ID); }
+  // Everything that picks the kernel and its summation order: id, tile, stages, split-K count,
+  // reduction scheme, CTA swizzling, custom option ("id/tile/stages/splitk/reduction/swizzle/custom";
+  // -1 for one that cannot be read).
+  std::string AlgoConfig(size_t algo) const {
+    std::string s;
+    for (auto a : {CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_STAGES_ID,
+                   CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                   CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION})
+      s += (s.empty() ? "" : "/") + std::to_string(AlgoAttr(algo, a));
+    return s;
   }
 
   void Run(size_t algo, const void* a, const void* b, void* d, void* ws, size_t ws_bytes, cudaStream_t s) const {
@@ -158,6 +162,16 @@ class LtGemm {
   }
 
  private:
+  // One integer attribute of the algorithm's configuration (every one read here fits 32 bits).
+  int64_t AlgoAttr(size_t algo, cublasLtMatmulAlgoConfigAttributes_t attr) const {
+    uint64_t v = 0;  // zeroed: a narrower attribute fills only its low bytes (little-endian)
+    size_t written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, attr, &v, sizeof v, &written) !=
+            CUBLAS_STATUS_SUCCESS ||
+        written == 0 || written > sizeof v)
+      return -1;
+    return static_cast<int64_t>(v);
+  }
   cublasLtHandle_t lt_;
   const Precision& p_;
   cublasLtMatmulDesc_t desc_ = nullptr;

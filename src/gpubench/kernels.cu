@@ -197,7 +197,7 @@ __global__ void WordHashKernel(const uint32_t* __restrict__ p, size_t words, uns
   size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   unsigned long long acc = 0;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < words; i += stride)
-    acc += Mix64((static_cast<unsigned long long>(i) << 32) ^ p[i]);
+    acc += Mix64(Mix64(static_cast<unsigned long long>(i)) ^ p[i]);
   // Unsigned addition wraps mod 2^64 and commutes: the warp sum, then one atomic per warp.
   for (int off = 16; off > 0; off >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, off);
   if ((threadIdx.x & 31) == 0 && acc) atomicAdd(out, acc);

@@ -56,8 +56,8 @@ cudaError_t LaunchCheckTriad(const float* a, const float* b, const float* c, flo
 // A second, differently shaped reduction of a (atomics on one double), for checking LaunchRead.
 cudaError_t LaunchReadCheck(const float* a, size_t n, double* sum, cudaStream_t s);
 
-// The burn-in's checksum of `words` 32-bit words: the sum mod 2^64 of a mix of (index, word) over
-// every word, written to *out (device memory). A sum, so the order the blocks run in cannot change
+// The burn-in's checksum of `words` 32-bit words: the sum mod 2^64 of Mix64(Mix64(index) ^ word)
+// (SplitMix64's finalizer) over every word, written to *out (device memory). A sum, so the order the blocks run in cannot change
 // it; a mix per word, so any one changed bit changes it. Equal on every GPU for equal data.
 cudaError_t LaunchWordHash(const uint32_t* p, size_t words, unsigned long long* out, cudaStream_t s);
 

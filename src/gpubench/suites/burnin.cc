@@ -12,8 +12,8 @@
 //
 // Lines: {"type": "burnin-start", "kernel", "gemm_reps", "mem_reps", "algo_id"}; per iteration
 // {"type": "iteration", "i", "t", "gemm_gflops", "gemm_sum", "mem_gbps", "mem_sum"}. gemm_sum is
-// the checksum of the product when every repetition agreed, else the first that differed from
-// the first repetition's (a sum no sound GPU produces); mem_sum the same for the triad.
+// the checksum of the product when every repetition agreed, else "mixed:FIRST/OTHER" (a sum no
+// sound GPU produces); mem_sum the same for the triad.
 #include "gpubench/harness.h"
 
 #include <algorithm>
@@ -30,10 +30,12 @@ std::string Hex(unsigned long long v) {
   return buf;
 }
 
-// The iteration's checksum: the first repetition's, or the first that differs from it.
+// The iteration's checksum: the repetitions' when they all agree; else "mixed:" with the first
+// and the first that differs, a sum no sound GPU gives (so peers and the GPU's own other
+// iterations outvote it, whichever repetition went wrong).
 std::string Agreed(const std::vector<unsigned long long>& h) {
   for (size_t r = 1; r < h.size(); ++r)
-    if (h[r] != h[0]) return Hex(h[r]);
+    if (h[r] != h[0]) return "mixed:" + Hex(h[0]) + "/" + Hex(h[r]);
   return Hex(h.empty() ? 0 : h[0]);
 }
 
@@ -86,8 +88,8 @@ json RunBurnIn(Context& c, const json& item) {
   std::vector<unsigned long long> hh(reps_max);
   Events ev(2 * static_cast<size_t>(reps_max));
   char kernel[512];
-  std::snprintf(kernel, sizeof kernel, "gpu-bf16-v1 %s sm_%d%d %d SMs cuBLASLt %zu algo %d", c.prop.name, c.prop.major,
-                c.prop.minor, c.prop.multiProcessorCount, cublasLtGetVersion(), g.AlgoId(0));
+  std::snprintf(kernel, sizeof kernel, "gpu-bf16-v2 %s sm_%d%d %d SMs cuBLASLt %zu algo %s", c.prop.name, c.prop.major,
+                c.prop.minor, c.prop.multiProcessorCount, cublasLtGetVersion(), g.AlgoConfig(0).c_str());
   if (c.emit)
     c.emit({{"type", "burnin-start"},
             {"kernel", kernel},
