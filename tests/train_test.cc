@@ -362,8 +362,8 @@ TEST(Train, LocalRunsTheRanksOnThisMachineWithoutSlurm) {
   auto out = clustermax::testing::ScratchDir("train-local");
   auto sh = clustermax::testing::RunBinary(
       "bench train --local --tasks-per-node 2 --recipe builtin-tiny --steps 3 "
-      "--warmup 1 --deterministic --python /usr/bin/python3 --exit-zero --out " +
-      out.string());
+      "--warmup 1 --deterministic --python /usr/bin/python3 --exit-zero --master-port " +
+      std::to_string(clustermax::testing::FreePort()) + " --out " + out.string());
   ASSERT_EQ(sh.code, 0) << sh.out;
   std::ifstream f(out / "bench" / "train.json");
   ASSERT_TRUE(f) << sh.out;
