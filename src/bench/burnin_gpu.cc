@@ -16,6 +16,7 @@
 #include "gpu/nvml.h"
 #include "host/process.h"
 #include "util/cancel.h"
+#include "util/line_assembler.h"
 #include "util/strings.h"
 #include "util/time.h"
 
@@ -34,8 +35,8 @@ struct Unit {
   IterationLog log;
   json start;  // the "burnin-start" line
   std::string error;
-  bool result = false;  // the result line came
-  std::string pending;  // a line not yet ended
+  bool result = false;        // the result line came
+  util::LineAssembler lines;  // the helper's stdout, cut anywhere
   double seconds = 0;
 };
 
@@ -167,16 +168,8 @@ json RunGpuBurnInRankJob(const json& job, const std::string& node, int rank, con
       auto r = host::RunProcess(
           helper, {"clustermax-gpu", "run", "--job-json", hjob.dump()},
           std::chrono::milliseconds(static_cast<long long>((o.duration_s + 600) * 1000)), 1u << 20, env,
-          [u](std::string_view chunk) {
-            u->pending.append(chunk);
-            size_t at;
-            while ((at = u->pending.find('\n')) != std::string::npos) {
-              OnLine(*u, std::string_view(u->pending).substr(0, at));
-              u->pending.erase(0, at + 1);
-            }
-            if (u->pending.size() > (1u << 20)) u->pending.clear();  // no line is that long: junk
-          },
-          false, "", [] { return util::Cancelled(); });
+          [u](std::string_view chunk) { u->lines.Feed(chunk, [u](std::string_view l) { OnLine(*u, l); }); }, false, "",
+          [] { return util::Cancelled(); });
       u->seconds = Seconds(Clock::now() - t);
       if (!u->result && u->error.empty() && !util::Cancelled()) {
         std::string tail(util::Trim(r.err.size() > 400 ? std::string_view(r.err).substr(r.err.size() - 400) : r.err));

@@ -23,6 +23,7 @@
 #include "host/local_host.h"
 #include "host/redact.h"
 #include "util/files.h"
+#include "util/line_assembler.h"
 #include "util/strings.h"
 #include "util/usage_error.h"
 
@@ -257,7 +258,7 @@ int RunTrain(TrainCli& o) {
 
   // The log, line by line as srun forwards it; the watchdog's clock restarts at every new step.
   train::LogReader reader(recipe.log_format);
-  std::string partial;
+  util::LineAssembler lines;  // a line that never ends (over 1 MiB) is not a log line
   std::deque<std::string> tail;
   auto last_progress = std::chrono::steady_clock::now();
   int last_step = 0;
@@ -280,14 +281,7 @@ int RunTrain(TrainCli& o) {
   };
   host::CommandSpec spec{argv, std::chrono::milliseconds(static_cast<long long>(o.run_timeout * 1000)), 8u << 20};
   spec.keep_stdout = false;
-  spec.on_stdout = [&](std::string_view piece) {
-    partial.append(piece);
-    size_t start = 0;
-    for (size_t nl; (nl = partial.find('\n', start)) != std::string::npos; start = nl + 1)
-      feed(std::string_view(partial).substr(start, nl - start));
-    partial.erase(0, start);
-    if (partial.size() > (1u << 20)) partial.clear();  // a line that never ends is not a log line
-  };
+  spec.on_stdout = [&](std::string_view piece) { lines.Feed(piece, feed); };
   spec.stop_when = [&] {
     if (!stop_reason.empty()) return true;
     if (bench::Cancelled()) {
@@ -304,7 +298,7 @@ int RunTrain(TrainCli& o) {
     return false;
   };
   auto run = login.Run(spec);
-  if (!partial.empty()) feed(partial);
+  lines.Flush(feed);
   json collected = reader.Collected();
   // srun stopped (watchdog, Ctrl-C) or killed at the time limit may leave its job behind: cancel it.
   if ((run.stopped || run.timed_out) && util::ParseInt(bench::StrOf(collected, "job")))

@@ -115,6 +115,18 @@ int RunBurnIn(BurnInCli& o) {
                   {"threads", o.threads}};
   auto started = std::chrono::system_clock::now();
   auto t0 = std::chrono::steady_clock::now();
+  // The result from the nodes' documents, the same with or without Slurm (StampFleetResult marks
+  // an interrupted run).
+  auto finish = [&](const std::map<std::string, json>& docs, const std::map<std::string, std::string>& missing,
+                    const std::vector<std::string>& nodes, const std::vector<audit::UnreachableNode>& unreachable) {
+    options["nodes"] = nodes;
+    json result = {{"kind", "clustermax.bench.burnin"}, {"schema_version", 1}, {"options", options}};
+    result["summary"] = burnin::Summarize(burnin::UnitsOf(docs), missing);
+    StampFleetResult(result, started, t0, unreachable);
+    const BenchCommon& c = o.common;
+    return FinishBench(std::move(result), c, "burnin", burnin::RenderBurnIn,
+                       [&c](const json& x) { return bench::Grade(burnin::BurnInMetrics(x), BenchBars(c)); });
+  };
   if (o.local) {
     // This machine alone, no Slurm: the node side in this process.
     bench::InstallCancelHandlers();
@@ -122,14 +134,7 @@ int RunBurnIn(BurnInCli& o) {
     if (!o.common.quiet)
       std::cerr << fmt::format("  burn-in on this machine ({}) for {:g} s: {}\n", me, *duration,
                                o.gpu ? "every GPU" : "the CPU");
-    std::map<std::string, json> docs = {{me, RunOnNode(job, me, 0)}};
-    options["nodes"] = {me};
-    json result = {{"kind", "clustermax.bench.burnin"}, {"schema_version", 1}, {"options", options}};
-    result["summary"] = burnin::Summarize(burnin::UnitsOf(docs), {});
-    StampFleetResult(result, started, t0, {});
-    const BenchCommon& c = o.common;
-    return FinishBench(std::move(result), c, "burnin", burnin::RenderBurnIn,
-                       [&c](const json& x) { return bench::Grade(burnin::BurnInMetrics(x), BenchBars(c)); });
+    return finish({{me, RunOnNode(job, me, 0)}}, {}, {me}, {});
   }
   host::LocalHost login;
   o.slurm.self_exe = util::SelfExe();
@@ -197,15 +202,7 @@ int RunBurnIn(BurnInCli& o) {
   auto docs = StepDocs(step, missing);
   for (const auto& [node, why] : missing)
     if (!bench::Cancelled() && !o.common.quiet) std::cerr << "  " << node << ": " << why << "\n";
-  json result = {{"kind", "clustermax.bench.burnin"}, {"schema_version", 1}};
-  options["nodes"] = scope.targets;
-  result["options"] = options;
-  result["summary"] = burnin::Summarize(burnin::UnitsOf(docs), missing);
-  if (bench::Cancelled()) result["interrupted"] = true;
-  StampFleetResult(result, started, t0, scope.unreachable);
-  const BenchCommon& c = o.common;
-  return FinishBench(std::move(result), c, "burnin", burnin::RenderBurnIn,
-                     [&c](const json& x) { return bench::Grade(burnin::BurnInMetrics(x), BenchBars(c)); });
+  return finish(docs, missing, scope.targets, scope.unreachable);
 }
 
 }  // namespace
