@@ -141,13 +141,14 @@ class LtGemm {
   // The algorithm's cuBLASLt id (CUBLASLT_ALGO_CONFIG_ID), -1 when it cannot be read.
   int AlgoId(size_t algo) const { return AlgoAttr(algo, CUBLASLT_ALGO_CONFIG_ID); }
   // Everything that picks the kernel and its summation order: id, tile, stages, split-K count,
-  // reduction scheme, CTA swizzling, custom option ("id/tile/stages/splitk/reduction/swizzle/custom";
-  // -1 for one that cannot be read).
+  // reduction scheme, CTA swizzling, custom option, inner shape and (Hopper on) cluster shape
+  // ("id/tile/stages/splitk/reduction/swizzle/custom/inner/cluster"; -1 for one that cannot be read).
   std::string AlgoConfig(size_t algo) const {
     std::string s;
     for (auto a : {CUBLASLT_ALGO_CONFIG_ID, CUBLASLT_ALGO_CONFIG_TILE_ID, CUBLASLT_ALGO_CONFIG_STAGES_ID,
                    CUBLASLT_ALGO_CONFIG_SPLITK_NUM, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
-                   CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION})
+                   CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION,
+                   CUBLASLT_ALGO_CONFIG_INNER_SHAPE_ID, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID})
       s += (s.empty() ? "" : "/") + std::to_string(AlgoAttr(algo, a));
     return s;
   }
@@ -162,15 +163,33 @@ class LtGemm {
   }
 
  private:
-  // One integer attribute of the algorithm's configuration (every one read here fits 32 bits).
+  // One integer attribute of the algorithm's configuration. cuBLASLt refuses a buffer whose size
+  // is not the attribute's own (seen on an H200: every attribute read as -1 with an 8-byte buffer),
+  // so the size is asked first.
   int64_t AlgoAttr(size_t algo, cublasLtMatmulAlgoConfigAttributes_t attr) const {
-    uint64_t v = 0;  // zeroed: a narrower attribute fills only its low bytes (little-endian)
-    size_t written = 0;
-    if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, attr, &v, sizeof v, &written) !=
-            CUBLAS_STATUS_SUCCESS ||
-        written == 0 || written > sizeof v)
+    size_t size = 0, written = 0;
+    if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, attr, nullptr, 0, &size) != CUBLAS_STATUS_SUCCESS)
       return -1;
-    return static_cast<int64_t>(v);
+    if (size == sizeof(int32_t)) {
+      int32_t v = 0;
+      if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, attr, &v, sizeof v, &written) ==
+              CUBLAS_STATUS_SUCCESS &&
+          written == sizeof v)
+        return v;
+    } else if (size == sizeof(int64_t)) {
+      int64_t v = 0;
+      if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, attr, &v, sizeof v, &written) ==
+              CUBLAS_STATUS_SUCCESS &&
+          written == sizeof v)
+        return v;
+    } else if (size == sizeof(uint16_t)) {
+      uint16_t v = 0;
+      if (cublasLtMatmulAlgoConfigGetAttribute(&algos_[algo].algo, attr, &v, sizeof v, &written) ==
+              CUBLAS_STATUS_SUCCESS &&
+          written == sizeof v)
+        return v;
+    }
+    return -1;
   }
   cublasLtHandle_t lt_;
   const Precision& p_;
