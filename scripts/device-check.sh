@@ -35,7 +35,7 @@ if [ "${1:-}" = "--prepare" ]; then
   # the helper) keep their own libraries.
   ldd build/clustermax | awk '/=> \//{print $3}' |
     grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-    while read -r lib; do cp -L "$lib" "$carry/lib/"; done
+    while read -r lib; do cp -L "$lib" "$carry/lib/"; done || true  # none: the binary links them statically
   command -v patchelf >/dev/null || apt-get install -y patchelf >/dev/null
   patchelf --force-rpath --set-rpath '$ORIGIN/lib' "$carry/clustermax"
   cp -r /usr/include/nlohmann "$carry/include/"
@@ -184,6 +184,14 @@ for l in open(sys.argv[1]):
         print(f"{j['id']:<5} {j['bytes']/1e9:.2f} GB in {j['seconds']:.3f} s = {j['gbps']:.2f} GB/s, "
               f"{j['checked_pieces']} pieces checked on the GPU, {j['bad_pieces']} bad, wrapped {j['wrapped']}")
 PY
+# The same files through bench lifecycle's node side (what each Slurm task of
+# `bench lifecycle --model-path DIR --model-to-gpu` runs): host cold/warm, then the GPU through the helper.
+SLURM_PROCID=0 SLURM_NTASKS=1 SLURM_LOCALID=0 timeout 300 "$cm" bench lifecycle --rank-job \
+  "$(printf '{"kind":"node","model":{"path":"%s","threads":8,"to_gpu":true,"helper":"%s"}}' "$mdir" "$helper")" \
+  >"$out/lifecycle-node.txt" 2>>"$log"
+echo "lifecycle node rc=$?" | tee -a "$log"
+python3 -c 'import json,sys; print(json.dumps(json.loads("".join(l.rstrip("\n").split(" ",4)[4] for l in open(sys.argv[1]) if l.count(" ")>=4)), indent=1))' \
+  "$out/lifecycle-node.txt" 2>&1 | tee "$out/lifecycle-node.json" | head -60
 rm -rf "$mdir"
 fi
 step "done"
