@@ -836,6 +836,39 @@ TEST(BurnInGpu, EveryGpuIsAUnitComparedWithItsAlikePeersWithTelemetry) {
   EXPECT_NE(r.shell.out.find("700.0"), std::string::npos) << r.shell.out;
 }
 
+// The helper's lines from a real H200 (scripts/device-check.sh, 2026-12-04: BF16 n=8192, 3 GiB
+// triad, cuBLASLt 13.1 algorithm 66; the same sums in every repetition and in a second process),
+// replayed by three GPUs: alike units vote together and agree; then one recorded sum is flipped.
+TEST(BurnInGpu, ARealH200RunReplayedAgreesAndOneFlippedSumIsNamed) {
+  std::string replay =
+      " FAKE_GPU_REPLAY=" + clustermax::testing::Fixture("gpu/h200-burnin-helper-lines-2026-12-04.jsonl").string();
+  auto r = RunGpuBurnIn("h200", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1" + replay);
+  ASSERT_EQ(r.shell.code, 0) << r.shell.out;
+  const json& s = r.result["summary"];
+  ASSERT_EQ(s["nodes"].size(), 3u) << s.dump();
+  EXPECT_EQ(s["sdc_vote"], "majority");
+  EXPECT_EQ(s["sdc_compared"]["nodes"], 3);
+  EXPECT_EQ(s["sdc_compared"]["iterations"], 3);
+  EXPECT_TRUE(s["sdc"].empty()) << s.dump();
+  const json* g0 = UnitOf(r.result, "/gpu0");
+  ASSERT_NE(g0, nullptr);
+  EXPECT_EQ((*g0)["iterations"], 3);
+  EXPECT_EQ((*g0)["completed"], true);
+  // The medians of the recorded iterations: 705.5, 702.9 and 702.6 TFLOP/s; 4204.1, 4203.3 and
+  // 4202.2 GB/s.
+  EXPECT_NEAR((*g0)["gemm_gflops"].get<double>(), 702921.7, 0.1);
+  EXPECT_NEAR((*g0)["mem_gbps"].get<double>(), 4203.3, 0.01);
+  EXPECT_EQ((*Grade(r.result, "burnin.sdc"))["verdict"], "PASS");
+
+  auto bad = RunGpuBurnIn("h200-flip", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1 FAKE_GPU_FLIP=1:1" + replay);
+  ASSERT_EQ(bad.shell.code, 0) << bad.shell.out;
+  const json& sdc = bad.result["summary"]["sdc"];
+  ASSERT_EQ(sdc.size(), 1u) << bad.result["summary"].dump();
+  EXPECT_NE(sdc[0]["node"].get<std::string>().find("/gpu1"), std::string::npos);
+  EXPECT_EQ(sdc[0]["first_iteration"], 1);
+  EXPECT_EQ((*Grade(bad.result, "burnin.sdc"))["verdict"], "FAIL");
+}
+
 TEST(BurnInGpu, AGpuComputingOtherBitsIsNamedFromItsFirstBadIteration) {
   auto r = RunGpuBurnIn("flip", "FAKE_GPU_COUNT=3 FAKE_NVML_HEALTHY=1 FAKE_GPU_FLIP=2:4");
   ASSERT_EQ(r.shell.code, 0) << r.shell.out;
@@ -973,7 +1006,9 @@ TEST(BurnInGpu, CtrlCStopsTheHelpersAndKeepsWhatTheyReported) {
   EXPECT_TRUE(r["summary"]["lost"].empty()) << r["summary"].dump();
   for (const auto& n : r["summary"]["nodes"]) {
     EXPECT_EQ(n["cancelled"], true);
-    EXPECT_GT(n["iterations"].get<int>(), 10);
+    // What the helpers reported before the stop is kept; how many iterations fit in 3 s depends
+    // on the machine (7 under ASan on a busy 2-core runner), so any is enough.
+    EXPECT_GT(n["iterations"].get<int>(), 0);
   }
   const json* c = Grade(r, "burnin.completed");
   ASSERT_NE(c, nullptr);

@@ -107,6 +107,39 @@ TEST(Lifecycle, PageCacheDropAndTreeReadCoverEveryFileOnce) {
   EXPECT_TRUE(life::ReadTree(d.path / "empty", 2).contains("error"));
 }
 
+// The helper's load lines from a real H200 (scripts/device-check.sh, 2026-12-04: two 512 MiB
+// files on ext4, 8 readers, cold 2.05 GB/s and warm 23.3 GB/s, 64 pieces checked each pass),
+// replayed through the node side; then one recorded fact flipped (a piece that arrived wrong).
+TEST(Lifecycle, ARealH200ModelLoadReplayedAndOneBadPieceFails) {
+  TempDir d;
+  Write(d.path / "model" / "model-00001-of-00001.safetensors", std::string(1u << 20, 'a'));
+  std::string helper = (clustermax::testing::SourceDir() / "tests" / "fake_gpu" / "clustermax-gpu").string();
+  json job = {{"kind", "node"},
+              {"model", {{"path", (d.path / "model").string()}, {"threads", 8}, {"to_gpu", true}, {"helper", helper}}}};
+  setenv("FAKE_GPU_REPLAY", clustermax::testing::Fixture("gpu/h200-load-helper-lines-2026-12-04.jsonl").c_str(), 1);
+  json g = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  setenv("FAKE_GPU_BAD_PIECE", "1", 1);
+  json bad = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  unsetenv("FAKE_GPU_BAD_PIECE");
+  unsetenv("FAKE_GPU_REPLAY");
+  ASSERT_FALSE(g.contains("error")) << g.dump();
+  EXPECT_EQ(g["device"], "NVIDIA H200");
+  EXPECT_EQ(g["bytes"], 1073741824);
+  EXPECT_EQ(g["cold_gbps"], 2.0458);
+  EXPECT_EQ(g["warm_gbps"], 23.27);
+  EXPECT_EQ(g["checked_pieces"], 128);
+  EXPECT_EQ(g["bad_pieces"], 0);
+  EXPECT_EQ(g["wrapped"], false);
+  json result = {{"options", {{"model", true}, {"model_gpu", true}}},
+                 {"nodes", {{"n1", {{"model", {{"cold_gbps", 1.7}, {"gpu", g}}}}}}}};
+  std::map<std::string, bench::MetricValue> grades;
+  for (auto& v : life::LifecycleMetrics(result)) grades[v.id] = v;
+  ASSERT_TRUE(grades["life.model-load-gpu"].value.has_value());
+  EXPECT_EQ(*grades["life.model-load-gpu"].value, 2.0458);
+  EXPECT_TRUE(grades["life.model-load-gpu"].fail_reason.empty());
+  EXPECT_TRUE(util::Contains(bad.value("error", ""), "2 of 128 piece(s) differed on the GPU")) << bad.dump();
+}
+
 TEST(Lifecycle, ModelToGpuGoesThroughTheHelperColdThenWarmAndABadPieceFails) {
   // The helper's CUDA half (src/gpubench/suites/load.cc) needs a GPU; here the fake helper
   // (tests/fake_gpu) answers its "load" items, so the job, the reading of its lines and the verdict

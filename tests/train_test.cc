@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "bench/grade.h"
 #include "bench/train.h"
 #include "host/local_host.h"
 #include "testutil.h"
@@ -391,4 +392,47 @@ TEST(Train, LocalRunsTheRanksOnThisMachineWithoutSlurm) {
   EXPECT_TRUE(util::Contains(bad.out, "the run failed (a task's exit code 3)")) << bad.out;
   EXPECT_TRUE(util::Contains(bad.out, "1: dying")) << bad.out;
   EXPECT_NE(clustermax::testing::RunBinary("bench train --local --nodelist n1").code, 0);
+}
+
+// bench train --local on a real H200 (scripts/device-check.sh, 2026-12-04): builtin-350m in bf16,
+// one rank. With fused attention (SDPA) 137k tokens/s, 360 TFLOP/s, MFU 0.364; the --deterministic
+// run of the same recipe (exact attention, deterministic kernels) 30k tokens/s. The recorded
+// results graded again, and one fact flipped at a time.
+TEST(Train, RealH200RunsAreGradedAndTheDeterministicOneNotOnThroughput) {
+  json fast = json::parse(clustermax::testing::ReadFixture("train/h200-builtin-350m-result-2026-12-04.json"));
+  json exact =
+      json::parse(clustermax::testing::ReadFixture("train/h200-builtin-350m-deterministic-result-2026-12-04.json"));
+  const json& th = bench::EmbeddedBenchThresholds();
+  auto verdicts = [&](const json& r) {
+    std::map<std::string, std::string> v;
+    for (const auto& g : bench::Grade(train::TrainMetrics(r), th)) v[g["metric"]] = g["verdict"];
+    return v;
+  };
+  auto m = Metrics(fast);
+  ASSERT_TRUE(m["train.mfu"].value.has_value());
+  EXPECT_NEAR(*m["train.mfu"].value, 0.3636, 1e-4);
+  EXPECT_NEAR(*m["train.mamfu"].value, 0.4531, 1e-4);
+  EXPECT_TRUE(util::Contains(m["train.mfu"].detail, "H200"));
+  auto v = verdicts(fast);
+  EXPECT_EQ(v["train.completed"], "PASS");
+  EXPECT_EQ(v["train.mfu"], "PASS");
+  EXPECT_EQ(v["train.mamfu"], "PASS");
+  EXPECT_EQ(v["train.rank-spread"], "SKIP");  // one rank: no spread
+  // The deterministic run: completed, but neither graded on throughput nor called in agreement.
+  auto e = Metrics(exact);
+  EXPECT_FALSE(e["train.mfu"].value.has_value());
+  EXPECT_TRUE(util::Contains(e["train.mfu"].why_missing, "--deterministic"));
+  EXPECT_FALSE(e["train.determinism"].value.has_value());
+  EXPECT_EQ(verdicts(exact)["train.completed"], "PASS");
+  std::string table = train::RenderTrain(exact);
+  EXPECT_TRUE(util::Contains(table, "nothing compared")) << table;
+  EXPECT_FALSE(util::Contains(table, "every rank agrees")) << table;
+  // Mutations: half the tokens per second is below the MFU bars; a run stopped at step 20 of 40
+  // is not complete.
+  json slow = fast;
+  slow["summary"]["mfu"] = 0.18;
+  EXPECT_EQ(verdicts(slow)["train.mfu"], "FAIL");
+  json cut = fast;
+  cut["summary"]["last_step"] = 20;
+  EXPECT_EQ(verdicts(cut)["train.completed"], "FAIL");
 }

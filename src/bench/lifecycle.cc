@@ -257,14 +257,14 @@ json LoadToGpu(const std::string& path, int threads, const std::string& helper) 
     r[id + "_s"] = RoundTo(NumOf(l, "seconds"), 4);
     r[id + "_gbps"] = RoundTo(NumOf(l, "gbps"), 4);
     if (id == "cold") {
-      r["bytes"] = NumOf(l, "bytes");
+      r["bytes"] = static_cast<int64_t>(NumOf(l, "bytes"));
       r["wrapped"] = TrueOf(l, "wrapped");
       if (TrueOf(l, "wrapped"))
         r["unchecked"] = "the model is larger than the GPU memory free for it: loaded in turns, not checked";
     }
     // Both passes' checks count: a piece that arrives wrong only when warm is still wrong.
-    r["checked_pieces"] = NumOf(r, "checked_pieces") + NumOf(l, "checked_pieces");
-    r["bad_pieces"] = NumOf(r, "bad_pieces") + NumOf(l, "bad_pieces");
+    r["checked_pieces"] = static_cast<int64_t>(NumOf(r, "checked_pieces") + NumOf(l, "checked_pieces"));
+    r["bad_pieces"] = static_cast<int64_t>(NumOf(r, "bad_pieces") + NumOf(l, "bad_pieces"));
   }
   if (NumOf(r, "bad_pieces") > 0 && !r.contains("error"))
     r["error"] = fmt::format("{:g} of {:g} piece(s) differed on the GPU from the bytes read: corrupted on the way",

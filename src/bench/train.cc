@@ -597,7 +597,9 @@ std::string RenderTrain(const json& r) {
   if (OptNumOf(s, "loss_first"))
     out += fmt::format("  loss                 {:.4f} -> {:.4f}\n", NumOf(s, "loss_first"), NumOf(s, "loss_last"));
   if (const json& d = ObjOf(s, "determinism"); !d.empty()) {
-    if (ArrOf(d, "differing").empty())
+    if (NumOf(d, "steps_compared") == 0)
+      out += "  determinism          nothing compared: no step was logged by two or more ranks\n";
+    else if (ArrOf(d, "differing").empty())
       out += fmt::format("  determinism          every rank agrees over {:g} steps\n", NumOf(d, "steps_compared"));
     for (const auto& x : ArrOf(d, "differing"))
       out += fmt::format("  determinism          rank {:g} on {} differs from step {:g}\n", NumOf(x, "rank"),
