@@ -304,6 +304,32 @@ TEST(NodeChecks, ServicesAndPlatform) {
       Ok({{"toolkits", json::array({{{"nvcc", "/usr/local/cuda/bin/nvcc"}, {"version", "11.4"}, {"default", true}}})}});
   ev["ncu.binary"] = Ok({{"installed", true}, {"version", "2023.2.0.0"}});
   EXPECT_EQ(J("cuda-arch-support", ev).verdict, Verdict::kWarn);  // H100 needs nvcc >= 11.8
+  // Both read and new enough: PASS. Then one fact at a time made unreadable: never a PASS on a
+  // version not compared (before, an unreadable one was skipped and the check passed).
+  ev["cuda.toolkits"].data["toolkits"][0]["version"] = "12.4";
+  auto ok = J("cuda-arch-support", ev);
+  EXPECT_EQ(ok.verdict, Verdict::kPass) << ok.message;
+  EXPECT_EQ(ok.observed, "nvcc 12.4, ncu 2023.2.0.0");
+  auto no_default = ev;
+  no_default["cuda.toolkits"].data["toolkits"][0]["default"] = false;
+  EXPECT_EQ(J("cuda-arch-support", no_default).verdict, Verdict::kWarn);
+  auto junk_nvcc = ev;
+  junk_nvcc["cuda.toolkits"].data["toolkits"][0]["version"] = "twelve";
+  auto jn = J("cuda-arch-support", junk_nvcc);
+  EXPECT_EQ(jn.verdict, Verdict::kWarn);
+  EXPECT_NE(jn.message.find("not understood"), std::string::npos) << jn.message;
+  auto ncu_unread = ev;
+  ncu_unread["ncu.binary"].data["version"] = nullptr;
+  EXPECT_EQ(J("cuda-arch-support", ncu_unread).verdict, Verdict::kWarn);
+  auto ncu_old = ev;
+  ncu_old["ncu.binary"].data["version"] = "2021.1.0.0";
+  EXPECT_EQ(J("cuda-arch-support", ncu_old).verdict, Verdict::kWarn);
+  // ncu absent is ncu-profiling's FAIL; here the toolkit alone is judged.
+  auto ncu_absent = ev;
+  ncu_absent["ncu.binary"] = Ok({{"installed", false}});
+  auto na = J("cuda-arch-support", ncu_absent);
+  EXPECT_EQ(na.verdict, Verdict::kPass) << na.message;
+  EXPECT_NE(na.observed.find("ncu not installed"), std::string::npos) << na.observed;
 }
 
 TEST(NodeCollectors, ListenersFromProcNetTcp) {

@@ -284,6 +284,21 @@ const Exemption kExemptions[] = {
     {"topology-conf", "k8s.nodes", "/nodes/*/labels",
      "a label removed describes a node without it; the PASS then rests on another placement the check read (JobSet on "
      "a label every GPU node still carries); a label of the wrong type is misshapen evidence (WARN)"},
+    {"security-nvidia-driver", "gpu.inventory", "/driver_version",
+     "a second source of the same fact: without NVML's version the check reads /proc/driver/nvidia/version "
+     "(nvidia.proc-version) and names that source in its details"},
+    {"ncu-profiling", "ncu.binary", "/installed",
+     "installed only selects the not-installed FAIL; the PASS rests on the version ncu printed, which proves the install"},
+    {"cuda-arch-support", "ncu.binary", "/installed",
+     "installed only selects 'ncu not installed (graded by ncu-profiling)'; the PASS rests on the version ncu printed, "
+     "compared with the GPU's minimum"},
+    {"ncu-profiling-counters", "ncu.binary", "/installed",
+     "installed only selects the not-installed SKIP; the PASS rests on the driver's RmProfilingAdminOnly parameter"},
+    {"vm-iommu-passthrough", "iommu", "/cmdline_flags",
+     "the kernel command line is only echoed in observed; the PASS rests on each device's IOMMU group read from sysfs"},
+    {"gpu-count-consistent", "gpu.inventory", "/devices/*/virtualization_mode",
+     "the mode only chooses the guest wording; without it a VM's count is still judged against the PCI bus, which was "
+     "read (a VM holds the GPUs it was given, not the SKU's node count)"},
     {"gpu-xid-history", "kernel.xid", "/counts_by_day",
      "a count in a map keyed by day and code is a record, not a field: removing it describes a log without that event"},
     {"gpu-xid-history", "kernel.xid", "/source",

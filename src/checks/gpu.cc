@@ -75,6 +75,13 @@ Finding GpuCountConsistent(const JudgeContext& ctx) {
     f = core::Fail(
         Severity::kMissing,
         fmt::format("{} NVIDIA GPU(s) on the PCI bus but only {} visible (a GPU was lost)", on_bus, visible));
+  } else if (pci.ok() && on_bus < visible) {
+    // Every GPU the driver sees sits on the PCI bus: fewer there means the bus listing was not read
+    // whole (or not understood), so neither count can be trusted to PASS.
+    f = core::Warn(Reason::kUnverified,
+                   fmt::format("{} GPU(s) visible to the driver but {} NVIDIA GPU(s) found on the PCI bus: the two "
+                               "listings disagree",
+                               visible, on_bus));
   } else if (!guest_mode.empty()) {
     f = core::Pass(
         fmt::format("{} GPU(s) visible in a {} guest (the GPUs report it); the node count of the SKU does not apply",
@@ -86,6 +93,12 @@ Finding GpuCountConsistent(const JudgeContext& ctx) {
   } else if (!model || !model->gpus_per_node) {
     f = core::Warn(Reason::kUnverified,
                    fmt::format("{} GPU(s) visible; expected count unknown for '{}'", visible, name));
+  } else if (visible < *model->gpus_per_node) {
+    // A VM or container holds the GPUs it was given, not the SKU's node count.
+    f = core::Pass(fmt::format(
+        "{} GPU(s) visible, as the PCI bus says (a {} holds the GPUs it was given, not the "
+        "{} of a {} node)",
+        visible, ctx.target() == core::Target::kVm ? "VM" : "container", *model->gpus_per_node, model->pattern));
   } else {
     f = core::Pass(fmt::format("{} GPU(s) visible, as the PCI bus and the SKU say", visible));
   }

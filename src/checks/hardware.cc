@@ -43,8 +43,10 @@ Finding VmIommu(const JudgeContext& ctx) {
           ? core::Warn(Reason::kEvidenceError,
                        fmt::format("IOMMU domain type unreadable for {} device(s)", unread.size()))
           : core::Pass("every GPU and RDMA device is in an identity (passthrough) domain or the IOMMU is off");
-  f.observed =
-      fmt::format("cmdline: {}", e.data["cmdline_flags"].empty() ? "no iommu flags" : e.data["cmdline_flags"].dump());
+  const json& flags = e.data.value("cmdline_flags", json());
+  f.observed = fmt::format("cmdline: {}", !flags.is_array() ? "unread"
+                                          : flags.empty()   ? "no iommu flags"
+                                                          : flags.dump(-1, ' ', true, json::error_handler_t::replace));
   f.expected = "identity domains (iommu=pt) or IOMMU off";
   return f.Details(lines);
 }

@@ -396,8 +396,11 @@ Finding XidHistory(const JudgeContext& ctx) {
     }
   } else {
     // A bundle recorded before counts were kept: its event list, as read.
-    for (const auto& ev : e.data["events"])
+    for (const auto& ev : e.data.value("events", json::array())) {
+      if (!ev.is_object() || !ev.value("kind", json()).is_string() || !ev.value("code", json()).is_number_integer())
+        continue;
       counts[fmt::format("{} {}", ev["kind"].get<std::string>(), ev["code"].get<int>())]++;
+    }
   }
   std::vector<std::string> fail, warn, info;
   for (const auto& [key, n] : counts) {
@@ -447,9 +450,10 @@ Finding XidHistory(const JudgeContext& ctx) {
   f.expected = "no hardware or reset-class Xid/SXid, no GPU-loss message (" + catalog.source() + ")";
   f.Details(fail).Details(warn).Details(info);
   size_t shown = 0;
-  for (const auto& ev : e.data["events"]) {
+  for (const auto& ev : e.data.value("events", json::array())) {
+    if (!ev.is_object() || !ev.value("line", json()).is_string()) continue;  // a listing, judged by nothing
     if (shown++ >= 5) break;
-    f.details.push_back("newest: " + ev.value("line", std::string()));
+    f.details.push_back("newest: " + ev["line"].get<std::string>());
   }
   return f;
 }

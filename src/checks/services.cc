@@ -144,26 +144,42 @@ Finding CudaArchSupport(const JudgeContext& ctx) {
     }
   }
   if (!need) return core::Warn(Reason::kUnverified, "no architecture minimum known for '" + name + "'");
-  std::vector<std::string> short_of;
+  // Each tool PASSes only on a version read and compared; ncu absent is ncu-profiling's FAIL, not
+  // this check's.
+  std::vector<std::string> short_of, unread, compared;
   std::string toolkit;
   for (const auto& t : tk.data["toolkits"]) {
-    if (t.value("default", false) && t["version"].is_string()) toolkit = t["version"];
+    if (t.value("default", false) && t.value("version", json()).is_string()) toolkit = t["version"];
   }
-  if (!toolkit.empty() &&
-      *util::ParseNumericVersion(toolkit) < *util::ParseNumericVersion((*need)["nvcc"].get<std::string>())) {
-    short_of.push_back(fmt::format("nvcc {} < {}", toolkit, (*need)["nvcc"].get<std::string>()));
+  auto below = [](const std::string& have, const std::string& need) {
+    auto h = util::ParseNumericVersion(have), n = util::ParseNumericVersion(need);
+    return !h || !n ? std::optional<bool>() : std::optional<bool>(*h < *n);
+  };
+  std::string nvcc_need = (*need)["nvcc"].get<std::string>(), ncu_need = (*need)["ncu"].get<std::string>();
+  if (auto b = toolkit.empty() ? std::nullopt : below(toolkit, nvcc_need); !b) {
+    unread.push_back(toolkit.empty() ? "no default toolkit with a readable version"
+                                     : "nvcc version '" + toolkit + "' not understood");
+  } else {
+    compared.push_back("nvcc " + toolkit);
+    if (*b) short_of.push_back(fmt::format("nvcc {} < {}", toolkit, nvcc_need));
   }
-  if (ncu.ok() && ncu.data["version"].is_string() &&
-      *util::ParseNumericVersion(ncu.data["version"].get<std::string>()) <
-          *util::ParseNumericVersion((*need)["ncu"].get<std::string>())) {
-    short_of.push_back(
-        fmt::format("ncu {} < {}", ncu.data["version"].get<std::string>(), (*need)["ncu"].get<std::string>()));
+  std::string ncu_v =
+      ncu.ok() && ncu.data.value("version", json()).is_string() ? ncu.data["version"].get<std::string>() : "";
+  if (NotInstalled(ncu)) {
+    compared.push_back("ncu not installed (graded by ncu-profiling)");
+  } else if (auto b = ncu_v.empty() ? std::nullopt : below(ncu_v, ncu_need); !b) {
+    unread.push_back(ncu_v.empty() ? "ncu version unread" : "ncu version '" + ncu_v + "' not understood");
+  } else {
+    compared.push_back("ncu " + ncu_v);
+    if (*b) short_of.push_back(fmt::format("ncu {} < {}", ncu_v, ncu_need));
   }
-  Finding f = short_of.empty()
-                  ? core::Pass("toolkit and profiler support " + name)
-                  : core::Warn(Reason::kConfig, fmt::format("too old for {}: {}", name, fmt::join(short_of, "; ")));
-  return f.Expected(
-      fmt::format("nvcc >= {}, ncu >= {}", (*need)["nvcc"].get<std::string>(), (*need)["ncu"].get<std::string>()));
+  Finding f = !short_of.empty()
+                  ? core::Warn(Reason::kConfig, fmt::format("too old for {}: {}", name, fmt::join(short_of, "; ")))
+              : !unread.empty() ? core::Warn(Reason::kUnverified, fmt::format("support for {} not verified: {}", name,
+                                                                              fmt::join(unread, "; ")))
+                                : core::Pass("toolkit and profiler support " + name);
+  f.observed = fmt::format("{}", fmt::join(compared, ", "));
+  return f.Expected(fmt::format("nvcc >= {}, ncu >= {}", nvcc_need, ncu_need));
 }
 
 Finding StorageMountStable(const JudgeContext& ctx) {
