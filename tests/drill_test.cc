@@ -138,6 +138,50 @@ TEST(Drill, ACommandFaultIsRestoredAfterItsTimeEvenWhenNobodyNotices) {
   EXPECT_NE(f["restore_error"].get<std::string>().find("cannot put it back"), std::string::npos) << f.dump();
 }
 
+TEST(Drill, ADcgmInjectionIsKeptUpUntilItsTimeThenClearedAndARefusalIsAnError) {
+  // A stand-in dcgmi on PATH: logs each call and answers as dcgmi does ("Successfully injected
+  // field info." on success; an error line and exit code 255 when nv-hostengine refuses).
+  fs::path dir = clustermax::testing::ScratchDir("drill-dcgm");
+  fs::path log = dir / "calls";
+  {
+    std::ofstream f(dir / "dcgmi");
+    f << "#!/bin/sh\necho \"$*\" >> " << log.string() << "\n"
+      << "if [ -e " << (dir / "refuse").string() << " ]; then\n"
+      << "  echo 'Error: unable to establish a connection to the specified host: localhost'; exit 255\nfi\n"
+      << "echo 'Successfully injected field info.'\n";
+  }
+  fs::permissions(dir / "dcgmi", fs::perms::owner_all);
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", (dir.string() + ":" + path).c_str(), 1);
+  json job = {{"kind", "dcgm"}, {"gpu", 3}, {"field", 230}, {"code", 79}, {"restore_after_s", 2.6}};
+  json d = drill::RunDrillRankJob(job, "clustermax-test-no-such-node");
+  auto calls = util::SplitLines(ReadAll(log));
+  std::ofstream(dir / "refuse").put('x');
+  json refused = drill::RunDrillRankJob(job, "n");
+  fs::remove(dir / "refuse");
+  fs::remove(dir / "dcgmi");
+  json absent = drill::RunDrillRankJob(job, "n");
+  setenv("PATH", path.c_str(), 1);
+
+  EXPECT_FALSE(d.contains("error")) << d.dump();
+  EXPECT_EQ(d["detected_on_node"], false);
+  EXPECT_GE(d["t_restore"].get<double>() - d["t_inject"].get<double>(), 2.6);
+  EXPECT_FALSE(d.contains("restore_error")) << d.dump();
+  EXPECT_EQ(d["undo"], "dcgmi test --inject --gpuid 3 -f 230 -v 0");
+  // Injected at once, again about every second while nobody noticed, then cleared with 0.
+  ASSERT_GE(calls.size(), 3u) << ReadAll(log);
+  EXPECT_EQ(calls.front(), "test --inject --gpuid 3 -f 230 -v 79");
+  EXPECT_EQ(calls[1], "test --inject --gpuid 3 -f 230 -v 79");
+  EXPECT_EQ(calls.back(), "test --inject --gpuid 3 -f 230 -v 0");
+  EXPECT_EQ(d["injections"].get<size_t>(), calls.size() - 1);
+  // nv-hostengine refusing is an error (never a drill that timed a fault which was never there),
+  // and the clearing injection is tried and its refusal said too.
+  EXPECT_TRUE(util::Contains(refused.value("error", ""), "unable to establish a connection")) << refused.dump();
+  EXPECT_FALSE(refused.contains("t_inject"));
+  EXPECT_TRUE(refused.contains("restore_error")) << refused.dump();
+  EXPECT_TRUE(util::Contains(absent.value("error", ""), "dcgmi is not installed")) << absent.dump();
+}
+
 TEST(Drill, AMountIsTakenAwayOnlyWhenItCanBePutBack) {
   fs::path dir = clustermax::testing::ScratchDir("drill-mount");
   std::ofstream(dir / "fstab") << "# nothing\n";
@@ -217,7 +261,8 @@ TEST(Drill, TheWatchTimesDetectionDrainAndReturn) {
 
 // Reasons seen on real clusters (tests/fixtures/reliability/SOURCES.md) and our own.
 TEST(Drill, WhoDrainedTheNodeIsReadFromItsReason) {
-  std::string fixture = clustermax::testing::ReadFixture("reliability/scontrol-show-node-h100-kill-task-failed-2205.txt");
+  std::string fixture =
+      clustermax::testing::ReadFixture("reliability/scontrol-show-node-h100-kill-task-failed-2205.txt");
   std::string line;
   for (auto l : util::SplitLines(fixture))
     if (l.find('=') != std::string_view::npos) line += " " + std::string(util::Trim(l));

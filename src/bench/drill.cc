@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -105,10 +106,17 @@ bool IsMounted(const std::string& path) {
 }
 
 // This node's state as slurmctld sees it, polled until it is out of service (the Unix time it was
-// seen so) or `limit_s` passed.
-std::optional<double> WaitOutOfService(const std::string& node, double limit_s) {
+// seen so) or `limit_s` passed. `each_second`, when given, runs about once a second meanwhile (a
+// fault that must be kept up).
+std::optional<double> WaitOutOfService(const std::string& node, double limit_s,
+                                       const std::function<void()>& each_second = {}) {
   auto t0 = std::chrono::steady_clock::now();
+  auto last_tick = t0;
   while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < limit_s && !util::Cancelled()) {
+    if (each_second && std::chrono::steady_clock::now() - last_tick >= std::chrono::seconds(1)) {
+      each_second();
+      last_tick = std::chrono::steady_clock::now();
+    }
     auto r = RunArgv({"scontrol", "show", "node", "-o", node}, 10);
     if (Ok(r)) {
       auto rec = util::ParseScontrolRecord(util::Trim(r.out));
@@ -118,6 +126,21 @@ std::optional<double> WaitOutOfService(const std::string& node, double limit_s) 
   }
   return std::nullopt;
 }
+
+// `dcgmi test --inject` of one field value on one GPU; dcgmi says "Successfully injected" when
+// nv-hostengine took it (its exit code alone is 0 on some refusals).
+std::vector<std::string> DcgmInjectArgv(int gpu, int field, long long value) {
+  return {"dcgmi",
+          "test",
+          "--inject",
+          "--gpuid",
+          std::to_string(gpu),
+          "-f",
+          std::to_string(field),
+          "-v",
+          std::to_string(value)};
+}
+bool DcgmInjected(const host::CommandResult& r) { return Ok(r) && util::Contains(r.out, "Successfully"); }
 
 }  // namespace
 
@@ -211,6 +234,44 @@ json RunDrillRankJob(const json& job, const std::string& node) {
       return doc;
     }
     doc["did"] = "unmounted " + mnt;
+  } else if (kind == "dcgm") {
+    // DCGM's error injection: the field (230, DCGM_FI_DEV_XID_ERRORS, by default) set on one GPU
+    // in nv-hostengine's cache, where DCGM's health watches and policies (and whatever reads them)
+    // see it. Injected samples age out of the cache, so the value is injected again every second
+    // until the node is marked bad; 0 is injected at the end ("no error").
+    int gpu = static_cast<int>(NumOf(job, "gpu")), field = static_cast<int>(NumOf(job, "field"));
+    auto code = static_cast<long long>(NumOf(job, "code"));
+    restore_argv = DcgmInjectArgv(gpu, field, 0);
+    restore_cmd = fmt::format("{}", fmt::join(restore_argv, " "));
+    doc["t_inject"] = util::UnixSeconds();
+    auto r = RunArgv(DcgmInjectArgv(gpu, field, code), 30);
+    if (!DcgmInjected(r)) {
+      doc.erase("t_inject");
+      doc["error"] = r.status == host::IoStatus::kNotFound
+                         ? std::string(
+                               "dcgmi is not installed on this node (DCGM error injection needs dcgmi and a "
+                               "running nv-hostengine)")
+                         : "dcgmi test --inject: " + Failure(r);
+      auto back = RunArgv(restore_argv, 30);  // half an injection is still put back
+      if (r.status != host::IoStatus::kNotFound && !DcgmInjected(back))
+        doc["restore_error"] = "dcgmi test --inject (0): " + Failure(back);
+      return doc;
+    }
+    doc["did"] = fmt::format("injected field {} = {} on GPU {} through DCGM, again every second", field, code, gpu);
+    int again = 0, refused = 0;
+    doc["undo"] = restore_cmd;
+    auto seen = WaitOutOfService(node, NumOf(job, "restore_after_s"), [&] {
+      ++again;
+      if (!DcgmInjected(RunArgv(DcgmInjectArgv(gpu, field, code), 10))) ++refused;
+    });
+    doc["detected_on_node"] = seen.has_value();
+    if (seen) doc["t_detected"] = *seen;
+    doc["injections"] = 1 + again;
+    if (refused) doc["injections_refused"] = refused;
+    auto back = RunArgv(restore_argv, 30);
+    doc["t_restore"] = util::UnixSeconds();
+    if (!DcgmInjected(back)) doc["restore_error"] = "dcgmi test --inject (0): " + Failure(back);
+    return doc;
   } else if (kind == "command") {
     std::string inject = StrOf(job, "inject");
     restore_cmd = StrOf(job, "restore");

@@ -10,6 +10,9 @@
 //   sxid     the same for an NVSwitch SXid line;
 //   mount    a mount the node needs unmounted, and mounted again from fstab once the node is
 //            marked bad (or after --restore-after);
+//   dcgm     DCGM's error injection (dcgmi test --inject): a field, Xid errors by default, set on
+//            one GPU in nv-hostengine, injected again every second (injected samples age out)
+//            until the node is marked bad (or --restore-after), then set back to 0;
 //   command  the site's own inject and restore commands (e.g. the file an NHC check looks for).
 // The login side (cli/bench_drill.cc) watches `scontrol show node` meanwhile (NodeWatch).
 #pragma once
@@ -35,7 +38,7 @@ std::vector<std::string> MountPoints(const std::string& mountinfo);
 std::vector<std::string> FstabTargets(const std::string& fstab);
 
 // One task's work (the job the CLI sends): {"kind", "code", "pci", "kmsg" (a path; "{node}" in it
-// is the task's node), "mount", "fstab", "inject", "restore", "restore_after_s", "wait_detect"}.
+// is the task's node), "mount", "fstab", "inject", "restore", "restore_after_s", "gpu", "field"}.
 // Injects the fault, then (mount, command with a restore) waits until this node is out of service
 // in `scontrol show node` or restore_after_s passed, and restores. The document:
 // {"node", "kind", "t_inject" (Unix seconds), "t_detected" (when this task saw the node out of

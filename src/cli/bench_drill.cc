@@ -47,7 +47,7 @@ struct DrillCli {
   BenchCommon common;
   audit::SlurmFanOutOptions slurm;
   std::string kind, nodes;
-  int code = 0;
+  int code = 0, gpu = 0, field = 230;  // 230: DCGM_FI_DEV_XID_ERRORS (dcgm_fields.h)
   std::string pci = "0000:19:00", kmsg = "/dev/kmsg";
   std::string mount, fstab = "/etc/fstab";
   std::string inject, restore;
@@ -76,6 +76,11 @@ std::map<std::string, std::string> Record(const std::map<std::string, std::strin
 // What puts a node's fault back by hand (for an interrupted drill, or a node whose task died).
 std::string UndoFor(const DrillCli& o, const std::string& node) {
   if (o.kind == "mount") return fmt::format("on {}: mount --fstab {} {}", node, o.fstab, o.mount);
+  if (o.kind == "dcgm")
+    return fmt::format(
+        "on {}: dcgmi test --inject --gpuid {} -f {} -v 0 (injected values also age out of DCGM's "
+        "cache on their own)",
+        node, o.gpu, o.field);
   if (o.kind == "command")
     return o.restore.empty() ? "no restore command was given"
                              : fmt::format("on {}: {}", node, host::RedactCommandLine(o.restore));
@@ -94,9 +99,13 @@ int RunDrill(DrillCli& o) {
                        });
   auto list = util::ExpandHostlist(o.nodes);
   if (!list || list->empty()) throw UsageError("--node: the nodes to drill (a Slurm hostlist, e.g. gpu[01-02])");
-  if (o.kind == "xid" && o.code == 0) o.code = 79;      // GPU fallen off the bus: every health check drains on it
+  if ((o.kind == "xid" || o.kind == "dcgm") && o.code == 0)
+    o.code = 79;                                        // GPU fallen off the bus: every health check drains on it
   if (o.kind == "sxid" && o.code == 0) o.code = 12022;  // NVSwitch egress input ECC DBE (hardware)
-  if ((o.kind == "xid" || o.kind == "sxid") && (o.code < 1 || o.code > 99999)) throw UsageError("--code: 1 to 99999");
+  if ((o.kind == "xid" || o.kind == "sxid" || o.kind == "dcgm") && (o.code < 1 || o.code > 99999))
+    throw UsageError("--code: 1 to 99999");
+  if (o.gpu < 0 || o.gpu > 1023) throw UsageError("--gpu: a DCGM GPU id, 0 to 1023");
+  if (o.field < 1 || o.field > 65535) throw UsageError("--field: a DCGM field id (dcgm_fields.h)");
   if (o.pci.empty() || o.pci.size() > 16 || o.pci.find_first_not_of("0123456789abcdefABCDEF:.") != std::string::npos)
     throw UsageError("--pci: a PCI address, e.g. 0000:19:00");
   if (o.kind == "mount" && (o.mount.empty() || o.mount.front() != '/'))
@@ -129,14 +138,20 @@ int RunDrill(DrillCli& o) {
   std::string what = o.kind == "xid"     ? fmt::format("synthetic Xid {} in the kernel log ({})", o.code, o.kmsg)
                      : o.kind == "sxid"  ? fmt::format("synthetic SXid {} in the kernel log ({})", o.code, o.kmsg)
                      : o.kind == "mount" ? fmt::format("{} unmounted", o.mount)
-                                         : "the site's inject command";
-  bool waits = o.kind == "mount" || (o.kind == "command" && !o.restore.empty());
+                     : o.kind == "dcgm"
+                         ? fmt::format(
+                               "DCGM error injection: field {} = {} on GPU {} (dcgmi test --inject, again "
+                               "every second until detected)",
+                               o.field, o.code, o.gpu)
+                         : "the site's inject command";
+  bool waits = o.kind == "mount" || o.kind == "dcgm" || (o.kind == "command" && !o.restore.empty());
   result["drill"] = {{"kind", o.kind},
                      {"what", what},
                      {"nodes", *list},
                      {"detect_timeout_s", o.detect_timeout},
                      {"return_timeout_s", o.return_timeout}};
-  if (o.kind == "xid" || o.kind == "sxid") result["drill"]["code"] = o.code;
+  if (o.kind == "xid" || o.kind == "sxid" || o.kind == "dcgm") result["drill"]["code"] = o.code;
+  if (o.kind == "dcgm") result["drill"]["gpu"] = o.gpu, result["drill"]["field"] = o.field;
   // Faults put back by the node's task keep that node allocated while it waits: a health check
   // that runs only on idle nodes never sees them.
   {
@@ -177,7 +192,8 @@ int RunDrill(DrillCli& o) {
     bench::InstallCancelHandlers();
     json job = {{"kind", o.kind},     {"code", o.code},       {"pci", o.pci},
                 {"kmsg", o.kmsg},     {"mount", o.mount},     {"fstab", o.fstab},
-                {"inject", o.inject}, {"restore", o.restore}, {"restore_after_s", restore_after}};
+                {"inject", o.inject}, {"restore", o.restore}, {"restore_after_s", restore_after},
+                {"gpu", o.gpu},       {"field", o.field}};
     auto members = PartitionNodes(login, o.slurm.partition);
     // The watch runs while the step injects (and restores): detection may come before it ends.
     std::map<std::string, drill::NodeWatch> watch;
@@ -330,13 +346,18 @@ void AddDrillCommand(CLI::App* parent, Commands& table) {
       "Opt-in, disruptive: inject a fault on the nodes named and time what the cluster does about it: time to "
       "detect (node drained, downed or failed by its health checks), time in drain, time back in service or "
       "replaced; every drill restores what it changed");
-  cmd->add_option("kind", o->kind,
-                  "xid: a synthetic Xid line in the kernel log; sxid: an NVSwitch SXid line; mount: unmount a mount "
-                  "point (mounted again from fstab once detected); command: the site's --inject and --restore")
+  cmd->add_option(
+         "kind", o->kind,
+         "xid: a synthetic Xid line in the kernel log; sxid: an NVSwitch SXid line; mount: unmount a mount "
+         "point (mounted again from fstab once detected); dcgm: DCGM error injection (dcgmi test --inject, kept up "
+         "until detected, then 0); command: the site's --inject and --restore")
       ->required()
-      ->check(CLI::IsMember({"xid", "sxid", "mount", "command"}));
+      ->check(CLI::IsMember({"xid", "sxid", "mount", "dcgm", "command"}));
   cmd->add_option("--node", o->nodes, "The nodes to drill (Slurm hostlist, required); nothing else is touched");
-  cmd->add_option("--code", o->code, "Xid or SXid code (default Xid 79, SXid 12022)");
+  cmd->add_option("--code", o->code,
+                  "Xid or SXid code, or the value a dcgm drill injects (default Xid 79, SXid 12022)");
+  cmd->add_option("--gpu", o->gpu, "dcgm drill: the DCGM GPU id (dcgmi discovery -l)");
+  cmd->add_option("--field", o->field, "dcgm drill: the DCGM field id (default 230, DCGM_FI_DEV_XID_ERRORS)");
   cmd->add_option("--pci", o->pci, "PCI address in the synthetic line");
   cmd->add_option("--kmsg", o->kmsg,
                   "Where the line is written: /dev/kmsg (default; root on the node), or a syslog-format file the "
