@@ -1,7 +1,7 @@
 // Fuzz target: what the reliability phase reads (src/bench/history.h, drill.h, burnin.h):
-// `sacctmgr -P show event` and `sacct -P` text as bench history parses it, and drill, history and
-// burn-in results read back. Whatever the bytes, availability stays within [0, 1], no figure is
-// NaN, and grading and rendering never throw.
+// `sacctmgr -P show event` and `sacct -P` text and slurmctld log lines as bench history parses them, and drill, history
+// and burn-in results read back. Whatever the bytes, availability stays within [0, 1], no figure is NaN, and grading
+// and rendering never throw.
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +20,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> problems;
   auto events = hist::ParseEvents(t, to, &problems);
   auto jobs = hist::ParseJobs(t, &problems);
+  // The same bytes as a slurmctld log, line by line: events never end before they start.
+  hist::CtldLogReader log(to);
+  size_t start = 0;
+  for (size_t i = 0; i <= t.size(); ++i)
+    if (i == t.size() || t[i] == '\n') {
+      log.Feed(t.substr(start, i - start));
+      start = i + 1;
+    }
+  for (const auto& e : log.Events()) {
+    if (!(e.end >= e.start)) __builtin_trap();
+    events.push_back(e);
+  }
   nlohmann::json s = hist::Summarize(events, jobs, {"n1", "n2"}, from, to);
   if (s.contains("availability")) {
     double a = s["availability"].get<double>();

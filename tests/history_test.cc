@@ -5,10 +5,15 @@
 // and the grades with one fact flipped at a time. The whole command runs against a real slurmctld
 // with slurmdbd and MariaDB in slurm_test.cc.
 
+#include <map>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "bench/history.h"
 #include "testutil.h"
+#include "util/strings.h"
 
 using nlohmann::json;
 using namespace clustermax;
@@ -36,7 +41,8 @@ TEST(History, SlurmTimesAreUnixSecondsOrLocalIso) {
 TEST(History, SacctRowsFromRealClustersAreRead) {
   std::vector<std::string> problems;
   // Spartan (University of Melbourne), Slurm -P with JobID: the TIMEOUT allocation, steps skipped.
-  auto spartan = hist::ParseJobs(clustermax::testing::ReadFixture("reliability/sacct-P-spartan-timeout.txt"), &problems);
+  auto spartan =
+      hist::ParseJobs(clustermax::testing::ReadFixture("reliability/sacct-P-spartan-timeout.txt"), &problems);
   ASSERT_EQ(spartan.size(), 1u);
   EXPECT_EQ(spartan[0].id, "26778282");
   EXPECT_EQ(spartan[0].state, "TIMEOUT");
@@ -59,14 +65,16 @@ TEST(History, SacctRowsFromRealClustersAreRead) {
   // Without a header nothing is guessed.
   problems.clear();
   EXPECT_TRUE(
-      hist::ParseJobs(clustermax::testing::ReadFixture("reliability/sacct-P-docker-2311-annotated.txt"), &problems).empty());
+      hist::ParseJobs(clustermax::testing::ReadFixture("reliability/sacct-P-docker-2311-annotated.txt"), &problems)
+          .empty());
   EXPECT_EQ(problems, std::vector<std::string>{"sacct: no header line"});
 }
 
 // Recorded on the CI cluster (Slurm 22.05.8, slurmdbd with MariaDB 10.11), SLURM_TIME_FORMAT=%s.
 TEST(History, NodeEventsAndJobsFromARealSlurmdbd) {
   std::vector<std::string> problems;
-  auto events = hist::ParseEvents(clustermax::testing::ReadFixture("reliability/sacctmgr-event-ci-2205.txt"), 1.8e9, &problems);
+  auto events =
+      hist::ParseEvents(clustermax::testing::ReadFixture("reliability/sacctmgr-event-ci-2205.txt"), 1.8e9, &problems);
   EXPECT_TRUE(problems.empty()) << (problems.empty() ? "" : problems[0]);
   ASSERT_GE(events.size(), 2u);
   bool xid = false, down = false;
@@ -186,8 +194,8 @@ TEST(History, GradesNeedEvidenceAndAQuietHistoryPassesOnlyWhenLongEnough) {
     if (g["metric"] == "rel.node-mtbf") EXPECT_EQ(g["verdict"], "SKIP") << g.dump();
   // Junk never throws.
   for (json junk : {json::object(), json{{"availability", "x"}, {"jobs", 3}}, json{{"causes", json::array({1})}}}) {
-    EXPECT_NO_THROW(bench::Grade(hist::HistoryMetrics(junk, bench::EmbeddedBenchThresholds()),
-                                 bench::EmbeddedBenchThresholds()));
+    EXPECT_NO_THROW(
+        bench::Grade(hist::HistoryMetrics(junk, bench::EmbeddedBenchThresholds()), bench::EmbeddedBenchThresholds()));
     EXPECT_NO_THROW(hist::RenderHistory(junk));
   }
   // Hostile rows: short rows and huge fields are reported, not trusted.
@@ -197,4 +205,138 @@ TEST(History, GradesNeedEvidenceAndAQuietHistoryPassesOnlyWhenLongEnough) {
   auto ev = hist::ParseEvents(text, to, &problems);
   EXPECT_TRUE(ev.empty());
   EXPECT_EQ(problems.size(), 2u);
+}
+
+namespace {
+struct CtldRead {
+  std::vector<hist::NodeEvent> events;
+  std::map<std::string, std::string> killed;
+  size_t undated = 0;
+};
+CtldRead ReadCtld(const std::string& text, double now) {
+  hist::CtldLogReader r(now);
+  for (const auto& line : util::SplitLines(text)) r.Feed(line);
+  return {r.Events(), r.killed_jobs(), r.undated()};
+}
+CtldRead ReadCtldFixture(const std::string& name, double now) {
+  return ReadCtld(clustermax::testing::ReadFixture("reliability/" + name), now);
+}
+std::vector<std::string> Summary(const std::vector<hist::NodeEvent>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events)
+    out.push_back(
+        fmt::format("{} {} {} {}{}", e.node, e.state, hist::Cause(e.reason), e.end - e.start, e.open ? " open" : ""));
+  return out;
+}
+double Local(const char* iso) { return *hist::ParseSlurmTime(iso); }
+}  // namespace
+
+// slurmctld logs posted publicly (tests/fixtures/reliability/SOURCES.md), read back into outages
+// as sacctmgr would have recorded them: Slurm 22.05's own log format, the older one without
+// milliseconds, and journald's syslog lines.
+TEST(History, OutagesFromRealSlurmctldLogs) {
+  double now = Local("2024-06-01T00:00:00");
+  // Four nodes INVAL (too few CPUs at registration) until resumed by hand; then DOWN twice (not
+  // responding), once returned to service by their registration, once resumed.
+  auto dc = ReadCtldFixture("slurmctld-data-cluster-2205.log", now);
+  auto s = Summary(dc.events);
+  ASSERT_EQ(s.size(), 12u) << fmt::format("{}", fmt::join(s, "\n"));
+  EXPECT_EQ(dc.events[0].start, Local("2024-01-31T15:19:24"));
+  std::map<std::string, double> first;
+  for (const auto& e : dc.events)
+    if (!first.count(e.node)) first[e.node] = e.end - e.start;
+  EXPECT_EQ(first["compute00"], Local("2024-01-31T15:36:53") - Local("2024-01-31T15:19:24"));
+  EXPECT_EQ(first["compute03"], Local("2024-01-31T15:37:06") - Local("2024-01-31T15:19:24"));
+  for (const auto& e : dc.events) {
+    EXPECT_FALSE(e.open) << e.node;
+    EXPECT_EQ(hist::Cause(e.reason), "host") << e.reason;
+  }
+  EXPECT_EQ(dc.events[0].state, "INVAL");
+  EXPECT_EQ(dc.events[0].reason, "Low socket*core*thread count, Low CPUs");
+  // The second outage: "not responding, setting DOWN" for compute[00-03], back at "returned to service".
+  EXPECT_EQ(dc.events[4].reason, "Not responding");
+  EXPECT_EQ(dc.events[4].start, Local("2024-02-01T15:08:08"));
+  EXPECT_EQ(dc.events[4].end, Local("2024-02-01T15:21:26"));  // compute00 at 15:21:26.030
+
+  // A node failed by the provider's health agent (reason first, then state), open until now.
+  auto hp = ReadCtldFixture("slurmctld-hyperpod-resiliency.log", now);
+  ASSERT_EQ(hp.events.size(), 1u);
+  EXPECT_EQ(hp.events[0].node, "ip-10-1-73-87");
+  EXPECT_EQ(hp.events[0].state, "FAIL");
+  EXPECT_EQ(hp.events[0].reason, "Action:Replace");
+  EXPECT_TRUE(hp.events[0].open);
+  EXPECT_EQ(hp.events[0].end, now);
+
+  // A cloud node that could not be resumed: DOWN with the provider's reason; its job requeued.
+  auto aws = ReadCtldFixture("slurmctld-aws-parallelcluster-issue5670.log", now);
+  ASSERT_EQ(aws.events.size(), 1u);
+  EXPECT_EQ(aws.events[0].state, "DOWN");
+  EXPECT_EQ(aws.events[0].reason, "(Code:LimitedInstanceCapacity)Failure when resuming nodes");
+  EXPECT_EQ(aws.killed.size(), 1u);
+  EXPECT_EQ(aws.killed["10"], "a10g-1x-spot-dy-a10g-1x-spot-cr-0-1");
+
+  // Two nodes set DOWN after "returned to service" lines (of outages before the excerpt: no-ops).
+  auto old = ReadCtldFixture("slurmctld-trinity-issue506.log", now);
+  ASSERT_EQ(old.events.size(), 2u) << fmt::format("{}", fmt::join(Summary(old.events), "\n"));
+  EXPECT_EQ(old.events[0].node, "c001");
+  EXPECT_EQ(old.events[0].start, Local("2015-11-10T12:32:02"));
+  EXPECT_EQ(old.events[1].node, "c002");
+
+  // journald's lines (no year: taken from `now`): a GPU missing at registration is a GPU outage.
+  auto mc = ReadCtldFixture("slurmctld-journal-magic-castle-issue361.log", now);
+  ASSERT_EQ(mc.events.size(), 1u);
+  EXPECT_EQ(mc.events[0].node, "nodegpu1");
+  EXPECT_EQ(mc.events[0].reason, "gres/gpu count reported lower than configured (3 < 4)");
+  EXPECT_EQ(hist::Cause(mc.events[0].reason), "gpu");
+  EXPECT_EQ(mc.events[0].start, Local("2024-05-23T12:49:52"));
+
+  // An unexpected reboot (DOWN) resumed by hand, then drains after a slurmd error, each with
+  // the error as its reason.
+  auto vg = ReadCtldFixture("slurmctld-journal-vagrant-2205.log", now);
+  auto v = Summary(vg.events);
+  ASSERT_EQ(v.size(), 4u) << fmt::format("{}", fmt::join(v, "\n"));
+  EXPECT_EQ(vg.events[0].node, "worker1");
+  EXPECT_EQ(vg.events[0].reason, "Node unexpectedly rebooted");
+  // June 13 is after `now`: last year's.
+  EXPECT_EQ(vg.events[0].start, Local("2023-06-13T06:48:47"));
+  EXPECT_EQ(vg.events[0].end - vg.events[0].start, 315);
+  EXPECT_EQ(vg.events[2].reason, "slurmd error running a job: Plugin initialization failed");
+  EXPECT_EQ(hist::Cause(vg.events[2].reason), "software");
+
+  // "not responding" alone is no outage (the node answers again before SlurmdTimeout).
+  EXPECT_TRUE(ReadCtldFixture("slurmctld-thiao-slurm22-no-millis.log", now).events.empty());
+  EXPECT_TRUE(ReadCtldFixture("slurmctld-aws-parallelcluster-issue6641.log", now).events.empty());
+}
+
+TEST(History, SlurmctldLogOneFactFlippedAndHostileLines) {
+  double now = Local("2024-06-01T00:00:00");
+  std::string text = clustermax::testing::ReadFixture("reliability/slurmctld-data-cluster-2205.log");
+  // The last resume of compute02 turned into a DOWN: that outage stays open until now.
+  std::string flipped = text;
+  auto at = flipped.find("[2024-02-02T14:53:33.945] update_node: node compute02 state set to IDLE");
+  ASSERT_NE(at, std::string::npos);
+  flipped.replace(flipped.find("IDLE", at), 4, "DOWN");
+  auto f = ReadCtld(flipped, now);
+  ASSERT_EQ(f.events.size(), 12u);
+  int open = 0;
+  for (const auto& e : f.events)
+    if (e.open) {
+      ++open;
+      EXPECT_EQ(e.node, "compute02");
+    }
+  EXPECT_EQ(open, 1);
+  // A time that cannot be read is counted, never guessed; junk, a broken hostlist and a huge line
+  // are skipped.
+  auto h = ReadCtld(
+      "[yesterday] update_node: node n1 state set to DOWN\n"
+      "[2024-01-01T00:00:00] error: Nodes n[1- not responding, setting DOWN\n"
+      "\xff\xfe\x01 update_node: node \x1b[31m state set to DRAIN\n" +
+          std::string(200000, 'x') + " update_node: node n9 state set to DOWN\n" +
+          "[2024-01-01T00:00:00+02:00] update_node: node n2 state set to DRAIN\n"
+          "[2024-01-01T01:00:00Z] update_node: node n2 state set to IDLE\n",
+      now);
+  EXPECT_EQ(h.undated, 2u);
+  ASSERT_EQ(h.events.size(), 1u) << fmt::format("{}", fmt::join(Summary(h.events), "\n"));
+  EXPECT_EQ(h.events[0].node, "n2");
+  EXPECT_EQ(h.events[0].end - h.events[0].start, 3 * 3600);  // +02:00 and Z: three hours apart
 }

@@ -810,6 +810,26 @@ TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
   EXPECT_EQ(r["interruptions"][0]["node"], "n3");
   EXPECT_EQ(r["interruptions"][0]["cause"], "host");
   EXPECT_EQ(r["grades"].size(), 3u);
+  // The same outages from slurmctld's own log (a cluster without accounting, or purged events);
+  // the jobs still from sacct.
+  std::string ctld_log = (kDir / "slurmctld.log").string();
+  fs::path out_log = kDir / "runs" / "history-log";
+  fs::remove_all(out_log);
+  Proc pl = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench history --days 1 --json --exit-zero --slurmctld-log " +
+               ctld_log + " --out " + out_log.string());
+  ASSERT_EQ(pl.code, 0) << pl.out;
+  json rl = JsonFrom(pl.out);
+  EXPECT_EQ(rl["sources"]["events"], "slurmctld log " + ctld_log);
+  EXPECT_FALSE(rl.contains("events_error")) << rl.dump();
+  bool n2_gpu = false, n3_open_host = false;
+  for (const auto& e : rl["events"]) {
+    if (e["node"] == "n2" && e["cause"] == "gpu") n2_gpu = true;
+    if (e["node"] == "n3" && e["cause"] == "host" && e.value("open", false)) n3_open_host = true;
+  }
+  EXPECT_TRUE(n2_gpu) << rl["events"].dump();
+  EXPECT_TRUE(n3_open_host) << rl["events"].dump();
+  EXPECT_EQ(rl["jobs"]["node_fail"], 1) << rl["jobs"].dump();
+  EXPECT_GT(rl["slurmctld_log"]["lines"].get<int>(), 0);
   // Record what this real slurmdbd printed, for the parser tests (tests/fixtures/reliability).
   if (const char* rec = std::getenv("CLUSTERMAX_RECORD_HISTORY")) {
     Sh("env SLURM_TIME_FORMAT=%s " + conf +
@@ -818,6 +838,8 @@ TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
     Sh("env SLURM_TIME_FORMAT=%s " + conf +
        "sacct -a -X -P -S now-24hours -E now -o JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES >" +
        std::string(rec) + "/sacct-P-ci-2205.txt");
+    Sh("grep -E 'update_node|drain_nodes|not responding|returned to service|on failed node|failure of node' " +
+       ctld_log + " >" + std::string(rec) + "/slurmctld-ci-2205.log");
   }
   Sh(conf + "scancel " + job);
   Sh(Env() + " bash " + kScript + " restart-node " + kDir.string() + " n3");
@@ -825,6 +847,17 @@ TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
   EXPECT_GE(WaitFor("n3", Idle, 30), 0) << NodeRecord("n3")["State"];
   Sh(acct + "down " + kDir.string());
   Up();
+  // Without accounting sacctmgr fails: slurmctld's log (SlurmctldLogFile, readable here) is read
+  // instead, and the result says so.
+  fs::remove_all(out_log);
+  Proc pn =
+      Sh(Env() + " " + CLUSTERMAX_BINARY + " bench history --days 1 --json --exit-zero --out " + out_log.string());
+  ASSERT_EQ(pn.code, 0) << pn.out;
+  json rn = JsonFrom(pn.out);
+  EXPECT_EQ(rn["sources"]["events"], "slurmctld log " + ctld_log) << rn.dump();
+  EXPECT_NE(rn["problems"].dump().find("node events from slurmctld's log"), std::string::npos) << rn.dump();
+  EXPECT_FALSE(rn.contains("events_error")) << rn.dump();
+  EXPECT_GE(rn["events"].size(), 2u) << rn.dump();
 }
 
 // clustermax burnin on the real cluster with the CPU backend: every node runs the same load; n3's

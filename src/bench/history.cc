@@ -1,7 +1,9 @@
 #include "bench/history.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <optional>
@@ -149,6 +151,205 @@ std::optional<double> ParseSlurmTime(std::string_view s) {
   std::time_t t = std::mktime(&tm);
   if (t == static_cast<std::time_t>(-1)) return std::nullopt;
   return static_cast<double>(t);
+}
+
+namespace {
+
+// The time at the start of a slurmctld log line and where the message starts; nullopt when the
+// line has no time we read.
+std::optional<double> CtldLineTime(std::string_view line, double now) {
+  static const std::regex iso(R"(^\[?(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?\]?)");
+  static const std::regex syslog(R"(^([A-Z][a-z]{2}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) )");
+  std::string head(line.substr(0, 64));
+  std::smatch m;
+  if (std::regex_search(head, m, iso)) {
+    if (!m[3].matched) return ParseSlurmTime(m[1].str());  // Slurm's own: the controller's local time
+    std::tm tm{};
+    if (!strptime(m[1].str().c_str(), "%Y-%m-%dT%H:%M:%S", &tm)) return std::nullopt;
+    double t = static_cast<double>(timegm(&tm));
+    std::string z = m[3].str();
+    if (z != "Z") {
+      z.erase(std::remove(z.begin(), z.end(), ':'), z.end());
+      int off = std::stoi(z.substr(1, 2)) * 3600 + std::stoi(z.substr(3, 2)) * 60;
+      t -= z[0] == '+' ? off : -off;
+    }
+    return t;
+  }
+  if (std::regex_search(head, m, syslog)) {
+    static const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    int mon = -1;
+    for (int i = 0; i < 12; ++i)
+      if (m[1].str() == months[i]) mon = i;
+    if (mon < 0) return std::nullopt;
+    std::time_t n = static_cast<std::time_t>(now);
+    std::tm local{};
+    localtime_r(&n, &local);
+    for (int back = 0; back < 2; ++back) {  // no year in syslog: this year, else the last one
+      std::tm tm{};
+      tm.tm_year = local.tm_year - back;
+      tm.tm_mon = mon;
+      tm.tm_mday = std::stoi(m[2].str());
+      tm.tm_hour = std::stoi(m[3].str());
+      tm.tm_min = std::stoi(m[4].str());
+      tm.tm_sec = std::stoi(m[5].str());
+      tm.tm_isdst = -1;
+      double t = static_cast<double>(std::mktime(&tm));
+      if (t <= now + 86400) return t;
+    }
+  }
+  return std::nullopt;
+}
+
+// The word after `key` in `line` (a node name, a state), or "".
+std::string WordAfter(std::string_view line, size_t at) {
+  size_t end = at;
+  while (end < line.size() && line[end] != ' ' && line[end] != ',' && line[end] != ':') ++end;
+  return std::string(line.substr(at, end - at));
+}
+
+bool OutOfServiceState(const std::string& s) {
+  for (const char* k : {"DRAIN", "DRAINING", "DRAINED", "DOWN", "FAIL", "FAILING", "INVAL"})
+    if (s == k) return true;
+  return false;
+}
+bool InServiceState(const std::string& s) {
+  for (const char* k : {"IDLE", "RESUME", "ALLOCATED", "MIXED", "UNDRAIN", "COMPLETING"})
+    if (s == k) return true;
+  return false;
+}
+
+}  // namespace
+
+void CtldLogReader::Open(const std::string& node, const std::string& state, const std::string& reason, double t) {
+  if (node.empty()) return;
+  auto it = open_.find(node);
+  if (it != open_.end()) {
+    // DRAINING then DRAINED, DRAIN then DOWN: one outage, from its first sign; a reason set later fills in.
+    if (it->second.reason.empty()) it->second.reason = reason;
+    if (state == "DOWN" || state == "FAIL" || state == "INVAL") it->second.state = state;
+    return;
+  }
+  NodeEvent e;
+  e.node = node;
+  e.state = state;
+  e.reason = reason;
+  e.start = t;
+  open_.emplace(node, std::move(e));
+}
+
+void CtldLogReader::Close(const std::string& node, double t) {
+  auto it = open_.find(node);
+  if (it == open_.end()) return;
+  NodeEvent e = std::move(it->second);
+  open_.erase(it);
+  e.end = std::max(t, e.start);
+  closed_.push_back(std::move(e));
+  reason_.erase(node);
+}
+
+void CtldLogReader::Feed(std::string_view line) {
+  ++lines_;
+  if (line.size() > 64 * 1024) return;  // no slurmctld line is that long: not a log line
+  auto has = [&](std::string_view k) { return line.find(k) != std::string_view::npos; };
+  // Only lines about node states or jobs on failed nodes are read further.
+  if (!has("update_node: node ") && !has("drain_nodes: node ") && !has("not responding, setting DOWN") &&
+      !has(" not resumed by ResumeTimeout") && !has(" returned to service") && !has("Setting node ") &&
+      !has(" on failed node ") && !has(" due to failure of node ") && !has(" unexpectedly rebooted") &&
+      !has("error running JobId="))
+    return;
+  auto t = CtldLineTime(line, now_);
+  if (!t) {
+    ++undated_;
+    return;
+  }
+  if (first_ == 0 || *t < first_) first_ = *t;
+  last_ = std::max(last_, *t);
+  std::string reason_key = "reason set to: ";
+  for (const char* verb : {"update_node: node ", "drain_nodes: node "}) {
+    size_t at = line.find(verb);
+    if (at == std::string_view::npos) continue;
+    std::string node = WordAfter(line, at + std::strlen(verb));
+    std::string_view rest = line.substr(at + std::strlen(verb) + node.size());
+    if (size_t r = rest.find(reason_key); r != std::string_view::npos) {
+      std::string reason(util::Trim(rest.substr(r + reason_key.size())));
+      reason_[node] = reason;
+      if (auto it = open_.find(node); it != open_.end() && it->second.reason.empty()) it->second.reason = reason;
+    } else if (size_t s2 = rest.find("state set to "); s2 != std::string_view::npos) {
+      std::string state = WordAfter(rest, s2 + 13);
+      std::transform(state.begin(), state.end(), state.begin(), [](unsigned char c) { return std::toupper(c); });
+      if (OutOfServiceState(state))
+        Open(node, state, reason_.count(node) ? reason_[node] : "", *t);
+      else if (InServiceState(state))
+        Close(node, *t);
+    }
+    return;
+  }
+  if (size_t at = line.find("Nodes "); at != std::string_view::npos && has("not responding, setting DOWN")) {
+    size_t end = line.find(" not responding", at);  // the list holds commas: "n[00-01,03]", "a,b"
+    std::string list(util::Trim(line.substr(at + 6, end - at - 6)));
+    if (auto nodes = util::ExpandHostlist(list))
+      for (const auto& n : *nodes) Open(n, "DOWN", "Not responding", *t);
+    return;
+  }
+  if (size_t at = line.find(" not resumed by ResumeTimeout"); at != std::string_view::npos) {
+    size_t n = line.rfind("node ", at);
+    if (n != std::string_view::npos) Open(WordAfter(line, n + 5), "DOWN", "ResumeTimeout reached", *t);
+    return;
+  }
+  if (size_t at = line.find("Setting node "); at != std::string_view::npos) {
+    // "Setting node N state to INVAL with reason:R" (22.05 on), "Setting node N state to DRAIN" (older)
+    std::string node = WordAfter(line, at + 13);
+    size_t st = line.find(" state to ", at);
+    std::string state = st == std::string_view::npos ? "" : WordAfter(line, st + 10);
+    size_t r = line.find("with reason:");
+    if (OutOfServiceState(state))
+      Open(node, state, r == std::string_view::npos ? "" : std::string(util::Trim(line.substr(r + 12))), *t);
+    return;
+  }
+  if (size_t at = line.find(" returned to service"); at != std::string_view::npos) {
+    size_t n = line.rfind("node ", at);
+    if (n != std::string_view::npos) Close(WordAfter(line, n + 5), *t);
+    return;
+  }
+  for (const char* k : {" on failed node ", " due to failure of node "}) {
+    // "Killing JobId=J on failed node N", "requeue job JobId=J due to failure of node N"
+    // (and the older "Killing job_id J on failed node N")
+    size_t at = line.find(k), j = line.find("JobId="), old = line.find("job_id ");
+    size_t id = j != std::string_view::npos ? j + 6 : old != std::string_view::npos ? old + 7 : std::string_view::npos;
+    if (at != std::string_view::npos && id != std::string_view::npos && id < at) {
+      killed_[WordAfter(line, id)] = WordAfter(line, at + std::strlen(k));
+      return;
+    }
+  }
+  if (size_t at = line.find(" unexpectedly rebooted"); at != std::string_view::npos) {
+    // "validate_node_specs: Node N unexpectedly rebooted boot_time=..." (the node is set DOWN)
+    size_t n = line.rfind("Node ", at);
+    if (n != std::string_view::npos) Open(WordAfter(line, n + 5), "DOWN", "Node unexpectedly rebooted", *t);
+    return;
+  }
+  if (size_t at = line.find("error running JobId="); at != std::string_view::npos) {
+    // "slurmd error running JobId=J on node(s)=N: MSG": the node is drained next, with this cause.
+    size_t on = line.find("on node(s)=", at), colon = on == std::string_view::npos ? on : line.find(": ", on);
+    if (on != std::string_view::npos && colon != std::string_view::npos) {
+      std::string msg(util::Trim(line.substr(colon + 2)));
+      if (auto nodes = util::ExpandHostlist(WordAfter(line, on + 11)))
+        for (const auto& n : *nodes) reason_[n] = "slurmd error running a job: " + msg;
+    }
+  }
+}
+
+std::vector<NodeEvent> CtldLogReader::Events() const {
+  std::vector<NodeEvent> out = closed_;
+  for (const auto& [n, e] : open_) {
+    NodeEvent o = e;
+    o.open = true;
+    o.end = std::max(now_, o.start);
+    out.push_back(std::move(o));
+  }
+  std::sort(out.begin(), out.end(), [](const NodeEvent& a, const NodeEvent& b) {
+    return std::tie(a.start, a.node) < std::tie(b.start, b.node);
+  });
+  return out;
 }
 
 std::vector<NodeEvent> ParseEvents(std::string_view text, double now, std::vector<std::string>* problems) {

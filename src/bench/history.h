@@ -3,7 +3,8 @@
 //   sacctmgr -P show event Event=Node   node events: when each node went down or drained, why, until
 //                                       when (an open event lasts until now);
 //   sacct -a -X -P                      every job's state, exit code, time, nodes and GPUs;
-//   sinfo -N                            the nodes there are.
+//   sinfo -N                            the nodes there are;
+//   slurmctld's log (CtldLogReader)     the node events instead, where there is no accounting.
 // From them: node-hours lost (each node's out-of-service time, overlaps counted once, clipped to
 // the window), planned (maintenance, reboots) apart from unplanned; drains per node per month; mean
 // time between failures per node; jobs ended by a node failure and the GPU-hours they held;
@@ -11,6 +12,7 @@
 // each job killed by NODE_FAIL matched to the event on its nodes at its end; availability (node
 // time in service) and goodput (job node-hours not lost to node failures).
 #pragma once
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +43,41 @@ std::optional<double> ParseSlurmTime(std::string_view s);
 // Start, TimeEnd or End, State, Reason, User); rows without a node (cluster events) are skipped.
 // `now` closes open events. Lines that are not rows go to `problems`.
 std::vector<NodeEvent> ParseEvents(std::string_view text, double now, std::vector<std::string>* problems);
+// Node outages rebuilt from slurmctld's own log, for clusters without accounting (no slurmdbd: no
+// `sacctmgr show event`) or whose events were purged. Lines are fed one at a time (a log may be
+// large); a node goes out of service at "update_node: node N state set to DRAIN|DRAINING|DRAINED|
+// DOWN|FAIL|FAILING", "drain_nodes: node N state set to ...", "Nodes LIST not responding, setting
+// DOWN", "node N not resumed by ResumeTimeout", "Setting node N state to INVAL with reason:R",
+// and back at "update_node: node N state set to IDLE|RESUME|ALLOCATED|MIXED|UNDRAIN" or "node N
+// returned to service"; the reason from "update_node: node N reason set to: R". Timestamps: Slurm's
+// "[2024-05-04T10:12:01.123]" (local time, or with a UTC offset), journalctl's short-iso
+// "2024-05-04T10:12:01+0200 host slurmctld[1]:", or syslog's "May  4 10:12:01" (the year from
+// `now`). "Killing JobId=J on failed node N" is counted. Other lines are not outages and are skipped.
+class CtldLogReader {
+ public:
+  explicit CtldLogReader(double now) : now_(now) {}
+  void Feed(std::string_view line);
+  // Events still open end at `now` (open = true).
+  std::vector<NodeEvent> Events() const;
+  size_t lines() const { return lines_; }
+  size_t undated() const { return undated_; }  // lines of interest without a readable time
+  double first() const { return first_; }
+  double last() const { return last_; }
+  // JobId -> node, for "Killing JobId=J on failed node N".
+  const std::map<std::string, std::string>& killed_jobs() const { return killed_; }
+
+ private:
+  void Open(const std::string& node, const std::string& state, const std::string& reason, double t);
+  void Close(const std::string& node, double t);
+  double now_;
+  size_t lines_ = 0, undated_ = 0;
+  double first_ = 0, last_ = 0;
+  std::map<std::string, NodeEvent> open_;
+  std::map<std::string, std::string> reason_;  // the last reason set per node
+  std::vector<NodeEvent> closed_;
+  std::map<std::string, std::string> killed_;
+};
+
 // `sacct -P` output with its header (JobIDRaw or JobID, State, ExitCode, Start, End, NNodes,
 // NodeList, AllocTRES); job steps ("123.batch") are skipped; "CANCELLED by 0" is CANCELLED.
 std::vector<JobRecord> ParseJobs(std::string_view text, std::vector<std::string>* problems);

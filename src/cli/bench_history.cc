@@ -4,9 +4,14 @@
 // analyst without cluster access gives the same commands' saved output (--events-file,
 // --jobs-file). Results in RUN_DIR/bench/history.json.
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -19,6 +24,7 @@
 #include "util/files.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
+#include "util/time.h"
 #include "util/usage_error.h"
 
 namespace clustermax::cli {
@@ -30,8 +36,25 @@ namespace {
 struct HistoryCli {
   BenchCommon common;
   double days = 30;
-  std::string partition, nodelist, events_file, jobs_file;
+  std::string partition, nodelist, events_file, jobs_file, ctld_log;
 };
+
+// Node events from a slurmctld log, read line by line; "" on success, else why not.
+std::string ReadCtldLog(const std::string& path, double now, std::vector<hist::NodeEvent>& events, json& about) {
+  std::ifstream in(path);
+  if (!in) return fmt::format("{}: {}", path, std::strerror(errno));
+  hist::CtldLogReader reader(now);
+  for (std::string line; std::getline(in, line);) reader.Feed(line);
+  if (in.bad()) return path + ": read error";
+  events = reader.Events();
+  about = {{"path", path}, {"lines", reader.lines()}, {"jobs_killed_on_failed_nodes", reader.killed_jobs().size()}};
+  if (reader.first() > 0) {
+    about["first"] = reader.first();
+    about["last"] = reader.last();
+  }
+  if (reader.undated()) about["undated_lines"] = reader.undated();
+  return "";
+}
 
 constexpr const char* kEventFormat = "Format=NodeName,Start,End,State,Reason,User";
 constexpr const char* kJobFormat = "JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES";
@@ -61,7 +84,9 @@ int RunHistory(HistoryCli& o) {
   json result = {{"kind", "clustermax.bench.history"}, {"schema_version", 1}};
   std::vector<std::string> problems;
   std::string events_text, jobs_text, events_error, jobs_error;
-  if (!o.events_file.empty()) {
+  if (!o.ctld_log.empty()) {
+    // The log is the node events' source; jobs still come from sacct.
+  } else if (!o.events_file.empty()) {
     events_text = *util::ReadLocalFile(o.events_file);
   } else {
     std::string err;
@@ -71,7 +96,7 @@ int RunHistory(HistoryCli& o) {
   }
   if (!o.jobs_file.empty()) {
     jobs_text = *util::ReadLocalFile(o.jobs_file);
-  } else if (o.events_file.empty()) {
+  } else if (o.events_file.empty() || !o.ctld_log.empty()) {
     // -D: every run of a requeued job (Slurm requeues batch jobs on a node failure by default,
     // and without it only the last, successful run would show).
     std::vector<std::string> argv = {"sacct", "-a", "-X", "-D", "-P", "-S", since, "-E", "now", "-o", kJobFormat};
@@ -87,7 +112,7 @@ int RunHistory(HistoryCli& o) {
     auto list = util::ExpandHostlist(o.nodelist);
     if (!list || list->empty()) throw UsageError("--nodelist: a Slurm hostlist, e.g. gpu[001-128]");
     nodes = *list;
-  } else if (o.events_file.empty()) {
+  } else if (o.events_file.empty() && o.ctld_log.empty()) {
     std::string serr;
     if (auto listed = SinfoNodes(login, o.partition, serr))
       nodes = std::move(*listed);
@@ -98,8 +123,35 @@ int RunHistory(HistoryCli& o) {
     problems.push_back(
         "the nodes are those with events only (no --nodelist): availability and MTBF leave out nodes that never "
         "failed");
+  // Without accounting (sacctmgr failed) slurmctld's own log, when this node can read it, holds
+  // the same transitions.
+  std::string ctld_log = o.ctld_log, events_source;
+  if (ctld_log.empty() && o.events_file.empty() && !events_error.empty()) {
+    auto cfg = login.Run({{"scontrol", "show", "config"}, std::chrono::seconds(30), 1u << 20});
+    auto conf = util::ParseScontrolConfig(cfg.out);
+    std::string path = conf.count("SlurmctldLogFile") ? conf["SlurmctldLogFile"] : "";
+    if (!path.empty() && path.front() == '/' && access(path.c_str(), R_OK) == 0) {
+      ctld_log = path;
+      problems.push_back("node events from slurmctld's log (" + events_error + ")");
+      events_error.clear();
+    }
+  }
   std::vector<std::string> ev_problems, job_problems;
-  auto events = hist::ParseEvents(events_text, to, &ev_problems);
+  std::vector<hist::NodeEvent> events;
+  if (!ctld_log.empty()) {
+    json about;
+    if (std::string err = ReadCtldLog(ctld_log, to, events, about); !err.empty()) {
+      events_error = "node events unread: " + err;
+    } else {
+      result["slurmctld_log"] = about;
+      if (about.contains("first") && about["first"].get<double>() > from)
+        problems.push_back(fmt::format("slurmctld's log starts {}: outages before it (a rotated log) are not counted",
+                                       util::FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(
+                                           static_cast<long long>(about["first"].get<double>()))))));
+    }
+  } else {
+    events = hist::ParseEvents(events_text, to, &ev_problems);
+  }
   auto jobs = hist::ParseJobs(jobs_text, &job_problems);
   // Output without its header line was not understood: no figures from it.
   if (events_error.empty() && !ev_problems.empty() && ev_problems.front() == "sacctmgr show event: no header line")
@@ -117,8 +169,9 @@ int RunHistory(HistoryCli& o) {
   if (!events_error.empty()) result["events_error"] = events_error;
   if (!jobs_error.empty()) result["jobs_error"] = jobs_error;
   result["sources"] = {
-      {"events",
-       o.events_file.empty() ? std::string("sacctmgr -P show event Event=Node ") + kEventFormat : o.events_file},
+      {"events", !ctld_log.empty()       ? "slurmctld log " + ctld_log
+                 : o.events_file.empty() ? std::string("sacctmgr -P show event Event=Node ") + kEventFormat
+                                         : o.events_file},
       {"jobs", o.jobs_file.empty() ? std::string("sacct -a -X -D -P -o ") + kJobFormat : o.jobs_file},
       {"event_rows", events.size()},
       {"job_rows", jobs.size()}};
@@ -146,6 +199,9 @@ void AddHistoryCommand(CLI::App* parent, Commands& table) {
                   "Saved output of `sacctmgr -P show event Event=Node Format=NodeName,Start,End,State,Reason,User` "
                   "instead of asking Slurm")
       ->check(CLI::ExistingFile);
+  cmd->add_option("--slurmctld-log", o->ctld_log,
+                  "Node events from this slurmctld log instead of sacctmgr (read by default when sacctmgr fails "
+                  "and SlurmctldLogFile is readable here)");
   cmd->add_option("--jobs-file", o->jobs_file,
                   "Saved output of `sacct -a -X -P -o JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES`")
       ->check(CLI::ExistingFile);
