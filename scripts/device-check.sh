@@ -34,8 +34,8 @@ if [ "${1:-}" = "--prepare" ]; then
   # newer), found through the binary's own RUNPATH so that the programs it starts (nvidia-smi,
   # the helper) keep their own libraries.
   ldd build/clustermax | awk '/=> \//{print $3}' |
-    grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' |
-    while read -r lib; do cp -L "$lib" "$carry/lib/"; done || true  # none: the binary links them statically
+    { grep -v -E '/(libc|libm|libpthread|libdl|librt|libstdc\+\+|libgcc_s|ld-linux[^/]*)\.so' || true; } |
+    while read -r lib; do cp -L "$lib" "$carry/lib/"; done  # none when the binary links them statically
   command -v patchelf >/dev/null || apt-get install -y patchelf >/dev/null
   patchelf --force-rpath --set-rpath '$ORIGIN/lib' "$carry/clustermax"
   cp -r /usr/include/nlohmann "$carry/include/"

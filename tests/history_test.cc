@@ -332,11 +332,25 @@ TEST(History, SlurmctldLogOneFactFlippedAndHostileLines) {
       "[2024-01-01T00:00:00] error: Nodes n[1- not responding, setting DOWN\n"
       "\xff\xfe\x01 update_node: node \x1b[31m state set to DRAIN\n" +
           std::string(200000, 'x') + " update_node: node n9 state set to DOWN\n" +
+          "[2024-01-01T00:00:00] error: Nodes not responding, setting DOWN\n"
+          "[2024-01-01T00:00:00] error: Nodes a[0-99999] not responding, setting DOWN\n"
+          "[2024-01-01T00:00:00+99:99] update_node: node n7 state set to DOWN\n"
           "[2024-01-01T00:00:00+02:00] update_node: node n2 state set to DRAIN\n"
           "[2024-01-01T01:00:00Z] update_node: node n2 state set to IDLE\n",
       now);
-  EXPECT_EQ(h.undated, 2u);
+  EXPECT_EQ(h.undated, 3u);  // "[yesterday]", no time at all, and an offset of +99:99
   ASSERT_EQ(h.events.size(), 1u) << fmt::format("{}", fmt::join(Summary(h.events), "\n"));
   EXPECT_EQ(h.events[0].node, "n2");
   EXPECT_EQ(h.events[0].end - h.events[0].start, 3 * 3600);  // +02:00 and Z: three hours apart
+}
+
+TEST(History, SlurmdErrorsNameEveryNodeOfTheirList) {
+  // A hostlist with a comma inside its brackets: both nodes drained with the error as the reason.
+  auto r = ReadCtld(
+      "[2024-01-01T00:00:00] error: slurmd error running JobId=6 on node(s)=gpu[01,02]: Plugin initialization failed\n"
+      "[2024-01-01T00:00:01] drain_nodes: node gpu01 state set to DRAIN\n"
+      "[2024-01-01T00:00:01] drain_nodes: node gpu02 state set to DRAIN\n",
+      Local("2024-06-01T00:00:00"));
+  ASSERT_EQ(r.events.size(), 2u);
+  for (const auto& e : r.events) EXPECT_EQ(e.reason, "slurmd error running a job: Plugin initialization failed");
 }

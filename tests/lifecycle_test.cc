@@ -120,8 +120,16 @@ TEST(Lifecycle, ARealH200ModelLoadReplayedAndOneBadPieceFails) {
   json g = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
   setenv("FAKE_GPU_BAD_PIECE", "1", 1);
   json bad = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  // A count that is no count (too large for a double to hold exactly, or a fraction) is not read
+  // as zero bad pieces.
+  setenv("FAKE_GPU_BAD_PIECE", "1e19", 1);
+  json huge = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
+  setenv("FAKE_GPU_BAD_PIECE", "0.5", 1);
+  json half = life::RunLifeRankJob(job, "n1", 0)["model"]["gpu"];
   unsetenv("FAKE_GPU_BAD_PIECE");
   unsetenv("FAKE_GPU_REPLAY");
+  EXPECT_TRUE(util::Contains(huge.value("error", ""), "not whole numbers")) << huge.dump();
+  EXPECT_TRUE(util::Contains(half.value("error", ""), "not whole numbers")) << half.dump();
   ASSERT_FALSE(g.contains("error")) << g.dump();
   EXPECT_EQ(g["device"], "NVIDIA H200");
   EXPECT_EQ(g["bytes"], 1073741824);

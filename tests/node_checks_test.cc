@@ -183,6 +183,28 @@ TEST(NodeChecks, XidClassesFromTheData) {
   EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kWarn);
   ev["kernel.xid"].data["events"].push_back({{"kind", "Xid"}, {"pci", "0000:3b:00"}, {"code", 79}});
   EXPECT_EQ(J("gpu-xid-history", ev).verdict, Verdict::kFail);
+  // An event listed but not understood (its code as text) is never counted as no event.
+  auto junk = GpuNode();
+  junk["kernel.xid"] = Ok(
+      {{"source", "journalctl"}, {"events", json::array({{{"kind", "Xid"}, {"code", "79"}, {"line", "Xid ... 79"}}})}});
+  auto w = J("gpu-xid-history", junk);
+  EXPECT_EQ(w.verdict, Verdict::kWarn) << w.message;
+  EXPECT_EQ(w.reason, core::Reason::kUnverified);
+}
+
+TEST(NodeChecks, GpuCountInAGuestNeedsThePciListing) {
+  auto ev = GpuNode();
+  ev["gpu.inventory"].data["devices"][0]["virtualization_mode"] = "Pass-Through";
+  EXPECT_EQ(J("gpu-count-consistent", ev, core::Target::kVm).verdict, Verdict::kPass);
+  // The PCI listing unread: a GPU given to the VM but lost would not show.
+  ev["pci.devices"].status = core::EvidenceStatus::kPermissionDenied;
+  ev["pci.devices"].error = "denied";
+  auto f = J("gpu-count-consistent", ev, core::Target::kVm);
+  EXPECT_EQ(f.verdict, Verdict::kWarn) << f.message;
+  // The bus listing fewer GPUs than the driver sees: the listings disagree.
+  auto fewer = GpuNode();
+  fewer["pci.devices"] = Ok(Pci({ConnectX()}));
+  EXPECT_EQ(J("gpu-count-consistent", fewer, core::Target::kVm).verdict, Verdict::kWarn);
 }
 
 TEST(NodeCollectors, XidEventsParsedFromTheKernelLog) {

@@ -261,14 +261,21 @@ json RunDrillRankJob(const json& job, const std::string& node) {
     int again = 0, refused = 0;
     doc["undo"] = restore_cmd;
     auto seen = WaitOutOfService(node, NumOf(job, "restore_after_s"), [&] {
+      if (util::Cancelled()) return;  // stopping: straight to the restore
       ++again;
-      if (!DcgmInjected(RunArgv(DcgmInjectArgv(gpu, field, code), 10))) ++refused;
+      if (!DcgmInjected(RunArgv(DcgmInjectArgv(gpu, field, code), 5))) ++refused;
     });
     doc["detected_on_node"] = seen.has_value();
     if (seen) doc["t_detected"] = *seen;
     doc["injections"] = 1 + again;
     if (refused) doc["injections_refused"] = refused;
-    auto back = RunArgv(restore_argv, 30);
+    // Put back whatever stopped the wait; tried three times (a stop signal reaching the step's
+    // processes may take the first dcgmi with it), well inside the time srun is given to end.
+    host::CommandResult back;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      back = RunArgv(restore_argv, 8);
+      if (DcgmInjected(back)) break;
+    }
     doc["t_restore"] = util::UnixSeconds();
     if (!DcgmInjected(back)) doc["restore_error"] = "dcgmi test --inject (0): " + Failure(back);
     return doc;

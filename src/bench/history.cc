@@ -170,7 +170,9 @@ std::optional<double> CtldLineTime(std::string_view line, double now) {
     std::string z = m[3].str();
     if (z != "Z") {
       z.erase(std::remove(z.begin(), z.end(), ':'), z.end());
-      int off = std::stoi(z.substr(1, 2)) * 3600 + std::stoi(z.substr(3, 2)) * 60;
+      int hh = std::stoi(z.substr(1, 2)), mm = std::stoi(z.substr(3, 2));
+      if (hh > 14 || mm > 59) return std::nullopt;  // no such offset
+      int off = hh * 3600 + mm * 60;
       t -= z[0] == '+' ? off : -off;
     }
     return t;
@@ -222,6 +224,10 @@ bool InServiceState(const std::string& s) {
 
 void CtldLogReader::Open(const std::string& node, const std::string& state, const std::string& reason, double t) {
   if (node.empty()) return;
+  if (open_.size() + closed_.size() >= kMaxEvents) {  // hostile input: memory stays bounded
+    ++dropped_;
+    return;
+  }
   auto it = open_.find(node);
   if (it != open_.end()) {
     // DRAINING then DRAINED, DRAIN then DOWN: one outage, from its first sign; a reason set later fills in.
@@ -250,6 +256,10 @@ void CtldLogReader::Close(const std::string& node, double t) {
 void CtldLogReader::Feed(std::string_view line) {
   ++lines_;
   if (line.size() > 64 * 1024) return;  // no slurmctld line is that long: not a log line
+  // What the log covers: its first dated line, and its last line (dated when asked, LastTime()).
+  if (first_dated_ == 0)
+    if (auto t = CtldLineTime(line, now_)) first_dated_ = *t;
+  if (!util::Trim(line).empty()) last_line_.assign(line);
   auto has = [&](std::string_view k) { return line.find(k) != std::string_view::npos; };
   // Only lines about node states or jobs on failed nodes are read further.
   if (!has("update_node: node ") && !has("drain_nodes: node ") && !has("not responding, setting DOWN") &&
@@ -286,8 +296,10 @@ void CtldLogReader::Feed(std::string_view line) {
   }
   if (size_t at = line.find("Nodes "); at != std::string_view::npos && has("not responding, setting DOWN")) {
     size_t end = line.find(" not responding", at);  // the list holds commas: "n[00-01,03]", "a,b"
+    if (end == std::string_view::npos || end <= at + 6) return;
     std::string list(util::Trim(line.substr(at + 6, end - at - 6)));
-    if (auto nodes = util::ExpandHostlist(list))
+    if (list.empty() || list.find(' ') != std::string::npos) return;  // not a hostlist
+    if (auto nodes = util::ExpandHostlist(list); nodes && nodes->size() <= kMaxNodesPerLine)
       for (const auto& n : *nodes) Open(n, "DOWN", "Not responding", *t);
     return;
   }
@@ -332,10 +344,16 @@ void CtldLogReader::Feed(std::string_view line) {
     size_t on = line.find("on node(s)=", at), colon = on == std::string_view::npos ? on : line.find(": ", on);
     if (on != std::string_view::npos && colon != std::string_view::npos) {
       std::string msg(util::Trim(line.substr(colon + 2)));
-      if (auto nodes = util::ExpandHostlist(WordAfter(line, on + 11)))
+      std::string list(util::Trim(line.substr(on + 11, colon - on - 11)));  // "gpu[01,02]": commas inside
+      if (auto nodes = util::ExpandHostlist(list); nodes && nodes->size() <= kMaxNodesPerLine)
         for (const auto& n : *nodes) reason_[n] = "slurmd error running a job: " + msg;
     }
   }
+}
+
+double CtldLogReader::LastTime() const {
+  auto t = CtldLineTime(last_line_, now_);
+  return t ? *t : last_;
 }
 
 std::vector<NodeEvent> CtldLogReader::Events() const {

@@ -61,8 +61,14 @@ class CtldLogReader {
   std::vector<NodeEvent> Events() const;
   size_t lines() const { return lines_; }
   size_t undated() const { return undated_; }  // lines of interest without a readable time
+  size_t dropped() const { return dropped_; }  // outages past kMaxEvents, not kept
+  // Lines of interest (node state changes): their first and last time (0: none).
   double first() const { return first_; }
   double last() const { return last_; }
+  // What the log covers: its first dated line and its last line's time (0: no dated line).
+  double FirstTime() const { return first_dated_; }
+  double LastTime() const;
+  static constexpr size_t kMaxNodesPerLine = 65536, kMaxEvents = 1000000;
   // JobId -> node, for "Killing JobId=J on failed node N".
   const std::map<std::string, std::string>& killed_jobs() const { return killed_; }
 
@@ -70,8 +76,9 @@ class CtldLogReader {
   void Open(const std::string& node, const std::string& state, const std::string& reason, double t);
   void Close(const std::string& node, double t);
   double now_;
-  size_t lines_ = 0, undated_ = 0;
-  double first_ = 0, last_ = 0;
+  size_t lines_ = 0, undated_ = 0, dropped_ = 0;
+  double first_ = 0, last_ = 0, first_dated_ = 0;
+  std::string last_line_;
   std::map<std::string, NodeEvent> open_;
   std::map<std::string, std::string> reason_;  // the last reason set per node
   std::vector<NodeEvent> closed_;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -234,6 +235,13 @@ json TimeInstall(host::Host& h, const json& p, const std::string& python, int wa
   return r;
 }
 
+// A count from a helper line: a finite whole number from 0 to 2^53, else -1.
+static int64_t WholeOf(const json& j, const char* key) {
+  auto v = OptNumOf(j, key);
+  if (!v || !std::isfinite(*v) || *v < 0 || *v > 9007199254740992.0 || std::floor(*v) != *v) return -1;
+  return static_cast<int64_t>(*v);
+}
+
 // The model's files into the first GPU's memory through the GPU helper's "load" item: cold (the
 // helper drops them from the page cache first) and warm, every piece checked where it landed.
 json LoadToGpu(const std::string& path, int threads, const std::string& helper) {
@@ -257,14 +265,19 @@ json LoadToGpu(const std::string& path, int threads, const std::string& helper) 
     r[id + "_s"] = RoundTo(NumOf(l, "seconds"), 4);
     r[id + "_gbps"] = RoundTo(NumOf(l, "gbps"), 4);
     if (id == "cold") {
-      r["bytes"] = static_cast<int64_t>(NumOf(l, "bytes"));
+      r["bytes"] = WholeOf(l, "bytes");
       r["wrapped"] = TrueOf(l, "wrapped");
       if (TrueOf(l, "wrapped"))
         r["unchecked"] = "the model is larger than the GPU memory free for it: loaded in turns, not checked";
     }
     // Both passes' checks count: a piece that arrives wrong only when warm is still wrong.
-    r["checked_pieces"] = static_cast<int64_t>(NumOf(r, "checked_pieces") + NumOf(l, "checked_pieces"));
-    r["bad_pieces"] = static_cast<int64_t>(NumOf(r, "bad_pieces") + NumOf(l, "bad_pieces"));
+    int64_t checked = WholeOf(l, "checked_pieces"), bad = WholeOf(l, "bad_pieces");
+    if (checked < 0 || bad < 0) {
+      r["error"] = "the helper's piece counts are not whole numbers: the load is not verified";
+      continue;
+    }
+    r["checked_pieces"] = static_cast<int64_t>(NumOf(r, "checked_pieces")) + checked;
+    r["bad_pieces"] = static_cast<int64_t>(NumOf(r, "bad_pieces")) + bad;
   }
   if (NumOf(r, "bad_pieces") > 0 && !r.contains("error"))
     r["error"] = fmt::format("{:g} of {:g} piece(s) differed on the GPU from the bytes read: corrupted on the way",

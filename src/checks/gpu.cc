@@ -82,6 +82,12 @@ Finding GpuCountConsistent(const JudgeContext& ctx) {
                    fmt::format("{} GPU(s) visible to the driver but {} NVIDIA GPU(s) found on the PCI bus: the two "
                                "listings disagree",
                                visible, on_bus));
+  } else if (!pci.ok() && (!guest_mode.empty() || ctx.target() == core::Target::kVm ||
+                           ctx.target() == core::Target::kContainer || !model || !model->gpus_per_node)) {
+    // Only the PCI bus can say that a GPU it holds is not visible: unread, nothing is verified.
+    f = core::Warn(
+        Reason::kUnverified,
+        fmt::format("{} GPU(s) visible; the PCI listing was not read, so a lost GPU would not show", visible));
   } else if (!guest_mode.empty()) {
     f = core::Pass(
         fmt::format("{} GPU(s) visible in a {} guest (the GPUs report it); the node count of the SKU does not apply",

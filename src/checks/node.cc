@@ -380,7 +380,7 @@ Finding XidHistory(const JudgeContext& ctx) {
   const auto& catalog = core::EmbeddedXidCatalog();
   const json& watch = core::EmbeddedThresholds().data()["xid"]["watch"];
   std::map<std::string, long> counts;
-  long undated = 0;
+  long undated = 0, unread_events = 0;
   if (e.data.contains("counts_by_day")) {
     for (const auto& [day, keys] : e.data["counts_by_day"].items()) {
       bool in_window = day == "undated";
@@ -397,8 +397,10 @@ Finding XidHistory(const JudgeContext& ctx) {
   } else {
     // A bundle recorded before counts were kept: its event list, as read.
     for (const auto& ev : e.data.value("events", json::array())) {
-      if (!ev.is_object() || !ev.value("kind", json()).is_string() || !ev.value("code", json()).is_number_integer())
+      if (!ev.is_object() || !ev.value("kind", json()).is_string() || !ev.value("code", json()).is_number_integer()) {
+        ++unread_events;  // a listed event not understood: never counted as no event
         continue;
+      }
       counts[fmt::format("{} {}", ev["kind"].get<std::string>(), ev["code"].get<int>())]++;
     }
   }
@@ -439,6 +441,8 @@ Finding XidHistory(const JudgeContext& ctx) {
                                                                 kWindowDays, fail.front()))
       : !warn.empty()
           ? core::Warn(Reason::kConfig, fmt::format("GPU event to watch within {} days: {}", kWindowDays, warn.front()))
+      : unread_events > 0
+          ? core::Warn(Reason::kUnverified, fmt::format("{} listed GPU event(s) could not be read", unread_events))
           : core::Pass(fmt::format("no hardware or reset-class GPU event in {} days ({} other event(s))", kWindowDays,
                                    events));
   f.observed =

@@ -357,7 +357,9 @@ void AddDrillCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--code", o->code,
                   "Xid or SXid code, or the value a dcgm drill injects (default Xid 79, SXid 12022)");
   cmd->add_option("--gpu", o->gpu, "dcgm drill: the DCGM GPU id (dcgmi discovery -l)");
-  cmd->add_option("--field", o->field, "dcgm drill: the DCGM field id (default 230, DCGM_FI_DEV_XID_ERRORS)");
+  cmd->add_option("--field", o->field,
+                  "dcgm drill: the DCGM field id (default 230, DCGM_FI_DEV_XID_ERRORS); 0 is injected at the end, so "
+                  "a field where 0 means no error (an error count or code)");
   cmd->add_option("--pci", o->pci, "PCI address in the synthetic line");
   cmd->add_option("--kmsg", o->kmsg,
                   "Where the line is written: /dev/kmsg (default; root on the node), or a syslog-format file the "

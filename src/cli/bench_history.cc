@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "host/local_host.h"
 #include "util/files.h"
+#include "util/line_assembler.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -39,20 +40,41 @@ struct HistoryCli {
   std::string partition, nodelist, events_file, jobs_file, ctld_log;
 };
 
-// Node events from a slurmctld log, read line by line; "" on success, else why not.
-std::string ReadCtldLog(const std::string& path, double now, std::vector<hist::NodeEvent>& events, json& about) {
-  std::ifstream in(path);
+// Node events from a slurmctld log, read in pieces (a line longer than 64 KiB is dropped, so a
+// log of junk without newlines stays bounded); "" on success, else why not. `about` gets what the
+// log covers and `problems` what that leaves out of [from, to].
+std::string ReadCtldLog(const std::string& path, double from, double to, std::vector<hist::NodeEvent>& events,
+                        json& about, std::vector<std::string>& problems) {
+  std::ifstream in(path, std::ios::binary);
   if (!in) return fmt::format("{}: {}", path, std::strerror(errno));
-  hist::CtldLogReader reader(now);
-  for (std::string line; std::getline(in, line);) reader.Feed(line);
+  hist::CtldLogReader reader(to);
+  util::LineAssembler lines(64 * 1024);
+  std::string buf(1 << 20, '\0');
+  auto feed = [&](std::string_view line) { reader.Feed(line); };
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+    lines.Feed(std::string_view(buf.data(), static_cast<size_t>(in.gcount())), feed);
   if (in.bad()) return path + ": read error";
+  lines.Flush(feed);
+  if (reader.FirstTime() == 0) return path + ": no line with a time slurmctld writes (is this slurmctld's log?)";
   events = reader.Events();
-  about = {{"path", path}, {"lines", reader.lines()}, {"jobs_killed_on_failed_nodes", reader.killed_jobs().size()}};
-  if (reader.first() > 0) {
-    about["first"] = reader.first();
-    about["last"] = reader.last();
-  }
+  double first = reader.FirstTime(), last = reader.LastTime();
+  auto when = [](double t) {
+    return util::FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(static_cast<long long>(t))));
+  };
+  about = {{"path", path},
+           {"lines", reader.lines()},
+           {"from", when(first)},
+           {"to", when(last)},
+           {"jobs_killed_on_failed_nodes", reader.killed_jobs().size()}};
   if (reader.undated()) about["undated_lines"] = reader.undated();
+  if (reader.dropped()) about["events_dropped"] = reader.dropped();
+  if (first > from)
+    problems.push_back("slurmctld's log starts " + when(first) + ": outages before it (a rotated log) are not counted");
+  if (last < to - 86400)
+    problems.push_back("slurmctld's log ends " + when(last) + ": outages after it are not counted");
+  if (reader.last() == 0)
+    problems.push_back(
+        "slurmctld's log holds no node state change at all: with SlurmctldDebug below info they are not logged");
   return "";
 }
 
@@ -83,7 +105,7 @@ int RunHistory(HistoryCli& o) {
   host::LocalHost login;
   json result = {{"kind", "clustermax.bench.history"}, {"schema_version", 1}};
   std::vector<std::string> problems;
-  std::string events_text, jobs_text, events_error, jobs_error;
+  std::string events_text, jobs_text, events_error, jobs_error, nodes_error;
   if (!o.ctld_log.empty()) {
     // The log is the node events' source; jobs still come from sacct.
   } else if (!o.events_file.empty()) {
@@ -112,20 +134,20 @@ int RunHistory(HistoryCli& o) {
     auto list = util::ExpandHostlist(o.nodelist);
     if (!list || list->empty()) throw UsageError("--nodelist: a Slurm hostlist, e.g. gpu[001-128]");
     nodes = *list;
-  } else if (o.events_file.empty() && o.ctld_log.empty()) {
+  } else if (o.events_file.empty()) {
     std::string serr;
     if (auto listed = SinfoNodes(login, o.partition, serr))
       nodes = std::move(*listed);
-    else if (events_error.empty())
-      events_error = "nodes unread: " + serr;
+    else
+      nodes_error = "nodes unread: " + serr;
   }
-  if (nodes.empty() && !o.events_file.empty())
+  if (nodes.empty() && (!o.events_file.empty() || !o.ctld_log.empty()) && nodes_error.empty())
     problems.push_back(
         "the nodes are those with events only (no --nodelist): availability and MTBF leave out nodes that never "
         "failed");
   // Without accounting (sacctmgr failed) slurmctld's own log, when this node can read it, holds
   // the same transitions.
-  std::string ctld_log = o.ctld_log, events_source;
+  std::string ctld_log = o.ctld_log;
   if (ctld_log.empty() && o.events_file.empty() && !events_error.empty()) {
     auto cfg = login.Run({{"scontrol", "show", "config"}, std::chrono::seconds(30), 1u << 20});
     auto conf = util::ParseScontrolConfig(cfg.out);
@@ -138,17 +160,15 @@ int RunHistory(HistoryCli& o) {
   }
   std::vector<std::string> ev_problems, job_problems;
   std::vector<hist::NodeEvent> events;
+  // Availability over the nodes that failed alone would be a figure of nothing: without the node
+  // list nothing is graded.
+  if (!nodes_error.empty() && events_error.empty()) events_error = nodes_error;
   if (!ctld_log.empty()) {
     json about;
-    if (std::string err = ReadCtldLog(ctld_log, to, events, about); !err.empty()) {
+    if (std::string err = ReadCtldLog(ctld_log, from, to, events, about, problems); !err.empty())
       events_error = "node events unread: " + err;
-    } else {
+    else
       result["slurmctld_log"] = about;
-      if (about.contains("first") && about["first"].get<double>() > from)
-        problems.push_back(fmt::format("slurmctld's log starts {}: outages before it (a rotated log) are not counted",
-                                       util::FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::seconds(
-                                           static_cast<long long>(about["first"].get<double>()))))));
-    }
   } else {
     events = hist::ParseEvents(events_text, to, &ev_problems);
   }
@@ -201,7 +221,8 @@ void AddHistoryCommand(CLI::App* parent, Commands& table) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--slurmctld-log", o->ctld_log,
                   "Node events from this slurmctld log instead of sacctmgr (read by default when sacctmgr fails "
-                  "and SlurmctldLogFile is readable here)");
+                  "and SlurmctldLogFile is readable here); its times are read in this machine's time zone (TZ=...), "
+                  "syslog's yearless ones as within the last year");
   cmd->add_option("--jobs-file", o->jobs_file,
                   "Saved output of `sacct -a -X -P -o JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES`")
       ->check(CLI::ExistingFile);
