@@ -209,6 +209,12 @@ std::string WordAfter(std::string_view line, size_t at) {
   return std::string(line.substr(at, end - at));
 }
 
+// The node named by "node N" / "Node N" just before `at` ("node N returned to service"), or "".
+std::string NodeBefore(std::string_view line, size_t at, std::string_view word) {
+  size_t n = line.rfind(word, at);
+  return n == std::string_view::npos ? "" : WordAfter(line, n + word.size());
+}
+
 bool OutOfServiceState(const std::string& s) {
   for (const char* k : {"DRAIN", "DRAINING", "DRAINED", "DOWN", "FAIL", "FAILING", "INVAL"})
     if (s == k) return true;
@@ -304,8 +310,7 @@ void CtldLogReader::Feed(std::string_view line) {
     return;
   }
   if (size_t at = line.find(" not resumed by ResumeTimeout"); at != std::string_view::npos) {
-    size_t n = line.rfind("node ", at);
-    if (n != std::string_view::npos) Open(WordAfter(line, n + 5), "DOWN", "ResumeTimeout reached", *t);
+    Open(NodeBefore(line, at, "node "), "DOWN", "ResumeTimeout reached", *t);
     return;
   }
   if (size_t at = line.find("Setting node "); at != std::string_view::npos) {
@@ -319,8 +324,7 @@ void CtldLogReader::Feed(std::string_view line) {
     return;
   }
   if (size_t at = line.find(" returned to service"); at != std::string_view::npos) {
-    size_t n = line.rfind("node ", at);
-    if (n != std::string_view::npos) Close(WordAfter(line, n + 5), *t);
+    Close(NodeBefore(line, at, "node "), *t);
     return;
   }
   for (const char* k : {" on failed node ", " due to failure of node "}) {
@@ -335,8 +339,7 @@ void CtldLogReader::Feed(std::string_view line) {
   }
   if (size_t at = line.find(" unexpectedly rebooted"); at != std::string_view::npos) {
     // "validate_node_specs: Node N unexpectedly rebooted boot_time=..." (the node is set DOWN)
-    size_t n = line.rfind("Node ", at);
-    if (n != std::string_view::npos) Open(WordAfter(line, n + 5), "DOWN", "Node unexpectedly rebooted", *t);
+    Open(NodeBefore(line, at, "Node "), "DOWN", "Node unexpectedly rebooted", *t);
     return;
   }
   if (size_t at = line.find("error running JobId="); at != std::string_view::npos) {
