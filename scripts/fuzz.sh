@@ -12,6 +12,8 @@
 #                                           target's executions and coverage (libFuzzer's last
 #                                           "#N DONE cov: ... ft: ..." line) and any crash file
 #   scripts/fuzz.sh list                    the target names
+#   scripts/fuzz.sh deps                    only installs clang and libFuzzer (scripts/test.sh's
+#                                           sanitizer stage builds this configuration with the tests)
 #
 # Installs clang and libclang-rt-14-dev (Debian) when missing. Crashes land in
 # build-fuzz/fuzz/{work,long}/<target>/artifacts/; keep each one under fuzz/regressions/<target>/
@@ -19,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-ci}
-targets=(parsers dcgmi smi_xml slurm_text versions minimums assessment bundle collect report web export k8s net_interop)
+targets=(parsers dcgmi smi_xml slurm_text versions minimums assessment bundle collect report web export k8s net_interop infer_stream train_log reliability)
 if [ "$mode" = list ]; then printf '%s\n' "${targets[@]}"; exit 0; fi
 
 need=()
@@ -31,6 +33,7 @@ if ((${#need[@]})); then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
+[ "$mode" = deps ] && exit 0
 
 jobs=$(nproc)
 launcher=()
@@ -68,7 +71,7 @@ case "$mode" in
     exit $status
     ;;
   *)
-    echo "usage: scripts/fuzz.sh [ci | long [SECONDS] [TARGET] | list]" >&2
+    echo "usage: scripts/fuzz.sh [ci | long [SECONDS] [TARGET] | list | deps]" >&2
     exit 64
     ;;
 esac
