@@ -5,7 +5,8 @@
 #   scripts/slurm-ci.sh install         apt packages (once)
 #   scripts/slurm-ci.sh up DIR [N]      write slurm.conf/gres.conf, start munge, slurmctld, N slurmd; wait until idle
 #   scripts/slurm-ci.sh down DIR        stop by the PIDs in DIR (never by name), SIGKILL after 10 s
-#   scripts/slurm-ci.sh restart-node DIR NAME   start one slurmd again (after a test killed it)
+#   scripts/slurm-ci.sh restart-node DIR NAME   start one slurmd again: stops it first when it runs
+#                                       (a slurmd restart, as a drill does), else after a test killed it
 # Tests plant configurations through the environment: SLURM_CI_EXTRA (extra slurm.conf lines),
 # SLURM_CI_NODE_LINES (NodeName lines instead of the default; @HOST@ is this host's short name),
 # SLURM_CI_GRES_NODES (the nodes gres.conf declares, default n[1-N]) and SLURM_CI_TOPOLOGY
@@ -120,6 +121,13 @@ CONF
     ;;
   restart-node)
     export SLURM_CONF=$D/slurm.conf
+    pidf=$D/slurmd-$3.pid
+    if [ -s "$pidf" ] && pid=$(cat "$pidf") && kill -0 "$pid" 2>/dev/null; then
+      kill "$pid"
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -9 "$pid" 2>/dev/null || true
+      rm -f "$pidf"
+    fi
     start_slurmd "$3"
     ;;
   down)

@@ -182,6 +182,66 @@ TEST(Drill, ADcgmInjectionIsKeptUpUntilItsTimeThenClearedAndARefusalIsAnError) {
   EXPECT_TRUE(util::Contains(absent.value("error", ""), "dcgmi is not installed")) << absent.dump();
 }
 
+TEST(Drill, AGpuIsDrainedAndSlurmdRestartedThenBothUndone) {
+  // A stand-in nvidia-smi on PATH logs its calls; the slurmd restart is a command that logs too.
+  fs::path dir = clustermax::testing::ScratchDir("drill-gpu");
+  fs::path log = dir / "calls";
+  {
+    std::ofstream f(dir / "nvidia-smi");
+    f << "#!/bin/sh\necho \"nvidia-smi $*\" >> " << log.string() << "\n"
+      << "[ -e " << (dir / "busy").string() << " ] && { echo 'Unable to drain: the GPU is in use'; exit 3; }\n"
+      << "echo \"Successfully set GPU $3 drain state to: $5.\"\n";
+  }
+  fs::permissions(dir / "nvidia-smi", fs::perms::owner_all);
+  std::string path = std::getenv("PATH") ? std::getenv("PATH") : "/usr/bin:/bin";
+  setenv("PATH", (dir.string() + ":" + path).c_str(), 1);
+  json job = {{"kind", "gpu"},
+              {"pci", "0000:19:00.0"},
+              {"slurmd_restart", "echo restart slurmd on {node} >> " + log.string()},
+              {"restore_after_s", 0.4}};
+  json d = drill::RunDrillRankJob(job, "clustermax-test-no-such-node");
+  std::string calls = ReadAll(log);
+  fs::remove(log);
+  std::ofstream(dir / "busy").put('x');
+  json busy = drill::RunDrillRankJob(job, "n");
+  std::string busy_calls = ReadAll(log);
+  fs::remove(dir / "busy");
+  json bad = job;
+  bad["pci"] = "0000:19:00.0; reboot";
+  json refused = drill::RunDrillRankJob(bad, "n");
+  fs::remove(dir / "nvidia-smi");
+  json absent = drill::RunDrillRankJob(job, "n");
+  setenv("PATH", path.c_str(), 1);
+
+  EXPECT_FALSE(d.contains("error")) << d.dump();
+  EXPECT_EQ(d["did"],
+            "drained GPU 0000:19:00.0 with nvidia-smi, then restarted slurmd: echo restart slurmd on "
+            "clustermax-test-no-such-node >> " +
+                log.string());
+  EXPECT_EQ(util::SplitLines(calls),
+            (std::vector<std::string>{
+                "nvidia-smi drain -p 0000:19:00.0 -m 1", "restart slurmd on clustermax-test-no-such-node",
+                "nvidia-smi drain -p 0000:19:00.0 -m 0", "restart slurmd on clustermax-test-no-such-node"}))
+      << calls;
+  EXPECT_GE(d["t_restore"].get<double>() - d["t_inject"].get<double>(), 0.4);
+  EXPECT_FALSE(d.contains("restore_error")) << d.dump();
+  EXPECT_TRUE(util::Contains(d["undo"].get<std::string>(), "nvidia-smi drain -p 0000:19:00.0 -m 0 && echo restart"));
+  // A GPU in use is not drained: an error, no restart, and the undrain is still tried.
+  EXPECT_TRUE(util::Contains(busy.value("error", ""), "Unable to drain")) << busy.dump();
+  EXPECT_FALSE(busy.contains("t_inject"));
+  EXPECT_FALSE(util::Contains(busy_calls, "restart slurmd")) << busy_calls;
+  EXPECT_TRUE(util::Contains(busy_calls, "-m 0")) << busy_calls;
+  // The address goes into a shell line: anything but domain:bus:device.function is refused.
+  EXPECT_TRUE(util::Contains(refused.value("error", ""), "not a GPU's PCI address")) << refused.dump();
+  EXPECT_TRUE(util::Contains(absent.value("error", ""), "nvidia-smi drain")) << absent.dump();
+  EXPECT_FALSE(absent.contains("t_inject"));
+  EXPECT_TRUE(drill::IsGpuAddress("00000000:3B:00.0"));
+  EXPECT_FALSE(drill::IsGpuAddress("0000:19:00"));
+  EXPECT_EQ(util::ForNode("/var/log/{node}/{node}.log", "gpu07"), "/var/log/gpu07/gpu07.log");
+  EXPECT_EQ(util::ForNode("{node}", "{node}"), "{node}");
+  EXPECT_EQ(util::ForNode("{nod}", "x"), "{nod}");
+}
+
 TEST(Drill, AMountIsTakenAwayOnlyWhenItCanBePutBack) {
   fs::path dir = clustermax::testing::ScratchDir("drill-mount");
   std::ofstream(dir / "fstab") << "# nothing\n";

@@ -355,6 +355,9 @@ TEST(Lifecycle, RebootStatesAsScontrolPrintsThem) {
   EXPECT_FALSE(life::Schedulable(life::NodeStateFlags("NodeName=n1 State=MIXED+DRAIN+REBOOT_REQUESTED")));
   EXPECT_FALSE(life::Schedulable(life::NodeStateFlags("NodeName=n1 State=IDLE+POWERED_DOWN")));
   EXPECT_TRUE(life::Schedulable(life::NodeStateFlags("NodeName=n1 State=MIXED")));
+  // Registered with one GPU fewer than configured: INVAL (22.05+), or the flag spelled out.
+  EXPECT_FALSE(life::Schedulable(life::NodeStateFlags("NodeName=n1 State=INVAL")));
+  EXPECT_FALSE(life::Schedulable(life::NodeStateFlags("NodeName=n1 State=MIXED+INVALID_REG")));
   EXPECT_FALSE(life::Schedulable(life::NodeStateFlags("NodeName=n1 Arch=x86_64")));
 }
 

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -144,6 +145,11 @@ bool DcgmInjected(const host::CommandResult& r) { return Ok(r) && util::Contains
 
 }  // namespace
 
+bool IsGpuAddress(const std::string& pci) {
+  static const std::regex kBdf("[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]");
+  return pci.size() <= 32 && std::regex_match(pci, kBdf);
+}
+
 std::string FaultLine(const std::string& kind, int code, const std::string& pci) {
   if (kind == "sxid")
     return fmt::format("nvidia-nvswitch0: SXid (PCI:{}): {}, synthetic fault injected by a clustermax fault drill", pci,
@@ -183,8 +189,7 @@ json RunDrillRankJob(const json& job, const std::string& node) {
   std::string restore_cmd;  // mount: the mount command; command: the site's restore
   std::vector<std::string> restore_argv;
   if (kind == "xid" || kind == "sxid") {
-    std::string path = StrOf(job, "kmsg");
-    for (size_t at; (at = path.find("{node}")) != std::string::npos;) path.replace(at, 6, node);
+    std::string path = util::ForNode(StrOf(job, "kmsg"), node);
     std::string line = FaultLine(kind, static_cast<int>(NumOf(job, "code")), StrOf(job, "pci"));
     doc["t_inject"] = util::UnixSeconds();
     if (auto err = WriteKernelLine(path, node, line); !err.empty()) {
@@ -279,23 +284,42 @@ json RunDrillRankJob(const json& job, const std::string& node) {
     doc["t_restore"] = util::UnixSeconds();
     if (!DcgmInjected(back)) doc["restore_error"] = "dcgmi test --inject (0): " + Failure(back);
     return doc;
-  } else if (kind == "command") {
+  } else if (kind == "command" || kind == "gpu") {
     std::string inject = StrOf(job, "inject");
     restore_cmd = StrOf(job, "restore");
+    std::string did = "ran the inject command";
+    if (kind == "gpu") {
+      // One GPU taken from the node as NVIDIA documents it (nvidia-smi drain: NVML processes
+      // started afterwards no longer see it), then slurmd restarted so that it registers what it
+      // sees now; put back the same way.
+      std::string pci = StrOf(job, "pci"), restart = util::ForNode(StrOf(job, "slurmd_restart"), node);
+      if (!IsGpuAddress(pci)) {
+        doc["error"] = "not a GPU's PCI address (domain:bus:device.function): " + pci;
+        return doc;
+      }
+      inject = fmt::format("nvidia-smi drain -p {} -m 1", pci);
+      restore_cmd = fmt::format("nvidia-smi drain -p {} -m 0", pci);
+      did = fmt::format("drained GPU {} with nvidia-smi", pci);
+      if (!restart.empty()) {
+        inject += " && " + restart;
+        restore_cmd += " && " + restart;
+        did += ", then restarted slurmd: " + restart;
+      }
+    }
     if (!restore_cmd.empty()) restore_argv = {"sh", "-c", restore_cmd};
     doc["t_inject"] = util::UnixSeconds();
     auto r = RunArgv({"sh", "-c", inject}, 120);
     if (!Ok(r)) {
       // Half an injection is still restored.
       doc.erase("t_inject");
-      doc["error"] = "inject command: " + Failure(r);
+      doc["error"] = (kind == "gpu" ? "nvidia-smi drain or the slurmd restart: " : "inject command: ") + Failure(r);
       if (!restore_argv.empty()) {
         auto back = RunArgv(restore_argv, 120);
         if (!Ok(back)) doc["error"] = doc["error"].get<std::string>() + "; restore command: " + Failure(back);
       }
       return doc;
     }
-    doc["did"] = "ran the inject command";
+    doc["did"] = did;
   } else {
     doc["error"] = "unknown fault kind " + kind;
     return doc;

@@ -13,6 +13,11 @@
 //   dcgm     DCGM's error injection (dcgmi test --inject): a field, Xid errors by default, set on
 //            one GPU in nv-hostengine, injected again every second (injected samples age out)
 //            until the node is marked bad (or --restore-after), then set back to 0;
+//   gpu      one GPU made unavailable to the scheduler: `nvidia-smi drain -p BDF -m 1` and slurmd
+//            restarted so it registers one GPU fewer (slurmctld then sets the node INVAL or
+//            drains it, "gres/gpu count reported lower than configured"), put back with -m 0 and
+//            a second restart once the node is marked bad (or after --restore-after); with a
+//            static gres.conf (File=) Slurm never notices, which the drill then reports;
 //   command  the site's own inject and restore commands (e.g. the file an NHC check looks for).
 // The login side (cli/bench_drill.cc) watches `scontrol show node` meanwhile (NodeWatch).
 #pragma once
@@ -32,13 +37,17 @@ namespace clustermax::bench::drill {
 // "nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12022, synthetic fault ...".
 std::string FaultLine(const std::string& kind, int code, const std::string& pci);
 
+// A GPU's full PCI address as nvidia-smi drain takes it: domain:bus:device.function.
+bool IsGpuAddress(const std::string& pci);
+
 // The mount points of /proc/self/mountinfo (octal escapes decoded), and the targets of an fstab
 // file (comments and blank lines skipped).
 std::vector<std::string> MountPoints(const std::string& mountinfo);
 std::vector<std::string> FstabTargets(const std::string& fstab);
 
 // One task's work (the job the CLI sends): {"kind", "code", "pci", "kmsg" (a path; "{node}" in it
-// is the task's node), "mount", "fstab", "inject", "restore", "restore_after_s", "gpu", "field"}.
+// is the task's node), "mount", "fstab", "inject", "restore", "restore_after_s", "gpu", "field",
+// "slurmd_restart" (a shell command, "{node}" replaced; empty: no restart)}.
 // Injects the fault, then (mount, command with a restore) waits until this node is out of service
 // in `scontrol show node` or restore_after_s passed, and restores. The document:
 // {"node", "kind", "t_inject" (Unix seconds), "t_detected" (when this task saw the node out of

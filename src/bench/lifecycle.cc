@@ -657,7 +657,8 @@ bool Schedulable(const std::vector<std::string>& flags) {
   const std::string& base = flags.front();
   if (base != "IDLE" && base != "MIXED" && base != "ALLOCATED") return false;
   for (const auto& f : flags) {
-    for (const char* bad : {"DOWN", "DRAIN", "FAIL", "REBOOT", "NOT_RESPONDING", "POWER"})
+    // INVAL (INVALID_REG): registered with less than its configuration (a GPU missing).
+    for (const char* bad : {"DOWN", "DRAIN", "FAIL", "REBOOT", "NOT_RESPONDING", "POWER", "INVAL"})
       if (util::Contains(f, bad)) return false;
   }
   return true;

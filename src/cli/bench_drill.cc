@@ -51,6 +51,8 @@ struct DrillCli {
   std::string pci = "0000:19:00", kmsg = "/dev/kmsg";
   std::string mount, fstab = "/etc/fstab";
   std::string inject, restore;
+  std::string slurmd_restart = "systemctl restart slurmd";
+  bool pci_given = false;
   double detect_timeout = 900, return_timeout = 3600, restore_after = 0;
   bool leave_drained = false;
   std::string rank_job;
@@ -81,6 +83,9 @@ std::string UndoFor(const DrillCli& o, const std::string& node) {
         "on {}: dcgmi test --inject --gpuid {} -f {} -v 0 (injected values also age out of DCGM's "
         "cache on their own)",
         node, o.gpu, o.field);
+  if (o.kind == "gpu")
+    return fmt::format("on {}: nvidia-smi drain -p {} -m 0{}", node, o.pci,
+                       o.slurmd_restart.empty() ? "" : " && " + util::ForNode(o.slurmd_restart, node));
   if (o.kind == "command")
     return o.restore.empty() ? "no restore command was given"
                              : fmt::format("on {}: {}", node, host::RedactCommandLine(o.restore));
@@ -112,6 +117,11 @@ int RunDrill(DrillCli& o) {
     throw UsageError("mount drill: --mount /PATH, a mount point listed in --fstab on the nodes");
   if (o.kind == "command" && o.inject.empty())
     throw UsageError("command drill: --inject CMD (and --restore CMD to put it back)");
+  // The GPU is the user's choice, never a default: nvidia-smi drain takes it from every job.
+  if (o.kind == "gpu" && (!o.pci_given || !drill::IsGpuAddress(o.pci)))
+    throw UsageError(
+        "gpu drill: --pci DOMAIN:BUS:DEVICE.FUNCTION, the GPU to take away (nvidia-smi --query-gpu=pci.bus_id "
+        "--format=csv)");
   for (double v : {o.detect_timeout, o.return_timeout})
     if (!(v > 0 && v <= 7 * 86400)) throw UsageError("timeouts: seconds above 0, at most a week");
   if (o.restore_after < 0 || o.restore_after > 7 * 86400) throw UsageError("--restore-after: seconds, at most a week");
@@ -135,16 +145,18 @@ int RunDrill(DrillCli& o) {
     else
       nodes.push_back(n);
   }
-  std::string what = o.kind == "xid"     ? fmt::format("synthetic Xid {} in the kernel log ({})", o.code, o.kmsg)
-                     : o.kind == "sxid"  ? fmt::format("synthetic SXid {} in the kernel log ({})", o.code, o.kmsg)
-                     : o.kind == "mount" ? fmt::format("{} unmounted", o.mount)
-                     : o.kind == "dcgm"
-                         ? fmt::format(
-                               "DCGM error injection: field {} = {} on GPU {} (dcgmi test --inject, again "
-                               "every second until detected)",
-                               o.field, o.code, o.gpu)
+  std::string what =
+      o.kind == "xid"     ? fmt::format("synthetic Xid {} in the kernel log ({})", o.code, o.kmsg)
+      : o.kind == "sxid"  ? fmt::format("synthetic SXid {} in the kernel log ({})", o.code, o.kmsg)
+      : o.kind == "mount" ? fmt::format("{} unmounted", o.mount)
+      : o.kind == "gpu"   ? fmt::format("GPU {} taken from the scheduler (nvidia-smi drain{})", o.pci,
+                                      o.slurmd_restart.empty() ? ", slurmd not restarted" : ", slurmd restarted")
+      : o.kind == "dcgm"  ? fmt::format(
+                                "DCGM error injection: field {} = {} on GPU {} (dcgmi test --inject, again "
+                                 "every second until detected)",
+                                o.field, o.code, o.gpu)
                          : "the site's inject command";
-  bool waits = o.kind == "mount" || o.kind == "dcgm" || (o.kind == "command" && !o.restore.empty());
+  bool waits = o.kind == "mount" || o.kind == "dcgm" || o.kind == "gpu" || (o.kind == "command" && !o.restore.empty());
   result["drill"] = {{"kind", o.kind},
                      {"what", what},
                      {"nodes", *list},
@@ -152,6 +164,7 @@ int RunDrill(DrillCli& o) {
                      {"return_timeout_s", o.return_timeout}};
   if (o.kind == "xid" || o.kind == "sxid" || o.kind == "dcgm") result["drill"]["code"] = o.code;
   if (o.kind == "dcgm") result["drill"]["gpu"] = o.gpu, result["drill"]["field"] = o.field;
+  if (o.kind == "gpu") result["drill"]["pci"] = o.pci, result["drill"]["slurmd_restart"] = o.slurmd_restart;
   // Faults put back by the node's task keep that node allocated while it waits: a health check
   // that runs only on idle nodes never sees them.
   {
@@ -193,7 +206,7 @@ int RunDrill(DrillCli& o) {
     json job = {{"kind", o.kind},     {"code", o.code},       {"pci", o.pci},
                 {"kmsg", o.kmsg},     {"mount", o.mount},     {"fstab", o.fstab},
                 {"inject", o.inject}, {"restore", o.restore}, {"restore_after_s", restore_after},
-                {"gpu", o.gpu},       {"field", o.field}};
+                {"gpu", o.gpu},       {"field", o.field},     {"slurmd_restart", o.slurmd_restart}};
     auto members = PartitionNodes(login, o.slurm.partition);
     // The watch runs while the step injects (and restores): detection may come before it ends.
     std::map<std::string, drill::NodeWatch> watch;
@@ -350,9 +363,10 @@ void AddDrillCommand(CLI::App* parent, Commands& table) {
          "kind", o->kind,
          "xid: a synthetic Xid line in the kernel log; sxid: an NVSwitch SXid line; mount: unmount a mount "
          "point (mounted again from fstab once detected); dcgm: DCGM error injection (dcgmi test --inject, kept up "
-         "until detected, then 0); command: the site's --inject and --restore")
+         "until detected, then 0); gpu: one GPU taken from the scheduler (nvidia-smi drain and a slurmd restart, "
+         "undone the same way); command: the site's --inject and --restore")
       ->required()
-      ->check(CLI::IsMember({"xid", "sxid", "mount", "dcgm", "command"}));
+      ->check(CLI::IsMember({"xid", "sxid", "mount", "dcgm", "gpu", "command"}));
   cmd->add_option("--node", o->nodes, "The nodes to drill (Slurm hostlist, required); nothing else is touched");
   cmd->add_option("--code", o->code,
                   "Xid or SXid code, or the value a dcgm drill injects (default Xid 79, SXid 12022)");
@@ -360,7 +374,18 @@ void AddDrillCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--field", o->field,
                   "dcgm drill: the DCGM field id (default 230, DCGM_FI_DEV_XID_ERRORS); 0 is injected at the end, so "
                   "a field where 0 means no error (an error count or code)");
-  cmd->add_option("--pci", o->pci, "PCI address in the synthetic line");
+  cmd->add_option_function<std::string>(
+      "--pci",
+      [o](const std::string& v) {
+        o->pci = v;
+        o->pci_given = true;
+      },
+      "xid/sxid: the PCI address in the synthetic line (default 0000:19:00); gpu: the GPU to drain (required, "
+      "e.g. 0000:19:00.0)");
+  cmd->add_option("--slurmd-restart", o->slurmd_restart,
+                  "gpu drill: how slurmd is restarted on the node after the GPU is drained and again after it is put "
+                  "back ({node} is the node's name; empty: not restarted)")
+      ->capture_default_str();
   cmd->add_option("--kmsg", o->kmsg,
                   "Where the line is written: /dev/kmsg (default; root on the node), or a syslog-format file the "
                   "site's health check reads; {node} is replaced by the node's name");

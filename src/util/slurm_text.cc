@@ -82,6 +82,13 @@ std::vector<std::string> ParseMpiList(std::string_view text) {
   return out;
 }
 
+std::string ForNode(std::string text, const std::string& node) {
+  constexpr std::string_view kMark = "{node}";
+  for (size_t at = 0; (at = text.find(kMark, at)) != std::string::npos; at += node.size())
+    text.replace(at, kMark.size(), node);
+  return text;
+}
+
 std::optional<std::vector<std::string>> ExpandHostlist(std::string_view list) {
   std::vector<std::string> out;
   // Split at commas outside brackets.

@@ -10,6 +10,10 @@
 
 namespace clustermax::util {
 
+// A per-node template (a log path, a command: "/var/log/hosts/{node}/kern.log") with every
+// "{node}" replaced by the node's name.
+std::string ForNode(std::string text, const std::string& node);
+
 // "Key = Value" lines of `scontrol show config` (the header line and blank lines are skipped).
 std::map<std::string, std::string> ParseScontrolConfig(std::string_view text);
 // One `-o` line: "NodeName=n1 Arch=x86_64 ... OS=Linux 6.1 #1 SMP ... Reason=Not responding [root@..]".
