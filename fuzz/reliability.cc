@@ -1,7 +1,7 @@
 // Fuzz target: what the reliability phase reads (src/bench/history.h, drill.h, burnin.h):
 // `sacctmgr -P show event` and `sacct -P` text and slurmctld log lines as bench history parses them, and drill, history
-// and burn-in results read back. Whatever the bytes, availability stays within [0, 1], no figure is NaN, and grading
-// and rendering never throw.
+// and burn-in results read back, and nodes' Xid documents (--xid) read back and put against the outages. Whatever the
+// bytes, availability stays within [0, 1], no figure is NaN, and grading and rendering never throw.
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +45,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (m.value && !(*m.value == *m.value)) __builtin_trap();
   auto doc = nlohmann::json::parse(t, nullptr, false);
   if (!doc.is_discarded()) {
+    // As a node's Xid document (--xid): bounded, and outages put down to it keep their times.
+    std::vector<hist::NodeXids> xids = {hist::NodeXidsOf("n1", doc), hist::NodeXidsOf("n2", doc)};
+    for (const auto& x : xids)
+      if (x.days.size() > 4000) __builtin_trap();
+    hist::AttributeXids(events, xids);
+    nlohmann::json xh = hist::XidHistory(xids, from, to);
+    if (xh["hardware_events"].get<long>() > xh["events"].get<long>()) __builtin_trap();
+    nlohmann::json sx = hist::Summarize(events, jobs, {"n1", "n2"}, from, to);
+    sx["xid_history"] = xh;
+    hist::RenderHistory(sx);
     hist::RenderHistory(doc);
     hist::HistoryMetrics(doc, doc);
     bench::drill::RenderDrill(doc);

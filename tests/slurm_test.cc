@@ -729,6 +729,79 @@ TEST(SlurmFleet, DrillsTimeDetectionDrainAndReturnThroughTheHealthCheck) {
   Up();
 }
 
+// bench drill gpu on the real cluster: one GPU of n1 taken from the scheduler. A stand-in
+// nvidia-smi on PATH (there is no GPU here) does what `nvidia-smi drain -m 1` does to what slurmd
+// sees: n1's gres.conf line loses a device, and the drill's slurmd restart (scripts/slurm-ci.sh
+// restart-node, where a site runs systemctl) makes n1 register 7 of its 8 configured GPUs.
+// slurmctld itself marks n1 bad (MIXED+DRAIN+INVALID_REG: time to detect), the drill puts the GPU
+// back and restarts slurmd again: the valid registration clears INVALID_REG, but Slurm 22.05 keeps
+// the drain until someone resumes the node. Nothing here does, so the node is not back by
+// --return-timeout, the return grade FAILs, and the drill resumes it, as it says.
+TEST(SlurmFleet, AGpuTakenFromTheSchedulerIsSeenBySlurmAndPutBack) {
+  fs::path bin = kDir / "gpu-drill-bin", gres = kDir / "gres.conf", saved = kDir / "gres.conf.before-drill";
+  fs::path calls = kDir / "nvidia-smi.calls";
+  fs::create_directories(bin);
+  fs::remove(calls);
+  fs::copy_file(gres, saved, fs::copy_options::overwrite_existing);
+  std::string before = Sh("cat " + gres.string()).out;
+  {
+    std::ofstream f(bin / "nvidia-smi");
+    f << "#!/bin/sh\n"
+      << "echo \"$SLURMD_NODENAME $*\" >> " << calls.string() << "\n"
+      << "[ \"$1 $2 $4\" = 'drain -p -m' ] || { echo \"unexpected: $*\" >&2; exit 2; }\n"
+      << "if [ \"$5\" = 1 ]; then\n"
+      << "  { echo AutoDetect=off; for n in n1 n2 n3; do last=7; [ \"$n\" = \"$SLURMD_NODENAME\" ] && last=6\n"
+      << "      echo \"NodeName=$n Name=gpu Type=h100 File=" << (kDir / "dev").string()
+      << "/nvidia[0-$last]\"; done; } > " << gres.string() << ".new && mv " << gres.string() << ".new " << gres.string()
+      << "\n"
+      << "else cp " << saved.string() << " " << gres.string() << "; fi\n"
+      << "echo \"Successfully set GPU $3 drain state to: $5.\"\n";
+  }
+  fs::permissions(bin / "nvidia-smi", fs::perms::owner_all);
+  fs::path out = kDir / "runs" / "drill-gpu";
+  fs::remove_all(out);
+  std::string restart = "bash " + kScript + " restart-node " + kDir.string() + " {node} </dev/null >/dev/null 2>&1";
+  Proc p = Sh(Env() + " PATH=" + bin.string() + ":$PATH " + CLUSTERMAX_BINARY +
+              " bench drill gpu --node n1 --pci 0000:19:00.0 --slurmd-restart '" + restart +
+              "' --detect-timeout 60 --return-timeout 15 --json --exit-zero --out " + out.string() + " 2>" +
+              (kDir / "drill.stderr").string());
+  EXPECT_EQ(p.code, 0) << p.out << Sh("cat " + (kDir / "drill.stderr").string()).out;
+  json r = JsonFrom(p.out);
+  std::cout << "[ drill ] gpu: " << r["nodes"].dump() << "\n";
+  ASSERT_EQ(r["nodes"].size(), 1u) << r.dump();
+  const json& n1 = r["nodes"][0];
+  EXPECT_EQ(r["drill"]["pci"], "0000:19:00.0");
+  ASSERT_TRUE(n1.contains("detect_s")) << n1.dump();
+  EXPECT_LE(n1["detect_s"].get<double>(), 30.0) << n1.dump();
+  EXPECT_EQ(n1["detected_by"], "Slurm") << n1.dump();
+  EXPECT_NE(n1["reason"].get<std::string>().find("gres/gpu count reported lower than configured (7 < 8)"),
+            std::string::npos)
+      << n1.dump();
+  EXPECT_FALSE(n1.contains("restore_error")) << n1.dump();
+  ASSERT_TRUE(n1.contains("restore_s")) << n1.dump();
+  EXPECT_GE(n1["restore_s"].get<double>(), n1["detect_s"].get<double>()) << n1.dump();
+  EXPECT_FALSE(n1.contains("return_s")) << n1.dump();
+  EXPECT_EQ(n1["resumed_by_drill"], true) << n1.dump();
+  bool invalid_seen = false;
+  for (const auto& st : n1["states"]) invalid_seen |= st[1].get<std::string>().find("INVAL") != std::string::npos;
+  EXPECT_TRUE(invalid_seen) << n1["states"].dump();
+  EXPECT_EQ(Sh("cat " + calls.string()).out, "n1 drain -p 0000:19:00.0 -m 1\nn1 drain -p 0000:19:00.0 -m 0\n");
+  EXPECT_EQ(Sh("cat " + gres.string()).out, before);
+  for (const auto& g : r["grades"]) {
+    if (g["metric"] == "rel.drill-detect") EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+    if (g["metric"] == "rel.drill-return") {
+      EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
+      EXPECT_NE(g.dump().find("the drill resumed it"), std::string::npos) << g.dump();
+    }
+  }
+  EXPECT_GE(WaitFor("n1", Idle, 20), 0) << NodeRecord("n1")["State"];
+  EXPECT_NE(NodeRecord("n1")["Gres"].find("gpu:h100:8"), std::string::npos) << NodeRecord("n1")["Gres"];
+  if (::testing::Test::HasFailure()) {
+    fs::copy_file(saved, gres, fs::copy_options::overwrite_existing);
+    Up();
+  }
+}
+
 // bench history on the real cluster with accounting (slurmdbd and MariaDB from Debian,
 // scripts/slurm-ci-accounting.sh): a job on n3 whose slurmd dies ends NODE_FAIL, n2 is drained for
 // a GPU fault and resumed; the report finds both node events with their causes, the job killed by
@@ -858,6 +931,48 @@ TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
   EXPECT_NE(rn["problems"].dump().find("node events from slurmctld's log"), std::string::npos) << rn.dump();
   EXPECT_FALSE(rn.contains("events_error")) << rn.dump();
   EXPECT_GE(rn["events"].size(), 2u) << rn.dump();
+
+  // The nodes' Xid history through one job step (--xid): n3's kernel log holds an Xid 79 of today,
+  // n1's only an application Xid, n2's log is missing. n3's DOWN ("Not responding", a host cause
+  // by its reason) is put down to the Xid; n2's drain keeps its own cause.
+  fs::path xd = kDir / "xid";
+  fs::remove_all(xd);
+  for (const char* n : {"n1", "n3"}) fs::create_directories(xd / n);
+  std::string today = clustermax::util::FormatRfc3339(std::chrono::system_clock::now());
+  // Twice, now and 15 minutes ago: n3's outages of this run began within that (one may be just
+  // before midnight UTC, the Xid's day is what counts).
+  std::string earlier = clustermax::util::FormatRfc3339(std::chrono::system_clock::now() - std::chrono::minutes(15));
+  std::ofstream(xd / "n3" / "kern.log")
+      << earlier << " n3 kernel: NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.\n"
+      << today << " n3 kernel: NVRM: Xid (PCI:0000:19:00): 79, pid=0, GPU has fallen off the bus.\n";
+  std::ofstream(xd / "n1" / "kern.log") << today
+                                        << " n1 kernel: NVRM: Xid (PCI:0000:19:00): 13, pid=4242, Graphics "
+                                           "Exception: ESR 0x504648=0x10000\n";
+  fs::remove_all(out_log);
+  Proc px = Sh(Env() + " " + CLUSTERMAX_BINARY + " bench history --days 1 --xid --kernel-log " +
+               (xd / "{node}" / "kern.log").string() + " --json --exit-zero --out " + out_log.string() + " 2>" +
+               (kDir / "history.stderr").string());
+  ASSERT_EQ(px.code, 0) << px.out << Sh("cat " + (kDir / "history.stderr").string()).out;
+  json rx = JsonFrom(px.out);
+  const json& xh = rx["xid_history"];
+  std::cout << "[ history ] xid: " << xh.dump() << "\n";
+  EXPECT_EQ(xh["nodes_read"], 2) << xh.dump();
+  EXPECT_EQ(xh["nodes_unread"], 1) << xh.dump();
+  EXPECT_EQ(xh["unread"][0]["node"], "n2") << xh.dump();
+  EXPECT_EQ(xh["events"], 3) << xh.dump();
+  EXPECT_EQ(xh["hardware_events"], 2) << xh.dump();
+  EXPECT_EQ(xh["worst_nodes"][0]["node"], "n3") << xh.dump();
+  EXPECT_GE(xh["outages_attributed"].get<int>(), 1) << xh.dump();
+  bool n3_gpu = false;
+  for (const auto& e : rx["events"]) {
+    if (e["node"] == "n3" && e.value("reason", "").find("ot responding") != std::string::npos) {
+      EXPECT_EQ(e["cause"], "gpu") << e.dump();
+      EXPECT_EQ(e.value("xid", "").rfind("Xid 79 on ", 0), 0u) << e.dump();
+      n3_gpu = true;
+    }
+    if (e["node"] == "n1" || e["node"] == "n2") EXPECT_FALSE(e.contains("xid")) << e.dump();
+  }
+  EXPECT_TRUE(n3_gpu) << rx["events"].dump();
 }
 
 // clustermax burnin on the real cluster with the CPU backend: every node runs the same load; n3's

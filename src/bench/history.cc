@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "bench/json_read.h"
+#include "core/xid_catalog.h"
 #include "util/slurm_text.h"
 #include "util/strings.h"
 #include "util/time.h"
@@ -499,6 +500,124 @@ std::string Cause(const std::string& reason) {
   return "unknown";
 }
 
+NodeXids NodeXidsOf(const std::string& node, const json& doc) {
+  NodeXids x;
+  x.node = node;
+  x.error = util::Ellipsize(StrOf(doc, "error"), 400);
+  x.source = util::Ellipsize(StrOf(doc, "source"), 200);
+  if (x.error.empty() && !(doc.contains("counts_by_day") && doc["counts_by_day"].is_object()))
+    x.error = "no Xid counts in the node's document";
+  for (const auto& [day, counts] : ObjOf(doc, "counts_by_day").items()) {
+    if (x.days.size() >= 4000) break;
+    if (!counts.is_object()) continue;
+    auto& d = x.days[util::Ellipsize(day, 16)];
+    for (auto it = counts.begin(); it != counts.end() && d.size() < 1000; ++it) {
+      if (!it.value().is_number_integer()) continue;
+      auto n = it.value().get<long long>();
+      if (n > 0 && n < (1LL << 40)) d[util::Ellipsize(it.key(), 120)] += static_cast<long>(n);
+    }
+  }
+  return x;
+}
+
+std::string CauseOf(const NodeEvent& e) { return e.xid.empty() ? Cause(e.reason) : Cause(e.xid); }
+
+bool HardwareXid(const std::string& key) {
+  const auto& cat = core::EmbeddedXidCatalog();
+  auto severe = [](const std::string& s) { return s == "hardware" || s == "reset"; };
+  if (key.rfind("message: ", 0) == 0) {
+    const core::GpuLogMessage* m = cat.Message(std::string_view(key).substr(9));
+    return m && severe(m->severity);
+  }
+  auto space = key.find(' ');
+  if (space == std::string::npos) return false;
+  auto code = util::ParseInt(std::string_view(key).substr(space + 1));
+  if (!code) return false;
+  const core::XidEntry* x = key.rfind("Xid ", 0) == 0    ? cat.Xid(static_cast<int>(*code))
+                            : key.rfind("SXid ", 0) == 0 ? cat.Sxid(static_cast<int>(*code))
+                                                         : nullptr;
+  return x && severe(x->severity);
+}
+
+namespace {
+
+std::string UtcDay(double t) {
+  return util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(t)))).substr(0, 10);
+}
+
+}  // namespace
+
+size_t AttributeXids(std::vector<NodeEvent>& events, const std::vector<NodeXids>& xids) {
+  std::map<std::string, const NodeXids*> of;
+  for (const auto& x : xids)
+    if (x.error.empty()) of[x.node] = &x;
+  size_t n = 0;
+  for (auto& e : events) {
+    e.xid.clear();
+    std::string c = Cause(e.reason);
+    if (c != "unknown" && c != "host" && c != "software") continue;
+    auto it = of.find(e.node);
+    if (it == of.end()) continue;
+    for (const std::string& day : {UtcDay(e.start), UtcDay(e.start - 86400)}) {
+      auto d = it->second->days.find(day);
+      if (d == it->second->days.end()) continue;
+      const std::string* best = nullptr;
+      long most = 0;
+      for (const auto& [key, count] : d->second)
+        if (count > most && HardwareXid(key)) best = &key, most = count;
+      if (!best) continue;
+      e.xid = fmt::format("{} on {} ({} in the kernel log that day)", *best, day, most);
+      ++n;
+      break;
+    }
+  }
+  return n;
+}
+
+json XidHistory(const std::vector<NodeXids>& xids, double from, double to) {
+  std::string first = UtcDay(from), last = UtcDay(to);
+  json by_key = json::object(), unread = json::array(), worst = json::array();
+  long events = 0, hardware = 0, undated = 0;
+  size_t read = 0;
+  for (const auto& x : xids) {
+    if (!x.error.empty()) {
+      if (unread.size() < 100) unread.push_back({{"node", x.node}, {"error", x.error}});
+      continue;
+    }
+    ++read;
+    long node_hw = 0;
+    json keys = json::object();
+    for (const auto& [day, counts] : x.days) {
+      if (day == "undated") {
+        for (const auto& [k, c] : counts) undated += c;
+        continue;
+      }
+      if (day < first || day > last) continue;
+      for (const auto& [k, c] : counts) {
+        events += c;
+        by_key[k] = by_key.value(k, 0L) + c;
+        if (HardwareXid(k)) {
+          hardware += c;
+          node_hw += c;
+          keys[k] = keys.value(k, 0L) + c;
+        }
+      }
+    }
+    if (node_hw > 0) worst.push_back({{"node", x.node}, {"hardware_events", node_hw}, {"by_key", keys}});
+  }
+  std::sort(worst.begin(), worst.end(), [](const json& a, const json& b) {
+    return a["hardware_events"].get<long>() > b["hardware_events"].get<long>();
+  });
+  size_t with_hw = worst.size();
+  if (worst.size() > 50) worst.erase(worst.begin() + 50, worst.end());
+  json out = {{"nodes_read", read},          {"nodes_unread", xids.size() - read},    {"events", events},
+              {"hardware_events", hardware}, {"nodes_with_hardware_events", with_hw}, {"by_key", by_key},
+              {"worst_nodes", worst}};
+  if (!unread.empty()) out["unread"] = unread;
+  if (undated) out["undated_events"] = undated;
+  return out;
+}
+
 json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord>& jobs,
                const std::vector<std::string>& node_names, double from, double to) {
   double window_h = std::max(0.0, to - from) / 3600.0;
@@ -519,7 +638,7 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
     if (b < a && !(e.start >= from && e.start <= to)) continue;  // outside the window
     b = std::max(a, b);
     nodes.insert(e.node);
-    std::string c = Cause(e.reason);
+    std::string c = CauseOf(e);
     (c == "maintenance" ? planned_iv : unplanned_iv)[e.node].push_back({a, b});
     cause_iv[e.node][c].push_back({a, b});
     json& row = cause_row(c);
@@ -527,7 +646,7 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
     json& pn = per_node[e.node];
     if (pn.is_null()) pn = {{"node", e.node}, {"events", 0}, {"hours_lost", 0.0}};
     pn["events"] = pn["events"].get<long>() + 1;
-    if (ev_out.size() < 2000)
+    if (ev_out.size() < 2000) {
       ev_out.push_back(
           {{"node", e.node},
            {"start", util::FormatRfc3339(util::SysTime(std::chrono::seconds(static_cast<long long>(e.start))))},
@@ -536,6 +655,8 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
            {"state", e.state},
            {"reason", e.reason},
            {"cause", c}});
+      if (!e.xid.empty()) ev_out.back()["xid"] = e.xid;
+    }
   }
   // Hours lost per node: its unplanned spans merged (Slurm opens a new event when the state or the
   // reason changes: one outage, several rows), then planned time outside them. Each merged
@@ -601,13 +722,13 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
     auto jn = j.nodelist.size() <= 4096 ? util::ExpandHostlist(j.nodelist) : std::nullopt;
     const NodeEvent* best = nullptr;
     auto rank = [&](const NodeEvent* e) {
-      return std::make_pair(Cause(e->reason) == "maintenance", std::abs(e->start - end));
+      return std::make_pair(CauseOf(*e) == "maintenance", std::abs(e->start - end));
     };
     if (jn && jn->size() <= 100000)
       for (const auto& n : *jn)
         for (const NodeEvent* e : events_of[n])
           if (e->start <= end + 600 && e->end >= end - 600 && (!best || rank(e) < rank(best))) best = e;
-    std::string c = best ? Cause(best->reason) : "unknown";
+    std::string c = best ? CauseOf(*best) : "unknown";
     json& row = cause_row(c);
     row["interruptions"] = row["interruptions"].get<long>() + 1;
     if (interruptions.size() < 500)
@@ -618,6 +739,7 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
            {"cause", c},
            {"node", best ? best->node : ""},
            {"reason", best ? best->reason : ""}});
+    if (best && !best->xid.empty() && interruptions.size() <= 500) interruptions.back()["xid"] = best->xid;
   }
   long total_jobs = js["total"].get<long>();
   long node_fail = js["by_state"].value("NODE_FAIL", 0L);
@@ -726,6 +848,22 @@ std::string RenderHistory(const json& r) {
                      NumOf(j, "node_fail"), NumOf(j, "gpu_hours_lost_to_node_failure"));
   if (auto g = OptNumOf(j, "goodput")) out += fmt::format(", goodput {:.4f}", *g);
   out += "\n";
+  if (const json& x = ObjOf(r, "xid_history"); !x.empty()) {
+    out += fmt::format(
+        "  Xid history: {:g} node(s) read, {:g} unread; {:g} GPU error(s) in the window, {:g} of the GPU "
+        "itself on {:g} node(s)",
+        NumOf(x, "nodes_read"), NumOf(x, "nodes_unread"), NumOf(x, "events"), NumOf(x, "hardware_events"),
+        NumOf(x, "nodes_with_hardware_events"));
+    if (auto a = OptNumOf(x, "outages_attributed"); a && *a > 0)
+      out += fmt::format("; {:g} outage(s) put down to one", *a);
+    out += "\n";
+    for (const auto& n : ArrOf(x, "worst_nodes")) {
+      std::string keys;
+      for (const auto& [k, c] : ObjOf(n, "by_key").items())
+        keys += fmt::format("{}{} x{}", keys.empty() ? "" : ", ", safe(k), c.is_number() ? c.get<double>() : 0.0);
+      out += fmt::format("    {:<16} {}\n", safe(StrOf(n, "node")), keys);
+    }
+  }
   if (!ArrOf(r, "causes").empty()) {
     out += fmt::format("  {:<12} {:>13} {:>8} {:>16}\n", "cause", "interruptions", "events", "node-hours lost");
     for (const auto& c : ArrOf(r, "causes"))

@@ -27,6 +27,16 @@ struct NodeEvent {
   std::string node, state, reason, user;
   double start = 0, end = 0;  // Unix seconds; an open event ends "now"
   bool open = false;
+  // Set by AttributeXids: the GPU error in the node's kernel log that the outage is put down to
+  // ("Xid 79 on 2026-11-29"); its cause is then the Xid's, whatever the reason says.
+  std::string xid;
+};
+// One node's GPU errors from its kernel log (the kernel.xid collector's counts, collect's
+// ParseGpuKernelLog): UTC day ("undated" for lines without a readable time) -> event key ("Xid
+// 79", "SXid 12028", "message: has fallen off the bus") -> count. `error`: the log was not read.
+struct NodeXids {
+  std::string node, source, error;
+  std::map<std::string, std::map<std::string, long>> days;
 };
 struct JobRecord {
   std::string id, state, exit_code, nodelist;
@@ -92,6 +102,23 @@ std::vector<JobRecord> ParseJobs(std::string_view text, std::vector<std::string>
 // The cause of an outage from its reason text: "gpu", "gpu-memory", "network", "host", "software",
 // "maintenance" or "unknown".
 std::string Cause(const std::string& reason);
+
+// A node's Xid document as a --xid task sends it ({"source", "counts_by_day"} or {"error"}), read
+// back bounded (it crossed the network: 4000 days, 1000 keys a day, counts below 2^40).
+NodeXids NodeXidsOf(const std::string& node, const nlohmann::json& doc);
+// Whether an event key of the kernel log is a fault of the GPU itself (the Xid catalog's
+// severities "hardware" and "reset", data/xid-catalog.json), not the workload's or informational.
+bool HardwareXid(const std::string& key);
+// An outage whose reason says nothing of the GPU (cause unknown, host or software: "Not
+// responding", "Kill task failed", a bare reboot) on a node that logged a hardware Xid on the day
+// the outage began (UTC) or the day before is put down to that Xid (the most frequent one that
+// day): NodeEvent::xid is set, and its cause becomes gpu or gpu-memory. Returns how many.
+size_t AttributeXids(std::vector<NodeEvent>& events, const std::vector<NodeXids>& xids);
+// The Xid history over [from, to]: nodes read and unread (with why), events by key, hardware
+// ones, the nodes with the most hardware events, undated lines.
+nlohmann::json XidHistory(const std::vector<NodeXids>& xids, double from, double to);
+// The cause an outage is counted under: the Xid's when one was attributed, else its reason's.
+std::string CauseOf(const NodeEvent& e);
 
 // The report over [from, to] for `nodes` nodes (names: those sinfo lists).
 nlohmann::json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord>& jobs,

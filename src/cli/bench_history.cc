@@ -2,7 +2,11 @@
 // (bench/history.h). Read-only: sacctmgr show event, sacct and sinfo on the login node, with
 // SLURM_TIME_FORMAT=%s so times are Unix seconds whatever the site's locale and time zone. An
 // analyst without cluster access gives the same commands' saved output (--events-file,
-// --jobs-file). Results in RUN_DIR/bench/history.json.
+// --jobs-file). The nodes' Xid history, opt-in: --xid reads each node's kernel log through one job
+// step on the nodes in service (the kernel.xid collector: journalctl -k over the window, else
+// dmesg, or --kernel-log), --kernel-log alone reads per-node logs here (a central syslog tree);
+// outages whose reason does not name their cause are then put down to a hardware Xid of that node
+// that day (history::AttributeXids). Results in RUN_DIR/bench/history.json.
 
 #include <unistd.h>
 
@@ -15,12 +19,19 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "audit/slurm_fanout.h"
 #include "bench/grade.h"
 #include "bench/history.h"
+#include "bench/json_read.h"
+#include "bench/net_comm.h"
+#include "bench/workspace.h"
 #include "cli/bench_common.h"
+#include "collect/collector.h"
 #include "cli/cli.h"
 #include "host/local_host.h"
+#include "util/cancel.h"
 #include "util/files.h"
 #include "util/line_assembler.h"
 #include "util/slurm_text.h"
@@ -34,11 +45,43 @@ namespace hist = bench::history;
 
 namespace {
 
+constexpr const char* kHistoryMarker = "CLUSTERMAX-HISTORY";
+
 struct HistoryCli {
   BenchCommon common;
+  audit::SlurmFanOutOptions slurm;
   double days = 30;
-  std::string partition, nodelist, events_file, jobs_file, ctld_log;
+  std::string partition, nodelist, events_file, jobs_file, ctld_log, kernel_log;
+  bool xid = false;
+  std::string rank_job;
 };
+
+// One node's GPU errors from its kernel log through the kernel.xid collector (journalctl -k over
+// the window, else dmesg; or the file `kernel_log`, "{node}" replaced), as the document a node's
+// task sends: {"node", "source", "counts_by_day"} or {"node", "error"}.
+json NodeXidDoc(const std::string& node, const std::string& kernel_log, double days) {
+  json doc = {{"node", node}};
+  const collect::Collector* c = collect::FindCollector("kernel.xid");
+  if (!c) {
+    doc["error"] = "no kernel.xid collector";
+    return doc;
+  }
+  collect::CollectOptions opts;
+  opts.kernel_log_file = util::ForNode(kernel_log, node);
+  opts.kernel_log_since = fmt::format("-{}d", static_cast<long>(std::ceil(std::clamp(days, 0.0, 3660.0))) + 1);
+  host::LocalHost h;
+  core::Evidence e = c->collect(h, opts);
+  if (!e.ok()) {
+    std::string why = e.error.empty() ? std::string("kernel log unread") : e.error;
+    if (!opts.kernel_log_file.empty() && why.find(opts.kernel_log_file) == std::string::npos)
+      why = opts.kernel_log_file + ": " + why;
+    doc["error"] = util::Ellipsize(why, 400);
+    return doc;
+  }
+  doc["source"] = bench::StrOf(e.data, "source");
+  doc["counts_by_day"] = bench::ObjOf(e.data, "counts_by_day");
+  return doc;
+}
 
 // Node events from a slurmctld log, read in pieces (a line longer than 64 KiB is dropped, so a
 // log of junk without newlines stays bounded); "" on success, else why not. `about` gets what the
@@ -95,8 +138,60 @@ std::string SlurmText(host::Host& h, std::vector<std::string> argv, std::string&
   return r.out;
 }
 
+// Every node's Xid history: one job step on those in service (--xid), or their logs read here.
+std::vector<hist::NodeXids> ReadXids(HistoryCli& o, host::Host& login, const std::vector<std::string>& nodes,
+                                     json& about) {
+  std::vector<hist::NodeXids> out;
+  if (nodes.empty()) {
+    about["error"] = "no node to read: no node list, and no node with an event";
+    return out;
+  }
+  if (!o.xid) {
+    about["source"] = "kernel logs read on this machine: " + o.kernel_log;
+    for (const auto& n : nodes) out.push_back(hist::NodeXidsOf(n, NodeXidDoc(n, o.kernel_log, o.days)));
+    return out;
+  }
+  audit::SlurmFanOutOptions so = o.slurm;
+  so.partition = o.partition;
+  so.nodelist = fmt::format("{}", fmt::join(nodes, ","));
+  so.nodes = 0;
+  so.self_exe = util::SelfExe();
+  so.tasks_per_node = 1;
+  so.timeout_s = 600;
+  so.stop_when = [] { return bench::Cancelled(); };
+  audit::NodeScope scope = audit::SelectNodes(login, so);
+  about["source"] = o.kernel_log.empty() ? "each node's kernel log (journalctl -k, else dmesg), through a job step"
+                                         : "each node's " + o.kernel_log + ", through a job step";
+  for (const auto& u : scope.unreachable) out.push_back({u.node, "", "not reached: " + u.reason, {}});
+  if (scope.targets.empty()) return out;
+  bench::InstallCancelHandlers();
+  json job = {{"kernel_log", o.kernel_log}, {"days", o.days}};
+  audit::FramedStep step = audit::RunFramedStep(login, scope, scope.targets, so, "clustermax-history",
+                                                {"bench", "history", "--rank-job", job.dump()}, kHistoryMarker, 0);
+  std::map<std::string, std::string> missing;
+  auto docs = StepDocs(step, missing);
+  for (const auto& n : scope.targets) {
+    auto it = docs.find(n);
+    if (it != docs.end())
+      out.push_back(hist::NodeXidsOf(n, it->second));
+    else
+      out.push_back({n, "", missing.count(n) ? missing[n] : "no answer from the node", {}});
+  }
+  return out;
+}
+
 int RunHistory(HistoryCli& o) {
+  if (!o.rank_job.empty())
+    return RunRankTask(o.rank_job, "bench history", kHistoryMarker,
+                       [](const json& job, const bench::net::RankInfo& me) -> std::optional<json> {
+                         return NodeXidDoc(me.node, bench::StrOf(job, "kernel_log"), bench::NumOf(job, "days"));
+                       });
   if (!(o.days > 0 && o.days <= 3660)) throw UsageError("--days: above 0, at most 10 years");
+  if (!o.xid && !o.kernel_log.empty() && o.kernel_log.find("{node}") == std::string::npos)
+    throw UsageError(
+        "--kernel-log without --xid: one log per node, named with {node} (e.g. /var/log/hosts/{node}/kern.log)");
+  if (o.xid && (!o.events_file.empty() || !o.jobs_file.empty()) && o.nodelist.empty())
+    throw UsageError("--xid with saved records: name the nodes (--nodelist)");
   CheckBenchOut(o.common, "history");
   auto started = std::chrono::system_clock::now();
   double to = std::chrono::duration<double>(started.time_since_epoch()).count();
@@ -184,6 +279,20 @@ int RunHistory(HistoryCli& o) {
   if (!nodes.empty())
     std::erase_if(
         events, [&](const hist::NodeEvent& e) { return std::find(nodes.begin(), nodes.end(), e.node) == nodes.end(); });
+  // The nodes' Xid history: each node asked about, or (no node list) each node with an event.
+  if (o.xid || !o.kernel_log.empty()) {
+    std::vector<std::string> xnodes = nodes;
+    if (xnodes.empty())
+      for (const auto& e : events)
+        if (std::find(xnodes.begin(), xnodes.end(), e.node) == xnodes.end()) xnodes.push_back(e.node);
+    json about;
+    auto xids = ReadXids(o, login, xnodes, about);
+    size_t attributed = hist::AttributeXids(events, xids);
+    json x = hist::XidHistory(xids, from, to);
+    for (auto& [k, v] : about.items()) x[k] = v;
+    x["outages_attributed"] = attributed;
+    result["xid_history"] = x;
+  }
   json s = hist::Summarize(events, jobs, nodes, from, to);
   for (auto& [k, v] : s.items()) result[k] = v;
   if (!events_error.empty()) result["events_error"] = events_error;
@@ -226,6 +335,16 @@ void AddHistoryCommand(CLI::App* parent, Commands& table) {
   cmd->add_option("--jobs-file", o->jobs_file,
                   "Saved output of `sacct -a -X -P -o JobIDRaw,State,ExitCode,Start,End,NNodes,NodeList,AllocTRES`")
       ->check(CLI::ExistingFile);
+  cmd->add_flag("--xid", o->xid,
+                "Also read every node's Xid history: one job step on the nodes in service runs journalctl -k over "
+                "the window (else dmesg, or --kernel-log); outages whose reason names no cause are put down to a "
+                "hardware Xid of that node that day");
+  cmd->add_option("--kernel-log", o->kernel_log,
+                  "The nodes' kernel logs ({node}: the node's name): read by the --xid step on each node, or without "
+                  "--xid on this machine (a central syslog tree, e.g. /var/log/hosts/{node}/kern.log)");
+  cmd->add_option("--time", o->slurm.time_limit, "--xid: time limit of the step (minutes)");
+  cmd->add_option("--bcast", o->slurm.bcast, "--xid: copy this binary to the nodes first (srun --bcast=PATH)");
+  cmd->add_option("--rank-job", o->rank_job, "(internal) the job of one task of a step")->group("");
   AddBenchCommon(cmd, o->common);
   table.Add(cmd, [o] { return RunHistory(*o); });
 }
