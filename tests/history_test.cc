@@ -519,3 +519,22 @@ TEST(History, SavedRecordsAndACentralKernelLogTree) {
   EXPECT_NE(refused.code, 0);
   EXPECT_NE(refused.out.find("{node}"), std::string::npos) << refused.out;
 }
+
+// Only the first 500 interruptions are listed: one past them, put down to an Xid, leaves the
+// listed ones as they were.
+TEST(History, AnXidPastTheListedInterruptionsIsNotWrittenOnAnother) {
+  double t = 1.79e9;
+  std::vector<hist::NodeEvent> ev = {{"a", "DOWN", "Not responding", "slurm", t, t + 3600, false},
+                                     {"b", "DOWN", "Not responding", "slurm", t, t + 3600, false}};
+  ev[1].xid = "Xid 79 on 2026-09-21 (1 in the kernel log that day)";
+  std::vector<hist::JobRecord> jobs;
+  for (int i = 0; i < 501; ++i)
+    jobs.push_back({std::to_string(i), "NODE_FAIL", "0:0", i < 500 ? "a" : "b", t - 600, t + 60, 1, 8});
+  json s = hist::Summarize(ev, jobs, {"a", "b"}, t - kDay, t + kDay);
+  ASSERT_EQ(s["interruptions"].size(), 500u);
+  for (const auto& i : s["interruptions"]) EXPECT_FALSE(i.contains("xid")) << i.dump();
+  long gpu = 0;
+  for (const auto& c : s["causes"])
+    if (c["cause"] == "gpu") gpu = c["interruptions"].get<long>();
+  EXPECT_EQ(gpu, 1) << s["causes"].dump();
+}

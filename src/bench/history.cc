@@ -731,7 +731,7 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
     std::string c = best ? CauseOf(*best) : "unknown";
     json& row = cause_row(c);
     row["interruptions"] = row["interruptions"].get<long>() + 1;
-    if (interruptions.size() < 500)
+    if (interruptions.size() < 500) {
       interruptions.push_back(
           {{"job", j.id},
            {"nodes", j.nodelist},
@@ -739,7 +739,8 @@ json Summarize(const std::vector<NodeEvent>& events, const std::vector<JobRecord
            {"cause", c},
            {"node", best ? best->node : ""},
            {"reason", best ? best->reason : ""}});
-    if (best && !best->xid.empty() && interruptions.size() <= 500) interruptions.back()["xid"] = best->xid;
+      if (best && !best->xid.empty()) interruptions.back()["xid"] = best->xid;
+    }
   }
   long total_jobs = js["total"].get<long>();
   long node_fail = js["by_state"].value("NODE_FAIL", 0L);
