@@ -39,7 +39,9 @@ TEST(History, SlurmTimesAreUnixSecondsOrLocalIso) {
   auto iso = hist::ParseSlurmTime("2024-08-08T19:12:57");
   ASSERT_TRUE(iso.has_value());
   EXPECT_NEAR(*iso, 1723144377, 14 * 3600 + 1);  // whatever the local zone
-  for (const char* none : {"Unknown", "None", "", "2024-13-45T99:00:00", "12345678901234567890", "0", "now"})
+  // Junk, and times no Slurm wrote (before 1990, after 2200: past 2262 not even a time point).
+  for (const char* none : {"Unknown", "None", "", "2024-13-45T99:00:00", "12345678901234567890", "0", "now",
+                           "1012-01-31T15:19:24", "999999999999", "-30228972036", "86400"})
     EXPECT_FALSE(hist::ParseSlurmTime(none).has_value()) << none;
 }
 

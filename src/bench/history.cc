@@ -136,13 +136,21 @@ bool HasAny(const std::string& s, std::initializer_list<const char*> words) {
 
 }  // namespace
 
+namespace {
+
+// Slurm's times read from its records or its log: 1990 to 2200. Outside that they are junk, and
+// past 2262 a system_clock time point (nanoseconds) could not even hold them.
+bool Plausible(double t) { return t >= 631152000.0 && t <= 7258118400.0; }
+
+}  // namespace
+
 std::optional<double> ParseSlurmTime(std::string_view s) {
   s = util::Trim(s);
   if (s.empty() || s.size() > 40) return std::nullopt;
   if (std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     if (s.size() > 12) return std::nullopt;
     double v = std::stod(std::string(s));
-    return v > 0 ? std::optional<double>(v) : std::nullopt;
+    return Plausible(v) ? std::optional<double>(v) : std::nullopt;
   }
   std::tm tm{};
   std::string str(s);
@@ -150,7 +158,7 @@ std::optional<double> ParseSlurmTime(std::string_view s) {
   if (!end || *end) return std::nullopt;
   tm.tm_isdst = -1;
   std::time_t t = std::mktime(&tm);
-  if (t == static_cast<std::time_t>(-1)) return std::nullopt;
+  if (t == static_cast<std::time_t>(-1) || !Plausible(static_cast<double>(t))) return std::nullopt;
   return static_cast<double>(t);
 }
 
@@ -176,7 +184,7 @@ std::optional<double> CtldLineTime(std::string_view line, double now) {
       int off = hh * 3600 + mm * 60;
       t -= z[0] == '+' ? off : -off;
     }
-    return t;
+    return Plausible(t) ? std::optional<double>(t) : std::nullopt;
   }
   if (std::regex_search(head, m, syslog)) {
     static const char* months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
