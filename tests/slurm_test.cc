@@ -788,7 +788,9 @@ TEST(SlurmFleet, AGpuTakenFromTheSchedulerIsSeenBySlurmAndPutBack) {
   EXPECT_EQ(Sh("cat " + calls.string()).out, "n1 drain -p 0000:19:00.0 -m 1\nn1 drain -p 0000:19:00.0 -m 0\n");
   EXPECT_EQ(Sh("cat " + gres.string()).out, before);
   for (const auto& g : r["grades"]) {
-    if (g["metric"] == "rel.drill-detect") EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+    if (g["metric"] == "rel.drill-detect") {
+      EXPECT_EQ(g["verdict"], "PASS") << g.dump();
+    }
     if (g["metric"] == "rel.drill-return") {
       EXPECT_EQ(g["verdict"], "FAIL") << g.dump();
       EXPECT_NE(g.dump().find("the drill resumed it"), std::string::npos) << g.dump();
@@ -977,7 +979,9 @@ TEST(SlurmFleet, HistoryReadsNodeEventsAndJobsFromARealSlurmdbd) {
       EXPECT_EQ(e.value("xid", "").rfind("Xid 79 on ", 0), 0u) << e.dump();
       n3_gpu = true;
     }
-    if (e["node"] == "n1" || e["node"] == "n2") EXPECT_FALSE(e.contains("xid")) << e.dump();
+    if (e["node"] == "n1" || e["node"] == "n2") {
+      EXPECT_FALSE(e.contains("xid")) << e.dump();
+    }
   }
   EXPECT_TRUE(n3_gpu) << rx["events"].dump();
 }
